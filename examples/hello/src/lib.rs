@@ -1,0 +1,70 @@
+//! The hello component of the TinySystems README, in tiny: a name comes in, a
+//! greeting goes out, and a failure goes to the error port instead of failing the flow.
+
+use tiny_sdk::prelude::*;
+
+/// Settings of a hello node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HelloSettings {
+    /// Put before the name.
+    #[tiny(title = "Greeting word")]
+    pub greeting_word: String,
+}
+
+impl Default for HelloSettings {
+    fn default() -> Self {
+        Self { greeting_word: "Hello".into() }
+    }
+}
+
+/// What arrives on `input`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+pub struct HelloIn {
+    /// Anything the sender wants to get back with the greeting.
+    #[tiny(configurable)]
+    #[serde(default)]
+    pub context: serde_json::Value,
+    /// Who to greet.
+    #[tiny(title = "Name")]
+    pub name: String,
+}
+
+/// What leaves on `greeting`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+pub struct Greeting {
+    /// The context that came with the name.
+    #[tiny(shared)]
+    pub context: serde_json::Value,
+    /// The greeting.
+    pub greeting: String,
+}
+
+/// Greets a person by name.
+///
+/// An empty name is an error: it goes to the `error` port with the input's context.
+#[derive(Debug, Component, Default)]
+#[component(name = "hello", tags("example", "greeting"), settings = HelloSettings)]
+pub struct Hello {
+    /// The name to greet.
+    #[port(position = Left)]
+    input: Input<HelloIn>,
+    /// The greeting.
+    #[port(position = Right)]
+    greeting: Output<Greeting>,
+    /// Names that could not be greeted.
+    #[port(position = Bottom, catch)]
+    error: Output<ErrorMessage>,
+}
+
+impl Hello {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: HelloIn) -> Result<Reply> {
+        let name = msg.name.trim();
+        if name.is_empty() {
+            return Err(Error::permanent("name is empty").with_code("EMPTY_NAME"));
+        }
+        let word = &ctx.settings().greeting_word;
+        let greeting = Greeting { context: msg.context, greeting: format!("{word}, {name}!") };
+        self.greeting.emit(ctx, greeting).await
+    }
+}

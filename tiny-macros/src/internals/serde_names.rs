@@ -1,0 +1,92 @@
+//! The names serde gives fields, so that hints can refer to siblings by their JSON name.
+
+use syn::{Attribute, LitStr};
+
+/// `rename_all` of the container's `#[serde(...)]`, if any.
+pub fn rename_all(attrs: &[Attribute]) -> Option<String> {
+    find(attrs, "rename_all")
+}
+
+/// The serialised name of a field called `ident`.
+pub fn field_name(attrs: &[Attribute], ident: &str, rename_all: Option<&str>) -> String {
+    if let Some(name) = find(attrs, "rename") {
+        return name;
+    }
+    let ident = ident.strip_prefix("r#").unwrap_or(ident);
+    match rename_all {
+        Some(rule) => apply(rule, ident),
+        None => ident.to_owned(),
+    }
+}
+
+fn find(attrs: &[Attribute], key: &str) -> Option<String> {
+    let mut found = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident(key) {
+                if let Ok(value) = meta.value() {
+                    if let Ok(s) = value.parse::<LitStr>() {
+                        found = Some(s.value());
+                    }
+                } else {
+                    // `rename(serialize = "a", deserialize = "b")`: take `serialize`.
+                    let _ = meta.parse_nested_meta(|inner| {
+                        let v = inner.value()?.parse::<LitStr>()?;
+                        if inner.path.is_ident("serialize") {
+                            found = Some(v.value());
+                        }
+                        Ok(())
+                    });
+                }
+            } else if let Ok(value) = meta.value() {
+                // Skip the value of keys we do not read.
+                let _ = value.parse::<proc_macro2::TokenStream>();
+            } else if meta.input.peek(syn::token::Paren) {
+                let _ = meta.parse_nested_meta(|inner| {
+                    if let Ok(v) = inner.value() {
+                        let _ = v.parse::<proc_macro2::TokenStream>();
+                    }
+                    Ok(())
+                });
+            }
+            Ok(())
+        });
+    }
+    found
+}
+
+/// serde's `rename_all` rules, applied to a snake_case field name.
+fn apply(rule: &str, field: &str) -> String {
+    let words: Vec<&str> = field.split('_').filter(|w| !w.is_empty()).collect();
+    let cap = |w: &str| {
+        let mut c = w.chars();
+        c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
+    };
+    match rule {
+        "lowercase" => field.to_lowercase(),
+        "UPPERCASE" => field.to_uppercase(),
+        "PascalCase" => words.iter().map(|w| cap(w)).collect(),
+        "camelCase" => words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| if i == 0 { (*w).to_owned() } else { cap(w) })
+            .collect(),
+        "SCREAMING_SNAKE_CASE" => field.to_uppercase(),
+        "kebab-case" => field.replace('_', "-"),
+        "SCREAMING-KEBAB-CASE" => field.to_uppercase().replace('_', "-"),
+        _ => field.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::apply;
+
+    #[test]
+    fn rename_rules() {
+        assert_eq!(apply("camelCase", "user_name_x"), "userNameX");
+        assert_eq!(apply("PascalCase", "user_name"), "UserName");
+        assert_eq!(apply("kebab-case", "user_name"), "user-name");
+        assert_eq!(apply("SCREAMING_SNAKE_CASE", "user_name"), "USER_NAME");
+    }
+}

@@ -1,0 +1,23 @@
+//! Derive macros for tiny. Use them through `tiny-sdk`, which re-exports them with
+//! their documentation; the generated code names only `::tiny_sdk` paths.
+//!
+//! Layout: `internals` reads and checks the attributes (darling structs, one file per
+//! derive), `expand` writes the code (one function per generated item). The entry
+//! points below are thin so that tests can drive the `proc_macro2` functions.
+
+use proc_macro::TokenStream;
+
+mod expand;
+mod internals;
+
+/// See `tiny_sdk::Component`.
+#[proc_macro_derive(Component, attributes(component, port))]
+pub fn derive_component(input: TokenStream) -> TokenStream {
+    expand::component::derive(input.into()).into()
+}
+
+/// See `tiny_sdk::Schema`.
+#[proc_macro_derive(Schema, attributes(tiny, schemars, serde))]
+pub fn derive_schema(input: TokenStream) -> TokenStream {
+    expand::schema::derive(input.into()).into()
+}

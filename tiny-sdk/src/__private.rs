@@ -1,0 +1,107 @@
+//! Support for the code `#[derive(Component)]` and `#[derive(Schema)]` write. Not a
+//! public API: names here may change in any release.
+
+use std::marker::PhantomData;
+
+pub use futures::future::BoxFuture;
+pub use schemars;
+pub use serde_json::Value;
+
+use crate::{
+    error::{Error, Result},
+    message::Reply,
+    port::{Direction, PortSpec, Position},
+    schema::port_schema,
+};
+
+/// One row of the port table.
+#[allow(clippy::too_many_arguments)]
+pub const fn port<T: schemars::JsonSchema>(
+    name: &'static str,
+    label: &'static str,
+    description: &'static str,
+    direction: Direction,
+    position: Position,
+    default_config: fn() -> Value,
+    response_schema: Option<fn() -> Value>,
+) -> PortSpec {
+    PortSpec { name, label, description, direction, position, schema: port_schema::<T>, default_config, response_schema }
+}
+
+/// The schema function of a response type.
+pub const fn response<R: schemars::JsonSchema>() -> Option<fn() -> Value> {
+    Some(port_schema::<R>)
+}
+
+/// The answer to a message for a port the component does not have.
+pub fn unknown_port<'a>(component: &'static str, port: &str) -> BoxFuture<'a, Result<Reply>> {
+    let err = Error::permanent(format!("component `{component}` has no input port `{port}`"));
+    Box::pin(async move { Err(err) })
+}
+
+/// Picks `T::default()` as a port's default configuration when `T: Default`, `null`
+/// otherwise (autoref specialisation: the `&DefaultProbe` impl wins when it applies).
+#[derive(Debug)]
+pub struct DefaultProbe<T>(PhantomData<fn() -> T>);
+
+impl<T> DefaultProbe<T> {
+    pub const fn new() -> Self {
+        DefaultProbe(PhantomData)
+    }
+}
+
+pub trait ViaDefault {
+    fn default_config(&self) -> Value;
+}
+
+impl<T: Default + serde::Serialize> ViaDefault for &DefaultProbe<T> {
+    // Reached through `&&DefaultProbe`: found before `ViaNull`, which needs a deref.
+    fn default_config(&self) -> Value {
+        serde_json::to_value(T::default()).unwrap_or(Value::Null)
+    }
+}
+
+pub trait ViaNull {
+    fn default_config(&self) -> Value;
+}
+
+impl<T> ViaNull for DefaultProbe<T> {
+    fn default_config(&self) -> Value {
+        Value::Null
+    }
+}
+
+/// `fn() -> Value` giving the default configuration of `$t`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __default_config {
+    ($t:ty) => {{
+        fn default_config() -> $crate::__private::Value {
+            #[allow(unused_imports)]
+            use $crate::__private::{ViaDefault as _, ViaNull as _};
+            (&&$crate::__private::DefaultProbe::<$t>::new()).default_config()
+        }
+        default_config
+    }};
+}
+pub use crate::__default_config as default_config;
+
+/// What the port table reads from an `Input<T>` or `Output<T, R>` field's type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a port type",
+    note = "port fields have type `tiny_sdk::Input<T>` or `tiny_sdk::Output<T>` / `Output<T, R>`"
+)]
+pub trait PortType {
+    type Message: crate::Message;
+    type Response: crate::Message;
+}
+
+impl<T: crate::Message> PortType for crate::Input<T> {
+    type Message = T;
+    type Response = Value;
+}
+
+impl<T: crate::Message, R: crate::Message> PortType for crate::Output<T, R> {
+    type Message = T;
+    type Response = R;
+}

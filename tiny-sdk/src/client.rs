@@ -1,0 +1,65 @@
+//! The resource manager a component receives on `_client`: what it may ask of the
+//! cluster. The runtime implements it against Kubernetes; tests may provide their own.
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{error::Result, flow::Node};
+
+/// How to expose a port of the node's module outside the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExposePortRequest {
+    /// The container port to expose.
+    pub port: u16,
+    /// Extra DNS names for the Ingress.
+    #[serde(default)]
+    pub hostnames: Vec<String>,
+    /// A generated hostname prefix (`<prefix>-<suffix>`), when set.
+    #[serde(default)]
+    pub auto_hostname: Option<String>,
+    /// Terminate TLS at the Ingress.
+    #[serde(default)]
+    pub tls: bool,
+    /// `ClusterIP` (default), `NodePort` or `LoadBalancer`.
+    #[serde(default)]
+    pub service_type: Option<String>,
+}
+
+/// A new node to create in a flow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateNodeRequest {
+    /// Name prefix; the server appends a suffix.
+    pub name: String,
+    /// The flow the node belongs to.
+    pub flow: String,
+    /// Module and component to run.
+    pub module: String,
+    /// Component name within the module.
+    pub component: String,
+    /// Settings JSON for `_settings`.
+    #[serde(default)]
+    pub settings: Option<Value>,
+}
+
+/// What components may ask of the cluster (`_client`). Every call is idempotent and
+/// retries write conflicts itself.
+pub trait ResourceManager: Send + Sync + 'static {
+    /// Exposes `port` through a Service and an Ingress owned by the calling node;
+    /// returns the URLs it is reachable at.
+    fn expose_port(&self, req: ExposePortRequest) -> BoxFuture<'_, Result<Vec<String>>>;
+    /// Removes what `expose_port` created for `port`.
+    fn unexpose_port(&self, port: u16) -> BoxFuture<'_, Result<()>>;
+    /// Merges `metadata` into the calling node's `status.metadata`.
+    fn update_metadata(&self, metadata: Vec<(String, String)>) -> BoxFuture<'_, Result<()>>;
+    /// Sends `data` to `node:port` through a TinySignal.
+    fn create_signal(&self, node: &str, port: &str, data: Value) -> BoxFuture<'_, Result<String>>;
+    /// Creates a node; returns its name.
+    fn create_node(&self, req: CreateNodeRequest) -> BoxFuture<'_, Result<String>>;
+    /// Reads a node of this namespace.
+    fn get_node(&self, name: &str) -> BoxFuture<'_, Result<Node>>;
+    /// Creates a flow in `project`; returns its name.
+    fn create_flow(&self, project: &str, name: &str) -> BoxFuture<'_, Result<String>>;
+}

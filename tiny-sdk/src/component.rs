@@ -1,0 +1,128 @@
+//! The component abstraction: what a module author implements (through the derive).
+
+use std::{future::Future, sync::Arc};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    client::ResourceManager,
+    context::Ctx,
+    error::{ErrorMessage, Result},
+    flow::Node,
+    message::{Message, Reply},
+    port::{Output, PortSpec},
+};
+
+/// Name, description and tags of a component, as shown in the editor's catalogue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentInfo {
+    /// Unique name within the module, e.g. `http_server`.
+    pub name: String,
+    /// One-line description.
+    #[serde(default)]
+    pub description: String,
+    /// Longer help text (markdown).
+    #[serde(default)]
+    pub info: String,
+    /// Searchable tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// A reusable building block of flows, usually written with `#[derive(Component)]`.
+///
+/// ```
+/// use tiny_sdk::prelude::*;
+///
+/// #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+/// pub struct Name {
+///     #[tiny(configurable)]
+///     pub name: String,
+/// }
+///
+/// #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+/// pub struct Greeting {
+///     pub greeting: String,
+/// }
+///
+/// #[derive(Component, Default)]
+/// #[component(name = "hello", description = "Greets a person by name")]
+/// pub struct Hello {
+///     #[port(position = Left)]
+///     name: Input<Name>,
+///     #[port(position = Right)]
+///     greeting: Output<Greeting>,
+/// }
+///
+/// impl Hello {
+///     async fn on_name(&self, ctx: &Ctx<Self>, msg: Name) -> Result<Reply> {
+///         let greeting = format!("Hello, {}!", msg.name);
+///         self.greeting.emit(ctx, Greeting { greeting }).await
+///     }
+/// }
+///
+/// assert_eq!(Hello::info().name, "hello");
+/// assert_eq!(Hello::ports().len(), 2);
+/// ```
+pub trait Component: Sized + Send + Sync + 'static {
+    /// Typed settings delivered on `_settings` before any business message; `()` when
+    /// the component has none.
+    type Settings: Message + Default + Clone;
+    /// Typed dashboard controls delivered on `_control`; `()` when none.
+    type Control: Message;
+
+    /// Catalogue information.
+    fn info() -> ComponentInfo;
+
+    /// The port table, in declaration order (system ports first).
+    fn ports() -> &'static [PortSpec];
+
+    /// A fresh instance for one node, with its port handles named.
+    fn instance() -> Self;
+
+    /// Decodes `payload` for `port` and runs the port's handler.
+    fn handle<'a>(&'a self, ctx: &'a Ctx<Self>, port: &'a str, payload: &'a Value) -> BoxFuture<'a, Result<Reply>>;
+
+    /// The port that receives handler failures as [`ErrorMessage`]s instead of failing
+    /// the hop (`#[port(catch)]`), if any.
+    fn error_port(&self) -> Option<&Output<ErrorMessage>> {
+        None
+    }
+}
+
+/// Lifecycle hooks behind the system ports. Every method has a no-op default; the
+/// derive writes an empty impl unless the component says `#[component(hooks)]`.
+pub trait Hooks: Component {
+    /// `_settings`: called with the new settings before business messages, and again
+    /// whenever they change.
+    fn on_settings(&self, ctx: &Ctx<Self>, settings: &Self::Settings) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ctx, settings);
+        async { Ok(()) }
+    }
+
+    /// `_control`: a dashboard control (a button, a toggle) was used.
+    fn on_control(&self, ctx: &Ctx<Self>, control: Self::Control) -> impl Future<Output = Result<Reply>> + Send {
+        let _ = (ctx, control);
+        async { Ok(Reply::empty()) }
+    }
+
+    /// `_reconcile`: the node changed, or the periodic reconcile (every 5 minutes) ran.
+    fn on_reconcile(&self, ctx: &Ctx<Self>, node: &Node) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ctx, node);
+        async { Ok(()) }
+    }
+
+    /// `_client`: the runtime hands over its resource manager.
+    fn on_client(&self, ctx: &Ctx<Self>, client: Arc<dyn ResourceManager>) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ctx, client);
+        async { Ok(()) }
+    }
+
+    /// The node was deleted (not merely stopped): release what it created.
+    fn on_destroy(&self, ctx: &Ctx<Self>) -> impl Future<Output = Result<()>> + Send {
+        let _ = ctx;
+        async { Ok(()) }
+    }
+}

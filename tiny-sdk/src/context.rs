@@ -1,0 +1,127 @@
+//! The context a handler runs in: its node, settings, hop and the way out.
+
+use std::{fmt, sync::Arc};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::{client::ResourceManager, component::Component, error::Result, message::Reply};
+
+/// Sends what a node emits on one of its ports along that port's edges.
+///
+/// The engine gives every node its own emitter; authors never implement this.
+pub trait Emitter: Send + Sync + 'static {
+    /// Emits `data` on `port`, continuing `hop`, and resolves to the downstream reply.
+    fn emit(&self, port: &str, data: Value, hop: Hop) -> BoxFuture<'static, Result<Reply>>;
+}
+
+/// Who a node is, as the Go SDK's `NodeIdentity`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeIdentity {
+    /// The TinyNode's name.
+    pub node_name: String,
+    /// Its namespace (empty in-process).
+    pub namespace: String,
+    /// The flow it belongs to.
+    pub flow_name: String,
+    /// The project it belongs to.
+    pub project_name: String,
+}
+
+/// What stays the same for every message a node handles.
+pub struct NodeContext {
+    identity: NodeIdentity,
+    emitter: Arc<dyn Emitter>,
+    client: Option<Arc<dyn ResourceManager>>,
+}
+
+impl NodeContext {
+    /// Built by the engine.
+    pub fn new(identity: NodeIdentity, emitter: Arc<dyn Emitter>, client: Option<Arc<dyn ResourceManager>>) -> Self {
+        Self { identity, emitter, client }
+    }
+
+    /// The node's identity.
+    pub fn identity(&self) -> &NodeIdentity {
+        &self.identity
+    }
+}
+
+impl fmt::Debug for NodeContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeContext").field("identity", &self.identity).finish_non_exhaustive()
+    }
+}
+
+/// Per-message facts carried from hop to hop.
+#[derive(Debug, Clone, Default)]
+pub struct Hop {
+    /// How many hops the message has made; the engine refuses to go past its limit.
+    pub depth: u32,
+    /// Cancelled when the caller gave up or the node is being stopped.
+    pub cancel: CancellationToken,
+    /// Whether this replica leads (only the leader should do leader-only work).
+    pub leader: bool,
+}
+
+/// The context of one handler call.
+pub struct Ctx<C: Component> {
+    node: Arc<NodeContext>,
+    settings: Arc<C::Settings>,
+    hop: Hop,
+}
+
+impl<C: Component> Ctx<C> {
+    /// Built by the engine for each call.
+    pub fn new(node: Arc<NodeContext>, settings: Arc<C::Settings>, hop: Hop) -> Self {
+        Self { node, settings, hop }
+    }
+
+    /// The node's name (`<flow hash>.<module>.<component>-<suffix>` on Kubernetes).
+    pub fn node_name(&self) -> &str {
+        &self.node.identity.node_name
+    }
+
+    /// The node's identity.
+    pub fn identity(&self) -> &NodeIdentity {
+        &self.node.identity
+    }
+
+    /// The settings in force for this call.
+    pub fn settings(&self) -> &C::Settings {
+        &self.settings
+    }
+
+    /// Hop facts: depth, cancellation, leadership.
+    pub fn hop(&self) -> &Hop {
+        &self.hop
+    }
+
+    /// `true` when this replica leads its module.
+    pub fn is_leader(&self) -> bool {
+        self.hop.leader
+    }
+
+    /// Resolves when the caller gave up on this message or the node is stopping.
+    pub async fn cancelled(&self) {
+        self.hop.cancel.cancelled().await;
+    }
+
+    /// The runtime's resource manager (absent in-process unless a test provides one).
+    pub fn client(&self) -> Option<&Arc<dyn ResourceManager>> {
+        self.node.client.as_ref()
+    }
+
+    /// Emits an already-encoded message; prefer [`Output::emit`](crate::Output::emit),
+    /// which checks the port and the type at compile time.
+    pub async fn emit_value(&self, port: &str, data: Value) -> Result<Reply> {
+        self.node.emitter.emit(port, data, self.hop.clone()).await
+    }
+}
+
+impl<C: Component> fmt::Debug for Ctx<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ctx").field("node", &self.node.identity.node_name).field("hop", &self.hop).finish_non_exhaustive()
+    }
+}

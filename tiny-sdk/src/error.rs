@@ -1,0 +1,170 @@
+//! Errors a component returns, and the payload of the conventional `error` port.
+//!
+//! Every error is either *transient* (worth another attempt under the edge's retry
+//! policy) or *permanent* (never retried: bad input, a missing node, a decode failure).
+//! The Go SDK loses this distinction on the wire; tiny keeps it end to end.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The result type of handlers and hooks.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Whether an error may succeed when tried again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    /// A retry may succeed (a timeout, a refused connection, a busy peer).
+    Transient,
+    /// A retry repeats the failure (bad input, unknown port, a type mismatch).
+    Permanent,
+}
+
+/// An error from a component, a hop or the engine.
+///
+/// ```
+/// use tiny_sdk::{Error, ErrorKind};
+/// let e = Error::permanent("name must not be empty").with_code("EMPTY_NAME");
+/// assert_eq!(e.kind(), ErrorKind::Permanent);
+/// assert_eq!(e.code(), Some("EMPTY_NAME"));
+/// assert!(!e.is_retryable());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    code: Option<String>,
+    message: String,
+}
+
+impl Error {
+    /// A transient error: the edge's retry policy may try the hop again.
+    pub fn transient(message: impl fmt::Display) -> Self {
+        Self { kind: ErrorKind::Transient, code: None, message: message.to_string() }
+    }
+
+    /// A permanent error: never retried.
+    pub fn permanent(message: impl fmt::Display) -> Self {
+        Self { kind: ErrorKind::Permanent, code: None, message: message.to_string() }
+    }
+
+    /// Builds an error of the given kind.
+    pub fn new(kind: ErrorKind, message: impl fmt::Display) -> Self {
+        Self { kind, code: None, message: message.to_string() }
+    }
+
+    /// Attaches a machine-readable code, matched against an edge's `nonRetryableErrorCodes`.
+    #[must_use]
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// Prefixes the message with where the error happened, keeping kind and code.
+    #[must_use]
+    pub fn context(mut self, what: impl fmt::Display) -> Self {
+        self.message = format!("{what}: {}", self.message);
+        self
+    }
+
+    /// Transient or permanent.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The code, if one was attached.
+    pub fn code(&self) -> Option<&str> {
+        self.code.as_deref()
+    }
+
+    /// The human-readable message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// `true` for transient errors.
+    pub fn is_retryable(&self) -> bool {
+        self.kind == ErrorKind::Transient
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.code {
+            Some(code) => write!(f, "{} [{code}]", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Foreign errors are transient unless marked otherwise: an I/O or HTTP failure usually is.
+macro_rules! transient_from {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::transient(e)
+            }
+        }
+    )*};
+}
+transient_from!(std::io::Error, String, &str, std::fmt::Error);
+
+impl From<serde_json::Error> for Error {
+    /// A (de)serialisation failure repeats on retry.
+    fn from(e: serde_json::Error) -> Self {
+        Error::permanent(e)
+    }
+}
+
+/// The payload of the conventional `error` port: the failed input's context and the
+/// error text. Same JSON shape as the Go SDK's `module.ErrorMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ErrorMessage {
+    /// The `context` field of the failed input, or the whole input when it has none.
+    #[serde(default)]
+    pub context: serde_json::Value,
+    /// The error text.
+    pub error: String,
+    /// Whether a retry could succeed.
+    #[serde(default)]
+    pub retryable: bool,
+    /// The error's code, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+impl ErrorMessage {
+    /// Builds the error-port payload for `err` raised while handling `input`.
+    pub fn new(input: &serde_json::Value, err: &Error) -> Self {
+        let context = input.get("context").cloned().unwrap_or_else(|| input.clone());
+        Self {
+            context,
+            error: err.message().to_owned(),
+            retryable: err.is_retryable(),
+            code: err.code().map(str::to_owned),
+        }
+    }
+}
+
+impl schemars::JsonSchema for ErrorMessage {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ErrorMessage".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "title": "Error",
+            "properties": {
+                "context": { "title": "Context", "configurable": true,
+                             "description": "The context of the message that failed" },
+                "error": { "type": "string", "title": "Error" },
+                "retryable": { "type": "boolean", "title": "Retryable" },
+                "code": { "type": ["string", "null"], "title": "Code" }
+            },
+            "required": ["error"]
+        })
+    }
+}

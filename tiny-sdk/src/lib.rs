@@ -1,0 +1,94 @@
+//! # tiny-sdk
+//!
+//! Everything a TinySystems module author needs: the [`Component`] trait and its
+//! derive, typed [ports](port), port [messages](Message) with editor
+//! [schemas](schema), [errors](Error) that know whether a retry helps, the
+//! [flow model](flow), edge [expressions](expr), and the in-process flow
+//! [engine](engine) with a [harness] to test flows without a cluster.
+//!
+//! ```
+//! use tiny_sdk::prelude::*;
+//!
+//! #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+//! pub struct HelloIn {
+//!     /// Who to greet.
+//!     #[tiny(configurable)]
+//!     pub name: String,
+//! }
+//!
+//! #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+//! pub struct Greeting {
+//!     #[tiny(shared)]
+//!     pub greeting: String,
+//! }
+//!
+//! #[derive(Component, Default)]
+//! #[component(name = "hello", description = "Greets a person by name")]
+//! pub struct Hello {
+//!     #[port(position = Left)]
+//!     input: Input<HelloIn>,
+//!     #[port(position = Right)]
+//!     output: Output<Greeting>,
+//! }
+//!
+//! impl Hello {
+//!     async fn on_input(&self, ctx: &Ctx<Self>, msg: HelloIn) -> Result<Reply> {
+//!         let greeting = format!("Hello, {}!", msg.name);
+//!         self.output.emit(ctx, Greeting { greeting }).await
+//!     }
+//! }
+//! ```
+
+pub mod client;
+pub mod component;
+pub mod context;
+pub mod error;
+pub mod flow;
+pub mod message;
+pub mod port;
+pub mod schema;
+pub mod system;
+
+#[doc(hidden)]
+pub mod __private;
+
+/// Edge expressions: `{{...}}` templates over JSONPath, compiled once per node.
+pub use tiny_expr as expr;
+
+pub use client::ResourceManager;
+pub use component::{Component, ComponentInfo, Hooks};
+pub use context::{Ctx, Hop, NodeIdentity};
+pub use error::{Error, ErrorKind, ErrorMessage, Result};
+pub use message::{IntoReply, Message, Reply};
+pub use port::{Direction, Input, Output, PortSpec, Position};
+
+/// Derives [`Component`]: the port table, the instance constructor and the dispatch
+/// from `Input`/`Output` fields to `on_<port>` methods.
+///
+/// Container attributes, `#[component(...)]`:
+/// - `name = "..."` (required), `description = "..."`, `info = "..."`, `tags("a", "b")`;
+/// - `settings = Type`: typed settings on `_settings` (see [`Ctx::settings`]);
+/// - `control = Type`: typed dashboard controls on `_control` ([`Hooks::on_control`]);
+/// - `hooks`: the component implements [`Hooks`] itself.
+///
+/// Field attributes, `#[port(...)]`, on `Input<T>` and `Output<T, R>` fields:
+/// `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`
+/// (default `on_<field>`), and `catch` on an `Output<ErrorMessage>` to receive the
+/// component's handler failures instead of failing the hop.
+pub use tiny_macros::Component;
+
+/// Derives `schemars::JsonSchema` with the editor's hints, read from `#[tiny(...)]`:
+/// `configurable`, `shared`, `title`, `description`, `default`, `enum(...)`,
+/// `enum_titles(...)`, `readonly`, `format`, `tab`, `align`, `col_span`,
+/// `property_order`, `required_when(...)`, `optional_when(...)`, `language`,
+/// `secret`. serde's attributes (`rename`, `rename_all`, `flatten`, `default`, enum
+/// tagging) are honoured, and doc comments become descriptions.
+pub use tiny_macros::Schema;
+
+/// The names an author needs, in one `use`.
+pub mod prelude {
+    pub use crate::{
+        Component, Ctx, Error, ErrorMessage, Hooks, Input, Output, Position, Reply, Result, Schema,
+    };
+    pub use serde::{Deserialize, Serialize};
+}

@@ -1,0 +1,214 @@
+//! Ports: the typed inputs and outputs of a component.
+//!
+//! A component declares its ports as fields of type [`Input<T>`] and [`Output<T>`]; the
+//! derive turns them into a [`PortSpec`] table. Because a port is a typed field,
+//! sending on a port that does not exist, or with the wrong message type, does not
+//! compile.
+
+use std::{fmt, marker::PhantomData};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    component::Component,
+    context::Ctx,
+    error::{Error, Result},
+    message::{Message, Reply},
+};
+
+/// Where a port's handle sits on the node in the editor.
+///
+/// Serialised as the Go SDK's integers: Top=0, Right=1, Bottom=2, Left=3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Position {
+    /// Top edge.
+    Top,
+    /// Right edge (the default for outputs).
+    Right,
+    /// Bottom edge (where error ports usually go).
+    Bottom,
+    /// Left edge (the default for inputs).
+    #[default]
+    Left,
+}
+
+impl Position {
+    /// The Go SDK's integer for this position.
+    pub const fn as_int(self) -> u8 {
+        match self {
+            Position::Top => 0,
+            Position::Right => 1,
+            Position::Bottom => 2,
+            Position::Left => 3,
+        }
+    }
+}
+
+impl Serialize for Position {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u8(self.as_int())
+    }
+}
+
+impl<'de> Deserialize<'de> for Position {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        match u8::deserialize(d)? {
+            0 => Ok(Position::Top),
+            1 => Ok(Position::Right),
+            2 => Ok(Position::Bottom),
+            3 => Ok(Position::Left),
+            n => Err(serde::de::Error::custom(format!("port position {n} is not 0..=3"))),
+        }
+    }
+}
+
+/// Which way data moves through a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// The component emits on it (an output, `source: true` in the CRDs).
+    Source,
+    /// The component receives on it (an input).
+    Target,
+}
+
+/// What the engine and the CRDs need to know about one port. The derive writes a
+/// table of these; [`Component::ports`] returns it.
+#[derive(Clone, Copy)]
+pub struct PortSpec {
+    /// Programmatic name, e.g. `request`, `_settings`.
+    pub name: &'static str,
+    /// Label shown in the editor.
+    pub label: &'static str,
+    /// Longer help text, from the field's doc comment.
+    pub description: &'static str,
+    /// Source or target.
+    pub direction: Direction,
+    /// Where the handle sits.
+    pub position: Position,
+    /// The editor schema of the message type.
+    pub schema: fn() -> Value,
+    /// The default configuration (the message type's `Default`, or `null`).
+    pub default_config: fn() -> Value,
+    /// For source ports: the editor schema of the expected response, if any.
+    pub response_schema: Option<fn() -> Value>,
+}
+
+impl PortSpec {
+    /// `true` for the `_`-prefixed system ports.
+    pub fn is_system(&self) -> bool {
+        self.name.starts_with('_')
+    }
+
+    /// `true` for source (output) ports.
+    pub fn is_source(&self) -> bool {
+        self.direction == Direction::Source
+    }
+}
+
+impl fmt::Debug for PortSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PortSpec")
+            .field("name", &self.name)
+            .field("label", &self.label)
+            .field("direction", &self.direction)
+            .field("position", &self.position)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An input port receiving messages of type `T`.
+///
+/// Messages arriving on it are decoded into `T` and handed to the component's
+/// `on_<port>` method.
+pub struct Input<T> {
+    name: &'static str,
+    _message: PhantomData<fn() -> T>,
+}
+
+impl<T: Message> Input<T> {
+    /// A handle for the port called `name`; the derive creates these.
+    pub const fn new(name: &'static str) -> Self {
+        Self { name, _message: PhantomData }
+    }
+
+    /// The port's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Decodes an incoming payload, naming the port and the field that failed.
+    pub fn decode(&self, payload: &Value) -> Result<T> {
+        serde_path_to_error::deserialize(payload).map_err(|e| decode_error(self.name, &e))
+    }
+}
+
+/// An output port emitting messages of type `T`, answered with a `R` downstream.
+pub struct Output<T, R = Value> {
+    name: &'static str,
+    _message: PhantomData<fn() -> (T, R)>,
+}
+
+impl<T: Message, R: Message> Output<T, R> {
+    /// A handle for the port called `name`; the derive creates these.
+    pub const fn new(name: &'static str) -> Self {
+        Self { name, _message: PhantomData }
+    }
+
+    /// The port's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Sends `msg` along every edge leaving this port and waits for the whole
+    /// downstream chain. Returns the first non-empty reply, or the first error.
+    ///
+    /// Return it from a handler to pass the downstream reply up the chain.
+    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<Reply> {
+        let value = serde_json::to_value(&msg)
+            .map_err(|e| Error::permanent(format!("port `{}`: message does not serialise: {e}", self.name)))?;
+        ctx.emit_value(self.name, value).await
+    }
+
+    /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.
+    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<R> {
+        self.emit(ctx, msg)
+            .await?
+            .decode()
+            .map_err(|e| e.context(format_args!("port `{}`", self.name)))
+    }
+}
+
+pub(crate) fn decode_error<E: fmt::Display>(port: &str, e: &serde_path_to_error::Error<E>) -> Error {
+    let path = e.path().to_string();
+    if path == "." || path.is_empty() {
+        Error::permanent(format!("port `{port}`: message does not decode: {}", e.inner()))
+    } else {
+        Error::permanent(format!("port `{port}`: field `{path}` does not decode: {}", e.inner()))
+    }
+}
+
+// Manual impls: the derives would wrongly require `T: Clone` etc.
+macro_rules! handle_impls {
+    ($ty:ident <$($p:ident),*>) => {
+        impl<$($p),*> Clone for $ty<$($p),*> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<$($p),*> Copy for $ty<$($p),*> {}
+        impl<$($p),*> fmt::Debug for $ty<$($p),*> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($ty), "({})"), self.name)
+            }
+        }
+        /// An unnamed handle; [`Component::instance`] names it.
+        impl<$($p),*> Default for $ty<$($p),*> {
+            fn default() -> Self {
+                Self { name: "", _message: PhantomData }
+            }
+        }
+    };
+}
+handle_impls!(Input<T>);
+handle_impls!(Output<T, R>);
