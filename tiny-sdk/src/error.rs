@@ -35,22 +35,27 @@ pub struct Error {
     kind: ErrorKind,
     code: Option<String>,
     message: String,
+    /// Where it happened (`node:port`), set once by the engine where it first saw it.
+    origin: Option<String>,
+    /// The input never reached the handler (it did not decode): a catch port does not
+    /// take such errors, as they are the flow's mistake, not the component's.
+    pub(crate) undecodable: bool,
 }
 
 impl Error {
     /// A transient error: the edge's retry policy may try the hop again.
     pub fn transient(message: impl fmt::Display) -> Self {
-        Self { kind: ErrorKind::Transient, code: None, message: message.to_string() }
+        Self { kind: ErrorKind::Transient, code: None, message: message.to_string(), origin: None, undecodable: false }
     }
 
     /// A permanent error: never retried.
     pub fn permanent(message: impl fmt::Display) -> Self {
-        Self { kind: ErrorKind::Permanent, code: None, message: message.to_string() }
+        Self { kind: ErrorKind::Permanent, code: None, message: message.to_string(), origin: None, undecodable: false }
     }
 
     /// Builds an error of the given kind.
     pub fn new(kind: ErrorKind, message: impl fmt::Display) -> Self {
-        Self { kind, code: None, message: message.to_string() }
+        Self { kind, code: None, message: message.to_string(), origin: None, undecodable: false }
     }
 
     /// Attaches a machine-readable code, matched against an edge's `nonRetryableErrorCodes`.
@@ -65,6 +70,21 @@ impl Error {
     pub fn context(mut self, what: impl fmt::Display) -> Self {
         self.message = format!("{what}: {}", self.message);
         self
+    }
+
+    /// Records where the error happened, unless an earlier hop already did: an error
+    /// that travels back up a chain keeps the node that raised it.
+    #[must_use]
+    pub fn at(mut self, origin: impl FnOnce() -> String) -> Self {
+        if self.origin.is_none() {
+            self.origin = Some(origin());
+        }
+        self
+    }
+
+    /// Where it happened, as `node:port`, once the engine has seen it.
+    pub fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
     }
 
     /// Transient or permanent.
@@ -90,10 +110,14 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.code {
-            Some(code) => write!(f, "{} [{code}]", self.message),
-            None => f.write_str(&self.message),
+        if let Some(origin) = &self.origin {
+            write!(f, "{origin}: ")?;
         }
+        f.write_str(&self.message)?;
+        if let Some(code) = &self.code {
+            write!(f, " [{code}]")?;
+        }
+        Ok(())
     }
 }
 

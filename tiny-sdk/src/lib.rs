@@ -42,8 +42,10 @@
 pub mod client;
 pub mod component;
 pub mod context;
+pub mod engine;
 pub mod error;
 pub mod flow;
+pub mod harness;
 pub mod message;
 pub mod port;
 pub mod schema;

@@ -181,11 +181,13 @@ impl<T: Message, R: Message> Output<T, R> {
 
 pub(crate) fn decode_error<E: fmt::Display>(port: &str, e: &serde_path_to_error::Error<E>) -> Error {
     let path = e.path().to_string();
-    if path == "." || path.is_empty() {
+    let mut err = if path == "." || path.is_empty() {
         Error::permanent(format!("port `{port}`: message does not decode: {}", e.inner()))
     } else {
         Error::permanent(format!("port `{port}`: field `{path}` does not decode: {}", e.inner()))
-    }
+    };
+    err.undecodable = true;
+    err
 }
 
 // Manual impls: the derives would wrongly require `T: Clone` etc.

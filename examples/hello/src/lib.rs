@@ -68,3 +68,56 @@ impl Hello {
         self.greeting.emit(ctx, greeting).await
     }
 }
+
+/// Text in, text out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+pub struct Text {
+    /// Anything to carry along.
+    #[tiny(configurable)]
+    #[serde(default)]
+    pub context: serde_json::Value,
+    /// The text.
+    #[tiny(title = "Text", format = "textarea")]
+    pub text: String,
+}
+
+/// Upper-cases text.
+#[derive(Debug, Component, Default)]
+#[component(name = "shout", tags("example", "text"))]
+pub struct Shout {
+    #[port(label = "In")]
+    input: Input<Text>,
+    #[port(label = "Out")]
+    out: Output<Text>,
+}
+
+impl Shout {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Text) -> Result<Reply> {
+        self.out.emit(ctx, Text { text: msg.text.to_uppercase(), ..msg }).await
+    }
+}
+
+/// Answers the chain with what it receives: the end of a request/response flow, like
+/// an HTTP server's `response` port.
+#[derive(Debug, Component, Default)]
+#[component(name = "respond", tags("example"))]
+pub struct Respond {
+    #[port(label = "Response")]
+    response: Input<serde_json::Value>,
+}
+
+impl Respond {
+    async fn on_response(&self, _ctx: &Ctx<Self>, msg: serde_json::Value) -> Reply {
+        Reply::value(msg)
+    }
+}
+
+/// The components of this module.
+pub fn registry() -> tiny_sdk::engine::Registry {
+    let mut r = tiny_sdk::engine::Registry::default();
+    r.register::<Hello>().register::<Shout>().register::<Respond>();
+    r
+}
+
+/// The example flow: greeter -> shout -> respond, started by a signal.
+pub const GREET_FLOW: &str = include_str!("../flows/greet.yaml");

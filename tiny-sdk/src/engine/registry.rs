@@ -1,0 +1,65 @@
+//! Which components a module offers, by name.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use crate::{
+    component::{Component, ComponentInfo, Hooks},
+    context::NodeContext,
+    port::PortSpec,
+};
+
+use super::instance::{Instance, NodeInstance};
+
+/// How to make one component.
+#[derive(Clone, Copy)]
+pub struct ComponentEntry {
+    /// Catalogue information.
+    pub info: fn() -> ComponentInfo,
+    /// The port table.
+    pub ports: fn() -> &'static [PortSpec],
+    pub(crate) create: fn(Arc<NodeContext>) -> Arc<dyn NodeInstance>,
+}
+
+impl std::fmt::Debug for ComponentEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ComponentEntry").field("info", &(self.info)()).finish_non_exhaustive()
+    }
+}
+
+/// The components of a module.
+///
+/// ```
+/// # use tiny_sdk::prelude::*;
+/// # #[derive(Component, Default)] #[component(name = "noop")] struct Noop;
+/// let mut registry = tiny_sdk::engine::Registry::default();
+/// registry.register::<Noop>();
+/// assert!(registry.get("noop").is_some());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    components: BTreeMap<String, ComponentEntry>,
+}
+
+impl Registry {
+    /// Adds `C` under its `info().name`; a later registration of the same name wins.
+    pub fn register<C: Component + Hooks>(&mut self) -> &mut Self {
+        let entry = ComponentEntry { info: C::info, ports: C::ports, create: Instance::<C>::create };
+        self.components.insert(C::info().name, entry);
+        self
+    }
+
+    /// The component called `name`.
+    pub fn get(&self, name: &str) -> Option<&ComponentEntry> {
+        self.components.get(name)
+    }
+
+    /// All components, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &ComponentEntry)> {
+        self.components.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Registered names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.components.keys().map(String::as_str).collect()
+    }
+}

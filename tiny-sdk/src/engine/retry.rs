@@ -1,0 +1,132 @@
+//! Retry policies: how often and how patiently a failed hop is tried again.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    error::{Error, Result},
+    flow::RetryPolicy,
+};
+
+/// A compiled [`RetryPolicy`]: parsed and checked once, when the node loads.
+///
+/// Defaults, when the edge has no policy: 3 attempts, 1 s doubling up to 30 s, no
+/// per-attempt deadline. Permanent errors are never retried.
+///
+/// ```
+/// use std::time::Duration;
+/// let b = tiny_sdk::engine::Backoff::default();
+/// assert_eq!(b.delay(1), Duration::from_secs(1));
+/// assert_eq!(b.delay(2), Duration::from_secs(2));
+/// assert_eq!(b.delay(10), Duration::from_secs(30));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backoff {
+    /// Attempts in all, including the first.
+    pub max_attempts: u32,
+    /// Delay before the first retry.
+    pub initial: Duration,
+    /// Growth of the delay per retry.
+    pub coefficient: f64,
+    /// Cap of the delay.
+    pub max_delay: Duration,
+    /// Deadline for each attempt.
+    pub timeout: Option<Duration>,
+    /// Error codes never retried.
+    pub non_retryable_codes: Vec<String>,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self {
+            max_attempts: 3,
+            initial: Duration::from_secs(1),
+            coefficient: 2.0,
+            max_delay: Duration::from_secs(30),
+            timeout: None,
+            non_retryable_codes: Vec::new(),
+        }
+    }
+}
+
+impl Backoff {
+    /// Compiles an edge's policy, filling gaps with the defaults.
+    pub fn from_policy(policy: Option<&RetryPolicy>) -> Result<Self> {
+        let mut b = Backoff::default();
+        let Some(p) = policy else { return Ok(b) };
+        if let Some(n) = p.max_attempts {
+            if !(1..=100).contains(&n) {
+                return Err(Error::permanent(format!("retryPolicy.maxAttempts {n} is not between 1 and 100")));
+            }
+            b.max_attempts = n;
+        }
+        if let Some(ms) = p.initial_delay_ms {
+            b.initial = Duration::from_millis(ms);
+        }
+        if let Some(c) = &p.backoff_coefficient {
+            b.coefficient = match c.trim().parse::<f64>() {
+                Ok(v) if v >= 1.0 && v.is_finite() => v,
+                _ => {
+                    return Err(Error::permanent(format!(
+                        "retryPolicy.backoffCoefficient `{c}` is not a number of at least 1"
+                    )));
+                }
+            };
+        }
+        if let Some(ms) = p.max_delay_ms {
+            b.max_delay = Duration::from_millis(ms);
+        }
+        b.timeout = p.timeout_ms.filter(|ms| *ms > 0).map(Duration::from_millis);
+        b.non_retryable_codes.clone_from(&p.non_retryable_error_codes);
+        Ok(b)
+    }
+
+    /// The wait after failed attempt `attempt` (1-based).
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let exp = self.coefficient.powi(attempt.saturating_sub(1).min(64) as i32);
+        let secs = (self.initial.as_secs_f64() * exp).min(self.max_delay.as_secs_f64());
+        Duration::from_secs_f64(secs.max(0.0))
+    }
+
+    /// Whether `err`, raised by attempt `attempt`, deserves another one.
+    pub fn should_retry(&self, err: &Error, attempt: u32) -> bool {
+        attempt < self.max_attempts
+            && err.is_retryable()
+            && !err.code().is_some_and(|c| self.non_retryable_codes.iter().any(|n| n == c))
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, runs out of attempts, or
+    /// `cancel` fires (which stops the waiting at once).
+    pub async fn run<T, F, Fut>(&self, cancel: &CancellationToken, mut attempt: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut n = 1;
+        loop {
+            let result = match self.timeout {
+                Some(limit) => match tokio::time::timeout(limit, attempt()).await {
+                    Ok(r) => r,
+                    Err(_) => Err(Error::transient(format!("attempt {n} timed out after {} ms", limit.as_millis()))),
+                },
+                None => attempt().await,
+            };
+            let err = match result {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            if !self.should_retry(&err, n) {
+                return Err(err);
+            }
+            tracing::debug!(attempt = n, error = %err, "retrying hop");
+            tokio::select! {
+                () = tokio::time::sleep(self.delay(n)) => {}
+                () = cancel.cancelled() => {
+                    return Err(Error::permanent(format!("cancelled while retrying after: {err}")));
+                }
+            }
+            n += 1;
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Test flows without a cluster: build a flow from YAML or a builder, send messages,
+//! and assert on what reached each port.
+//!
+//! ```
+//! use serde_json::json;
+//! use tiny_sdk::{harness::Harness, prelude::*};
+//!
+//! #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+//! struct Text { text: String }
+//!
+//! /// Upper-cases text.
+//! #[derive(Component, Default)]
+//! #[component(name = "upper")]
+//! struct Upper {
+//!     input: Input<Text>,
+//!     out: Output<Text>,
+//! }
+//!
+//! impl Upper {
+//!     async fn on_input(&self, ctx: &Ctx<Self>, msg: Text) -> Result<Reply> {
+//!         self.out.emit(ctx, Text { text: msg.text.to_uppercase() }).await
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let flow = tiny_sdk::flow::FlowBuilder::new()
+//!     .node("a", "upper")
+//!     .node("b", "upper")
+//!     .edge("a:out", "b:input", json!({"text": "{{$.text + '!'}}"}))
+//!     .build();
+//! let h = Harness::builder().register::<Upper>().flow(flow).build().await.unwrap();
+//! h.send("a:input", json!({"text": "hi"})).await.unwrap();
+//! assert_eq!(h.emitted("b:out"), vec![json!({"text": "HI!"})]);
+//! # });
+//! ```
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{
+    Component, Hooks,
+    client::ResourceManager,
+    engine::{
+        Engine, EngineBuilder, NodeReport,
+        observe::{HopEvent, HopKind, Observer},
+    },
+    error::{Error, Result},
+    flow::Flow,
+    message::Reply,
+};
+
+/// A flow running in-process, recording every hop.
+#[derive(Debug)]
+pub struct Harness {
+    engine: Engine,
+    log: Arc<Recorder>,
+    flow: Flow,
+}
+
+/// Configures a [`Harness`].
+#[derive(Debug, Default)]
+pub struct HarnessBuilder {
+    engine: EngineBuilder,
+    flow: Flow,
+    yaml_error: Option<Error>,
+}
+
+impl HarnessBuilder {
+    /// Adds a component the flow may use.
+    #[must_use]
+    pub fn register<C: Component + Hooks>(mut self) -> Self {
+        self.engine = self.engine.register::<C>();
+        self
+    }
+
+    /// Adds the nodes and signals of a YAML flow (see [`Flow::from_yaml`]).
+    #[must_use]
+    pub fn yaml(mut self, yaml: &str) -> Self {
+        match Flow::from_yaml(yaml) {
+            Ok(flow) => self = self.flow(flow),
+            Err(e) => self.yaml_error = Some(e),
+        }
+        self
+    }
+
+    /// Adds the nodes and signals of a flow.
+    #[must_use]
+    pub fn flow(mut self, flow: Flow) -> Self {
+        self.flow.nodes.extend(flow.nodes);
+        self.flow.signals.extend(flow.signals);
+        self
+    }
+
+    /// A resource manager for components' `_client` hooks.
+    #[must_use]
+    pub fn client(mut self, client: Arc<dyn ResourceManager>) -> Self {
+        self.engine = self.engine.client(client);
+        self
+    }
+
+    /// Starts every node; fails on the first node whose spec is wrong.
+    pub async fn build(self) -> Result<Harness> {
+        let (h, errors) = self.build_lenient().await?;
+        match errors.into_iter().next() {
+            Some((_, e)) => Err(e),
+            None => Ok(h),
+        }
+    }
+
+    /// Starts every node it can, and returns the errors of those it cannot (the
+    /// others run regardless: one broken node never stops the rest).
+    pub async fn build_lenient(self) -> Result<(Harness, Vec<(String, Error)>)> {
+        if let Some(e) = self.yaml_error {
+            return Err(e);
+        }
+        let log = Arc::new(Recorder::default());
+        let engine = self.engine.observer(log.clone()).build();
+        let mut errors = Vec::new();
+        for node in &self.flow.nodes {
+            if let Err(e) = engine.apply(node.clone()).await {
+                errors.push((node.name.clone(), e));
+            }
+        }
+        Ok((Harness { engine, log, flow: self.flow }, errors))
+    }
+}
+
+impl Harness {
+    /// Starts configuring a harness.
+    pub fn builder() -> HarnessBuilder {
+        HarnessBuilder::default()
+    }
+
+    /// Sends `data` to `to` (`"<node>:<port>"`) as a signal would, and returns the
+    /// reply of the whole chain.
+    pub async fn send(&self, to: &str, data: impl Serialize) -> Result<Reply> {
+        let data = serde_json::to_value(data)?;
+        self.engine.send(to, data).await
+    }
+
+    /// Delivers the flow's signals in order and returns their results.
+    pub async fn run_signals(&self) -> Vec<Result<Reply>> {
+        let mut out = Vec::new();
+        for s in &self.flow.signals {
+            out.push(self.engine.send(&format!("{}:{}", s.node, s.port), s.data.clone()).await);
+        }
+        out
+    }
+
+    /// Inputs handled at target port `at` (`"<node>:<port>"`), after their edge
+    /// mapping, in arrival order.
+    pub fn arrivals(&self, at: &str) -> Vec<Value> {
+        self.log.get(HopKind::Delivered, at)
+    }
+
+    /// Messages a node emitted on source port `at` (`"<node>:<port>"`).
+    pub fn emitted(&self, at: &str) -> Vec<Value> {
+        self.log.get(HopKind::Emitted, at)
+    }
+
+    /// Handler failures, as `("<node>:<port>", error)`, in order.
+    pub fn failures(&self) -> Vec<(String, Error)> {
+        self.log.failures.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
+    /// Forgets what was recorded so far.
+    pub fn clear(&self) {
+        if let Ok(mut e) = self.log.events.lock() {
+            e.clear();
+        }
+        if let Ok(mut f) = self.log.failures.lock() {
+            f.clear();
+        }
+    }
+
+    /// A node's status report (component, ports with schemas, error).
+    pub fn report(&self, node: &str) -> Option<NodeReport> {
+        self.engine.report(node)
+    }
+
+    /// The engine underneath, to apply or remove nodes mid-test.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+#[derive(Debug, Default)]
+struct Recorder {
+    events: Mutex<HashMap<(HopKind, String), Vec<Value>>>,
+    failures: Mutex<Vec<(String, Error)>>,
+}
+
+impl Recorder {
+    fn get(&self, kind: HopKind, at: &str) -> Vec<Value> {
+        self.events
+            .lock()
+            .ok()
+            .and_then(|e| e.get(&(kind, at.to_owned())).cloned())
+            .unwrap_or_default()
+    }
+}
+
+impl Observer for Recorder {
+    fn on_hop(&self, event: &HopEvent<'_>) {
+        let at = format!("{}:{}", event.node, event.port);
+        if let Some(err) = event.error {
+            if let Ok(mut f) = self.failures.lock() {
+                f.push((at.clone(), err.clone()));
+            }
+        }
+        if let Ok(mut e) = self.events.lock() {
+            e.entry((event.kind, at)).or_default().push(event.data.clone());
+        }
+    }
+}
