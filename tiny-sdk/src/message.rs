@@ -15,6 +15,9 @@ use crate::error::{Error, Result};
 )]
 pub trait Message: Serialize + DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
 
+// Reported as "`T` cannot travel through a port", not as the first of the three
+// bounds it misses, which would be one error per missing bound.
+#[diagnostic::do_not_recommend]
 impl<T> Message for T where T: Serialize + DeserializeOwned + schemars::JsonSchema + Send + Sync + 'static {}
 
 /// What a handler answers to the node that sent it a message.

@@ -22,7 +22,7 @@ use super::{
 ///
 /// Returns the first non-empty reply in edge order, else the first error, else an
 /// empty reply (the Go SDK's rule).
-pub(crate) async fn emit(engine: &Inner, outlet: &Outlet, data: Arc<Value>, hop: Hop) -> Result<Reply> {
+pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, data: Arc<Value>, hop: Hop) -> Result<Reply> {
     if hop.depth >= MAX_DEPTH {
         return Err(Error::permanent(format!(
             "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
@@ -54,11 +54,27 @@ pub(crate) async fn emit(engine: &Inner, outlet: &Outlet, data: Arc<Value>, hop:
     }
 }
 
-async fn send(engine: &Inner, outlet: &Outlet, route: &Route, data: Arc<Value>, hop: Hop) -> Result<Reply> {
-    let source = Source::Edge { from: &outlet.from, edge_id: &route.id };
+/// Every this many hops, delivery continues on a fresh task: a chain of nested async
+/// calls is polled recursively, and 256 hops of it would overflow a thread's stack.
+const STACK_RESET_EVERY: u32 = 16;
+
+async fn send(engine: &Arc<Inner>, outlet: &Outlet, route: &Route, data: Arc<Value>, hop: Hop) -> Result<Reply> {
     let cancel = hop.cancel.clone();
-    route
-        .backoff
-        .run(&cancel, || engine.deliver(&route.node, &route.port, source, data.clone(), hop.clone()))
-        .await
+    if hop.depth % STACK_RESET_EVERY != 0 {
+        let source = Source::Edge { from: &outlet.from, edge_id: &route.id };
+        return route
+            .backoff
+            .run(&cancel, || engine.deliver(&route.node, &route.port, source, data.clone(), hop.clone()))
+            .await;
+    }
+    let (engine, from, id) = (engine.clone(), outlet.from.clone(), route.id.clone());
+    let (node, port, backoff) = (route.node.clone(), route.port.clone(), route.backoff.clone());
+    let task = tokio::spawn(async move {
+        let source = Source::Edge { from: &from, edge_id: &id };
+        backoff.run(&cancel, || engine.deliver(&node, &port, source, data.clone(), hop.clone())).await
+    });
+    match task.await {
+        Ok(result) => result,
+        Err(e) => Err(Error::permanent(format!("delivery task failed: {e}"))),
+    }
 }

@@ -22,24 +22,28 @@ pub fn editor_shape(root_name: &str, root: Value) -> Value {
     root.remove("$schema");
     let mut b = Builder { source, out: Map::new(), expanding: Vec::new(), taken: HashSet::new() };
     let name = b.reserve(root_name);
-    b.expanding.push((root_name.to_owned(), name.clone()));
+    // A root that is only a reference (`Box<T>`, a newtype of a struct) is the
+    // referenced type.
+    let mut type_names = vec![root_name.to_owned()];
+    if let Some((names, merged)) = b.resolve(&strip_null_branch(root.clone())) {
+        type_names.extend(names);
+        root = merged;
+    }
+    for t in &type_names {
+        b.expanding.push((t.clone(), name.clone()));
+    }
     let mut def = b.process(Value::Object(root), "$");
-    b.expanding.pop();
+    b.expanding.clear();
     set_path(&mut def, "$");
     b.out.insert(name.clone(), def);
-    // The root definition first, then the others in the order they were found.
-    let mut defs = Map::new();
-    if let Some(root_def) = b.out.remove(&name) {
-        defs.insert(name.clone(), root_def);
-    }
-    defs.extend(b.out);
-    json!({ "$ref": format!("#/$defs/{name}"), "$defs": defs })
+    json!({ "$ref": format!("#/$defs/{name}"), "$defs": b.out })
 }
 
 struct Builder {
     /// schemars' definitions, by type name.
     source: Map<String, Value>,
-    /// Definitions written so far.
+    /// Definitions written so far, in the order they were found (the root first): a
+    /// name is reserved with a placeholder before its definition is built.
     out: Map<String, Value>,
     /// Named types being expanded: (type name, definition name), to stop recursion.
     expanding: Vec<(String, String)>,
@@ -48,7 +52,7 @@ struct Builder {
 }
 
 impl Builder {
-    /// A free definition name based on `wanted`.
+    /// A free definition name based on `wanted`, reserved in `out`.
     fn reserve(&mut self, wanted: &str) -> String {
         let base = if wanted.is_empty() { "Value" } else { wanted };
         let mut name = base.to_owned();
@@ -58,23 +62,35 @@ impl Builder {
             n += 1;
         }
         self.taken.insert(name.clone());
+        self.out.insert(name.clone(), Value::Null);
         name
     }
 
     /// Resolves a `$ref` into the referenced schema, with the referring schema's own
-    /// keywords laid over it. Returns the type name too.
-    fn resolve(&self, schema: &Map<String, Value>) -> Option<(String, Map<String, Value>)> {
-        let name = schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned();
-        let mut merged = match self.source.get(&name) {
-            Some(Value::Object(def)) => def.clone(),
-            _ => Map::new(),
-        };
-        for (k, v) in schema {
-            if k != "$ref" {
-                merged.insert(k.clone(), v.clone());
+    /// keywords laid over it, following references to references (a newtype of a
+    /// struct). Returns the type names met, outermost first.
+    fn resolve(&self, schema: &Map<String, Value>) -> Option<(Vec<String>, Map<String, Value>)> {
+        let mut names: Vec<String> = Vec::new();
+        let mut merged = schema.clone();
+        while let Some(name) = ref_name(&merged) {
+            if names.contains(&name) {
+                break;
             }
+            merged.remove("$ref");
+            let def = match self.source.get(&name) {
+                Some(Value::Object(def)) => def.clone(),
+                _ => Map::new(),
+            };
+            merged = overlay(def, merged);
+            names.push(name);
         }
-        Some((name, merged))
+        if names.is_empty() { None } else { Some((names, merged)) }
+    }
+
+    /// The definition of a type among `names` that is being expanded: a recursive
+    /// reference to it.
+    fn recursion(&self, names: &[String]) -> Option<String> {
+        self.expanding.iter().find(|(t, _)| names.contains(t)).map(|(_, def)| def.clone())
     }
 
     /// Rewrites one schema found at `path`: its properties, items and variants.
@@ -86,18 +102,22 @@ impl Builder {
             };
         };
         if map.contains_key("$ref") {
-            return self.named(map, path, None);
+            return self.inline(map, path);
         }
         units_to_enum(&mut map);
         if let Some(Value::Object(props)) = map.remove("properties") {
             let mut out = Map::new();
-            for (i, (key, prop)) in props.into_iter().enumerate() {
+            let mut wanted = Vec::new();
+            for (key, prop) in props {
+                let (prop, order) = take_order(prop);
                 let child = child_path(path, &key);
-                let mut prop = self.property(prop, &child, &key);
-                if let Value::Object(p) = &mut prop {
-                    p.insert("propertyOrder".into(), json!(i + 1));
+                out.insert(key.clone(), self.property(prop, &child, &key));
+                wanted.push(order);
+            }
+            for (prop, order) in out.values_mut().zip(property_orders(&wanted)) {
+                if let Value::Object(p) = prop {
+                    p.insert("propertyOrder".into(), json!(order));
                 }
-                out.insert(key, prop);
             }
             map.insert("properties".into(), Value::Object(out));
         }
@@ -106,47 +126,75 @@ impl Builder {
             let items = self.items(items, &items_path, path);
             map.insert("items".into(), items);
         }
+        if let Some(Value::Array(prefix)) = map.remove("prefixItems") {
+            let prefix = prefix.into_iter().enumerate().map(|(i, s)| self.sub_schema(s, &format!("{path}[{i}]"))).collect();
+            map.insert("prefixItems".into(), Value::Array(prefix));
+        }
         for key in ["oneOf", "anyOf", "allOf"] {
             if let Some(Value::Array(variants)) = map.remove(key) {
                 let variants = variants.into_iter().map(|v| self.process(v, path)).collect();
                 map.insert(key.into(), Value::Array(variants));
             }
         }
-        if let Some(extra) = map.remove("additionalProperties") {
-            let extra = match extra {
-                Value::Object(_) => self.process(extra, &format!("{path}[*]")),
-                other => other,
-            };
-            map.insert("additionalProperties".into(), extra);
+        for key in ["additionalProperties", "unevaluatedProperties"] {
+            if let Some(extra) = map.remove(key) {
+                let extra = self.sub_schema(extra, &format!("{path}[*]"));
+                map.insert(key.into(), extra);
+            }
+        }
+        if let Some(Value::Object(patterns)) = map.remove("patternProperties") {
+            let patterns =
+                patterns.into_iter().map(|(k, s)| (k, self.sub_schema(s, &format!("{path}[*]")))).collect();
+            map.insert("patternProperties".into(), Value::Object(patterns));
+        }
+        for key in ["propertyNames", "not", "if", "then", "else", "contains"] {
+            if let Some(sub) = map.remove(key) {
+                let sub = self.process(sub, path);
+                map.insert(key.into(), sub);
+            }
         }
         Value::Object(map)
     }
 
-    /// A `$ref` found outside a property (in a variant, map values...): extracted when
-    /// it is more than a primitive, inlined otherwise.
-    fn named(&mut self, map: Map<String, Value>, path: &str, def_name: Option<&str>) -> Value {
-        let Some((type_name, merged)) = self.resolve(&map) else {
+    /// A `$ref` that is a variant of an enum: the referenced type in place. A variant
+    /// is the value at `path` itself, so a definition of its own would share the
+    /// enum's path.
+    fn inline(&mut self, map: Map<String, Value>, path: &str) -> Value {
+        let Some((names, merged)) = self.resolve(&map) else {
             return Value::Object(map);
         };
-        if let Some((_, def)) = self.expanding.iter().find(|(t, _)| *t == type_name) {
+        if let Some(def) = self.recursion(&names) {
             return json!({ "$ref": format!("#/$defs/{def}") });
         }
-        if !should_extract(&merged) {
-            return self.process(Value::Object(merged), path);
-        }
-        self.extract(def_name.unwrap_or(&type_name).to_owned(), Some(type_name), merged, path)
+        self.process(Value::Object(merged), path)
     }
 
-    /// Writes `schema` as a definition and returns the `$ref` to it.
-    fn extract(&mut self, wanted: String, type_name: Option<String>, schema: Map<String, Value>, path: &str) -> Value {
+    /// A schema found under a map key or a tuple position: its own definition when it
+    /// is more than a primitive, as for a property.
+    fn sub_schema(&mut self, schema: Value, path: &str) -> Value {
+        let Value::Object(map) = schema else {
+            return schema;
+        };
+        if let Some((names, merged)) = self.resolve(&map) {
+            if let Some(def) = self.recursion(&names) {
+                return json!({ "$ref": format!("#/$defs/{def}") });
+            }
+            if should_extract(&merged) {
+                return self.extract(names[0].clone(), names, merged, path);
+            }
+            return self.process(Value::Object(merged), path);
+        }
+        self.process(Value::Object(map), path)
+    }
+
+    /// Writes `schema` as a definition and returns the `$ref` to it. `type_names` are
+    /// the named types it stands for, which a recursive reference points back to.
+    fn extract(&mut self, wanted: String, type_names: Vec<String>, schema: Map<String, Value>, path: &str) -> Value {
         let name = self.reserve(&wanted);
-        if let Some(t) = &type_name {
-            self.expanding.push((t.clone(), name.clone()));
-        }
+        let depth = self.expanding.len();
+        self.expanding.extend(type_names.into_iter().map(|t| (t, name.clone())));
         let mut def = self.process(Value::Object(schema), path);
-        if type_name.is_some() {
-            self.expanding.pop();
-        }
+        self.expanding.truncate(depth);
         set_path(&mut def, path);
         self.out.insert(name.clone(), def);
         json!({ "$ref": format!("#/$defs/{name}") })
@@ -156,20 +204,24 @@ impl Builder {
     fn property(&mut self, prop: Value, path: &str, key: &str) -> Value {
         let Value::Object(prop) = prop else {
             // `true` (any value): an untyped property, always its own definition.
-            return self.extract(pascal_case(key), None, Map::new(), path);
+            return self.extract(pascal_case(key), Vec::new(), Map::new(), path);
         };
         let prop = strip_null_branch(prop);
-        if let Some((type_name, merged)) = self.resolve(&prop) {
-            if let Some((_, def)) = self.expanding.iter().find(|(t, _)| *t == type_name) {
-                return json!({ "$ref": format!("#/$defs/{def}") });
+        if let Some((names, merged)) = self.resolve(&prop) {
+            if let Some(def) = self.recursion(&names) {
+                // The definition is the type's, shared with the outer use: the
+                // field's own hints stay next to the reference.
+                let mut r = prop;
+                r.insert("$ref".into(), json!(format!("#/$defs/{def}")));
+                return Value::Object(r);
             }
-            if should_extract(&merged) || has_flag(&prop) {
-                return self.extract(type_name.clone(), Some(type_name), merged, path);
+            if should_extract(&merged) {
+                return self.extract(names[0].clone(), names, merged, path);
             }
             return self.process(Value::Object(merged), path);
         }
-        if should_extract(&prop) || has_flag(&prop) {
-            return self.extract(pascal_case(key), None, prop, path);
+        if should_extract(&prop) {
+            return self.extract(pascal_case(key), Vec::new(), prop, path);
         }
         self.process(Value::Object(prop), path)
     }
@@ -177,20 +229,84 @@ impl Builder {
     /// Array items: always a definition named after the element type.
     fn items(&mut self, items: Value, path: &str, array_path: &str) -> Value {
         let Value::Object(items) = items else {
-            return self.extract(format!("{}Item", pascal_case(last_key(array_path))), None, Map::new(), path);
+            return self.extract(format!("{}Item", pascal_case(last_key(array_path))), Vec::new(), Map::new(), path);
         };
-        if let Some((type_name, merged)) = self.resolve(&items) {
-            if let Some((_, def)) = self.expanding.iter().find(|(t, _)| *t == type_name) {
+        let items = strip_null_branch(items);
+        if let Some((names, merged)) = self.resolve(&items) {
+            if let Some(def) = self.recursion(&names) {
                 return json!({ "$ref": format!("#/$defs/{def}") });
             }
-            return self.extract(type_name.clone(), Some(type_name), merged, path);
+            return self.extract(names[0].clone(), names, merged, path);
         }
-        let name = match items.get("type").and_then(Value::as_str) {
+        let primitive = match items.get("type") {
+            Some(Value::String(t)) => Some(t.as_str()),
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null"),
+            _ => None,
+        };
+        let name = match primitive {
             Some(t @ ("string" | "integer" | "number" | "boolean")) => pascal_case(t),
             _ => format!("{}Item", pascal_case(last_key(array_path))),
         };
-        self.extract(name, None, items, path)
+        self.extract(name, Vec::new(), items, path)
     }
+}
+
+fn ref_name(schema: &Map<String, Value>) -> Option<String> {
+    Some(schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned())
+}
+
+/// `top`'s keywords over `base`'s. Properties and `required` are united, `top`'s
+/// first: an internally tagged variant is `{"$ref": T, "properties": {tag}}`, and
+/// the tag goes before `T`'s fields.
+fn overlay(base: Map<String, Value>, top: Map<String, Value>) -> Map<String, Value> {
+    let mut merged = base;
+    for (k, v) in top {
+        let united = match (k.as_str(), merged.remove(&k), v) {
+            ("properties", Some(Value::Object(below)), Value::Object(mut above)) => {
+                for (pk, pv) in below {
+                    above.entry(pk).or_insert(pv);
+                }
+                Value::Object(above)
+            }
+            ("required", Some(Value::Array(below)), Value::Array(mut above)) => {
+                for r in below {
+                    if !above.contains(&r) {
+                        above.push(r);
+                    }
+                }
+                Value::Array(above)
+            }
+            (_, _, v) => v,
+        };
+        merged.insert(k, united);
+    }
+    merged
+}
+
+/// Removes a `propertyOrder` hint from a property: it orders the property among its
+/// siblings, and never moves to a definition.
+fn take_order(prop: Value) -> (Value, Option<u64>) {
+    match prop {
+        Value::Object(mut map) => {
+            let order = map.remove("propertyOrder").and_then(|o| o.as_u64());
+            (Value::Object(map), order)
+        }
+        other => (other, None),
+    }
+}
+
+/// The `propertyOrder` of each property, from the `property_order` hints (`None`
+/// where there is none): a property without a hint keeps its 1-based declaration
+/// index as its wanted place, a hinted one goes first among equals, and the result is
+/// renumbered 1..=n so that no two siblings share a place.
+fn property_orders(wanted: &[Option<u64>]) -> Vec<u64> {
+    let mut by_place: Vec<usize> = (0..wanted.len()).collect();
+    by_place.sort_by_key(|&i| (wanted[i].unwrap_or(i as u64 + 1), wanted[i].is_none(), i));
+    let mut orders = vec![0; wanted.len()];
+    for (place, &i) in by_place.iter().enumerate() {
+        orders[i] = place as u64 + 1;
+    }
+    orders
 }
 
 /// Objects, maps and untyped values get their own definition; primitives, arrays and
@@ -212,7 +328,8 @@ fn has_flag(schema: &Map<String, Value>) -> bool {
 }
 
 /// `Option<T>` of a named type comes as `anyOf: [T, null]`: keep `T` with the
-/// property's own keywords.
+/// property's own keywords. The editor wants a plain `$ref` there; optionality
+/// shows in `required`. A `default` of `null` goes too, as `T` does not allow it.
 fn strip_null_branch(mut prop: Map<String, Value>) -> Map<String, Value> {
     let Some(Value::Array(branches)) = prop.get("anyOf") else {
         return prop;
@@ -227,6 +344,9 @@ fn strip_null_branch(mut prop: Map<String, Value>) -> Map<String, Value> {
         _ => return prop,
     };
     prop.remove("anyOf");
+    if prop.get("default") == Some(&Value::Null) {
+        prop.remove("default");
+    }
     if let Value::Object(inner) = keep {
         for (k, v) in inner {
             prop.entry(k).or_insert(v);
@@ -237,25 +357,27 @@ fn strip_null_branch(mut prop: Map<String, Value>) -> Map<String, Value> {
 
 fn is_unit_enum(schema: &Map<String, Value>) -> bool {
     match schema.get("oneOf") {
-        Some(Value::Array(vs)) => !vs.is_empty() && vs.iter().all(|v| unit_variant(v).is_some()),
+        Some(Value::Array(vs)) => !vs.is_empty() && vs.iter().all(|v| unit_values(v).is_some()),
         _ => false,
     }
 }
 
-/// `{"const": "a", "title": "A"}` or `{"enum": ["a"], ...}`: a unit variant's value.
-fn unit_variant(v: &Value) -> Option<&Value> {
+/// `{"const": "a", "title": "A"}` or `{"enum": ["a", "b"]}`: the values of a branch
+/// made of unit variants.
+fn unit_values(v: &Value) -> Option<Vec<Value>> {
     let v = v.as_object()?;
     if let Some(c) = v.get("const") {
-        return Some(c);
+        return Some(vec![c.clone()]);
     }
     match v.get("enum") {
-        Some(Value::Array(e)) if e.len() == 1 => e.first(),
+        Some(Value::Array(e)) if !e.is_empty() => Some(e.clone()),
         _ => None,
     }
 }
 
-/// Unit enums whose variants carry docs or titles come from schemars as `oneOf` of
-/// constants; the editor wants `enum` and `enumTitles`.
+/// A unit enum comes from the derive as `oneOf` of constants, one per variant in
+/// declaration order, with the variant's title or doc; the editor wants `enum` and
+/// `enumTitles`. A variant's label is its title, else its doc, else its value.
 fn units_to_enum(map: &mut Map<String, Value>) {
     if !is_unit_enum(map) {
         return;
@@ -266,15 +388,13 @@ fn units_to_enum(map: &mut Map<String, Value>) {
     let mut values = Vec::new();
     let mut titles = Vec::new();
     for v in &variants {
-        let Some(value) = unit_variant(v) else { continue };
-        values.extend(v.get("enum").and_then(Value::as_array).cloned().unwrap_or_else(|| vec![value.clone()]));
-        let title = v
-            .get("title")
-            .or_else(|| v.get("description"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| value.as_str().map_or_else(|| value.to_string(), str::to_owned));
-        titles.push(Value::String(title));
+        let Some(vs) = unit_values(v) else { continue };
+        let label = if vs.len() == 1 { v.get("title").or_else(|| v.get("description")).and_then(Value::as_str) } else { None };
+        for value in vs {
+            let title = label.map(str::to_owned).unwrap_or_else(|| value.as_str().map_or_else(|| value.to_string(), str::to_owned));
+            titles.push(Value::String(title));
+            values.push(value);
+        }
     }
     if !map.contains_key("type") && values.iter().all(Value::is_string) {
         map.insert("type".into(), json!("string"));

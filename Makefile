@@ -1,0 +1,35 @@
+# tiny: common tasks. `make help` lists them.
+SHELL := bash
+CARGO ?= cargo
+# Build outputs live in a per-user cache so that reruns (and CI on the same machine) are fast.
+export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
+CRATE ?= tiny-example-hello
+
+.PHONY: help demo test lint fmt expand bench-flow bench-expr ci
+
+help: ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
+
+demo: ## run the hello example flow in-process and print its reply
+	$(CARGO) run -q -p tiny-example-hello --bin hello-demo
+
+test: ## run every test (what CI runs)
+	$(CARGO) test --workspace --locked
+
+lint: ## clippy with -D warnings, and rustfmt check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) fmt --all -- --check
+
+fmt: ## format everything
+	$(CARGO) fmt --all
+
+expand: ## show the macro expansion of CRATE (default: the hello example), like cargo expand
+	RUSTC_BOOTSTRAP=1 $(CARGO) rustc -q -p $(CRATE) --lib -- -Zunpretty=expanded
+
+bench-flow: ## flow engine benchmark beside Node-RED, with ratios
+	$(CARGO) bench -p tiny-sdk --bench flow -- --peer
+
+bench-expr: ## expression evaluation micro-benchmark
+	$(CARGO) run --release -p tiny-expr --example bench
+
+ci: lint test ## what .ci/run does

@@ -1,0 +1,269 @@
+//! Flow engine benchmark: messages per second and latency per hop for a 10-node chain,
+//! a 1-to-10 fan-out and a 5-hop request/response chain, optionally beside Node-RED
+//! running the same flows in the same command (`-- --peer`).
+//!
+//! `cargo bench -p tiny-sdk --bench flow -- [--peer] [--n N] [--lat-n N]`
+//!
+//! Node-RED is single-threaded, so the comparison figures run tiny on one thread too
+//! (a current-thread runtime); the two-worker figure is printed beside them.
+
+use std::{
+    process::Command,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures::{StreamExt as _, stream};
+use serde_json::{Value, json};
+use tiny_sdk::{
+    engine::Engine,
+    flow::{Flow, FlowBuilder},
+    prelude::*,
+};
+
+/// The payload of the Node-RED peer (bench/node-red/README.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+struct Payload {
+    n: u64,
+    v: i64,
+    user: User,
+    text: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+struct User {
+    name: String,
+    tags: Vec<String>,
+}
+
+/// One hop: `v = n` (Node-RED: `set msg.payload.v = msg.payload.n`).
+#[derive(Debug, Component, Default)]
+#[component(name = "step")]
+struct Step {
+    input: Input<Payload>,
+    out: Output<Payload>,
+}
+
+impl Step {
+    async fn on_input(&self, ctx: &Ctx<Self>, mut msg: Payload) -> Result<Reply> {
+        msg.v = msg.n as i64;
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// One hop whose work is all in the edge expression.
+#[derive(Debug, Component, Default)]
+#[component(name = "pass")]
+struct Pass {
+    input: Input<Payload>,
+    out: Output<Payload>,
+}
+
+impl Pass {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Payload) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// The end of a chain; answers with `v` when asked to.
+#[derive(Debug, Component, Default)]
+#[component(name = "sink")]
+struct Sink {
+    input: Input<Payload>,
+}
+
+impl Sink {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Payload) -> Reply {
+        Reply::value(json!(msg.v))
+    }
+}
+
+const PASS_THROUGH: &str = "{{$}}";
+
+fn chain(component: &str, hops: usize, mapping: &Value) -> Flow {
+    let mut b = FlowBuilder::new();
+    for i in 0..hops {
+        b = b.node(&format!("s{i}"), component);
+    }
+    b = b.node("sink", "sink");
+    for i in 0..hops {
+        let to = if i + 1 == hops { "sink:input".to_owned() } else { format!("s{}:input", i + 1) };
+        b = b.edge(&format!("s{i}:out"), &to, mapping.clone());
+    }
+    b.build()
+}
+
+fn fanout(width: usize) -> Flow {
+    let mut b = FlowBuilder::new().node("s0", "step");
+    for i in 0..width {
+        b = b.node(&format!("t{i}"), "sink").edge("s0:out", &format!("t{i}:input"), json!(PASS_THROUGH));
+    }
+    b.build()
+}
+
+async fn engine(flow: Flow) -> Engine {
+    let e = Engine::builder().register::<Step>().register::<Pass>().register::<Sink>().build();
+    for node in flow.nodes {
+        if let Err(err) = e.apply(node).await {
+            panic!("bench flow does not load: {err}");
+        }
+    }
+    e
+}
+
+fn payload(i: u64) -> Value {
+    json!({"n": i, "v": 0, "user": {"name": "ada", "tags": ["a", "b"]}, "text": "hello world"})
+}
+
+/// Throughput with `window` messages in flight; returns messages per second.
+async fn throughput(e: &Engine, n: u64, window: usize) -> f64 {
+    let start = Instant::now();
+    let sends = stream::iter(0..n).map(|i| e.send("s0:input", payload(i))).buffer_unordered(window);
+    let failed = sends.filter(|r| std::future::ready(r.is_err())).count().await;
+    assert_eq!(failed, 0, "every message must arrive");
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Latency with one message in flight; returns sorted durations.
+async fn latencies(e: &Engine, n: u64) -> Vec<Duration> {
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let t = Instant::now();
+        let reply = e.send("s0:input", payload(i)).await;
+        out.push(t.elapsed());
+        assert!(reply.is_ok(), "{reply:?}");
+    }
+    out.sort();
+    out
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
+}
+
+struct Args {
+    peer: bool,
+    n: u64,
+    lat_n: u64,
+    window: usize,
+}
+
+fn args() -> Args {
+    let mut a = Args { peer: false, n: 200_000, lat_n: 20_000, window: 256 };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--peer" => a.peer = true,
+            "--n" => a.n = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.n),
+            "--lat-n" => a.lat_n = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.lat_n),
+            "--window" => a.window = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.window),
+            _ => {} // cargo bench passes `--bench`
+        }
+    }
+    a
+}
+
+struct Figures {
+    name: &'static str,
+    hops: u32,
+    msgs_per_sec: f64,
+    msgs_per_sec_2t: f64,
+    p50: f64,
+    p99: f64,
+}
+
+async fn scenario(name: &'static str, hops: u32, flow: Flow, a: &Args) -> Figures {
+    let e = engine(flow).await;
+    throughput(&e, a.n / 10, a.window).await; // warm-up
+    let msgs_per_sec = throughput(&e, a.n, a.window).await;
+    let lat = latencies(&e, a.lat_n).await;
+    Figures { name, hops, msgs_per_sec, msgs_per_sec_2t: 0.0, p50: pct(&lat, 0.5), p99: pct(&lat, 0.99) }
+}
+
+fn two_threads(flow: Flow, a: &Args) -> f64 {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    rt.block_on(async {
+        let e = Arc::new(engine(flow).await);
+        let per_task = a.n / 2;
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..2)
+            .map(|_| {
+                let e = e.clone();
+                let window = a.window / 2;
+                tokio::spawn(async move { throughput(&e, per_task, window).await })
+            })
+            .collect();
+        for t in tasks {
+            let _ = t.await;
+        }
+        (per_task * 2) as f64 / start.elapsed().as_secs_f64()
+    })
+}
+
+fn peer() -> Vec<Value> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/node-red/run.sh");
+    let out = Command::new("bash").arg(script).arg("--scenarios=chain10,chain10_jsonata,single,fanout10").output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        Ok(o) => {
+            eprintln!("node-red peer failed: {}", String::from_utf8_lossy(&o.stderr));
+            Vec::new()
+        }
+        Err(e) => {
+            eprintln!("node-red peer could not start: {e}");
+            Vec::new()
+        }
+    }
+}
+
+fn main() {
+    let a = args();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let expr = json!({"n": "{{$.n}}", "v": "{{$.v + 1}}", "user": "{{$.user}}", "text": "{{$.text}}"});
+    let flows: Vec<(&'static str, u32, Flow)> = vec![
+        ("chain10", 10, chain("step", 10, &json!(PASS_THROUGH))),
+        ("chain10_expr", 10, chain("pass", 10, &expr)),
+        ("single", 1, fanout(1)),
+        ("fanout10", 1, fanout(10)),
+        ("rr5", 5, chain("step", 5, &json!(PASS_THROUGH))),
+    ];
+    let mut figures = Vec::new();
+    for (name, hops, flow) in flows {
+        let mut f = rt.block_on(scenario(name, hops, flow.clone(), &a));
+        f.msgs_per_sec_2t = two_threads(flow, &a);
+        println!(
+            "{{\"engine\":\"tiny\",\"scenario\":\"{}\",\"hops\":{},\"msgs_per_sec\":{:.1},\"msgs_per_sec_2_threads\":{:.1},\"p50_us\":{:.2},\"p99_us\":{:.2},\"per_hop_p50_us\":{:.3},\"per_hop_p99_us\":{:.3}}}",
+            f.name, f.hops, f.msgs_per_sec, f.msgs_per_sec_2t, f.p50, f.p99, f.p50 / f64::from(f.hops), f.p99 / f64::from(f.hops)
+        );
+        figures.push(f);
+    }
+    let get = |n: &str| figures.iter().find(|f| f.name == n);
+    if let (Some(single), Some(fan)) = (get("single"), get("fanout10")) {
+        println!("tiny fanout10 cost per source message / single send: {:.2}x", single.msgs_per_sec / fan.msgs_per_sec);
+    }
+    if !a.peer {
+        return;
+    }
+    let peers = peer();
+    let node = |s: &str, k: &str| peers.iter().find(|p| p["scenario"] == s).and_then(|p| p[k].as_f64());
+    for (tiny, red) in [("chain10", "chain10"), ("chain10_expr", "chain10_jsonata")] {
+        if let (Some(t), Some(r)) = (get(tiny), node(red, "msgs_per_sec")) {
+            println!(
+                "{tiny}: tiny {:.0} msg/s (1 thread) vs node-red {red} {:.0} msg/s: {:.1}x",
+                t.msgs_per_sec,
+                r,
+                t.msgs_per_sec / r
+            );
+        }
+        if let (Some(t), Some(r)) = (get(tiny), node(red, "p50_us")) {
+            println!("{tiny}: p50 {:.1} us vs node-red {:.1} us: {:.1}x faster", t.p50, r, r / t.p50);
+        }
+    }
+    if let Some(r) = node("fanout10", "fanout_cost_ratio") {
+        println!("node-red fanout10 cost per source message / single send: {r:.2}x");
+    }
+}

@@ -1,0 +1,455 @@
+//! The flow engine through its public surface: the harness, flows built in code and
+//! from YAML, and test components defined here.
+
+use std::{
+    sync::atomic::{AtomicU32, Ordering},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+use tiny_sdk::{
+    Hop,
+    flow::{FlowBuilder, RetryPolicy},
+    harness::Harness,
+    prelude::*,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Passes its input on and answers with the downstream reply.
+#[derive(Debug, Component, Default)]
+#[component(name = "relay")]
+struct Relay {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Relay {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// Answers with its input.
+#[derive(Debug, Component, Default)]
+#[component(name = "answer")]
+struct Answer {
+    input: Input<Value>,
+}
+
+impl Answer {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
+        Reply::value(msg)
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(default, rename_all = "camelCase")]
+struct FlakySettings {
+    /// Fail this many times before succeeding.
+    failures: u32,
+    /// Fail permanently instead.
+    permanent: bool,
+    /// The code of the errors.
+    code: Option<String>,
+}
+
+/// Fails as its settings say, counting attempts.
+#[derive(Debug, Component, Default)]
+#[component(name = "flaky", settings = FlakySettings)]
+struct Flaky {
+    input: Input<Value>,
+    attempts: AtomicU32,
+}
+
+impl Flaky {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        let s = ctx.settings();
+        let fail = |m: String| {
+            let e = if s.permanent { Error::permanent(m) } else { Error::transient(m) };
+            match &s.code {
+                Some(c) => e.with_code(c),
+                None => e,
+            }
+        };
+        if n <= s.failures {
+            return Err(fail(format!("attempt {n} failed")));
+        }
+        Ok(Reply::value(json!({"attempts": n, "msg": msg})))
+    }
+}
+
+/// Panics on `boom`.
+#[derive(Debug, Component, Default)]
+#[component(name = "fragile")]
+struct Fragile {
+    input: Input<String>,
+}
+
+impl Fragile {
+    async fn on_input(&self, _: &Ctx<Self>, msg: String) -> Result<Reply> {
+        assert!(msg != "boom", "fragile got {msg}");
+        Ok(Reply::value(json!(msg)))
+    }
+}
+
+/// Waits forever unless cancelled.
+#[derive(Debug, Component, Default)]
+#[component(name = "slow")]
+struct Slow {
+    input: Input<Value>,
+}
+
+impl Slow {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        ctx.cancelled().await;
+        Err(Error::permanent("cancelled"))
+    }
+}
+
+fn harness() -> tiny_sdk::harness::HarnessBuilder {
+    Harness::builder()
+        .register::<Relay>()
+        .register::<Answer>()
+        .register::<Flaky>()
+        .register::<Fragile>()
+        .register::<Slow>()
+}
+
+fn fast_retry(max: u32) -> Option<RetryPolicy> {
+    Some(RetryPolicy { max_attempts: Some(max), initial_delay_ms: Some(1), max_delay_ms: Some(5), ..Default::default() })
+}
+
+// ---- expressions on edges ----
+
+#[tokio::test]
+async fn edge_mappings_keep_types_and_interpolate_each_expression() {
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "answer")
+        .edge(
+            "a:out",
+            "b:input",
+            json!({
+                "n": "{{$.n}}",
+                "double": "{{$.n * 2}}",
+                "both": "{{$.first}} {{$.last}}",
+                "flag": "{{$.n > 1 && $.first == 'Ada'}}",
+                "user": "{{$}}",
+                "upper": "{{upper($.first)}}",
+                "fallback": "{{$.missing ?? 'none'}}",
+                "literal": "plain text"
+            }),
+        )
+        .build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let reply = h.send("a:input", json!({"n": 2, "first": "Ada", "last": "Lovelace"})).await.expect("ok");
+    assert_eq!(
+        reply.into_value(),
+        Some(json!({
+            "n": 2, "double": 4, "both": "Ada Lovelace", "flag": true,
+            "user": {"n": 2, "first": "Ada", "last": "Lovelace"},
+            "upper": "ADA", "fallback": "none", "literal": "plain text"
+        }))
+    );
+}
+
+#[tokio::test]
+async fn a_path_that_matches_nothing_is_an_error_naming_node_edge_and_field() {
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "answer")
+        .edge("a:out", "b:input", json!({"user": {"name": "{{$.user.nmae}}"}}))
+        .build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let err = h.send("a:input", json!({"user": {"name": "Ada"}})).await.expect_err("no such path");
+    let text = err.to_string();
+    assert!(text.contains("node `b` port `input`"), "{text}");
+    assert!(text.contains("from `a:out`"), "{text}");
+    assert!(text.contains("/user/name"), "{text}");
+    assert!(!err.is_retryable());
+}
+
+#[tokio::test]
+async fn a_syntax_error_is_reported_at_load_and_other_nodes_keep_working() {
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "answer")
+        .edge("a:out", "b:input", json!({"x": "{{$.a +}}"}))
+        .node("c", "answer")
+        .build();
+    let (h, errors) = harness().flow(flow).build_lenient().await.expect("built");
+    assert_eq!(errors.len(), 1);
+    let (node, err) = &errors[0];
+    assert_eq!(node, "b");
+    let text = err.to_string();
+    assert!(text.contains("node `b`"), "{text}");
+    assert!(text.contains("port `input`"), "{text}");
+    assert!(text.contains("edge from `a:out`"), "{text}");
+    assert!(text.contains("/x"), "{text}");
+    assert_eq!(h.report("b").and_then(|r| r.error).map(|e| e.to_string()), Some(text.clone()));
+    // The broken node refuses messages with that error; the others work.
+    let sent = h.send("a:input", json!({"a": 1})).await.expect_err("b is not running");
+    assert!(sent.to_string().contains("is not running"), "{sent}");
+    assert_eq!(h.send("c:input", json!(1)).await.expect("c works").into_value(), Some(json!(1)));
+}
+
+// ---- request/response and fan-out ----
+
+#[tokio::test]
+async fn the_reply_travels_back_through_a_chain() {
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "relay")
+        .node("c", "relay")
+        .node("end", "answer")
+        .edge("a:out", "b:input", json!("{{$}}"))
+        .edge("b:out", "c:input", json!({"wrapped": "{{$}}"}))
+        .edge("c:out", "end:input", json!({"final": "{{$.wrapped.v}}"}))
+        .build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let reply = h.send("a:input", json!({"v": 42})).await.expect("ok");
+    assert_eq!(reply.into_value(), Some(json!({"final": 42})));
+}
+
+#[tokio::test]
+async fn fan_out_reaches_every_branch_and_returns_the_first_reply() {
+    let mut flow = FlowBuilder::new().node("src", "relay");
+    for i in 0..5 {
+        flow = flow.node(&format!("t{i}"), "answer").edge("src:out", &format!("t{i}:input"), json!({"i": i, "v": "{{$.v}}"}));
+    }
+    let h = harness().flow(flow.build()).build().await.expect("loads");
+    let reply = h.send("src:input", json!({"v": "x"})).await.expect("ok");
+    assert_eq!(reply.into_value(), Some(json!({"i": 0, "v": "x"})), "edge order decides");
+    for i in 0..5 {
+        assert_eq!(h.arrivals(&format!("t{i}:input")), vec![json!({"i": i, "v": "x"})]);
+    }
+}
+
+#[tokio::test]
+async fn an_edge_without_mapping_delivers_the_port_default_as_in_the_go_sdk() {
+    let mut flow = FlowBuilder::new().node("a", "relay").node("b", "answer").build();
+    flow.nodes[0].spec.edges.push(tiny_sdk::flow::Edge {
+        id: "e".into(),
+        port: "out".into(),
+        to: "b:input".into(),
+        ..Default::default()
+    });
+    let h = harness().flow(flow).build().await.expect("loads");
+    let reply = h.send("a:input", json!({"v": 1})).await.expect("ok");
+    assert_eq!(reply.into_value(), Some(Value::Null), "Value's default");
+}
+
+// ---- retries ----
+
+async fn flaky_flow(settings: Value, retry: Option<RetryPolicy>) -> Harness {
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("f", "flaky")
+        .settings(settings)
+        .edge_with("a:out", "f:input", json!("{{$}}"), retry)
+        .build();
+    harness().flow(flow).build().await.expect("loads")
+}
+
+#[tokio::test]
+async fn transient_errors_are_retried_per_the_edge_policy() {
+    let h = flaky_flow(json!({"failures": 2}), fast_retry(3)).await;
+    let reply = h.send("a:input", json!("x")).await.expect("third attempt succeeds");
+    assert_eq!(reply.into_value(), Some(json!({"attempts": 3, "msg": "x"})));
+    assert_eq!(failures_at(&h, "f:input"), 2);
+}
+
+fn failures_at(h: &Harness, at: &str) -> usize {
+    h.failures().iter().filter(|(port, _)| port == at).count()
+}
+
+#[tokio::test]
+async fn retries_stop_at_max_attempts() {
+    let h = flaky_flow(json!({"failures": 5}), fast_retry(2)).await;
+    let err = h.send("a:input", json!("x")).await.expect_err("two attempts are not enough");
+    assert!(err.to_string().contains("attempt 2 failed"), "{err}");
+    assert_eq!(failures_at(&h, "f:input"), 2);
+}
+
+#[tokio::test]
+async fn permanent_errors_are_never_retried() {
+    let h = flaky_flow(json!({"failures": 1, "permanent": true}), fast_retry(5)).await;
+    let err = h.send("a:input", json!("x")).await.expect_err("permanent");
+    assert!(!err.is_retryable());
+    assert_eq!(failures_at(&h, "f:input"), 1);
+}
+
+#[tokio::test]
+async fn non_retryable_codes_stop_retries() {
+    let mut policy = fast_retry(5);
+    if let Some(p) = policy.as_mut() {
+        p.non_retryable_error_codes = vec!["QUOTA".into()];
+    }
+    let h = flaky_flow(json!({"failures": 3, "code": "QUOTA"}), policy).await;
+    let err = h.send("a:input", json!("x")).await.expect_err("stopped");
+    assert_eq!(err.code(), Some("QUOTA"));
+    assert_eq!(failures_at(&h, "f:input"), 1);
+}
+
+#[tokio::test]
+async fn cancellation_stops_a_retry_wait_at_once() {
+    let policy = Some(RetryPolicy { max_attempts: Some(5), initial_delay_ms: Some(600_000), ..Default::default() });
+    let h = flaky_flow(json!({"failures": 5}), policy).await;
+    let cancel = CancellationToken::new();
+    let hop = Hop { cancel: cancel.clone(), ..Hop::default() };
+    let canceller = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        canceller.cancel();
+    });
+    let sent = h.engine().send_with("a:input", json!("x"), hop);
+    // Bounded only so that a regression fails instead of hanging for ten minutes.
+    let result = tokio::time::timeout(Duration::from_secs(30), sent).await.expect("cancel ends the wait");
+    let err = result.expect_err("cancelled");
+    assert!(err.to_string().contains("cancelled while retrying"), "{err}");
+    assert_eq!(failures_at(&h, "f:input"), 1);
+}
+
+#[tokio::test]
+async fn timeout_ms_bounds_each_attempt() {
+    let policy = Some(RetryPolicy { max_attempts: Some(2), initial_delay_ms: Some(1), timeout_ms: Some(30), ..Default::default() });
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("s", "slow")
+        .edge_with("a:out", "s:input", json!("{{$}}"), policy)
+        .build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let err = h.send("a:input", json!(1)).await.expect_err("times out");
+    assert!(err.to_string().contains("attempt 2 timed out after 30 ms"), "{err}");
+}
+
+#[tokio::test]
+async fn a_bad_retry_policy_is_a_load_error() {
+    let policy = Some(RetryPolicy { backoff_coefficient: Some("fast".into()), ..Default::default() });
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("f", "flaky")
+        .edge_with("a:out", "f:input", json!("{{$}}"), policy)
+        .build();
+    let err = harness().flow(flow).build().await.expect_err("rejected");
+    assert!(err.to_string().contains("backoffCoefficient `fast`"), "{err}");
+    assert!(err.to_string().contains("node `a`"), "{err}");
+}
+
+// ---- cycles, panics, bad input ----
+
+#[tokio::test]
+async fn the_cycle_guard_stops_a_loop_with_a_clear_error() {
+    let flow = FlowBuilder::new().node("loop", "relay").edge("loop:out", "loop:input", json!("{{$}}")).build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let err = h.send("loop:input", json!(1)).await.expect_err("guarded");
+    assert!(err.to_string().contains("cycle guard: a message passed 256 hops"), "{err}");
+    assert_eq!(h.arrivals("loop:input").len(), 257);
+}
+
+#[tokio::test]
+async fn a_panic_fails_only_that_message() {
+    let h = harness().flow(FlowBuilder::new().node("f", "fragile").build()).build().await.expect("loads");
+    let err = h.send("f:input", json!("boom")).await.expect_err("panicked");
+    assert!(err.to_string().contains("handler panicked: fragile got boom"), "{err}");
+    let ok = h.send("f:input", json!("fine")).await.expect("still running");
+    assert_eq!(ok.into_value(), Some(json!("fine")));
+}
+
+#[tokio::test]
+async fn bad_input_gets_errors_attributed_to_its_node() {
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .edge("a:out", "ghost:input", json!("{{$}}"))
+        .node("typo", "relya")
+        .node("f", "fragile")
+        .build();
+    let (h, errors) = harness().flow(flow).build_lenient().await.expect("built");
+    let names: Vec<_> = errors.iter().map(|(n, e)| (n.as_str(), e.to_string())).collect();
+    assert_eq!(names.len(), 1);
+    assert_eq!(names[0].0, "typo");
+    assert!(names[0].1.contains("unknown component `relya`"), "{}", names[0].1);
+
+    let missing = h.send("a:input", json!(1)).await.expect_err("no ghost");
+    assert!(missing.to_string().contains("no node `ghost`"), "{missing}");
+    let port = h.send("f:nope", json!(1)).await.expect_err("no such port");
+    assert!(port.to_string().contains("has no input port `nope` (inputs: input)"), "{port}");
+    let decode = h.send("f:input", json!({"not": "a string"})).await.expect_err("wrong type");
+    assert!(decode.to_string().contains("node `f` port `input`: port `input`: message does not decode"), "{decode}");
+    let address = h.send("no-colon", json!(1)).await.expect_err("bad address");
+    assert!(address.to_string().contains("not a port address"), "{address}");
+}
+
+#[tokio::test]
+async fn a_spec_configuring_an_unknown_port_or_edge_is_rejected_with_the_names() {
+    let yaml = r#"
+kind: TinyNode
+metadata: { name: a }
+spec:
+  module: m
+  component: relay
+  ports:
+    - { port: inptu, configuration: { x: 1 } }
+---
+kind: TinyNode
+metadata: { name: b }
+spec:
+  module: m
+  component: relay
+  edges:
+    - { id: e1, port: input, to: "a:input" }
+"#;
+    let (_, errors) = harness().yaml(yaml).build_lenient().await.expect("built");
+    let text: Vec<String> = errors.iter().map(|(_, e)| e.to_string()).collect();
+    assert!(text[0].contains("port `inptu`, which component `relay` does not have (it has: input, out)"), "{}", text[0]);
+    assert!(text[1].contains("edge `e1` leaves port `input`, which is not an output"), "{}", text[1]);
+}
+
+// ---- settings and YAML ----
+
+#[tokio::test]
+async fn settings_that_do_not_decode_are_a_node_error_naming_the_field() {
+    let flow = FlowBuilder::new().node("f", "flaky").settings(json!({"failures": "many"})).build();
+    let err = harness().flow(flow).build().await.expect_err("bad settings");
+    assert!(err.to_string().contains("port `_settings`: field `failures` does not decode"), "{err}");
+}
+
+#[tokio::test]
+async fn yaml_with_base64_configuration_loads_as_kubernetes_stores_it() {
+    // {"text":"{{$.v}}"} in base64, as `kubectl get -o yaml` shows a []byte field.
+    let yaml = r#"
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata: { name: a }
+spec:
+  module: m
+  component: relay
+  edges: [{ id: e, port: out, to: "b:input", flowID: f }]
+---
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata: { name: b }
+spec:
+  module: m
+  component: answer
+  ports:
+    - from: "a:out"
+      port: input
+      configuration: eyJ0ZXh0Ijoie3skLnZ9fSJ9
+"#;
+    let h = harness().yaml(yaml).build().await.expect("loads");
+    let reply = h.send("a:input", json!({"v": "hi"})).await.expect("ok");
+    assert_eq!(reply.into_value(), Some(json!({"text": "hi"})));
+}
+
+#[tokio::test]
+async fn updating_a_node_keeps_its_instance_and_applies_new_settings() {
+    let flow = FlowBuilder::new().node("f", "flaky").settings(json!({"failures": 1})).build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    assert!(h.send("f:input", json!(1)).await.is_err(), "first attempt fails");
+    let updated = FlowBuilder::new().node("f", "flaky").settings(json!({"failures": 0})).build();
+    h.engine().apply(updated.nodes[0].clone()).await.expect("updated");
+    let reply = h.send("f:input", json!(2)).await.expect("ok");
+    assert_eq!(reply.into_value(), Some(json!({"attempts": 2, "msg": 2})), "the attempt counter survived the update");
+}
