@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help demo test lint fmt expand bench-flow bench-expr ci
+.PHONY: help demo test lint fmt expand crds bench-flow bench-expr ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -25,6 +25,9 @@ fmt: ## format everything
 
 expand: ## show the macro expansion of CRATE (default: the hello example), like cargo expand
 	RUSTC_BOOTSTRAP=1 $(CARGO) rustc -q -p $(CRATE) --lib -- -Zunpretty=expanded
+
+crds: ## regenerate crds/tiny.yaml from the Rust types
+	$(CARGO) run -q -p tiny-runtime --example crdgen > crds/tiny.yaml.tmp && mv crds/tiny.yaml.tmp crds/tiny.yaml
 
 bench-flow: ## flow engine benchmark beside Node-RED, with ratios
 	$(CARGO) bench -p tiny-sdk --bench flow -- --peer

@@ -143,6 +143,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 struct Args {
+    only: Option<String>,
     peer: bool,
     n: u64,
     lat_n: u64,
@@ -150,11 +151,12 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut a = Args { peer: false, n: 200_000, lat_n: 20_000, window: 256 };
+    let mut a = Args { only: None, peer: false, n: 200_000, lat_n: 20_000, window: 256 };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--peer" => a.peer = true,
+            "--only" => a.only = it.next(),
             "--n" => a.n = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.n),
             "--lat-n" => a.lat_n = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.lat_n),
             "--window" => a.window = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.window),
@@ -233,6 +235,9 @@ fn main() {
     ];
     let mut figures = Vec::new();
     for (name, hops, flow) in flows {
+        if a.only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         let mut f = rt.block_on(scenario(name, hops, flow.clone(), &a));
         f.msgs_per_sec_2t = two_threads(flow, &a);
         println!(

@@ -44,8 +44,14 @@ fn twin_type(attrs: &SchemaAttrs, twin: &syn::Ident, default_fn: &syn::Ident) ->
     let name = attrs.ident.to_string();
     let container = container_attrs(&attrs.attrs, default_fn);
     let rename = (!renames_container(&attrs.attrs)).then(|| quote!(#[schemars(rename = #name)]));
-    let title = attrs.title.as_ref().map(|t| quote!(#[schemars(title = #t)]));
-    let description = attrs.description.as_ref().map(|d| quote!(#[schemars(description = #d)]));
+    let title = attrs
+        .title
+        .as_ref()
+        .map(|t| quote!(#[schemars(title = #t)]));
+    let description = attrs
+        .description
+        .as_ref()
+        .map(|d| quote!(#[schemars(description = #d)]));
     let body = match &attrs.data {
         ast::Data::Struct(fields) => {
             let body = fields_body(fields);
@@ -55,7 +61,8 @@ fn twin_type(attrs: &SchemaAttrs, twin: &syn::Ident, default_fn: &syn::Ident) ->
             }
         }
         ast::Data::Enum(variants) => {
-            let variants = variants.iter().map(variant);
+            let own_branches = !variants.iter().all(plain_unit);
+            let variants = variants.iter().map(|v| variant(v, own_branches));
             quote!(enum #twin { #(#variants),* })
         }
     };
@@ -88,13 +95,36 @@ fn fields_body(fields: &ast::Fields<FieldHints>) -> TokenStream {
     }
 }
 
-fn variant(v: &VariantHints) -> TokenStream {
+fn variant(v: &VariantHints, own_branch: bool) -> TokenStream {
     let ident = &v.ident;
     let kept = &v.attrs;
     let title = v.title.as_ref().map(|t| quote!(#[schemars(title = #t)]));
-    let description = v.description.as_ref().map(|d| quote!(#[schemars(description = #d)]));
+    let description = v
+        .description
+        .as_ref()
+        .map(|d| quote!(#[schemars(description = #d)]));
+    // schemars lists the unit variants without docs or schemars attributes together,
+    // before all the others, which loses the declaration order the editor's dropdown
+    // shows. Any attribute gives a variant its own branch; this one changes nothing
+    // else.
+    let own_branch = (own_branch && matches!(v.fields.style, ast::Style::Unit)).then(
+        || quote!(#[schemars(transform = |_: &mut ::tiny_sdk::__private::schemars::Schema| {})]),
+    );
     let body = fields_body(&v.fields);
-    quote!(#(#kept)* #title #description #ident #body)
+    quote!(#(#kept)* #title #description #own_branch #ident #body)
+}
+
+/// A unit variant schemars would list in one `enum` with the others: no docs, no
+/// title or description, no schemars attribute. When all variants are such, schemars
+/// keeps their order (and a map keyed by the enum knows its keys).
+fn plain_unit(v: &VariantHints) -> bool {
+    matches!(v.fields.style, ast::Style::Unit)
+        && v.title.is_none()
+        && v.description.is_none()
+        && !v
+            .attrs
+            .iter()
+            .any(|a| a.path().is_ident("doc") || a.path().is_ident("schemars"))
 }
 
 /// The container's attributes for the twin: docs, serde and schemars attributes kept,
@@ -106,7 +136,8 @@ fn container_attrs(attrs: &[Attribute], default_fn: &syn::Ident) -> Vec<TokenStr
             if !a.path().is_ident("serde") {
                 return quote!(#a);
             }
-            let Ok(items) = a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) else {
+            let Ok(items) = a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+            else {
                 return quote!(#a);
             };
             let fn_name = default_fn.to_string();
@@ -120,17 +151,27 @@ fn container_attrs(attrs: &[Attribute], default_fn: &syn::Ident) -> Vec<TokenStr
 }
 
 fn has_container_default(attrs: &[Attribute]) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
-        a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-            .is_ok_and(|items| items.iter().any(|m| matches!(m, Meta::Path(p) if p.is_ident("default"))))
-    })
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde"))
+        .any(|a| {
+            a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .is_ok_and(|items| {
+                    items
+                        .iter()
+                        .any(|m| matches!(m, Meta::Path(p) if p.is_ident("default")))
+                })
+        })
 }
 
 fn renames_container(attrs: &[Attribute]) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars")).any(|a| {
-        a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-            .is_ok_and(|items| items.iter().any(|m| m.path().is_ident("rename")))
-    })
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde") || a.path().is_ident("schemars"))
+        .any(|a| {
+            a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .is_ok_and(|items| items.iter().any(|m| m.path().is_ident("rename")))
+        })
 }
 
 fn default_fn_item(attrs: &SchemaAttrs, default_fn: &syn::Ident) -> TokenStream {

@@ -19,7 +19,11 @@ pub enum Json {
 impl Json {
     pub fn span(&self) -> Span {
         match self {
-            Json::Null(s) | Json::Bool(_, s) | Json::Number(_, s) | Json::String(_, s) | Json::Array(_, s) => *s,
+            Json::Null(s)
+            | Json::Bool(_, s)
+            | Json::Number(_, s)
+            | Json::String(_, s)
+            | Json::Array(_, s) => *s,
         }
     }
 
@@ -37,7 +41,10 @@ impl Json {
             Lit::Float(f) => Json::Number(f.base10_digits().to_owned(), f.span()),
             Lit::Bool(b) => Json::Bool(b.value, b.span),
             other => {
-                return Err(Error::custom("expected a JSON value: a string, number, bool, `null` or `[...]`").with_span(other));
+                return Err(Error::custom(
+                    "expected a JSON value: a string, number, bool, `null` or `[...]`",
+                )
+                .with_span(other));
             }
         })
     }
@@ -51,10 +58,16 @@ impl FromMeta for Json {
                 Json::Number(n, _) => Ok(Json::Number(format!("-{n}"), expr.span())),
                 _ => Err(Error::custom("only numbers can be negative").with_span(expr)),
             },
-            Expr::Array(a) => Ok(Json::Array(a.elems.iter().map(Json::from_expr).collect::<Result<_>>()?, a.span())),
+            Expr::Array(a) => Ok(Json::Array(
+                a.elems.iter().map(Json::from_expr).collect::<Result<_>>()?,
+                a.span(),
+            )),
             Expr::Path(p) if p.path.is_ident("null") => Ok(Json::Null(p.span())),
             Expr::Group(g) => Json::from_expr(&g.expr),
-            other => Err(Error::custom("expected a JSON value: a string, number, bool, `null` or `[...]`").with_span(other)),
+            other => Err(Error::custom(
+                "expected a JSON value: a string, number, bool, `null` or `[...]`",
+            )
+            .with_span(other)),
         }
     }
 }
@@ -89,14 +102,22 @@ impl FromMeta for JsonList {
                 let exprs = list
                     .parse_args_with(Punctuated::<Expr, Token![,]>::parse_terminated)
                     .map_err(Error::from)?;
-                let items = exprs.iter().map(Json::from_expr).collect::<Result<Vec<_>>>()?;
+                let items = exprs
+                    .iter()
+                    .map(Json::from_expr)
+                    .collect::<Result<Vec<_>>>()?;
                 Ok(JsonList(items, list.span()))
             }
             Meta::NameValue(nv) => match Json::from_expr(&nv.value)? {
                 Json::Array(items, span) => Ok(JsonList(items, span)),
-                other => Err(Error::custom("expected a list: `key(\"a\", \"b\")` or `key = [\"a\", \"b\"]`").with_span(&other.span())),
+                other => Err(Error::custom(
+                    "expected a list: `key(\"a\", \"b\")` or `key = [\"a\", \"b\"]`",
+                )
+                .with_span(&other.span())),
             },
-            Meta::Path(p) => Err(Error::custom("expected a list of values in parentheses").with_span(p)),
+            Meta::Path(p) => {
+                Err(Error::custom("expected a list of values in parentheses").with_span(p))
+            }
         }
     }
 }

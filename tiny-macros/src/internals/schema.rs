@@ -12,7 +12,11 @@ use super::{
 
 /// The container: a struct or an enum.
 #[derive(FromDeriveInput)]
-#[darling(attributes(tiny), supports(struct_any, enum_any), forward_attrs(doc, serde, schemars))]
+#[darling(
+    attributes(tiny),
+    supports(struct_any, enum_any),
+    forward_attrs(doc, serde, schemars)
+)]
 pub struct SchemaAttrs {
     pub ident: Ident,
     pub generics: syn::Generics,
@@ -67,9 +71,34 @@ pub struct FieldHints {
 
 /// Formats the editor renders, plus JSON Schema's own.
 const FORMATS: &[&str] = &[
-    "markdown", "textarea", "code", "password", "email", "uri", "date", "date-time", "time", "color", "base64",
-    "radiobox", "select", "checkbox", "button", "uuid", "hostname", "ipv4", "ipv6", "uri-reference", "byte",
-    "binary", "duration", "regex", "int32", "int64", "float", "double",
+    "markdown",
+    "textarea",
+    "code",
+    "password",
+    "email",
+    "uri",
+    "date",
+    "date-time",
+    "time",
+    "color",
+    "base64",
+    "radiobox",
+    "select",
+    "checkbox",
+    "button",
+    "uuid",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri-reference",
+    "byte",
+    "binary",
+    "duration",
+    "regex",
+    "int32",
+    "int64",
+    "float",
+    "double",
 ];
 
 const ALIGNS: &[&str] = &["horizontal", "vertical", "left", "right", "center"];
@@ -84,12 +113,17 @@ impl FromMeta for ColSpan {
     fn from_expr(expr: &syn::Expr) -> Result<Self> {
         let n = match Json::from_expr(expr)? {
             Json::Number(n, _) => n.parse::<u8>().ok(),
-            Json::String(s, _) => s.strip_prefix("col-span-").and_then(|n| n.parse::<u8>().ok()),
+            Json::String(s, _) => s
+                .strip_prefix("col-span-")
+                .and_then(|n| n.parse::<u8>().ok()),
             _ => None,
         };
         match n {
             Some(n @ 1..=12) => Ok(ColSpan(format!("col-span-{n}"))),
-            _ => Err(Error::custom("`col_span` is a width from 1 to 12 columns, e.g. `col_span = 6`").with_span(expr)),
+            _ => Err(Error::custom(
+                "`col_span` is a width from 1 to 12 columns, e.g. `col_span = 6`",
+            )
+            .with_span(expr)),
         }
     }
 }
@@ -106,7 +140,8 @@ impl FromMeta for Condition {
     fn from_meta(meta: &syn::Meta) -> Result<Self> {
         let JsonList(items, span) = JsonList::from_meta(meta)?;
         let usage = "expected `(\"sibling_field\", \"operator\", value)` with operator `===`, `equal`, `in` or `isUndefined`";
-        let (Some(Json::String(field, field_span)), Some(op)) = (items.first(), items.get(1)) else {
+        let (Some(Json::String(field, field_span)), Some(op)) = (items.first(), items.get(1))
+        else {
             return Err(Error::custom(usage).with_span(&span));
         };
         let Some(op_str) = op.as_str() else {
@@ -115,14 +150,25 @@ impl FromMeta for Condition {
         if !OPERATORS.contains(&op_str) {
             return Err(Error::custom(unknown("operator", op_str, OPERATORS)).with_span(&op.span()));
         }
-        let wanted = if op_str == "isUndefined" { 2..=3 } else { 3..=3 };
+        let wanted = if op_str == "isUndefined" {
+            2..=3
+        } else {
+            3..=3
+        };
         if !wanted.contains(&items.len()) {
             return Err(Error::custom(usage).with_span(&span));
         }
         if op_str == "in" && !matches!(items.get(2), Some(Json::Array(..))) {
-            return Err(Error::custom("`in` takes a list of values: `[\"a\", \"b\"]`").with_span(&items[2].span()));
+            return Err(
+                Error::custom("`in` takes a list of values: `[\"a\", \"b\"]`")
+                    .with_span(&items[2].span()),
+            );
         }
-        Ok(Condition { field: field.clone(), field_span: *field_span, items })
+        Ok(Condition {
+            field: field.clone(),
+            field_span: *field_span,
+            items,
+        })
     }
 }
 
@@ -137,7 +183,12 @@ impl FieldHints {
         if let Some(d) = &self.description {
             plain.push(quote!(description = #d));
         }
-        for (flag, key) in [(&self.configurable, "configurable"), (&self.shared, "shared"), (&self.readonly, "readonly"), (&self.secret, "secret")] {
+        for (flag, key) in [
+            (&self.configurable, "configurable"),
+            (&self.shared, "shared"),
+            (&self.readonly, "readonly"),
+            (&self.secret, "secret"),
+        ] {
             if flag.is_present() {
                 ext.push((key, quote!(true)));
             }
@@ -166,7 +217,10 @@ impl FieldHints {
         if let Some(o) = self.property_order {
             ext.push(("propertyOrder", quote!(#o)));
         }
-        for (cond, key) in [(&self.required_when, "requiredWhen"), (&self.optional_when, "optionalWhen")] {
+        for (cond, key) in [
+            (&self.required_when, "requiredWhen"),
+            (&self.optional_when, "optionalWhen"),
+        ] {
             if let Some(c) = cond {
                 let items = &c.items;
                 ext.push((key, quote!([#(#items),*])));
@@ -179,8 +233,16 @@ impl FieldHints {
             return TokenStream::new();
         }
         let ext = ext.iter().map(|(k, v)| quote!(#k = #v));
-        let ext = if self.has_extensions() { quote!(extend(#(#ext),*)) } else { TokenStream::new() };
-        let sep = if !plain.is_empty() && self.has_extensions() { quote!(,) } else { TokenStream::new() };
+        let ext = if self.has_extensions() {
+            quote!(extend(#(#ext),*))
+        } else {
+            TokenStream::new()
+        };
+        let sep = if !plain.is_empty() && self.has_extensions() {
+            quote!(,)
+        } else {
+            TokenStream::new()
+        };
         quote!(#[schemars(#(#plain),* #sep #ext)])
     }
 
@@ -215,7 +277,9 @@ pub fn check(attrs: &SchemaAttrs) -> Result<()> {
     }
     let rename_all = serde_names::rename_all(&attrs.attrs);
     match &attrs.data {
-        ast::Data::Struct(fields) => check_fields(&mut errors, &fields.fields, rename_all.as_deref()),
+        ast::Data::Struct(fields) => {
+            check_fields(&mut errors, &fields.fields, rename_all.as_deref())
+        }
         ast::Data::Enum(variants) => {
             for v in variants {
                 check_fields(&mut errors, &v.fields.fields, None);
@@ -225,51 +289,72 @@ pub fn check(attrs: &SchemaAttrs) -> Result<()> {
     errors.finish()
 }
 
-fn check_fields(errors: &mut darling::error::Accumulator, fields: &[FieldHints], rename_all: Option<&str>) {
+fn check_fields(
+    errors: &mut darling::error::Accumulator,
+    fields: &[FieldHints],
+    rename_all: Option<&str>,
+) {
     let names: Vec<String> = fields
         .iter()
-        .filter_map(|f| f.ident.as_ref().map(|i| serde_names::field_name(&f.attrs, &i.to_string(), rename_all)))
+        .filter_map(|f| {
+            f.ident
+                .as_ref()
+                .map(|i| serde_names::field_name(&f.attrs, &i.to_string(), rename_all))
+        })
         .collect();
     for f in fields {
-        if let Some(fmt) = &f.format {
-            if !FORMATS.contains(&fmt.value().as_str()) {
-                errors.push(Error::custom(unknown("format", &fmt.value(), FORMATS)).with_span(fmt));
-            }
+        if let Some(fmt) = &f.format
+            && !FORMATS.contains(&fmt.value().as_str())
+        {
+            errors.push(Error::custom(unknown("format", &fmt.value(), FORMATS)).with_span(fmt));
         }
-        if let Some(a) = &f.align {
-            if !ALIGNS.contains(&a.value().as_str()) {
-                errors.push(Error::custom(unknown("alignment", &a.value(), ALIGNS)).with_span(a));
-            }
+        if let Some(a) = &f.align
+            && !ALIGNS.contains(&a.value().as_str())
+        {
+            errors.push(Error::custom(unknown("alignment", &a.value(), ALIGNS)).with_span(a));
         }
-        if let Some(lang) = &f.language {
-            if f.format.as_ref().map(LitStr::value).as_deref() != Some("code") {
-                errors.push(Error::custom("`language` applies to code editors: add `format = \"code\"`").with_span(lang));
-            }
+        if let Some(lang) = &f.language
+            && f.format.as_ref().map(LitStr::value).as_deref() != Some("code")
+        {
+            errors.push(
+                Error::custom("`language` applies to code editors: add `format = \"code\"`")
+                    .with_span(lang),
+            );
         }
-        if let (Some(JsonList(values, _)), Some(JsonList(titles, span))) = (&f.enum_values, &f.enum_titles) {
-            if values.len() != titles.len() {
-                errors.push(
-                    Error::custom(format!(
-                        "`enum_titles` has {} titles for {} `enum` values; give one title per value",
-                        titles.len(),
-                        values.len()
-                    ))
-                    .with_span(span),
-                );
-            }
+        if let (Some(JsonList(values, _)), Some(JsonList(titles, span))) =
+            (&f.enum_values, &f.enum_titles)
+            && values.len() != titles.len()
+        {
+            errors.push(
+                Error::custom(format!(
+                    "`enum_titles` has {} titles for {} `enum` values; give one title per value",
+                    titles.len(),
+                    values.len()
+                ))
+                .with_span(span),
+            );
         }
         if let Some(JsonList(titles, _)) = &f.enum_titles {
             for t in titles.iter().filter(|t| t.as_str().is_none()) {
                 errors.push(Error::custom("enum titles are strings").with_span(&t.span()));
             }
         }
-        let own = f.ident.as_ref().map(|i| serde_names::field_name(&f.attrs, &i.to_string(), rename_all));
+        let own = f
+            .ident
+            .as_ref()
+            .map(|i| serde_names::field_name(&f.attrs, &i.to_string(), rename_all));
         for cond in [&f.required_when, &f.optional_when].into_iter().flatten() {
             if own.as_deref() == Some(cond.field.as_str()) {
-                errors.push(Error::custom("a field's condition must name another field").with_span(&cond.field_span));
+                errors.push(
+                    Error::custom("a field's condition must name another field")
+                        .with_span(&cond.field_span),
+                );
             } else if !names.contains(&cond.field) {
                 let alts: Vec<&str> = names.iter().map(String::as_str).collect();
-                errors.push(Error::custom(unknown("sibling field", &cond.field, &alts)).with_span(&cond.field_span));
+                errors.push(
+                    Error::custom(unknown("sibling field", &cond.field, &alts))
+                        .with_span(&cond.field_span),
+                );
             }
         }
     }

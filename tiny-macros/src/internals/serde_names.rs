@@ -60,7 +60,9 @@ fn apply(rule: &str, field: &str) -> String {
     let words: Vec<&str> = field.split('_').filter(|w| !w.is_empty()).collect();
     let cap = |w: &str| {
         let mut c = w.chars();
-        c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect::<String>())
+            .unwrap_or_default()
     };
     match rule {
         "lowercase" => field.to_lowercase(),

@@ -28,11 +28,25 @@ pub(crate) struct Runner {
     pub node: Node,
     pub instance: Arc<dyn NodeInstance>,
     /// Edge mappings, `(from, port)`: a handful per node, so a scan beats hashing.
-    mappings: Vec<(String, String, Template)>,
+    mappings: Vec<(String, String, Mapping)>,
     /// The settings JSON from the spec, already rendered.
     pub settings: Option<Value>,
     /// Source port -> where its messages go.
     pub outlets: HashMap<String, Arc<Outlet>>,
+}
+
+/// How an edge's configuration turns the sender's message into the target's input.
+enum Mapping {
+    /// `"{{$}}"`: the message itself, borrowed rather than copied.
+    Identity,
+    Template(Template),
+}
+
+impl Mapping {
+    fn new(config: &Value) -> std::result::Result<Mapping, tiny_expr::CompileError> {
+        let identity = config.as_str().and_then(|s| s.strip_prefix("{{")?.strip_suffix("}}")).is_some_and(|e| e.trim() == "$");
+        if identity { Ok(Mapping::Identity) } else { Template::compile(config).map(Mapping::Template) }
+    }
 }
 
 /// The edges leaving one source port.
@@ -71,18 +85,20 @@ impl Runner {
                 return Err(Error::permanent(format!("ports[] configures `{}`, an output port; only inputs take configuration", pc.port)));
             }
             let Some(config) = &pc.configuration else { continue };
-            let template = Template::compile(config.value()).map_err(|e| {
+            let mapping = Mapping::new(config.value()).map_err(|e| {
                 let edge = if pc.from.is_empty() { String::new() } else { format!(" (edge from `{}`)", pc.from) };
                 Error::permanent(format!("port `{}`{edge}: {e}", pc.port))
             })?;
             if pc.port == system::SETTINGS && pc.from.is_empty() {
                 // Settings have no incoming message: expressions see an empty object.
-                let rendered = template
-                    .render(&Value::Object(Default::default()))
-                    .map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?;
+                let empty = Value::Object(Default::default());
+                let rendered = match mapping {
+                    Mapping::Identity => empty,
+                    Mapping::Template(t) => t.render(&empty).map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
+                };
                 settings = Some(rendered);
             } else {
-                mappings.push((pc.from.clone(), pc.port.clone(), template));
+                mappings.push((pc.from.clone(), pc.port.clone(), mapping));
             }
         }
         let mut outlets: HashMap<String, Outlet> = HashMap::new();
@@ -121,8 +137,9 @@ impl Runner {
         match source {
             Source::Signal => Ok(Cow::Borrowed(data)),
             Source::Edge { from, .. } => {
-                match self.mappings.iter().find(|(f, p, _)| f == from && p == spec.name) {
-                    Some((_, _, template)) => template
+                match self.mappings.iter().find(|(f, p, _)| p == spec.name && f == from) {
+                    Some((_, _, Mapping::Identity)) => Ok(Cow::Borrowed(data)),
+                    Some((_, _, Mapping::Template(template))) => template
                         .render(data)
                         .map(Cow::Owned)
                         .map_err(|e| Error::permanent(format!("edge mapping from `{from}`: {e}"))),

@@ -15,22 +15,35 @@ pub fn editor_shape(root_name: &str, root: Value) -> Value {
         Value::Bool(true) => Map::new(),
         other => return other,
     };
-    let source = match root.remove("$defs") {
+    let mut source = match root.remove("$defs") {
         Some(Value::Object(defs)) => defs,
         _ => Map::new(),
     };
     root.remove("$schema");
-    let mut b = Builder { source, out: Map::new(), expanding: Vec::new(), taken: HashSet::new() };
-    let name = b.reserve(root_name);
-    // A root that is only a reference (`Box<T>`, a newtype of a struct) is the
-    // referenced type.
+    for def in source.values_mut() {
+        if let Value::Object(def) = def {
+            enum_titles(def);
+        }
+    }
+    enum_titles(&mut root);
+    let mut b = Builder {
+        source,
+        out: Map::new(),
+        expanding: Vec::new(),
+        taken: HashSet::new(),
+    };
+    // A root that is only a reference (`Option<T>`, a newtype of a struct) is the
+    // referenced type, and is named after it.
     let mut type_names = vec![root_name.to_owned()];
+    let mut def_name = root_name.to_owned();
     if let Some((names, merged)) = b.resolve(&strip_null_branch(root.clone())) {
+        def_name.clone_from(&names[0]);
         type_names.extend(names);
         root = merged;
     }
-    for t in &type_names {
-        b.expanding.push((t.clone(), name.clone()));
+    let name = b.reserve(&def_name);
+    for t in type_names {
+        b.expanding.push((t, name.clone()));
     }
     let mut def = b.process(Value::Object(root), "$");
     b.expanding.clear();
@@ -84,13 +97,24 @@ impl Builder {
             merged = overlay(def, merged);
             names.push(name);
         }
-        if names.is_empty() { None } else { Some((names, merged)) }
+        // Only a cycle of bare aliases leaves a reference here: drop it.
+        if !names.is_empty() {
+            merged.remove("$ref");
+        }
+        if names.is_empty() {
+            None
+        } else {
+            Some((names, merged))
+        }
     }
 
     /// The definition of a type among `names` that is being expanded: a recursive
     /// reference to it.
     fn recursion(&self, names: &[String]) -> Option<String> {
-        self.expanding.iter().find(|(t, _)| names.contains(t)).map(|(_, def)| def.clone())
+        self.expanding
+            .iter()
+            .find(|(t, _)| names.contains(t))
+            .map(|(_, def)| def.clone())
     }
 
     /// Rewrites one schema found at `path`: its properties, items and variants.
@@ -105,52 +129,48 @@ impl Builder {
             return self.inline(map, path);
         }
         units_to_enum(&mut map);
-        if let Some(Value::Object(props)) = map.remove("properties") {
-            let mut out = Map::new();
+        // Each keyword is rewritten in place, so that the keywords keep schemars' order.
+        if let Some(Value::Object(props)) = map.get_mut("properties") {
             let mut wanted = Vec::new();
-            for (key, prop) in props {
-                let (prop, order) = take_order(prop);
-                let child = child_path(path, &key);
-                out.insert(key.clone(), self.property(prop, &child, &key));
+            for (key, prop) in props.iter_mut() {
+                let (taken, order) = take_order(prop.take());
+                *prop = self.property(taken, &child_path(path, key), key);
                 wanted.push(order);
             }
-            for (prop, order) in out.values_mut().zip(property_orders(&wanted)) {
+            for (prop, order) in props.values_mut().zip(property_orders(&wanted)) {
                 if let Value::Object(p) = prop {
                     p.insert("propertyOrder".into(), json!(order));
                 }
             }
-            map.insert("properties".into(), Value::Object(out));
         }
-        if let Some(items) = map.remove("items") {
-            let items_path = format!("{path}[0]");
-            let items = self.items(items, &items_path, path);
-            map.insert("items".into(), items);
+        if let Some(items) = map.get_mut("items") {
+            *items = self.items(items.take(), &format!("{path}[0]"), path);
         }
-        if let Some(Value::Array(prefix)) = map.remove("prefixItems") {
-            let prefix = prefix.into_iter().enumerate().map(|(i, s)| self.sub_schema(s, &format!("{path}[{i}]"))).collect();
-            map.insert("prefixItems".into(), Value::Array(prefix));
+        if let Some(Value::Array(prefix)) = map.get_mut("prefixItems") {
+            for (i, item) in prefix.iter_mut().enumerate() {
+                *item = self.sub_schema(item.take(), &format!("{path}[{i}]"));
+            }
         }
         for key in ["oneOf", "anyOf", "allOf"] {
-            if let Some(Value::Array(variants)) = map.remove(key) {
-                let variants = variants.into_iter().map(|v| self.process(v, path)).collect();
-                map.insert(key.into(), Value::Array(variants));
+            if let Some(Value::Array(variants)) = map.get_mut(key) {
+                for v in variants.iter_mut() {
+                    *v = self.process(v.take(), path);
+                }
             }
         }
         for key in ["additionalProperties", "unevaluatedProperties"] {
-            if let Some(extra) = map.remove(key) {
-                let extra = self.sub_schema(extra, &format!("{path}[*]"));
-                map.insert(key.into(), extra);
+            if let Some(extra) = map.get_mut(key) {
+                *extra = self.sub_schema(extra.take(), &format!("{path}[*]"));
             }
         }
-        if let Some(Value::Object(patterns)) = map.remove("patternProperties") {
-            let patterns =
-                patterns.into_iter().map(|(k, s)| (k, self.sub_schema(s, &format!("{path}[*]")))).collect();
-            map.insert("patternProperties".into(), Value::Object(patterns));
+        if let Some(Value::Object(patterns)) = map.get_mut("patternProperties") {
+            for s in patterns.values_mut() {
+                *s = self.sub_schema(s.take(), &format!("{path}[*]"));
+            }
         }
         for key in ["propertyNames", "not", "if", "then", "else", "contains"] {
-            if let Some(sub) = map.remove(key) {
-                let sub = self.process(sub, path);
-                map.insert(key.into(), sub);
+            if let Some(sub) = map.get_mut(key) {
+                *sub = self.process(sub.take(), path);
             }
         }
         Value::Object(map)
@@ -189,10 +209,17 @@ impl Builder {
 
     /// Writes `schema` as a definition and returns the `$ref` to it. `type_names` are
     /// the named types it stands for, which a recursive reference points back to.
-    fn extract(&mut self, wanted: String, type_names: Vec<String>, schema: Map<String, Value>, path: &str) -> Value {
+    fn extract(
+        &mut self,
+        wanted: String,
+        type_names: Vec<String>,
+        schema: Map<String, Value>,
+        path: &str,
+    ) -> Value {
         let name = self.reserve(&wanted);
         let depth = self.expanding.len();
-        self.expanding.extend(type_names.into_iter().map(|t| (t, name.clone())));
+        self.expanding
+            .extend(type_names.into_iter().map(|t| (t, name.clone())));
         let mut def = self.process(Value::Object(schema), path);
         self.expanding.truncate(depth);
         set_path(&mut def, path);
@@ -211,8 +238,9 @@ impl Builder {
             if let Some(def) = self.recursion(&names) {
                 // The definition is the type's, shared with the outer use: the
                 // field's own hints stay next to the reference.
-                let mut r = prop;
+                let mut r = Map::new();
                 r.insert("$ref".into(), json!(format!("#/$defs/{def}")));
+                r.extend(prop.into_iter().filter(|(k, _)| k != "$ref"));
                 return Value::Object(r);
             }
             if should_extract(&merged) {
@@ -229,7 +257,12 @@ impl Builder {
     /// Array items: always a definition named after the element type.
     fn items(&mut self, items: Value, path: &str, array_path: &str) -> Value {
         let Value::Object(items) = items else {
-            return self.extract(format!("{}Item", pascal_case(last_key(array_path))), Vec::new(), Map::new(), path);
+            return self.extract(
+                format!("{}Item", pascal_case(last_key(array_path))),
+                Vec::new(),
+                Map::new(),
+                path,
+            );
         };
         let items = strip_null_branch(items);
         if let Some((names, merged)) = self.resolve(&items) {
@@ -252,7 +285,13 @@ impl Builder {
 }
 
 fn ref_name(schema: &Map<String, Value>) -> Option<String> {
-    Some(schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned())
+    Some(
+        schema
+            .get("$ref")?
+            .as_str()?
+            .strip_prefix("#/$defs/")?
+            .to_owned(),
+    )
 }
 
 /// `top`'s keywords over `base`'s. Properties and `required` are united, `top`'s
@@ -261,24 +300,27 @@ fn ref_name(schema: &Map<String, Value>) -> Option<String> {
 fn overlay(base: Map<String, Value>, top: Map<String, Value>) -> Map<String, Value> {
     let mut merged = base;
     for (k, v) in top {
-        let united = match (k.as_str(), merged.remove(&k), v) {
-            ("properties", Some(Value::Object(below)), Value::Object(mut above)) => {
-                for (pk, pv) in below {
+        let Some(below) = merged.get_mut(&k) else {
+            merged.insert(k, v);
+            continue;
+        };
+        match (k.as_str(), below, v) {
+            ("properties", Value::Object(below), Value::Object(mut above)) => {
+                for (pk, pv) in std::mem::take(below) {
                     above.entry(pk).or_insert(pv);
                 }
-                Value::Object(above)
+                *below = above;
             }
-            ("required", Some(Value::Array(below)), Value::Array(mut above)) => {
-                for r in below {
+            ("required", Value::Array(below), Value::Array(mut above)) => {
+                for r in std::mem::take(below) {
                     if !above.contains(&r) {
                         above.push(r);
                     }
                 }
-                Value::Array(above)
+                *below = above;
             }
-            (_, _, v) => v,
-        };
-        merged.insert(k, united);
+            (_, below, v) => *below = v,
+        }
     }
     merged
 }
@@ -318,13 +360,17 @@ fn should_extract(schema: &Map<String, Value>) -> bool {
     match schema.get("type") {
         Some(Value::String(t)) => t == "object",
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
-        None => !schema.contains_key("enum") && !schema.contains_key("const") && !is_unit_enum(schema),
+        None => {
+            !schema.contains_key("enum") && !schema.contains_key("const") && !is_unit_enum(schema)
+        }
         _ => false,
     }
 }
 
 fn has_flag(schema: &Map<String, Value>) -> bool {
-    EXTRACT_FLAGS.iter().any(|f| schema.get(*f) == Some(&Value::Bool(true)))
+    EXTRACT_FLAGS
+        .iter()
+        .any(|f| schema.get(*f) == Some(&Value::Bool(true)))
 }
 
 /// `Option<T>` of a named type comes as `anyOf: [T, null]`: keep `T` with the
@@ -389,9 +435,19 @@ fn units_to_enum(map: &mut Map<String, Value>) {
     let mut titles = Vec::new();
     for v in &variants {
         let Some(vs) = unit_values(v) else { continue };
-        let label = if vs.len() == 1 { v.get("title").or_else(|| v.get("description")).and_then(Value::as_str) } else { None };
+        let label = if vs.len() == 1 {
+            v.get("title")
+                .or_else(|| v.get("description"))
+                .and_then(Value::as_str)
+        } else {
+            None
+        };
         for value in vs {
-            let title = label.map(str::to_owned).unwrap_or_else(|| value.as_str().map_or_else(|| value.to_string(), str::to_owned));
+            let title = label.map(str::to_owned).unwrap_or_else(|| {
+                value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned)
+            });
             titles.push(Value::String(title));
             values.push(value);
         }
@@ -401,6 +457,20 @@ fn units_to_enum(map: &mut Map<String, Value>) {
     }
     map.insert("enum".into(), Value::Array(values));
     map.entry("enumTitles").or_insert(Value::Array(titles));
+}
+
+/// A unit enum whose variants carry no docs comes from schemars as a plain `enum`
+/// (a definition of a named type, never a field's `enum` hint): it gets `enumTitles`
+/// too, the values themselves.
+fn enum_titles(def: &mut Map<String, Value>) {
+    let Some(Value::Array(values)) = def.get("enum") else {
+        return;
+    };
+    if def.contains_key("enumTitles") || !values.iter().all(Value::is_string) {
+        return;
+    }
+    let titles = values.clone();
+    def.insert("enumTitles".into(), Value::Array(titles));
 }
 
 fn set_path(def: &mut Value, path: &str) {
@@ -417,12 +487,19 @@ fn child_path(parent: &str, key: &str) -> String {
     if plain {
         format!("{parent}.{key}")
     } else {
-        format!("{parent}['{}']", key.replace('\\', "\\\\").replace('\'', "\\'"))
+        format!(
+            "{parent}['{}']",
+            key.replace('\\', "\\\\").replace('\'', "\\'")
+        )
     }
 }
 
 fn last_key(path: &str) -> &str {
-    path.rsplit(['.', '[']).next().unwrap_or(path).trim_end_matches(']').trim_matches('\'')
+    path.rsplit(['.', '['])
+        .next()
+        .unwrap_or(path)
+        .trim_end_matches(']')
+        .trim_matches('\'')
 }
 
 /// `user_name` / `user-name` / `userName` -> `UserName`.
@@ -460,11 +537,219 @@ mod tests {
         assert_eq!(last_key("$['a b']"), "a b");
     }
 
+    /// The definitions of an editor schema, for the tests.
+    fn defs(schema: &Value) -> &Map<String, Value> {
+        schema["$defs"].as_object().expect("$defs")
+    }
+
+    #[test]
+    fn property_order_hints_win_and_the_rest_follow_declaration() {
+        assert_eq!(property_orders(&[None, None, None]), [1, 2, 3]);
+        // c(3) a(1) b(-) nested(2): b wants its declaration place 3, which c has
+        // asked for; the hint goes first among equals.
+        assert_eq!(
+            property_orders(&[Some(3), Some(1), None, Some(2)]),
+            [3, 1, 4, 2]
+        );
+        // Gaps are closed, the relative order kept.
+        assert_eq!(property_orders(&[Some(20), Some(10), Some(30)]), [2, 1, 3]);
+        // A hint beyond the end moves the field last.
+        assert_eq!(property_orders(&[Some(9), None, None]), [3, 1, 2]);
+    }
+
+    #[test]
+    fn property_order_hint_stays_on_the_property_not_the_definition() {
+        let root = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string"},
+                "inner": {"$ref": "#/$defs/Inner", "propertyOrder": 1}
+            },
+            "$defs": {"Inner": {"type": "object", "properties": {"x": {"type": "integer"}}}}
+        });
+        let s = editor_shape("Root", root);
+        let d = defs(&s);
+        assert_eq!(
+            d["Root"]["properties"]["inner"],
+            json!({"$ref": "#/$defs/Inner", "propertyOrder": 1})
+        );
+        assert_eq!(d["Root"]["properties"]["a"]["propertyOrder"], 2);
+        assert!(d["Inner"].get("propertyOrder").is_none());
+    }
+
+    #[test]
+    fn internally_tagged_newtype_variant_keeps_the_fields_of_its_type() {
+        // `#[serde(tag = "type")] enum Kind { Moved(Place) }`
+        let root = json!({
+            "type": "object",
+            "properties": {"kind": {"$ref": "#/$defs/Kind"}},
+            "$defs": {
+                "Kind": {"oneOf": [{
+                    "$ref": "#/$defs/Place",
+                    "type": "object",
+                    "properties": {"type": {"type": "string", "const": "moved"}},
+                    "required": ["type"]
+                }]},
+                "Place": {
+                    "type": "object",
+                    "properties": {"from": {"type": "string"}, "to": {"type": "string"}},
+                    "required": ["from", "to"]
+                }
+            }
+        });
+        let s = editor_shape("Root", root);
+        let d = defs(&s);
+        let moved = &d["Kind"]["oneOf"][0];
+        let keys: Vec<&String> = moved["properties"]
+            .as_object()
+            .expect("properties")
+            .keys()
+            .collect();
+        assert_eq!(keys, ["type", "from", "to"]);
+        assert_eq!(moved["required"], json!(["type", "from", "to"]));
+        // The variant is the value at `$.kind`: inline, not a definition with the
+        // enum's path.
+        assert!(!d.contains_key("Place"), "{s:#}");
+    }
+
+    #[test]
+    fn a_reference_to_a_reference_is_followed() {
+        // `struct Wrapped(Inner)` in a field.
+        let root = json!({
+            "type": "object",
+            "properties": {"w": {"$ref": "#/$defs/Wrapped", "title": "W"}},
+            "$defs": {
+                "Wrapped": {"$ref": "#/$defs/Inner"},
+                "Inner": {"type": "object", "properties": {"v": {"type": "integer"}}}
+            }
+        });
+        let s = editor_shape("Root", root);
+        let d = defs(&s);
+        assert_eq!(d.keys().collect::<Vec<_>>(), ["Root", "Wrapped"]);
+        assert_eq!(d["Wrapped"]["title"], "W");
+        assert_eq!(d["Wrapped"]["properties"]["v"]["type"], "integer");
+        assert_eq!(d["Wrapped"]["path"], "$.w");
+    }
+
+    #[test]
+    fn option_of_a_struct_drops_the_null_default() {
+        let root = json!({
+            "type": "object",
+            "properties": {"b": {"anyOf": [{"$ref": "#/$defs/B"}, {"type": "null"}], "default": null}},
+            "$defs": {"B": {"type": "object", "properties": {}}}
+        });
+        let s = editor_shape("Root", root);
+        assert!(defs(&s)["B"].get("default").is_none(), "{s:#}");
+    }
+
+    #[test]
+    fn unit_enums_keep_declaration_order_and_get_titles() {
+        // A plain schemars enum whose undocumented variants come grouped: each value
+        // of a grouped branch is titled with itself.
+        let root = json!({
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/P"}, "q": {"$ref": "#/$defs/Q"}},
+            "$defs": {
+                "P": {"oneOf": [
+                    {"type": "string", "enum": ["a", "b"]},
+                    {"type": "string", "const": "c", "description": "See."},
+                    {"type": "string", "const": "d", "title": "D!", "description": "Dee."}
+                ]},
+                "Q": {"type": "string", "enum": ["x", "y"]}
+            }
+        });
+        let s = editor_shape("Root", root);
+        let p = &defs(&s)["Root"]["properties"]["p"];
+        assert_eq!(p["enum"], json!(["a", "b", "c", "d"]));
+        assert_eq!(p["enumTitles"], json!(["a", "b", "See.", "D!"]));
+        let q = &defs(&s)["Root"]["properties"]["q"];
+        assert_eq!(q["enumTitles"], json!(["x", "y"]));
+    }
+
+    #[test]
+    fn field_enum_hints_get_no_invented_titles() {
+        let root = json!({"type": "object", "properties": {"m": {"type": "string", "enum": ["GET", "POST"]}}});
+        let s = editor_shape("Root", root);
+        assert!(
+            defs(&s)["Root"]["properties"]["m"]
+                .get("enumTitles")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn tuple_positions_and_pattern_properties_resolve_their_references() {
+        let root = json!({
+            "type": "object",
+            "properties": {
+                "pair": {"type": "array", "prefixItems": [{"$ref": "#/$defs/P"}, {"type": "string"}]},
+                "by_id": {"type": "object", "patternProperties": {"^\\d+$": {"$ref": "#/$defs/P"}}}
+            },
+            "$defs": {"P": {"type": "object", "properties": {"x": {"type": "number"}}}}
+        });
+        let s = editor_shape("Root", root);
+        let d = defs(&s);
+        assert_eq!(
+            d["Root"]["properties"]["pair"]["prefixItems"][0],
+            json!({"$ref": "#/$defs/P"})
+        );
+        assert_eq!(d["P"]["path"], "$.pair[0]");
+        assert_eq!(d["P2"]["path"], "$.by_id[*]");
+    }
+
+    #[test]
+    fn a_root_that_is_a_reference_is_named_after_its_type() {
+        // `Option<Address>` as a message.
+        let root = json!({
+            "anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}],
+            "$defs": {"Address": {"type": "object", "properties": {"zip": {"type": "string"}}}}
+        });
+        let s = editor_shape("Nullable_Address", root);
+        assert_eq!(s["$ref"], "#/$defs/Address");
+        assert_eq!(defs(&s).keys().collect::<Vec<_>>(), ["Address"]);
+        assert_eq!(defs(&s)["Address"]["path"], "$");
+    }
+
+    #[test]
+    fn a_recursive_field_keeps_its_hints_next_to_the_reference() {
+        let root = json!({
+            "type": "object",
+            "properties": {
+                "parent": {"anyOf": [{"$ref": "#/$defs/Tree"}, {"type": "null"}], "title": "Parent"}
+            }
+        });
+        let s = editor_shape("Tree", root);
+        assert_eq!(
+            defs(&s)["Tree"]["properties"]["parent"],
+            json!({"$ref": "#/$defs/Tree", "title": "Parent", "propertyOrder": 1})
+        );
+    }
+
+    #[test]
+    fn definitions_are_listed_in_the_order_they_are_found() {
+        let root = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/A"}, "z": {"$ref": "#/$defs/Z"}},
+            "$defs": {
+                "A": {"type": "object", "properties": {"b": {"$ref": "#/$defs/B"}}},
+                "B": {"type": "object", "properties": {}},
+                "Z": {"type": "object", "properties": {}}
+            }
+        });
+        let s = editor_shape("Root", root);
+        assert_eq!(defs(&s).keys().collect::<Vec<_>>(), ["Root", "A", "B", "Z"]);
+    }
+
     #[test]
     fn option_of_named_type_keeps_the_property_keywords() {
         let prop = json!({"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}], "title": "T"});
-        let Value::Object(map) = prop else { unreachable!() };
+        let Value::Object(map) = prop else {
+            unreachable!()
+        };
         let out = strip_null_branch(map);
-        assert_eq!(Value::Object(out), json!({"$ref": "#/$defs/A", "title": "T"}));
+        assert_eq!(
+            Value::Object(out),
+            json!({"$ref": "#/$defs/A", "title": "T"})
+        );
     }
 }

@@ -8,14 +8,27 @@
 //! - a property becomes its own definition, replaced by a `$ref`, when it is
 //!   `configurable` or `shared`, an object (struct or map), or untyped
 //!   (`serde_json::Value`, data-carrying enums); its hints move onto the definition;
-//! - array items always become a definition named after the element type;
-//! - every definition has a `path` (`$`, `$.context`, `$.items[0]`);
-//! - every property has `propertyOrder`, its 1-based declaration index;
-//! - unit enums become `enum` with `enumTitles`.
+//! - array items always become a definition named after the element type, and so do
+//!   map values and tuple positions that are objects;
+//! - every definition has a `path` (`$`, `$.context`, `$.items[0]`, `$.map[*]`);
+//! - every property has `propertyOrder`: its 1-based declaration index, unless a
+//!   `property_order` hint places it (hinted fields take their place first, the
+//!   others follow in declaration order, and the orders are renumbered 1..n); the
+//!   hint orders the property and never moves to a definition;
+//! - unit enums become `enum` with `enumTitles`, in declaration order; a variant's
+//!   title is its `title`, else its doc comment, else its value;
+//! - an enum's variants stay inline in its `oneOf`/`anyOf` (a variant is the value
+//!   at the enum's own path), with their fields extracted as above;
+//! - `Option<T>` is optional through `required`; a primitive keeps schemars'
+//!   `"type": [T, "null"]`, while an `Option` of a named type is a plain `$ref` (the
+//!   editor's shape) and loses `null`, and with it a `"default": null`.
 //!
-//! Definitions are named after the Rust type (`HelloIn`), or after the field in
+//! Each position gets its own definition, so that a field's hints never leak to
+//! another field of the same type and every `path` is exact. Definitions are named
+//! after the Rust type (`HelloIn`, `String` for items), or after the field in
 //! PascalCase when the type has no name (`context: Value` gives `Context`); a name
-//! taken by a different definition gets a numeric suffix.
+//! already used at another position gets a numeric suffix (`Account2`). A recursive
+//! type refers back to the definition being expanded.
 
 mod editor;
 

@@ -1,0 +1,270 @@
+//! Evaluates a syntax tree against a message.
+//!
+//! Results are `Cow`s: a path result borrows from the message and a literal from the tree,
+//! so nothing is copied until a value has to be built or returned.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::ast::{BinOp, Node, Pattern, UnOp};
+use crate::error::{Fault, FaultKind};
+use crate::functions::{MAX_ARGS, NULL};
+use crate::value::{Num, equal, float, to_text, truthy, type_name, write_text};
+
+type Out<'a> = Result<Cow<'a, Value>, Fault>;
+
+/// Evaluates `node` with `root` as `$`.
+pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
+    match node {
+        Node::Literal(v) => Ok(Cow::Borrowed(v)),
+        Node::Path(p) => p.select(root),
+        Node::Array(items) => items
+            .iter()
+            .map(|item| eval(item, root).map(Cow::into_owned))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|v| Cow::Owned(Value::Array(v))),
+        Node::Unary(op, x) => unary(*op, &*eval(x, root)?).map(Cow::Owned),
+        Node::Binary(op, l, r) => {
+            let l = eval(l, root)?;
+            let r = eval(r, root)?;
+            binary(*op, &l, &r).map(Cow::Owned)
+        }
+        Node::And(l, r) => {
+            let b = truthy(&*eval(l, root)?) && truthy(&*eval(r, root)?);
+            Ok(Cow::Owned(Value::Bool(b)))
+        }
+        Node::Or(l, r) => {
+            let b = truthy(&*eval(l, root)?) || truthy(&*eval(r, root)?);
+            Ok(Cow::Owned(Value::Bool(b)))
+        }
+        Node::Coalesce(l, r) => match eval(l, root) {
+            Ok(v) if !v.is_null() => Ok(v),
+            Ok(_) => eval(r, root),
+            Err(f) if f.kind == FaultKind::NoMatch => eval(r, root),
+            Err(f) => Err(f),
+        },
+        Node::Match(l, pattern) => {
+            let subject = eval(l, root)?;
+            let Value::String(s) = subject.as_ref() else {
+                return Err(Fault::other(format!(
+                    "operator '=~' needs a string on the left, got {}",
+                    type_name(&subject)
+                )));
+            };
+            let matched = match pattern {
+                Pattern::Fixed(re) => re.is_match(s),
+                Pattern::Dynamic(p) => dynamic_regex(&*eval(p, root)?)?.is_match(s),
+            };
+            Ok(Cow::Owned(Value::Bool(matched)))
+        }
+        Node::Cond(c, a, b) => {
+            if truthy(&*eval(c, root)?) {
+                eval(a, root)
+            } else {
+                eval(b, root)
+            }
+        }
+        Node::Call(func, args) => {
+            if !func.evaluates_args() {
+                return func.call(&mut []);
+            }
+            let mut slots: [Cow<'a, Value>; MAX_ARGS] = [
+                Cow::Borrowed(&NULL),
+                Cow::Borrowed(&NULL),
+                Cow::Borrowed(&NULL),
+            ];
+            for (slot, arg) in slots.iter_mut().zip(args) {
+                *slot = eval(arg, root)?;
+            }
+            let n = args.len().min(MAX_ARGS);
+            func.call(&mut slots[..n])
+        }
+    }
+}
+
+fn dynamic_regex(pattern: &Value) -> Result<Regex, Fault> {
+    let Value::String(p) = pattern else {
+        return Err(Fault::other(format!(
+            "operator '=~' needs a string (a regular expression) on the right, got {}",
+            type_name(pattern)
+        )));
+    };
+    Regex::new(p).map_err(|e| {
+        let text = e.to_string();
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        Fault::other(format!(
+            "invalid regular expression {}: {}",
+            Value::String(p.clone()),
+            last.trim()
+        ))
+    })
+}
+
+fn unary(op: UnOp, v: &Value) -> Result<Value, Fault> {
+    match (op, v) {
+        (UnOp::Not, v) => Ok(Value::Bool(!truthy(v))),
+        (UnOp::Neg, Value::Number(n)) => match Num::of(n) {
+            Num::Int(i) => match i.checked_neg() {
+                Some(x) => Ok(Value::from(x)),
+                None => float(-Num::Int(i).as_f64()),
+            },
+            Num::Float(f) => float(-f),
+        },
+        (UnOp::Neg, other) => Err(Fault::other(format!(
+            "operator '-' cannot be applied to {}",
+            type_name(other)
+        ))),
+    }
+}
+
+/// Applies an operator that evaluates both sides.
+pub(crate) fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value, Fault> {
+    match op {
+        BinOp::Eq => Ok(Value::Bool(equal(l, r))),
+        BinOp::Ne => Ok(Value::Bool(!equal(l, r))),
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
+            let ord = compare(op, l, r)?;
+            Ok(Value::Bool(match op {
+                BinOp::Lt => ord == Ordering::Less,
+                BinOp::Le => ord != Ordering::Greater,
+                BinOp::Gt => ord == Ordering::Greater,
+                _ => ord != Ordering::Less,
+            }))
+        }
+        BinOp::Add => match (l, r) {
+            (Value::Number(a), Value::Number(b)) => arith(op, Num::of(a), Num::of(b)),
+            (Value::String(_), _) | (_, Value::String(_)) => {
+                let mut s = to_text(l);
+                write_text(&mut s, r);
+                Ok(Value::String(s))
+            }
+            _ => Err(type_error(op, l, r)),
+        },
+        _ => match (l, r) {
+            (Value::Number(a), Value::Number(b)) => arith(op, Num::of(a), Num::of(b)),
+            _ => Err(type_error(op, l, r)),
+        },
+    }
+}
+
+fn type_error(op: BinOp, l: &Value, r: &Value) -> Fault {
+    Fault::other(format!(
+        "operator '{}' cannot be applied to {} and {}",
+        op.symbol(),
+        type_name(l),
+        type_name(r)
+    ))
+}
+
+/// Numbers numerically, strings by code point; other pairs are an error.
+fn compare(op: BinOp, l: &Value, r: &Value) -> Result<Ordering, Fault> {
+    match (l, r) {
+        (Value::Number(a), Value::Number(b)) => Num::of(a)
+            .cmp(Num::of(b))
+            .ok_or_else(|| type_error(op, l, r)),
+        (Value::String(a), Value::String(b)) => Ok(a.cmp(b)),
+        _ => Err(Fault::other(format!(
+            "operator '{}' cannot compare {} and {}",
+            op.symbol(),
+            type_name(l),
+            type_name(r)
+        ))),
+    }
+}
+
+/// Integer arithmetic when both sides are integers and the result is exact; floating
+/// point otherwise.
+fn arith(op: BinOp, x: Num, y: Num) -> Result<Value, Fault> {
+    let zero_divisor = match y {
+        Num::Int(b) => b == 0,
+        Num::Float(b) => b == 0.0,
+    };
+    if zero_divisor && matches!(op, BinOp::Div | BinOp::Rem) {
+        return Err(Fault::other(format!(
+            "operator '{}': division by zero",
+            op.symbol()
+        )));
+    }
+    if let (Num::Int(a), Num::Int(b)) = (x, y) {
+        let exact = match op {
+            BinOp::Add => a.checked_add(b),
+            BinOp::Sub => a.checked_sub(b),
+            BinOp::Mul => a.checked_mul(b),
+            BinOp::Div => a
+                .checked_rem(b)
+                .filter(|r| *r == 0)
+                .and_then(|_| a.checked_div(b)),
+            BinOp::Rem => a.checked_rem(b),
+            BinOp::Pow => u32::try_from(b).ok().and_then(|e| a.checked_pow(e)),
+            _ => None,
+        };
+        if let Some(v) = exact {
+            return Ok(Value::from(v));
+        }
+    }
+    let (a, b) = (x.as_f64(), y.as_f64());
+    let r = match op {
+        BinOp::Add => a + b,
+        BinOp::Sub => a - b,
+        BinOp::Mul => a * b,
+        BinOp::Div => a / b,
+        BinOp::Rem => a % b,
+        _ => a.powf(b),
+    };
+    float(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn op(o: BinOp, l: Value, r: Value) -> Result<Value, String> {
+        binary(o, &l, &r).map_err(|f| f.message)
+    }
+
+    #[test]
+    fn integer_arithmetic_stays_exact() {
+        assert_eq!(
+            op(BinOp::Add, json!(i64::MAX - 1), json!(1)),
+            Ok(json!(i64::MAX))
+        );
+        assert_eq!(op(BinOp::Div, json!(6), json!(3)), Ok(json!(2)));
+        assert_eq!(op(BinOp::Div, json!(7), json!(2)), Ok(json!(3.5)));
+        assert_eq!(op(BinOp::Rem, json!(-7), json!(3)), Ok(json!(-1)));
+        assert_eq!(op(BinOp::Pow, json!(2), json!(10)), Ok(json!(1024)));
+        assert_eq!(op(BinOp::Pow, json!(2), json!(-1)), Ok(json!(0.5)));
+        // Overflow falls back to floating point.
+        assert_eq!(
+            op(BinOp::Mul, json!(i64::MAX), json!(2)),
+            Ok(json!(18_446_744_073_709_551_614.0_f64))
+        );
+        assert_eq!(
+            op(BinOp::Div, json!(i64::MIN), json!(-1)),
+            Ok(json!(9.223_372_036_854_776e18))
+        );
+    }
+
+    #[test]
+    fn float_division_by_zero_is_an_error() {
+        assert_eq!(
+            op(BinOp::Div, json!(1.5), json!(0.0)),
+            Err("operator '/': division by zero".to_owned())
+        );
+    }
+
+    #[test]
+    fn negation_of_min_int() {
+        assert_eq!(
+            unary(UnOp::Neg, &json!(i64::MIN)).map_err(|f| f.message),
+            Ok(json!(9.223_372_036_854_776e18))
+        );
+    }
+}

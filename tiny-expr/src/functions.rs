@@ -1,0 +1,484 @@
+//! Built-in functions.
+//!
+//! Names are case-sensitive. The number of arguments is checked at compile time; the
+//! types of arguments when the function runs.
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde_json::Value;
+
+use crate::error::Fault;
+use crate::value::{Num, equal, float, to_text, truthy, type_name};
+
+/// A built-in function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Func {
+    Length,
+    Size,
+    Upper,
+    Lower,
+    Trim,
+    Split,
+    Join,
+    Contains,
+    Replace,
+    Substr,
+    String,
+    Number,
+    Now,
+    Rfc3339,
+    B64Encode,
+    B64Decode,
+    Abs,
+    Ceil,
+    Floor,
+    Round,
+    Sqrt,
+    Pow10,
+    First,
+    Last,
+    Sum,
+    Avg,
+    HasPrefix,
+    HasSuffix,
+    Index,
+    Not,
+    Reverse,
+}
+
+/// Name, function, fewest and most arguments.
+const TABLE: &[(&str, Func, usize, usize)] = &[
+    ("length", Func::Length, 1, 1),
+    ("size", Func::Size, 1, 1),
+    ("upper", Func::Upper, 1, 1),
+    ("lower", Func::Lower, 1, 1),
+    ("trim", Func::Trim, 1, 1),
+    ("split", Func::Split, 2, 2),
+    ("join", Func::Join, 2, 2),
+    ("contains", Func::Contains, 2, 2),
+    ("replace", Func::Replace, 3, 3),
+    ("substr", Func::Substr, 2, 3),
+    ("string", Func::String, 1, 1),
+    ("number", Func::Number, 1, 1),
+    ("now", Func::Now, 0, 1),
+    ("RFC3339", Func::Rfc3339, 1, 1),
+    ("b64encode", Func::B64Encode, 1, 1),
+    ("b64decode", Func::B64Decode, 1, 1),
+    ("abs", Func::Abs, 1, 1),
+    ("ceil", Func::Ceil, 1, 1),
+    ("floor", Func::Floor, 1, 1),
+    ("round", Func::Round, 1, 1),
+    ("sqrt", Func::Sqrt, 1, 1),
+    ("pow10", Func::Pow10, 1, 1),
+    ("first", Func::First, 1, 1),
+    ("last", Func::Last, 1, 1),
+    ("sum", Func::Sum, 1, 1),
+    ("avg", Func::Avg, 1, 1),
+    ("hasprefix", Func::HasPrefix, 2, 2),
+    ("hassuffix", Func::HasSuffix, 2, 2),
+    ("index", Func::Index, 2, 2),
+    ("not", Func::Not, 1, 1),
+    ("reverse", Func::Reverse, 1, 1),
+];
+
+/// The most arguments any function takes.
+pub(crate) const MAX_ARGS: usize = 3;
+
+/// A placeholder for argument slots.
+pub(crate) static NULL: Value = Value::Null;
+
+type Out<'a> = Result<Cow<'a, Value>, Fault>;
+
+impl Func {
+    /// The function called `name`, if there is one.
+    pub(crate) fn lookup(name: &str) -> Option<Func> {
+        TABLE.iter().find(|e| e.0 == name).map(|e| e.1)
+    }
+
+    fn entry(self) -> (&'static str, usize, usize) {
+        TABLE
+            .iter()
+            .find(|e| e.1 == self)
+            .map_or(("?", 0, MAX_ARGS), |e| (e.0, e.2, e.3))
+    }
+
+    /// The name as written in expressions.
+    pub(crate) fn name(self) -> &'static str {
+        self.entry().0
+    }
+
+    /// A compile-time message when `n` arguments do not fit.
+    pub(crate) fn check_arity(self, n: usize) -> Result<(), String> {
+        let (name, min, max) = self.entry();
+        if (min..=max).contains(&n) {
+            return Ok(());
+        }
+        let takes = match (min, max) {
+            (1, 1) => "1 argument".to_owned(),
+            (a, b) if a == b => format!("{a} arguments"),
+            (a, b) => format!("{a} or {b} arguments"),
+        };
+        Err(format!("function '{name}' takes {takes}, got {n}"))
+    }
+
+    /// Whether the arguments are evaluated before the call. `now(x)` ignores its argument
+    /// (it exists for Go SDK compatibility), so it is not evaluated.
+    pub(crate) fn evaluates_args(self) -> bool {
+        self != Func::Now
+    }
+
+    /// Runs the function. `args` holds exactly the arguments written in the call.
+    pub(crate) fn call<'a>(self, args: &mut [Cow<'a, Value>]) -> Out<'a> {
+        let a = Args { func: self, args };
+        match self {
+            Func::Length | Func::Size => length(&a),
+            Func::Upper => owned_str(a.str(0)?.to_uppercase()),
+            Func::Lower => owned_str(a.str(0)?.to_lowercase()),
+            Func::Trim => owned_str(a.str(0)?.trim().to_owned()),
+            Func::Split => split(&a),
+            Func::Join => join(&a),
+            Func::Contains => contains(&a),
+            Func::Replace => owned_str(a.str(0)?.replace(a.str(1)?, a.str(2)?)),
+            Func::Substr => substr(&a),
+            Func::String => match a.args[0] {
+                Cow::Borrowed(Value::String(_)) | Cow::Owned(Value::String(_)) => Ok(a.take(0)),
+                ref v => owned_str(to_text(v)),
+            },
+            Func::Number => number(&a),
+            Func::Now => Ok(Cow::Owned(Value::from(crate::time::now_seconds()))),
+            Func::Rfc3339 => rfc3339(&a),
+            Func::B64Encode => owned_str(BASE64.encode(a.str(0)?)),
+            Func::B64Decode => b64decode(&a),
+            Func::Abs => abs(&a),
+            Func::Ceil => rounding(&a, f64::ceil),
+            Func::Floor => rounding(&a, f64::floor),
+            Func::Round => rounding(&a, f64::round),
+            Func::Sqrt => sqrt(&a),
+            Func::Pow10 => pow10(&a),
+            Func::First => first_last(a, true),
+            Func::Last => first_last(a, false),
+            Func::Sum => sum(&a).map(Cow::Owned),
+            Func::Avg => avg(&a),
+            Func::HasPrefix => Ok(bool_value(a.str(0)?.starts_with(a.str(1)?))),
+            Func::HasSuffix => Ok(bool_value(a.str(0)?.ends_with(a.str(1)?))),
+            Func::Index => index(&a),
+            Func::Not => Ok(bool_value(!truthy(&a.args[0]))),
+            Func::Reverse => reverse(&a),
+        }
+    }
+}
+
+/// Typed access to the arguments, with errors that name the function and argument.
+struct Args<'r, 'a> {
+    func: Func,
+    args: &'r mut [Cow<'a, Value>],
+}
+
+impl<'a> Args<'_, 'a> {
+    fn get(&self, i: usize) -> &Value {
+        self.args.get(i).map_or(&NULL, |c| c.as_ref())
+    }
+
+    fn take(self, i: usize) -> Cow<'a, Value> {
+        match self.args.get_mut(i) {
+            Some(slot) => std::mem::replace(slot, Cow::Borrowed(&NULL)),
+            None => Cow::Borrowed(&NULL),
+        }
+    }
+
+    fn wrong(&self, i: usize, expected: &str) -> Fault {
+        Fault::other(format!(
+            "{}(): argument {} must be {expected}, got {}",
+            self.func.name(),
+            i + 1,
+            type_name(self.get(i))
+        ))
+    }
+
+    fn fail(&self, message: impl std::fmt::Display) -> Fault {
+        Fault::other(format!("{}(): {message}", self.func.name()))
+    }
+
+    fn str(&self, i: usize) -> Result<&str, Fault> {
+        self.get(i)
+            .as_str()
+            .ok_or_else(|| self.wrong(i, "a string"))
+    }
+
+    fn num(&self, i: usize) -> Result<Num, Fault> {
+        match self.get(i) {
+            Value::Number(n) => Ok(Num::of(n)),
+            _ => Err(self.wrong(i, "a number")),
+        }
+    }
+
+    fn array(&self, i: usize) -> Result<&Vec<Value>, Fault> {
+        self.get(i)
+            .as_array()
+            .ok_or_else(|| self.wrong(i, "an array"))
+    }
+
+    /// A non-negative whole number, such as a position or a count.
+    fn count(&self, i: usize) -> Result<usize, Fault> {
+        let n = self.num(i)?;
+        let whole = match n {
+            Num::Int(v) => usize::try_from(v).ok(),
+            Num::Float(f) if f.fract() == 0.0 && f >= 0.0 => {
+                // Whole and non-negative; saturating is fine for huge counts.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                Some(f as usize)
+            }
+            Num::Float(_) => None,
+        };
+        whole.ok_or_else(|| {
+            self.fail(format!(
+                "argument {} must be a non-negative whole number, got {}",
+                i + 1,
+                self.get(i)
+            ))
+        })
+    }
+}
+
+fn owned_str<'a>(s: String) -> Out<'a> {
+    Ok(Cow::Owned(Value::String(s)))
+}
+
+fn bool_value<'a>(b: bool) -> Cow<'a, Value> {
+    Cow::Owned(Value::Bool(b))
+}
+
+fn length<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let n = match a.get(0) {
+        Value::String(s) => s.chars().count(),
+        Value::Array(v) => v.len(),
+        Value::Object(m) => m.len(),
+        _ => return Err(a.wrong(0, "a string, array or object")),
+    };
+    Ok(Cow::Owned(Value::from(n)))
+}
+
+fn split<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let (s, sep) = (a.str(0)?, a.str(1)?);
+    let parts: Vec<Value> = if sep.is_empty() {
+        s.chars().map(|c| Value::String(c.to_string())).collect()
+    } else {
+        s.split(sep).map(|p| Value::String(p.to_owned())).collect()
+    };
+    Ok(Cow::Owned(Value::Array(parts)))
+}
+
+fn join<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let (items, sep) = (a.array(0)?, a.str(1)?);
+    let mut out = String::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        crate::value::write_text(&mut out, item);
+    }
+    owned_str(out)
+}
+
+fn contains<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let found = match a.get(0) {
+        Value::String(s) => s.contains(a.str(1)?),
+        Value::Array(items) => items.iter().any(|v| equal(v, a.get(1))),
+        Value::Object(map) => map.contains_key(a.str(1)?),
+        _ => return Err(a.wrong(0, "a string, array or object")),
+    };
+    Ok(bool_value(found))
+}
+
+fn substr<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let s = a.str(0)?;
+    let start = a.count(1)?;
+    let len = if a.args.len() > 2 {
+        a.count(2)?
+    } else {
+        usize::MAX
+    };
+    owned_str(s.chars().skip(start).take(len).collect())
+}
+
+fn number<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let v = match a.get(0) {
+        Value::Number(_) => return Ok(a.args[0].clone()),
+        Value::Bool(b) => Value::from(u8::from(*b)),
+        Value::String(s) => {
+            let t = s.trim();
+            if let Ok(i) = t.parse::<i64>() {
+                Value::from(i)
+            } else {
+                match t.parse::<f64>() {
+                    Ok(f) if f.is_finite() && t.bytes().any(|b| b.is_ascii_digit()) => float(f)?,
+                    _ => return Err(a.fail(format!("cannot parse {} as a number", a.get(0)))),
+                }
+            }
+        }
+        _ => return Err(a.wrong(0, "a string, number or boolean")),
+    };
+    Ok(Cow::Owned(v))
+}
+
+fn rfc3339<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let seconds = match a.num(0)? {
+        Num::Int(i) => Some(i),
+        // Out-of-range floats saturate and are then rejected by the year check.
+        #[allow(clippy::cast_possible_truncation)]
+        Num::Float(f) => Some(f.floor() as i64),
+    };
+    seconds
+        .and_then(crate::time::rfc3339)
+        .map(|s| Cow::Owned(Value::String(s)))
+        .ok_or_else(|| a.fail(format!("{} is outside the years 0000 to 9999", a.get(0))))
+}
+
+fn b64decode<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let bytes = BASE64
+        .decode(a.str(0)?)
+        .map_err(|e| a.fail(format!("invalid base64: {e}")))?;
+    String::from_utf8(bytes)
+        .map(|s| Cow::Owned(Value::String(s)))
+        .map_err(|_| a.fail("decoded bytes are not valid UTF-8"))
+}
+
+fn abs<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let v = match a.num(0)? {
+        Num::Int(i) => match i.checked_abs() {
+            Some(x) => Value::from(x),
+            None => float(Num::Int(i).as_f64().abs())?,
+        },
+        Num::Float(f) => float(f.abs())?,
+    };
+    Ok(Cow::Owned(v))
+}
+
+fn rounding<'a>(a: &Args<'_, 'a>, f: fn(f64) -> f64) -> Out<'a> {
+    match a.num(0)? {
+        Num::Int(_) => Ok(a.args[0].clone()),
+        Num::Float(x) => float(f(x)).map(Cow::Owned),
+    }
+}
+
+fn sqrt<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let x = a.num(0)?.as_f64();
+    if x < 0.0 {
+        return Err(a.fail(format!("cannot take the square root of {}", a.get(0))));
+    }
+    float(x.sqrt()).map(Cow::Owned)
+}
+
+fn pow10<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let v = match a.num(0)? {
+        Num::Int(e @ 0..=18) => Value::from(10i64.pow(u32::try_from(e).unwrap_or(0))),
+        n => float(10f64.powf(n.as_f64()))?,
+    };
+    Ok(Cow::Owned(v))
+}
+
+/// `first`/`last`: the element, or null for an empty array.
+fn first_last<'a>(a: Args<'_, 'a>, first: bool) -> Out<'a> {
+    let len = a.array(0)?.len();
+    if len == 0 {
+        return Ok(Cow::Owned(Value::Null));
+    }
+    let i = if first { 0 } else { len - 1 };
+    Ok(match a.take(0) {
+        Cow::Borrowed(Value::Array(items)) => Cow::Borrowed(&items[i]),
+        Cow::Owned(Value::Array(mut items)) => Cow::Owned(items.swap_remove(i)),
+        _ => Cow::Owned(Value::Null),
+    })
+}
+
+fn sum(a: &Args<'_, '_>) -> Result<Value, Fault> {
+    let items = a.array(0)?;
+    let mut int: Option<i64> = Some(0);
+    let mut total = 0.0f64;
+    for (i, item) in items.iter().enumerate() {
+        let Value::Number(n) = item else {
+            return Err(a.fail(format!(
+                "element {i} of the array is {}, not a number",
+                type_name(item)
+            )));
+        };
+        let n = Num::of(n);
+        total += n.as_f64();
+        int = match (int, n) {
+            (Some(acc), Num::Int(x)) => acc.checked_add(x),
+            _ => None,
+        };
+    }
+    match int {
+        Some(i) => Ok(Value::from(i)),
+        None => float(total),
+    }
+}
+
+/// The mean, or null for an empty array.
+fn avg<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let len = a.array(0)?.len();
+    let total = sum(a)?;
+    if len == 0 {
+        return Ok(Cow::Owned(Value::Null));
+    }
+    let total = total.as_f64().unwrap_or(0.0);
+    // Array lengths are far below 2^53.
+    #[allow(clippy::cast_precision_loss)]
+    float(total / len as f64).map(Cow::Owned)
+}
+
+/// Position of `sub` in a string (in chars) or of an element in an array; -1 if absent.
+fn index<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let pos = match a.get(0) {
+        Value::String(s) => s.find(a.str(1)?).map(|byte| s[..byte].chars().count()),
+        Value::Array(items) => items.iter().position(|v| equal(v, a.get(1))),
+        _ => return Err(a.wrong(0, "a string or an array")),
+    };
+    let v = pos.map_or(Value::from(-1), Value::from);
+    Ok(Cow::Owned(v))
+}
+
+fn reverse<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let v = match a.get(0) {
+        Value::String(s) => Value::String(s.chars().rev().collect()),
+        Value::Array(items) => Value::Array(items.iter().rev().cloned().collect()),
+        _ => return Err(a.wrong(0, "a string or an array")),
+    };
+    Ok(Cow::Owned(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_unique_and_round_trip() {
+        for (name, func, min, max) in TABLE {
+            assert_eq!(Func::lookup(name), Some(*func));
+            assert_eq!(func.name(), *name);
+            assert!(min <= max && *max <= MAX_ARGS);
+        }
+        assert_eq!(Func::lookup("Upper"), None);
+        assert_eq!(Func::lookup("rfc3339"), None);
+    }
+
+    #[test]
+    fn arity_messages() {
+        assert_eq!(
+            Func::Split.check_arity(1),
+            Err("function 'split' takes 2 arguments, got 1".to_owned())
+        );
+        assert_eq!(
+            Func::Substr.check_arity(4),
+            Err("function 'substr' takes 2 or 3 arguments, got 4".to_owned())
+        );
+        assert_eq!(
+            Func::Now.check_arity(2),
+            Err("function 'now' takes 0 or 1 arguments, got 2".to_owned())
+        );
+        assert_eq!(Func::Now.check_arity(0), Ok(()));
+    }
+}

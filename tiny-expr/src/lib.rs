@@ -1,0 +1,127 @@
+//! Compiled JSON templates with `{{...}}` expressions, for edge configurations.
+//!
+//! An edge configuration is a JSON document whose strings may hold `{{...}}` expressions
+//! evaluated against the incoming message as `$`. [`Template::compile`] parses the whole
+//! document once, when a node is loaded; [`Template::render`] then evaluates it per
+//! message without parsing anything. [`Expr`] is a single expression on its own.
+//!
+//! ```
+//! use serde_json::json;
+//! use tiny_expr::Template;
+//!
+//! let t = Template::compile(&json!({
+//!     "to": "{{ $.user.email }}",
+//!     "subject": "Order {{$.order.id}} for {{$.user.name}}",
+//!     "urgent": "{{ $.order.total > 1000 }}",
+//!     "note": "{{ $.order.note ?? 'none' }}"
+//! }))?;
+//! let out = t.render(&json!({
+//!     "user": {"name": "Ann", "email": "ann@example.com"},
+//!     "order": {"id": 42, "total": 1200}
+//! }))?;
+//! assert_eq!(out, json!({
+//!     "to": "ann@example.com",
+//!     "subject": "Order 42 for Ann",
+//!     "urgent": true,
+//!     "note": "none"
+//! }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The expression language
+//!
+//! **Values.** Numbers (`3`, `-1.5`, `2e3`), strings in single or double quotes with
+//! JSON-style escapes (`\n`, `\t`, `\\`, `\'`, `\"`, `\uXXXX`), `true`, `false`, `null`,
+//! and arrays `[1, $.a, 'x']` (handy as a default: `$.tags ?? []`). There are no object
+//! literals.
+//!
+//! **Paths.** JSONPath as in RFC 9535 (through `jsonpath-rust`): `$`, `$.a.b`,
+//! `$.items[0].x`, `$.items[-1]`, `$['a b']`, `$.items[*].id`, `$..id`,
+//! `$.items[?@.price > 10]`, `$.items[1:3]`. A path has no spaces outside its brackets
+//! (`$.a + 1` is a path plus one). A path that selects one node yields that node; several
+//! nodes yield an array of them (so `$.items[*]` over a one-element array yields the
+//! element itself); **no node is an error**, unless the path is on the left of `??`.
+//!
+//! **Operators**, loosest first:
+//!
+//! | operators | meaning |
+//! |---|---|
+//! | `c ? a : b` | `a` if `c` is truthy, else `b` (right-associative) |
+//! | `a ?? b` | `b` when `a` is null or a path in `a` matched nothing |
+//! | `a \|\| b` | either is truthy (short-circuit; yields a boolean) |
+//! | `a && b` | both are truthy (short-circuit; yields a boolean) |
+//! | `==` `!=` | deep equality; numbers by value (`1 == 1.0`) |
+//! | `s =~ re` | the regular expression `re` matches somewhere in string `s` (Rust `regex` syntax; a literal pattern is compiled once) |
+//! | `<` `<=` `>` `>=` | numbers numerically, strings by code point; other pairs are an error |
+//! | `+` | adds numbers; concatenates if either side is a string |
+//! | `-` | subtracts numbers |
+//! | `*` `/` `%` | numbers; dividing by zero is an error |
+//! | `-x` `!x` | negation, logical not |
+//! | `a ** b` | power (right-associative; `-2 ** 2` is `-4`) |
+//!
+//! `false`, `null`, `0`, `""` and `[]` are falsy; everything else (including `{}`) is
+//! truthy. Integer arithmetic is exact; a computed whole number that a double holds
+//! exactly comes out as a JSON integer (`7 / 2` is `3.5`, `6 / 2` is `3`).
+//!
+//! **Functions** (names are case-sensitive; a wrong number of arguments is a compile
+//! error, a wrong argument type an evaluation error):
+//!
+//! | function | result |
+//! |---|---|
+//! | `length(x)`, `size(x)` | chars of a string, elements of an array, keys of an object |
+//! | `upper(s)`, `lower(s)`, `trim(s)` | case mapping, whitespace trimmed |
+//! | `split(s, sep)` | array of parts (`sep` `""` splits into chars) |
+//! | `join(arr, sep)` | elements in their interpolation form, joined |
+//! | `contains(x, y)` | substring of a string, element of an array (deep equality), key of an object |
+//! | `replace(s, old, new)` | every occurrence replaced |
+//! | `substr(s, start[, len])` | chars `start..start+len` (clamped) |
+//! | `index(x, y)` | char position of `y` in string `x`, or element position in array `x`; `-1` if absent |
+//! | `hasprefix(s, p)`, `hassuffix(s, p)` | booleans |
+//! | `reverse(x)` | string or array reversed |
+//! | `string(x)` | the interpolation form of `x` |
+//! | `number(x)` | a number parsed from a string; `true`/`false` are 1/0 |
+//! | `now()`, `now(x)` | current Unix time in whole seconds (`x` is ignored; the Go SDK needs it) |
+//! | `RFC3339(secs)` | Unix seconds as `2024-01-02T03:04:05Z` (UTC, fraction dropped) |
+//! | `b64encode(s)`, `b64decode(s)` | standard base64 with padding; bad input or non-UTF-8 output is an error |
+//! | `abs`, `ceil`, `floor`, `round`, `sqrt`, `pow10` | numbers (`round` halves away from zero) |
+//! | `first(arr)`, `last(arr)` | an element, or null for an empty array |
+//! | `sum(arr)`, `avg(arr)` | of numbers; `avg([])` is null |
+//! | `not(x)` | `!x` |
+//!
+//! # Templates
+//!
+//! See [`Template`] for how strings, escapes (`\{{`) and types are handled.
+//!
+//! # Errors
+//!
+//! [`CompileError`] and [`EvalError`] carry the JSON pointer of the field and the
+//! expression, and print on one line, e.g.
+//! `at /user/name, in "{{$.user.nmae}}": path $.user.nmae matched nothing ($.user has no key "nmae")`.
+//!
+//! # Differences from the Go SDK evaluator
+//!
+//! * `"{{$.a}} {{$.b}}"` is two interpolated expressions (Go reads it as one and fails).
+//! * A path that matches nothing is an error (Go yields null); use `a ?? b` for optional
+//!   fields. A failing expression fails the render instead of leaving `null` or the
+//!   `{{...}}` text in place.
+//! * Objects and arrays interpolate as compact JSON rather than Go's `map[...]` form.
+//! * Adds `!`, `??`, array literals, `now()` without an argument, and `\{{`; the root
+//!   may be any JSON value. The time and duration arithmetic of Go's `+`/`-` is not supported.
+
+#![warn(missing_docs)]
+
+mod ast;
+mod error;
+mod eval;
+mod expr;
+mod functions;
+mod lexer;
+mod parser;
+mod path;
+mod template;
+mod time;
+mod value;
+
+pub use error::{CompileError, EvalError};
+pub use expr::Expr;
+pub use template::Template;

@@ -1,0 +1,258 @@
+//! JSONPath selection: parsed once at compile time, run per message.
+//!
+//! Paths are parsed by `jsonpath-rust` (RFC 9535). Paths made only of `.name`, `['name']`
+//! and `[index]` segments (RFC 9535 "singular queries", the common case) are also lowered
+//! to a list of steps and walked directly: no allocation, and a precise reason when
+//! nothing matches. Every other path runs through `jsonpath-rust`.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use jsonpath_rust::parser::errors::JsonPathError;
+use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
+use jsonpath_rust::parser::parse_json_path;
+use jsonpath_rust::query::js_path_process;
+use serde_json::Value;
+
+use crate::error::{Fault, SyntaxError};
+use crate::value::type_name;
+
+/// One step of a singular path.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(i64),
+}
+
+/// How a path is run.
+#[derive(Debug, Clone)]
+enum Plan {
+    /// Only names and indexes: walked directly.
+    Singular(Vec<Step>),
+    /// Anything else: run by `jsonpath-rust`.
+    Query(JpQuery),
+}
+
+/// A compiled JSONPath.
+#[derive(Debug, Clone)]
+pub(crate) struct Path {
+    source: String,
+    plan: Plan,
+}
+
+impl Path {
+    /// Parses `source` (which starts with `$`); `at` is its byte offset, for errors.
+    pub(crate) fn compile(source: &str, at: usize) -> Result<Path, SyntaxError> {
+        let query = parse_json_path(source).map_err(|e| path_error(source, at, &e))?;
+        let steps: Option<Vec<Step>> = query
+            .segments
+            .iter()
+            .map(|segment| match segment {
+                Segment::Selector(Selector::Name(name)) => Some(Step::Key(name.clone())),
+                Segment::Selector(Selector::Index(i)) => Some(Step::Index(*i)),
+                _ => None,
+            })
+            .collect();
+        let plan = match steps {
+            Some(steps) => Plan::Singular(steps),
+            None => Plan::Query(query),
+        };
+        Ok(Path {
+            source: source.to_owned(),
+            plan,
+        })
+    }
+
+    /// Selects from `root`. One node yields that node (borrowed); several yield an array of
+    /// copies; none is a [`FaultKind::NoMatch`](crate::error::FaultKind::NoMatch) fault.
+    pub(crate) fn select<'a>(&self, root: &'a Value) -> Result<Cow<'a, Value>, Fault> {
+        match &self.plan {
+            Plan::Singular(steps) => self.walk(steps, root).map(Cow::Borrowed),
+            Plan::Query(query) => {
+                let found = js_path_process(query, root)
+                    .map_err(|e| Fault::other(format!("path {} failed: {e}", self.source)))?;
+                match found.len() {
+                    0 => Err(Fault::no_match(format!(
+                        "path {} matched nothing",
+                        self.source
+                    ))),
+                    1 => Ok(Cow::Borrowed(found[0].val)),
+                    _ => Ok(Cow::Owned(Value::Array(
+                        found.into_iter().map(|r| r.val.clone()).collect(),
+                    ))),
+                }
+            }
+        }
+    }
+
+    fn walk<'a>(&self, steps: &[Step], root: &'a Value) -> Result<&'a Value, Fault> {
+        let mut node = root;
+        for (i, step) in steps.iter().enumerate() {
+            let next = match (step, node) {
+                (Step::Key(k), Value::Object(map)) => map.get(k),
+                (Step::Index(idx), Value::Array(items)) => {
+                    resolve_index(*idx, items.len()).and_then(|i| items.get(i))
+                }
+                _ => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => return Err(self.no_match(&steps[..i], step, node)),
+            }
+        }
+        Ok(node)
+    }
+
+    /// A no-match fault that says which step failed, e.g. `($.user has no key "nmae")`.
+    fn no_match(&self, done: &[Step], step: &Step, node: &Value) -> Fault {
+        let mut at = String::from("$");
+        for s in done {
+            match s {
+                Step::Key(k) if is_shorthand(k) => {
+                    let _ = write!(at, ".{k}");
+                }
+                Step::Key(k) => {
+                    let _ = write!(at, "[{}]", Value::String(k.clone()));
+                }
+                Step::Index(i) => {
+                    let _ = write!(at, "[{i}]");
+                }
+            }
+        }
+        let why = match (step, node) {
+            (Step::Key(k), Value::Object(_)) => {
+                format!("{at} has no key {}", Value::String(k.clone()))
+            }
+            (Step::Index(i), Value::Array(items)) => {
+                format!("{at} has {} elements, no index {i}", items.len())
+            }
+            (Step::Key(_), other) => format!("{at} is {}, not an object", a_type(other)),
+            (Step::Index(_), other) => format!("{at} is {}, not an array", a_type(other)),
+        };
+        Fault::no_match(format!("path {} matched nothing ({why})", self.source))
+    }
+}
+
+/// RFC 9535 index semantics: negative counts from the end.
+fn resolve_index(idx: i64, len: usize) -> Option<usize> {
+    if idx >= 0 {
+        usize::try_from(idx).ok().filter(|&i| i < len)
+    } else {
+        usize::try_from(idx.unsigned_abs())
+            .ok()
+            .and_then(|back| len.checked_sub(back))
+    }
+}
+
+fn a_type(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_owned(),
+        Value::Array(_) | Value::Object(_) => format!("an {}", type_name(v)),
+        _ => format!("a {}", type_name(v)),
+    }
+}
+
+fn is_shorthand(key: &str) -> bool {
+    let mut chars = key.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || !c.is_ascii())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii())
+}
+
+/// Turns a `jsonpath-rust` error into a one-line syntax error positioned in the path.
+fn path_error(source: &str, at: usize, err: &JsonPathError) -> SyntaxError {
+    match err {
+        JsonPathError::PestError(pest_err) => {
+            let pos = match pest_err.location {
+                pest::error::InputLocation::Pos(p) => p,
+                pest::error::InputLocation::Span((p, _)) => p,
+            };
+            let rest = source.get(pos..).unwrap_or("");
+            let near = if rest.is_empty() {
+                "at the end".to_owned()
+            } else {
+                format!("at {:?}", rest.chars().take(12).collect::<String>())
+            };
+            SyntaxError::new(
+                at + pos,
+                format!("invalid JSONPath {source}: syntax error {near}"),
+            )
+        }
+        other => SyntaxError::new(at, format!("invalid JSONPath {source}: {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn path(src: &str) -> Path {
+        match Path::compile(src, 0) {
+            Ok(p) => p,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn singular_paths_are_walked_directly() {
+        assert!(matches!(path("$.a[0]['b c'][-1]").plan, Plan::Singular(_)));
+        assert!(matches!(path("$").plan, Plan::Singular(ref s) if s.is_empty()));
+        assert!(matches!(path("$.a[*]").plan, Plan::Query(_)));
+        assert!(matches!(path("$..a").plan, Plan::Query(_)));
+        assert!(matches!(path("$['a','b']").plan, Plan::Query(_)));
+    }
+
+    #[test]
+    fn negative_indexes() {
+        let v = json!({"a": [1, 2, 3]});
+        assert_eq!(path("$.a[-1]").select(&v), Ok(Cow::Borrowed(&json!(3))));
+        assert_eq!(path("$.a[-3]").select(&v), Ok(Cow::Borrowed(&json!(1))));
+        assert_eq!(
+            path("$.a[-4]").select(&v).map_err(|f| f.message),
+            Err("path $.a[-4] matched nothing ($.a has 3 elements, no index -4)".to_owned())
+        );
+    }
+
+    #[test]
+    fn no_match_reasons() {
+        let v = json!({"a": {"b c": 1, "n": null}, "s": "x"});
+        let msg = |p: &str| path(p).select(&v).map_err(|f| f.message);
+        assert_eq!(
+            msg("$['a']['b c'].d"),
+            Err(
+                r#"path $['a']['b c'].d matched nothing ($.a["b c"] is a number, not an object)"#
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            msg("$.s[0]"),
+            Err("path $.s[0] matched nothing ($.s is a string, not an array)".to_owned())
+        );
+        assert_eq!(
+            msg("$.a.n.x"),
+            Err("path $.a.n.x matched nothing ($.a.n is null, not an object)".to_owned())
+        );
+        assert_eq!(
+            msg("$.a[0]"),
+            Err("path $.a[0] matched nothing ($.a is an object, not an array)".to_owned())
+        );
+        assert_eq!(
+            msg("$.zz[*]"),
+            Err("path $.zz[*] matched nothing".to_owned())
+        );
+    }
+
+    #[test]
+    fn syntax_errors_point_into_the_path() {
+        let e = Path::compile("$.a[?@.b ==]", 10).err();
+        assert_eq!(
+            e,
+            Some(SyntaxError::new(
+                21,
+                r#"invalid JSONPath $.a[?@.b ==]: syntax error at "]""#
+            ))
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! Compiled JSON templates: find the `{{...}}` in every string once, render per message.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use crate::ast::Node;
+use crate::error::{CompileError, EvalError, push_pointer_token};
+use crate::eval::eval;
+use crate::lexer::Mode;
+use crate::parser::parse;
+use crate::value::write_text;
+
+/// A compiled JSON template: a JSON value whose strings may hold `{{...}}` expressions.
+///
+/// Compile it once when a node is loaded, then [`render`](Self::render) it for each
+/// message; rendering parses nothing and copies constant parts as they are.
+///
+/// * A string that is exactly one expression, `"{{ $.a }}"`, becomes the expression's
+///   value with its JSON type (number, boolean, object, array or null).
+/// * A string mixing text and expressions, `"Hi {{$.first}} {{$.last}}"`, interpolates
+///   each expression: strings as they are, numbers in JSON form (`5`, `1.5`), `true` and
+///   `false`, null as nothing, arrays and objects as compact JSON.
+/// * Strings without `{{`, numbers, booleans and null are copied unchanged. Arrays and
+///   objects are processed recursively; object keys are never templated.
+/// * **Escape:** `\{{` in a string stands for a literal `{{` (in JSON source that is
+///   written `"\\{{"`). There is no other escape: a lone `}}` outside an expression is
+///   plain text, and `}}` inside a string literal or a JSONPath bracket does not close an
+///   expression.
+///
+/// ```
+/// use serde_json::json;
+/// use tiny_expr::Template;
+///
+/// let t = Template::compile(&json!({
+///     "id": "{{ $.order.id }}",
+///     "greeting": "Hello {{$.user.first}} {{$.user.last}}!",
+///     "total": "{{ $.order.qty * $.order.price }}",
+///     "literal": "\\{{not an expression}}",
+///     "fixed": [1, "two"]
+/// }))?;
+/// let out = t.render(&json!({
+///     "order": {"id": 7, "qty": 3, "price": 2.5},
+///     "user": {"first": "Ada", "last": "Lovelace"}
+/// }))?;
+/// assert_eq!(out, json!({
+///     "id": 7,
+///     "greeting": "Hello Ada Lovelace!",
+///     "total": 7.5,
+///     "literal": "{{not an expression}}",
+///     "fixed": [1, "two"]
+/// }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Template {
+    root: TNode,
+}
+
+/// A compiled part of the configuration.
+#[derive(Debug, Clone)]
+enum TNode {
+    /// A subtree without expressions, kept ready to copy.
+    Const(Value),
+    /// A string that is exactly one expression: the result keeps its type.
+    Whole(Box<Site>),
+    /// A string mixing text and expressions, with a capacity hint for the result.
+    Interp(Box<[Part]>, usize),
+    Array(Box<[TNode]>),
+    Object(Box<[(String, TNode)]>),
+}
+
+#[derive(Debug, Clone)]
+enum Part {
+    Text(String),
+    Expr(Site),
+}
+
+/// One expression and where it came from, for errors.
+#[derive(Debug, Clone)]
+struct Site {
+    node: Node,
+    /// JSON pointer of the field.
+    pointer: Box<str>,
+    /// The expression as written, braces included.
+    source: Box<str>,
+}
+
+impl Site {
+    fn eval<'a>(&'a self, root: &'a Value) -> Result<Cow<'a, Value>, EvalError> {
+        eval(&self.node, root).map_err(|f| f.into_eval_error(&self.pointer, &self.source))
+    }
+}
+
+impl Template {
+    /// Compiles a configuration. Every expression is parsed, every JSONPath and every
+    /// literal regular expression compiled, and function names and argument counts
+    /// checked, now rather than per message.
+    ///
+    /// # Errors
+    ///
+    /// A [`CompileError`] for the first string that does not compile, with its JSON
+    /// pointer and the char offset of the problem.
+    pub fn compile(config: &Value) -> Result<Template, CompileError> {
+        let mut pointer = String::new();
+        let root = compile_value(config, &mut pointer)?;
+        Ok(Template { root })
+    }
+
+    /// Renders the template with `root` as `$`. Only the selected parts of `root` are
+    /// copied.
+    ///
+    /// # Errors
+    ///
+    /// An [`EvalError`] for the first expression that fails, with its JSON pointer. A
+    /// path that matches nothing is an error unless it sits on the left of `??`.
+    pub fn render(&self, root: &Value) -> Result<Value, EvalError> {
+        render_node(&self.root, root)
+    }
+
+    /// True when the configuration holds no expressions, so [`render`](Self::render)
+    /// returns the same value for every message (with `\{{` escapes resolved).
+    pub fn is_constant(&self) -> bool {
+        matches!(self.root, TNode::Const(_))
+    }
+}
+
+fn compile_value(v: &Value, pointer: &mut String) -> Result<TNode, CompileError> {
+    match v {
+        Value::String(s) => compile_string(s, pointer),
+        Value::Array(items) => {
+            let mut nodes = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let len = pointer.len();
+                push_pointer_token(pointer, &i.to_string());
+                nodes.push(compile_value(item, pointer)?);
+                pointer.truncate(len);
+            }
+            if nodes.iter().all(|n| matches!(n, TNode::Const(_))) {
+                return Ok(TNode::Const(Value::Array(
+                    nodes.into_iter().map(into_const).collect(),
+                )));
+            }
+            Ok(TNode::Array(nodes.into_boxed_slice()))
+        }
+        Value::Object(map) => {
+            let mut entries = Vec::with_capacity(map.len());
+            for (key, item) in map {
+                let len = pointer.len();
+                push_pointer_token(pointer, key);
+                entries.push((key.clone(), compile_value(item, pointer)?));
+                pointer.truncate(len);
+            }
+            if entries.iter().all(|(_, n)| matches!(n, TNode::Const(_))) {
+                return Ok(TNode::Const(Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, n)| (k, into_const(n)))
+                        .collect(),
+                )));
+            }
+            Ok(TNode::Object(entries.into_boxed_slice()))
+        }
+        other => Ok(TNode::Const(other.clone())),
+    }
+}
+
+fn into_const(n: TNode) -> Value {
+    match n {
+        TNode::Const(v) => v,
+        // Only called after checking every node is constant.
+        _ => Value::Null,
+    }
+}
+
+fn compile_string(s: &str, pointer: &str) -> Result<TNode, CompileError> {
+    if !s.contains("{{") {
+        return Ok(TNode::Const(Value::String(s.to_owned())));
+    }
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    let mut pos = 0;
+    while let Some(found) = s[pos..].find("{{") {
+        let open = pos + found;
+        if s[..open].ends_with('\\') {
+            text.push_str(&s[pos..open - 1]);
+            text.push_str("{{");
+            pos = open + 2;
+            continue;
+        }
+        text.push_str(&s[pos..open]);
+        let (node, end) = parse(s, open + 2, Mode::Template { open })
+            .map_err(|e| e.into_compile_error(pointer, s))?;
+        if !text.is_empty() {
+            parts.push(Part::Text(std::mem::take(&mut text)));
+        }
+        parts.push(Part::Expr(Site {
+            node,
+            pointer: pointer.into(),
+            source: s[open..end].into(),
+        }));
+        pos = end;
+    }
+    text.push_str(&s[pos..]);
+    if !text.is_empty() {
+        parts.push(Part::Text(text));
+    }
+    match parts.as_slice() {
+        [] => Ok(TNode::Const(Value::String(String::new()))),
+        [Part::Text(_)] => match parts.pop() {
+            Some(Part::Text(t)) => Ok(TNode::Const(Value::String(t))),
+            _ => Ok(TNode::Const(Value::String(String::new()))),
+        },
+        [Part::Expr(_)] => match parts.pop() {
+            Some(Part::Expr(site)) => Ok(TNode::Whole(Box::new(site))),
+            _ => Ok(TNode::Const(Value::Null)),
+        },
+        _ => {
+            let hint = parts
+                .iter()
+                .map(|p| match p {
+                    Part::Text(t) => t.len(),
+                    Part::Expr(_) => 16,
+                })
+                .sum();
+            Ok(TNode::Interp(parts.into_boxed_slice(), hint))
+        }
+    }
+}
+
+fn render_node(n: &TNode, root: &Value) -> Result<Value, EvalError> {
+    match n {
+        TNode::Const(v) => Ok(v.clone()),
+        TNode::Whole(site) => site.eval(root).map(Cow::into_owned),
+        TNode::Interp(parts, hint) => {
+            let mut out = String::with_capacity(*hint);
+            for part in parts {
+                match part {
+                    Part::Text(t) => out.push_str(t),
+                    Part::Expr(site) => write_text(&mut out, &*site.eval(root)?),
+                }
+            }
+            Ok(Value::String(out))
+        }
+        TNode::Array(items) => items
+            .iter()
+            .map(|item| render_node(item, root))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        TNode::Object(entries) => {
+            let mut map = Map::with_capacity(entries.len());
+            for (key, item) in entries {
+                map.insert(key.clone(), render_node(item, root)?);
+            }
+            Ok(Value::Object(map))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn compile(v: Value) -> Template {
+        match Template::compile(&v) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn constant_subtrees_are_collapsed() {
+        let t = compile(json!({"a": {"b": [1, "x", {"c": null}]}, "d": "{{$.d}}"}));
+        let TNode::Object(entries) = &t.root else {
+            panic!("expected an object node, got {:?}", t.root)
+        };
+        assert!(matches!(entries[0].1, TNode::Const(_)));
+        assert!(matches!(entries[1].1, TNode::Whole(_)));
+        assert!(!t.is_constant());
+        assert!(compile(json!({"a": [1, {"b": "\\{{x}}"}]})).is_constant());
+    }
+
+    #[test]
+    fn whole_and_interpolated_strings() {
+        assert!(matches!(compile(json!("{{ $.a }}")).root, TNode::Whole(_)));
+        assert!(matches!(compile(json!(" {{$.a}}")).root, TNode::Interp(..)));
+        let TNode::Interp(parts, _) = compile(json!("{{$.a}} {{$.b}}")).root else {
+            panic!("expected interpolation")
+        };
+        assert_eq!(parts.len(), 3);
+    }
+
+    #[test]
+    fn sites_remember_pointer_and_source() {
+        let t = compile(json!({"a/b": ["x {{ $.y }} z"]}));
+        let TNode::Object(entries) = &t.root else {
+            panic!()
+        };
+        let TNode::Array(items) = &entries[0].1 else {
+            panic!()
+        };
+        let TNode::Interp(parts, _) = &items[0] else {
+            panic!()
+        };
+        let Part::Expr(site) = &parts[1] else {
+            panic!()
+        };
+        assert_eq!(&*site.pointer, "/a~1b/0");
+        assert_eq!(&*site.source, "{{ $.y }}");
+    }
+}

@@ -1,0 +1,79 @@
+//! The committed CRD YAML matches the Rust types, and the shapes match the Go SDK's.
+
+use kube::CustomResourceExt;
+use serde_json::json;
+use tiny_runtime::crd::{self, TinyNode, TinyNodeStatus};
+
+#[test]
+fn committed_crds_are_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds/tiny.yaml");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    let generated = crd::yaml().expect("CRDs serialise");
+    assert!(
+        committed == generated,
+        "crds/tiny.yaml is stale: run `make crds` and commit the result"
+    );
+}
+
+#[test]
+fn every_kind_is_namespaced_with_a_status_subresource() {
+    for c in crd::all() {
+        assert_eq!(c.spec.group, "operator.tinysystems.io");
+        assert_eq!(c.spec.scope, "Namespaced", "{}", c.spec.names.kind);
+        let version = &c.spec.versions[0];
+        assert_eq!(version.name, "v1alpha1");
+        assert!(version.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some(), "{}", c.spec.names.kind);
+    }
+    let kinds: Vec<_> = crd::all().into_iter().map(|c| c.spec.names.kind).collect();
+    assert_eq!(kinds, ["TinyNode", "TinyModule", "TinySignal", "TinyFlow", "TinyProject", "TinyTracker", "TinyWidgetPage"]);
+}
+
+#[test]
+fn a_node_written_by_the_go_platform_loads() {
+    // Field names and []byte (base64) fields as the Go SDK writes them.
+    let go = json!({
+        "apiVersion": "operator.tinysystems.io/v1alpha1",
+        "kind": "TinyNode",
+        "metadata": {"name": "a1b2c3d4.common-module-v0.router-x7k2p", "namespace": "tinysystems",
+                     "labels": {"tinysystems.io/flow-name": "f1"}},
+        "spec": {
+            "module": "common-module-v0",
+            "component": "router",
+            "ports": [
+                {"port": "_settings", "configuration": "eyJlbmFibGVFcnJvclBvcnQiOnRydWV9"},
+                {"from": "a:out", "port": "request", "flowID": "f1",
+                 "configuration": "eyJ1cmwiOiJ7eyQudXJsfX0ifQ==", "schema": "eyJ0eXBlIjoib2JqZWN0In0="}
+            ],
+            "edges": [{"id": "e1", "port": "out", "to": "b:in", "flowID": "f1",
+                       "retryPolicy": {"maxAttempts": 5, "backoffCoefficient": "1.5", "nonRetryableErrorCodes": ["X"]}}]
+        },
+        "status": {
+            "observedGeneration": 3,
+            "module": {"name": "common-module-v0", "version": "0.1.3", "sdkVersion": "v0.13.131"},
+            "component": {"description": "Router", "info": "", "tags": ["routing"]},
+            "ports": [{"name": "in", "label": "In", "position": 3, "source": false,
+                       "schema": "e30=", "configuration": "bnVsbA=="}],
+            "status": "OK", "error": false, "metadata": {"_state/k": "dg=="},
+            "lastUpdateTime": "2026-08-01T10:00:00Z"
+        }
+    });
+    let node: TinyNode = serde_json::from_value(go.clone()).expect("loads");
+    assert_eq!(node.spec.ports[0].configuration.as_ref().map(|c| c.value().clone()), Some(json!({"enableErrorPort": true})));
+    assert_eq!(node.spec.ports[1].configuration.as_ref().map(|c| c.value().clone()), Some(json!({"url": "{{$.url}}"})));
+    let policy = node.spec.edges[0].retry_policy.as_ref().expect("policy");
+    assert_eq!((policy.max_attempts, policy.backoff_coefficient.as_deref()), (Some(5), Some("1.5")));
+    let status: &TinyNodeStatus = node.status.as_ref().expect("status");
+    assert_eq!(status.ports[0].position, 3);
+    // Written back, the spec keeps the Go shapes (base64 strings, flowID, camelCase).
+    let back = serde_json::to_value(&node).expect("serialises");
+    assert_eq!(back["spec"], go["spec"]);
+    assert_eq!(back["status"]["ports"], go["status"]["ports"]);
+}
+
+#[test]
+fn byte_fields_are_base64_strings_in_the_schema() {
+    let schema = serde_json::to_value(TinyNode::crd()).expect("serialises");
+    let port = &schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["ports"]["items"];
+    assert_eq!(port["properties"]["configuration"]["type"], "string");
+    assert_eq!(port["properties"]["configuration"]["format"], "byte");
+}
