@@ -1,9 +1,13 @@
 //! `#[derive(Component)]`: `impl Component` (info, port table, instance, dispatch)
 //! and, unless the author writes their own, an empty `impl Hooks`.
+//!
+//! Spans: the code that the type checker may reject carries the span of the author's
+//! token it is about (a port's message type, its handler, `catch`, `hooks`), so that a
+//! mistake is reported there and not on `#[derive(Component)]`.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
-use syn::{DeriveInput, spanned::Spanned};
+use syn::{DeriveInput, Ident, spanned::Spanned};
 
 use crate::internals::component::{Component, Kind, Port, StubInfo};
 
@@ -26,14 +30,23 @@ pub fn derive(input: TokenStream) -> TokenStream {
 
 fn component_impl(c: &Component) -> TokenStream {
     let ident = &c.ident;
-    let settings = c.settings.as_ref().map_or_else(|| quote!(()), |t| quote!(#t));
-    let control = c.control.as_ref().map_or_else(|| quote!(()), |t| quote!(#t));
+    let settings = c
+        .settings
+        .as_ref()
+        .map_or_else(|| quote!(()), |t| quote!(#t));
+    let control = c
+        .control
+        .as_ref()
+        .map_or_else(|| quote!(()), |t| quote!(#t));
     let info = info_fn(c);
     let ports = ports_fn(c);
     let instance = instance_fn(c);
     let handle = handle_fn(c);
     let error_port = error_port_fn(c);
-    let hooks = (!c.hooks).then(|| quote!(impl ::tiny_sdk::Hooks for #ident {}));
+    let hooks = match c.hooks {
+        None => quote!(impl ::tiny_sdk::Hooks for #ident {}),
+        Some(span) => hooks_check(ident, span),
+    };
     quote! {
         impl ::tiny_sdk::Component for #ident {
             type Settings = #settings;
@@ -64,67 +77,144 @@ fn info_fn(c: &Component) -> TokenStream {
 
 /// The port table: system ports first, then the fields in declaration order.
 fn ports_fn(c: &Component) -> TokenStream {
-    let system = [("_settings", "Settings", &c.settings), ("_control", "Control", &c.control)];
+    let system = [
+        ("_settings", "Settings", &c.settings),
+        ("_control", "Control", &c.control),
+    ];
     let system = system.iter().filter_map(|(name, label, ty)| {
         let ty = (*ty).as_ref()?;
-        Some(port_row(name, label, "", quote!(Target), "Top", ty, quote!(::core::option::Option::None)))
+        let row = Row {
+            name,
+            label,
+            description: "",
+            direction: "Target",
+            position: "Top",
+            message: quote!(#ty),
+            response: quote!(::core::option::Option::None),
+        };
+        Some(row.to_tokens())
     });
     let fields = c.ports.iter().map(|p| {
-        let ty = &p.ty;
-        let msg = quote_spanned!(ty.span()=> <#ty as ::tiny_sdk::__private::PortType>::Message);
-        let (direction, response) = match p.kind {
-            Kind::Input => (quote!(Target), quote!(::core::option::Option::None)),
-            Kind::Output => (
-                quote!(Source),
-                quote!(::tiny_sdk::__private::response::<<#ty as ::tiny_sdk::__private::PortType>::Response>()),
-            ),
+        let response = match p.kind {
+            Kind::Input => quote!(::core::option::Option::None),
+            Kind::Output => {
+                let r = p
+                    .response
+                    .as_ref()
+                    .map_or_else(|| quote!(::tiny_sdk::__private::Value), |r| quote!(#r));
+                let r = respan(r, p.check_span);
+                quote!(::tiny_sdk::__private::response::<#r>())
+            }
         };
-        port_row(&p.name, &p.label, &p.description, direction, p.position, &msg, response)
+        let row = Row {
+            name: &p.name,
+            label: &p.label,
+            description: &p.description,
+            direction: if p.kind == Kind::Input {
+                "Target"
+            } else {
+                "Source"
+            },
+            position: p.position,
+            message: message_type(p),
+            response,
+        };
+        row.to_tokens()
     });
+    let check = messages_check(c);
     quote! {
         fn ports() -> &'static [::tiny_sdk::PortSpec] {
-            const PORTS: &[::tiny_sdk::PortSpec] = &[#(#system,)* #(#fields,)*];
+            const PORTS: &[::tiny_sdk::PortSpec] = {
+                #check
+                &[#(#system,)* #(#fields,)*]
+            };
             PORTS
         }
     }
 }
 
-fn port_row(
-    name: &str,
-    label: &str,
-    description: &str,
-    direction: TokenStream,
-    position: &str,
-    msg: &dyn quote::ToTokens,
+/// One row of the port table.
+struct Row<'a> {
+    name: &'a str,
+    label: &'a str,
+    description: &'a str,
+    direction: &'a str,
+    position: &'a str,
+    message: TokenStream,
     response: TokenStream,
-) -> TokenStream {
-    let position = format_ident!("{position}");
-    quote! {
-        ::tiny_sdk::__private::port::<#msg>(
-            #name, #label, #description,
-            ::tiny_sdk::Direction::#direction, ::tiny_sdk::Position::#position,
-            ::tiny_sdk::__private::default_config!(#msg),
-            #response,
-        )
+}
+
+impl Row<'_> {
+    fn to_tokens(&self) -> TokenStream {
+        let Row {
+            name,
+            label,
+            description,
+            message,
+            response,
+            ..
+        } = self;
+        let direction = format_ident!("{}", self.direction);
+        let position = format_ident!("{}", self.position);
+        quote! {
+            ::tiny_sdk::__private::port::<#message>(
+                #name, #label, #description,
+                ::tiny_sdk::Direction::#direction, ::tiny_sdk::Position::#position,
+                ::tiny_sdk::__private::default_config!(#message),
+                #response,
+            )
+        }
     }
+}
+
+/// `T` of `Input<T>`, with the span errors about it belong on.
+fn message_type(p: &Port) -> TokenStream {
+    let ty = &p.ty;
+    let message = p.message.as_ref().map_or_else(
+        || quote!(<#ty as ::tiny_sdk::__private::PortType>::Message),
+        |t| quote!(#t),
+    );
+    respan(message, p.check_span)
+}
+
+/// `let _port_messages = PhantomData::<(<Input<T> as PortType>::Message, ..)>;`
+///
+/// Checks that the ports' types are messages. Each function that uses them starts with
+/// it, so that a type that is not a `Message` fails there first, on the same token and
+/// in the same words everywhere: rustc then reports it once, as "`T` cannot travel
+/// through a port", rather than once per use and in the words of whichever bound
+/// (`JsonSchema`, `Serialize`) that use needs.
+fn messages_check(c: &Component) -> Option<TokenStream> {
+    if c.ports.is_empty() {
+        return None;
+    }
+    let messages = c.ports.iter().map(|p| {
+        let ty = &p.ty;
+        quote_spanned!(p.check_span=> <#ty as ::tiny_sdk::__private::PortType>::Message)
+    });
+    Some(quote!(let _port_messages = ::core::marker::PhantomData::<(#(#messages,)*)>;))
 }
 
 /// Names every port handle; other fields start from `Default`.
 fn instance_fn(c: &Component) -> TokenStream {
+    let check = messages_check(c);
     let ports = c.ports.iter().map(|p| {
         let (field, name) = (&p.field, &p.name);
-        let ctor = match p.kind {
+        let handle = match p.kind {
             Kind::Input => quote!(::tiny_sdk::Input::new(#name)),
             Kind::Output => quote!(::tiny_sdk::Output::new(#name)),
         };
-        quote!(#field: #ctor)
+        let handle = respan(handle, p.check_span);
+        quote!(#field: #handle)
     });
     let plain = c.plain.iter().map(|f| {
         let (field, ty) = (&f.field, &f.ty);
-        quote_spanned!(ty.span()=> #field: ::core::default::Default::default())
+        let default = quote_spanned!(ty.span()=> ::core::default::Default::default());
+        quote!(#field: #default)
     });
     quote! {
         fn instance() -> Self {
+            #check
             Self { #(#ports,)* #(#plain,)* }
         }
     }
@@ -133,7 +223,12 @@ fn instance_fn(c: &Component) -> TokenStream {
 /// `match port { "name" => decode, call on_name }`.
 fn handle_fn(c: &Component) -> TokenStream {
     let name = &c.name;
-    let arms = c.ports.iter().filter(|p| p.kind == Kind::Input).map(handle_arm);
+    let arms = c
+        .ports
+        .iter()
+        .filter(|p| p.kind == Kind::Input)
+        .map(handle_arm);
+    let check = messages_check(c);
     quote! {
         fn handle<'a>(
             &'a self,
@@ -141,6 +236,7 @@ fn handle_fn(c: &Component) -> TokenStream {
             port: &'a str,
             payload: &'a ::tiny_sdk::__private::Value,
         ) -> ::tiny_sdk::__private::BoxFuture<'a, ::tiny_sdk::Result<::tiny_sdk::Reply>> {
+            #check
             match port {
                 #(#arms)*
                 _ => ::tiny_sdk::__private::unknown_port(#name, port),
@@ -151,41 +247,76 @@ fn handle_fn(c: &Component) -> TokenStream {
 
 fn handle_arm(p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
+    let decode = respan(
+        quote!(::tiny_sdk::Input::decode(&self.#field, payload)),
+        p.check_span,
+    );
     // The call carries the handler's span, so a missing or mistyped method is
-    // reported on the port field that asked for it.
-    let call = quote_spanned!(handler.span()=> Self::#handler(self, ctx, msg).await);
+    // reported on the port field that asked for it (or on `handler = ...`); `msg`
+    // carries the message type's span, where a handler taking another type is reported.
+    let msg = Ident::new("msg", p.check_span);
+    let args = quote!(self, ctx, #msg);
+    let call = quote_spanned!(handler.span()=> Self::#handler(#args).await);
     let into_reply = quote_spanned!(handler.span()=> ::tiny_sdk::IntoReply::into_reply);
     quote! {
         #name => ::std::boxed::Box::pin(async move {
-            let msg = self.#field.decode(payload)?;
+            let #msg = #decode?;
             #into_reply(#call)
         }),
     }
 }
 
+/// The `catch` port. A port that does not carry `ErrorMessage` is reported as a type
+/// mismatch on its type, "expected due to" `catch`.
 fn error_port_fn(c: &Component) -> Option<TokenStream> {
-    let port = c.ports.iter().find(|p| p.catch)?;
-    let field = &port.field;
-    Some(quote_spanned! {port.ty.span()=>
+    let port = c.ports.iter().find(|p| p.catch.is_some())?;
+    let catch = port.catch.unwrap_or_else(Span::call_site);
+    let expected = quote_spanned!(catch=> &::tiny_sdk::Output<::tiny_sdk::ErrorMessage>);
+    let field = Ident::new(&port.field.to_string(), port.ty.span());
+    let found = quote_spanned!(port.ty.span()=> &self.#field);
+    Some(quote! {
         fn error_port(&self) -> ::core::option::Option<&::tiny_sdk::Output<::tiny_sdk::ErrorMessage>> {
-            ::core::option::Option::Some(&self.#field)
+            let port: #expected = #found;
+            ::core::option::Option::Some(port)
         }
     })
 }
 
-/// Impls that satisfy the trait bounds of the author's code after a failed check.
-fn stub_impls(input: &DeriveInput, stub: Option<StubInfo>) -> TokenStream {
-    if !input.generics.params.is_empty() {
-        return TokenStream::new();
-    }
-    let ident = &input.ident;
-    let stub = stub.unwrap_or(StubInfo { settings: None, hooks: false });
-    let settings = stub.settings.map_or_else(|| quote!(()), |t| quote!(#t));
-    let hooks = (!stub.hooks).then(|| quote!(impl ::tiny_sdk::Hooks for #ident {}));
+/// `#[component(hooks)]`: the author promised an `impl Hooks`; hold them to it here,
+/// on `hooks`, rather than where the component is registered.
+fn hooks_check(ident: &Ident, span: Span) -> TokenStream {
+    let ident = Ident::new(&ident.to_string(), span);
+    let check = quote_spanned!(span=> implements_hooks::<#ident>);
     quote! {
-        impl ::tiny_sdk::Component for #ident {
+        const _: () = {
+            fn implements_hooks<C: ::tiny_sdk::Hooks>() {}
+            let _ = #check;
+        };
+    }
+}
+
+/// Impls that satisfy the trait bounds of the author's code after a failed check.
+fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    // The `Component` supertraits, which a generic component may not meet for every
+    // parameter: assumed, so that only the real mistake is reported.
+    let mut where_clause = where_clause.cloned();
+    if !input.generics.params.is_empty() {
+        let clause = where_clause.get_or_insert_with(|| syn::parse_quote!(where));
+        clause
+            .predicates
+            .push(syn::parse_quote!(Self: ::core::marker::Send + ::core::marker::Sync + 'static));
+    }
+    let settings = stub.settings.map_or_else(|| quote!(()), |t| quote!(#t));
+    let control = stub.control.map_or_else(|| quote!(()), |t| quote!(#t));
+    let hooks = (!stub.hooks).then(
+        || quote!(impl #impl_generics ::tiny_sdk::Hooks for #ident #ty_generics #where_clause {}),
+    );
+    quote! {
+        impl #impl_generics ::tiny_sdk::Component for #ident #ty_generics #where_clause {
             type Settings = #settings;
-            type Control = ();
+            type Control = #control;
             fn info() -> ::tiny_sdk::ComponentInfo { ::core::unreachable!() }
             fn ports() -> &'static [::tiny_sdk::PortSpec] { &[] }
             fn instance() -> Self { ::core::unreachable!() }
@@ -200,4 +331,22 @@ fn stub_impls(input: &DeriveInput, stub: Option<StubInfo>) -> TokenStream {
         }
         #hooks
     }
+}
+
+/// `tokens` with every token placed at `span`, so that whatever the type checker says
+/// about them is said there.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let TokenTree::Group(g) = &tt {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
 }

@@ -1,13 +1,27 @@
 //! `#[derive(Component)]`: the `#[component(...)]` and `#[port(...)]` attributes.
+//!
+//! Every mistake becomes one error on the author's token, with a suggestion where one
+//! fits. Checks that only the type checker can make (is the message type a `Message`,
+//! does the handler exist) are left to it, and the code generator places those errors
+//! on the author's tokens too.
 
 use darling::{Error, FromDeriveInput, FromField, FromMeta, Result, ast, util::Flag};
-use syn::{Attribute, Expr, Ident, LitStr, Type};
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::{
+    Attribute, Expr, GenericArgument, Ident, LitStr, Meta, PathArguments, Token, Type,
+    punctuated::Punctuated, spanned::Spanned,
+};
 
 use super::{doc_lines, doc_summary, unknown};
 
 /// The container attributes, `#[component(...)]`.
 #[derive(FromDeriveInput)]
-#[darling(attributes(component), supports(struct_named, struct_unit), forward_attrs(doc))]
+#[darling(
+    attributes(component),
+    supports(struct_named, struct_unit),
+    forward_attrs(doc)
+)]
 pub struct ComponentAttrs {
     pub ident: Ident,
     pub generics: syn::Generics,
@@ -40,9 +54,6 @@ pub struct FieldAttrs {
     pub position: Option<PositionArg>,
     pub handler: Option<Ident>,
     pub catch: Flag,
-    /// Set by darling when `#[port]` is present at all.
-    #[darling(skip)]
-    pub has_port_attr: bool,
 }
 
 /// `position = Left`.
@@ -55,11 +66,16 @@ impl FromMeta for PositionArg {
     fn from_expr(expr: &Expr) -> Result<Self> {
         let name = match expr {
             Expr::Path(p) => p.path.get_ident().map(Ident::to_string),
-            Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Some(s.value()),
             _ => None,
         };
         let Some(name) = name else {
-            return Err(Error::custom("expected one of `Top`, `Right`, `Bottom`, `Left`").with_span(expr));
+            return Err(
+                Error::custom("expected one of `Top`, `Right`, `Bottom`, `Left`").with_span(expr),
+            );
         };
         match POSITIONS.iter().find(|p| **p == name) {
             Some(p) => Ok(PositionArg(p)),
@@ -78,14 +94,23 @@ pub enum Kind {
 /// A checked port.
 pub struct Port {
     pub field: Ident,
+    /// The field's type, `Input<T>` or `Output<T, R>`.
     pub ty: Type,
+    /// `T`, as written.
+    pub message: Option<Type>,
+    /// `R` of `Output<T, R>`, as written.
+    pub response: Option<Type>,
+    /// Where the type checker's complaints about `T` and `R` belong: on `T`, or on
+    /// `Output` when there is an `R` too.
+    pub check_span: Span,
     pub kind: Kind,
     pub name: String,
     pub label: String,
     pub description: String,
     pub position: &'static str,
     pub handler: Ident,
-    pub catch: bool,
+    /// The span of `catch`, when the port catches the component's errors.
+    pub catch: Option<Span>,
 }
 
 /// A field that is not a port: initialised with `Default::default()`.
@@ -103,87 +128,214 @@ pub struct Component {
     pub tags: Vec<String>,
     pub settings: Option<Type>,
     pub control: Option<Type>,
-    pub hooks: bool,
+    /// The span of `hooks`, when the component implements `Hooks` itself.
+    pub hooks: Option<Span>,
     pub ports: Vec<Port>,
     pub plain: Vec<Plain>,
 }
 
+/// What stub impls need after a failed check, so that the author's code using
+/// `Ctx<Self>` still type-checks and only the real mistake is reported.
+#[derive(Default)]
+pub struct StubInfo {
+    pub settings: Option<Type>,
+    pub control: Option<Type>,
+    pub hooks: bool,
+}
+
 impl Component {
     /// Reads and checks the input, collecting every error rather than stopping at the
-    /// first. Returns what could be read alongside the errors, for stub generation.
-    pub fn from_input(input: &syn::DeriveInput) -> std::result::Result<Component, (Error, Option<StubInfo>)> {
-        let attrs = ComponentAttrs::from_derive_input(input).map_err(|e| (e, None))?;
-        let stub = StubInfo { settings: attrs.settings.clone(), hooks: attrs.hooks.is_present() };
-        check(attrs, input).map_err(|e| (e, Some(stub)))
+    /// first. On failure, also returns what stub impls need.
+    pub fn from_input(
+        input: &syn::DeriveInput,
+    ) -> std::result::Result<Component, (Error, Box<StubInfo>)> {
+        if let Err(e) = check_shape(input) {
+            return Err((e, Box::new(StubInfo::lenient(input))));
+        }
+        let attrs = ComponentAttrs::from_derive_input(input)
+            .map_err(|e| (e, Box::new(StubInfo::lenient(input))))?;
+        let stub = Box::new(StubInfo {
+            settings: attrs.settings.clone(),
+            control: attrs.control.clone(),
+            hooks: attrs.hooks.is_present(),
+        });
+        check(attrs, input).map_err(|e| (e, stub))
     }
 }
 
-/// What a stub impl needs after a failed check, so that the author's code using
-/// `Ctx<Self>` still type-checks and only the real mistake is reported.
-pub struct StubInfo {
-    pub settings: Option<Type>,
-    pub hooks: bool,
+impl StubInfo {
+    /// What stub impls need, read without darling, whose parse just failed: the
+    /// author's code may use the settings type and implement `Hooks`.
+    fn lenient(input: &syn::DeriveInput) -> StubInfo {
+        let mut stub = StubInfo::default();
+        let metas = input
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("component"))
+            .filter_map(|a| {
+                a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                    .ok()
+            })
+            .flatten();
+        for meta in metas {
+            match &meta {
+                Meta::Path(p) if p.is_ident("hooks") => stub.hooks = true,
+                Meta::NameValue(nv) => {
+                    let ty = syn::parse2::<Type>(nv.value.to_token_stream()).ok();
+                    if nv.path.is_ident("settings") {
+                        stub.settings = ty;
+                    } else if nv.path.is_ident("control") {
+                        stub.control = ty;
+                    }
+                }
+                _ => {}
+            }
+        }
+        stub
+    }
+}
+
+/// A component is a struct with named fields (or none): its ports are named after
+/// its fields. Checked before darling, whose message would point at the derive.
+fn check_shape(input: &syn::DeriveInput) -> Result<()> {
+    match &input.data {
+        syn::Data::Struct(s) => match &s.fields {
+            syn::Fields::Unnamed(f) => Err(Error::custom(
+                "a component's ports are named after its fields: use named fields, e.g. \
+                 `struct Hello { input: Input<Name>, greeting: Output<Greeting> }`",
+            )
+            .with_span(&f.paren_token.span.join())),
+            _ => Ok(()),
+        },
+        syn::Data::Enum(e) => Err(Error::custom(
+            "a component must be a struct: its fields are its ports (`Input<T>`, `Output<T>`) and its state",
+        )
+        .with_span(&e.enum_token)),
+        syn::Data::Union(u) => Err(Error::custom(
+            "a component must be a struct: its fields are its ports (`Input<T>`, `Output<T>`) and its state",
+        )
+        .with_span(&u.union_token)),
+    }
 }
 
 fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
     let mut errors = Error::accumulator();
-    if !attrs.generics.params.is_empty() {
-        errors.push(Error::custom("a component cannot be generic: the engine creates it by name").with_span(&attrs.generics));
+    if let Some(param) = attrs.generics.params.first() {
+        errors.push(
+            Error::custom(
+                "a component cannot be generic: the engine creates components by name; \
+                 use a concrete type, or a trait object in a plain field",
+            )
+            .with_span(param),
+        );
     }
     let name = match &attrs.name {
         Some(n) if n.value().trim().is_empty() => {
             errors.push(Error::custom("the component name must not be empty").with_span(n));
             String::new()
         }
-        Some(n) if !n.value().chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
+        Some(n)
+            if !n
+                .value()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+        {
+            let fixed: String = n
+                .value()
+                .trim()
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
             errors.push(
-                Error::custom("a component name may hold only ASCII letters, digits, `_` and `-` (it becomes part of node names)")
-                    .with_span(n),
+                Error::custom(format!(
+                    "a component name may hold only ASCII letters, digits, `_` and `-` (it becomes part of \
+                     node names); try `name = \"{fixed}\"`"
+                ))
+                .with_span(n),
             );
             String::new()
         }
         Some(n) => n.value(),
         None => {
             errors.push(
-                Error::custom("missing `#[component(name = \"...\")]`: every component needs a name unique in its module")
-                    .with_span(&input.ident),
+                Error::custom(format!(
+                    "missing component name: add `#[component(name = \"{}\")]`; the name is unique in its \
+                     module and part of every node's name",
+                    snake_case(&input.ident.to_string())
+                ))
+                .with_span(&input.ident),
             );
             String::new()
         }
     };
     let docs = doc_lines(&attrs.attrs);
-    let description = attrs.description.clone().unwrap_or_else(|| doc_summary(&attrs.attrs));
+    let description = attrs
+        .description
+        .clone()
+        .unwrap_or_else(|| doc_summary(&attrs.attrs));
     let info = attrs.info.clone().unwrap_or_else(|| {
-        let rest: Vec<_> = docs.iter().skip_while(|l| !l.is_empty()).skip(1).cloned().collect();
+        let rest: Vec<_> = docs
+            .iter()
+            .skip_while(|l| !l.is_empty())
+            .skip(1)
+            .cloned()
+            .collect();
         rest.join("\n").trim().to_owned()
     });
 
     let mut ports = Vec::new();
     let mut plain = Vec::new();
-    let fields = attrs.data.take_struct().map(|f| f.fields).unwrap_or_default();
+    let fields = attrs
+        .data
+        .take_struct()
+        .map(|f| f.fields)
+        .unwrap_or_default();
     // darling does not tell whether `#[port]` was written; read it from the input.
     let written: Vec<bool> = match &input.data {
-        syn::Data::Struct(s) => s.fields.iter().map(|f| f.attrs.iter().any(|a| a.path().is_ident("port"))).collect(),
+        syn::Data::Struct(s) => s
+            .fields
+            .iter()
+            .map(|f| f.attrs.iter().any(|a| a.path().is_ident("port")))
+            .collect(),
         _ => Vec::new(),
     };
-    for (i, mut field) in fields.into_iter().enumerate() {
-        field.has_port_attr = written.get(i).copied().unwrap_or(false);
-        let Some(ident) = field.ident.clone() else { continue };
+    for (i, field) in fields.into_iter().enumerate() {
+        let Some(ident) = field.ident.clone() else {
+            continue;
+        };
         match port_kind(&field.ty) {
             Some(kind) => {
                 if let Some(port) = errors.handle(check_port(field, ident, kind)) {
                     ports.push(port);
                 }
             }
-            None if field.has_port_attr => errors.push(
-                Error::custom("a `#[port]` field must have type `Input<T>` or `Output<T>` (or `Output<T, R>`)").with_span(&field.ty),
+            None if written.get(i).copied().unwrap_or(false) => errors.push(
+                Error::custom(
+                    "`#[port]` is for port fields, of type `Input<T>`, `Output<T>` or `Output<T, R>`; \
+                     other fields are the component's state and take no attribute",
+                )
+                .with_span(&field.ty),
             ),
             None => plain.push(Plain { field: ident, ty: field.ty }),
         }
     }
-    let catches: Vec<_> = ports.iter().filter(|p| p.catch).collect();
-    if let [_, second, ..] = catches.as_slice() {
-        errors.push(Error::custom("only one port may `catch` the component's errors").with_span(&second.field));
+    let catches: Vec<_> = ports
+        .iter()
+        .filter_map(|p| p.catch.map(|span| (span, &p.field)))
+        .collect();
+    if let [(_, first), (second, _), ..] = catches.as_slice() {
+        errors.push(
+            Error::custom(format!(
+                "only one port may `catch` the component's errors, and `{first}` already does"
+            ))
+            .with_span(second),
+        );
     }
     errors.finish_with(Component {
         ident: attrs.ident,
@@ -193,7 +345,7 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
         tags: attrs.tags.iter().map(LitStr::value).collect(),
         settings: attrs.settings,
         control: attrs.control,
-        hooks: attrs.hooks.is_present(),
+        hooks: attrs.hooks.is_present().then(|| attrs.hooks.span()),
         ports,
         plain,
     })
@@ -204,31 +356,59 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
     let name = ident.to_string();
     let name = name.strip_prefix("r#").unwrap_or(&name).to_owned();
     if name.starts_with('_') {
+        let suggestion = name.trim_start_matches('_');
+        let suggestion = if suggestion.is_empty() {
+            "port"
+        } else {
+            suggestion
+        };
         errors.push(
-            Error::custom(
-                "port names starting with `_` are reserved for system ports; declare settings with \
-                 `#[component(settings = Type)]` and controls with `#[component(control = Type)]`",
-            )
+            Error::custom(format!(
+                "port names starting with `_` are reserved for system ports (`_settings`, `_control`, ...); \
+                 rename the field, e.g. `{suggestion}`"
+            ))
             .with_span(&ident),
         );
     }
     if field.catch.is_present() && kind == Kind::Input {
         errors.push(
-            Error::custom("`catch` belongs on an `Output<ErrorMessage>` port: it receives the component's failures")
-                .with_span(&field.catch.span()),
+            Error::custom(
+                "`catch` belongs on an output port, `Output<ErrorMessage>`: it receives the component's \
+                 failures, which the component then emits",
+            )
+            .with_span(&field.catch.span()),
         );
     }
     if let (Some(h), Kind::Output) = (&field.handler, kind) {
-        errors.push(Error::custom("output ports have no handler: the component emits on them").with_span(h));
+        errors.push(
+            Error::custom(
+                "`handler` is for input ports: an output port has no handler, the component emits on it",
+            )
+            .with_span(h),
+        );
     }
     let label = match field.label {
         Some(l) => l,
         None => title_case(&name),
     };
     let default_position = if kind == Kind::Input { "Left" } else { "Right" };
-    let handler = field.handler.unwrap_or_else(|| Ident::new(&format!("on_{name}"), ident.span()));
+    let handler = field
+        .handler
+        .unwrap_or_else(|| Ident::new(&format!("on_{name}"), ident.span()));
+    let args = type_args(&field.ty);
+    let check_span = match args.as_slice() {
+        [message] => message.span(),
+        _ => field.ty.span(),
+    };
+    let (message, response) = (
+        args.first().copied().cloned(),
+        args.get(1).copied().cloned(),
+    );
     errors.finish_with(Port {
         description: doc_summary(&field.attrs),
+        message,
+        response,
+        check_span,
         field: ident,
         ty: field.ty,
         kind,
@@ -236,7 +416,7 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
         label,
         position: field.position.map_or(default_position, |p| p.0),
         handler,
-        catch: field.catch.is_present(),
+        catch: field.catch.is_present().then(|| field.catch.span()),
     })
 }
 
@@ -251,14 +431,56 @@ pub fn port_kind(ty: &Type) -> Option<Kind> {
     }
 }
 
+/// The type arguments of the last path segment: `T` and `R` of `Output<T, R>`.
+pub fn type_args(ty: &Type) -> Vec<&Type> {
+    let Type::Path(p) = ty else { return Vec::new() };
+    let Some(PathArguments::AngleBracketed(args)) = p.path.segments.last().map(|s| &s.arguments)
+    else {
+        return Vec::new();
+    };
+    args.args
+        .iter()
+        .filter_map(|a| match a {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
 /// `http_request` -> `Http Request`.
 fn title_case(name: &str) -> String {
     name.split(['_', '-'])
         .filter(|w| !w.is_empty())
         .map(|w| {
             let mut c = w.chars();
-            c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `HttpServer` -> `http_server`.
+fn snake_case(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{snake_case, title_case};
+
+    #[test]
+    fn names() {
+        assert_eq!(title_case("http_request"), "Http Request");
+        assert_eq!(snake_case("HttpServer"), "http_server");
+        assert_eq!(snake_case("Hello"), "hello");
+    }
 }

@@ -1,0 +1,32 @@
+// Two ports that `catch` the component's errors.
+use tiny_sdk::prelude::*;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Name {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Greeting {
+    pub greeting: String,
+}
+
+#[derive(Component, Default)]
+#[component(name = "hello")]
+pub struct Hello {
+    input: Input<Name>,
+    greeting: Output<Greeting>,
+    #[port(position = Bottom, catch)]
+    error: Output<ErrorMessage>,
+    #[port(position = Bottom, catch)]
+    failure: Output<ErrorMessage>,
+}
+
+impl Hello {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Name) -> Result<Reply> {
+        let greeting = format!("Hello, {}!", msg.name);
+        self.greeting.emit(ctx, Greeting { greeting }).await
+    }
+}
+
+fn main() {}

@@ -1,0 +1,34 @@
+// Settings without `Default`: the node needs settings before the first message.
+use tiny_sdk::prelude::*;
+
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+pub struct HelloSettings {
+    pub word: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Name {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Greeting {
+    pub greeting: String,
+}
+
+#[derive(Component, Default)]
+#[component(name = "hello", settings = HelloSettings)]
+pub struct Hello {
+    input: Input<Name>,
+    greeting: Output<Greeting>,
+}
+
+impl Hello {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Name) -> Result<Reply> {
+        let word = &ctx.settings().word;
+        let greeting = format!("{word}, {}!", msg.name);
+        self.greeting.emit(ctx, Greeting { greeting }).await
+    }
+}
+
+fn main() {}

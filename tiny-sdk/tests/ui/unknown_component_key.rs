@@ -1,0 +1,28 @@
+// A misspelt key in `#[component(...)]`.
+use tiny_sdk::prelude::*;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Name {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Greeting {
+    pub greeting: String,
+}
+
+#[derive(Component, Default)]
+#[component(name = "hello", descripton = "Greets a person by name")]
+pub struct Hello {
+    input: Input<Name>,
+    greeting: Output<Greeting>,
+}
+
+impl Hello {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Name) -> Result<Reply> {
+        let greeting = format!("Hello, {}!", msg.name);
+        self.greeting.emit(ctx, Greeting { greeting }).await
+    }
+}
+
+fn main() {}
