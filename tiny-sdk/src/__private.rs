@@ -16,7 +16,7 @@ use crate::{
 
 /// One row of the port table.
 #[allow(clippy::too_many_arguments)]
-pub const fn port<T: schemars::JsonSchema>(
+pub const fn port<T: crate::Message>(
     name: &'static str,
     label: &'static str,
     description: &'static str,
@@ -43,6 +43,12 @@ pub fn unknown_port<'a>(component: &'static str, port: &str) -> BoxFuture<'a, Re
 /// otherwise (autoref specialisation: the `&DefaultProbe` impl wins when it applies).
 #[derive(Debug)]
 pub struct DefaultProbe<T>(PhantomData<fn() -> T>);
+
+impl<T> Default for DefaultProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl<T> DefaultProbe<T> {
     pub const fn new() -> Self {

@@ -94,6 +94,11 @@ pub trait Component: Sized + Send + Sync + 'static {
 
 /// Lifecycle hooks behind the system ports. Every method has a no-op default; the
 /// derive writes an empty impl unless the component says `#[component(hooks)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` says `#[component(hooks)]` but does not implement `Hooks`",
+    label = "no `impl Hooks for {Self}`",
+    note = "write `impl tiny_sdk::Hooks for {Self} {{ ... }}` with the hooks it needs, or drop `hooks`"
+)]
 pub trait Hooks: Component {
     /// `_settings`: called with the new settings before business messages, and again
     /// whenever they change.

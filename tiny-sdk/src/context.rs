@@ -46,6 +46,11 @@ impl NodeContext {
     pub fn identity(&self) -> &NodeIdentity {
         &self.identity
     }
+
+    /// The node's resource manager, if the runtime gave it one.
+    pub fn client(&self) -> Option<&Arc<dyn ResourceManager>> {
+        self.client.as_ref()
+    }
 }
 
 impl fmt::Debug for NodeContext {

@@ -208,10 +208,8 @@ impl Recorder {
 impl Observer for Recorder {
     fn on_hop(&self, event: &HopEvent<'_>) {
         let at = format!("{}:{}", event.node, event.port);
-        if let Some(err) = event.error {
-            if let Ok(mut f) = self.failures.lock() {
-                f.push((at.clone(), err.clone()));
-            }
+        if let (Some(err), Ok(mut f)) = (event.error, self.failures.lock()) {
+            f.push((at.clone(), err.clone()));
         }
         if let Ok(mut e) = self.events.lock() {
             e.entry((event.kind, at)).or_default().push(event.data.clone());

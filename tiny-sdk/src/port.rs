@@ -126,7 +126,7 @@ pub struct Input<T> {
     _message: PhantomData<fn() -> T>,
 }
 
-impl<T: Message> Input<T> {
+impl<T> Input<T> {
     /// A handle for the port called `name`; the derive creates these.
     pub const fn new(name: &'static str) -> Self {
         Self { name, _message: PhantomData }
@@ -138,8 +138,11 @@ impl<T: Message> Input<T> {
     }
 
     /// Decodes an incoming payload, naming the port and the field that failed.
-    pub fn decode(&self, payload: &Value) -> Result<T> {
-        serde_path_to_error::deserialize(payload).map_err(|e| decode_error(self.name, &e))
+    pub fn decode(&self, payload: &Value) -> Result<T>
+    where
+        T: Message,
+    {
+        decode(self.name, payload)
     }
 }
 
@@ -149,7 +152,9 @@ pub struct Output<T, R = Value> {
     _message: PhantomData<fn() -> (T, R)>,
 }
 
-impl<T: Message, R: Message> Output<T, R> {
+// Bounds sit on the methods, not the impl, so that a message type that is not a
+// `Message` is reported once, as such, and not again at every call.
+impl<T, R> Output<T, R> {
     /// A handle for the port called `name`; the derive creates these.
     pub const fn new(name: &'static str) -> Self {
         Self { name, _message: PhantomData }
@@ -164,18 +169,37 @@ impl<T: Message, R: Message> Output<T, R> {
     /// downstream chain. Returns the first non-empty reply, or the first error.
     ///
     /// Return it from a handler to pass the downstream reply up the chain.
-    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<Reply> {
+    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<Reply>
+    where
+        T: Message,
+    {
         let value = serde_json::to_value(&msg)
             .map_err(|e| Error::permanent(format!("port `{}`: message does not serialise: {e}", self.name)))?;
         ctx.emit_value(self.name, value).await
     }
 
     /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.
-    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<R> {
+    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<R>
+    where
+        T: Message,
+        R: Message,
+    {
         self.emit(ctx, msg)
             .await?
             .decode()
             .map_err(|e| e.context(format_args!("port `{}`", self.name)))
+    }
+}
+
+/// Decodes `payload` for `port`. Plain serde first (the hot path); only a failure is
+/// decoded again with path tracking, to say which field was wrong.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(port: &str, payload: &Value) -> Result<T> {
+    match T::deserialize(payload) {
+        Ok(v) => Ok(v),
+        Err(plain) => match serde_path_to_error::deserialize::<_, T>(payload) {
+            Err(e) => Err(decode_error(port, &e)),
+            Ok(_) => Err(Error::permanent(format!("port `{port}`: message does not decode: {plain}"))),
+        },
     }
 }
 

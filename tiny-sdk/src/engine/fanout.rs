@@ -60,7 +60,7 @@ const STACK_RESET_EVERY: u32 = 16;
 
 async fn send(engine: &Arc<Inner>, outlet: &Outlet, route: &Route, data: Arc<Value>, hop: Hop) -> Result<Reply> {
     let cancel = hop.cancel.clone();
-    if hop.depth % STACK_RESET_EVERY != 0 {
+    if !hop.depth.is_multiple_of(STACK_RESET_EVERY) {
         let source = Source::Edge { from: &outlet.from, edge_id: &route.id };
         return route
             .backoff

@@ -33,6 +33,8 @@ pub(crate) trait NodeInstance: Send + Sync {
     fn control<'a>(&'a self, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
     fn reconcile<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<()>>;
     fn client(&self, client: Arc<dyn ResourceManager>) -> BoxFuture<'_, Result<()>>;
+    /// The resource manager this node's context holds, if any.
+    fn node_client(&self) -> Option<Arc<dyn ResourceManager>>;
     fn destroy(&self) -> BoxFuture<'_, Result<()>>;
 }
 
@@ -109,8 +111,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
                 return Ok(false);
             }
             let decoded: C::Settings = match value {
-                Some(v) => serde_path_to_error::deserialize(v)
-                    .map_err(|e| crate::port::decode_error(crate::system::SETTINGS, &e))?,
+                Some(v) => crate::port::decode(crate::system::SETTINGS, v)?,
                 None => C::Settings::default(),
             };
             let decoded = Arc::new(decoded);
@@ -132,8 +133,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
 
     fn control<'a>(&'a self, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>> {
         Box::pin(async move {
-            let control: C::Control = serde_path_to_error::deserialize(input)
-                .map_err(|e| crate::port::decode_error(crate::system::CONTROL, &e))?;
+            let control: C::Control = crate::port::decode(crate::system::CONTROL, input)?;
             let ctx = self.ctx(hop);
             guarded("on_control", self.component.on_control(&ctx, control)).await
         })
@@ -151,6 +151,10 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
             let ctx = self.ctx(Hop::default());
             guarded("on_client", self.component.on_client(&ctx, client)).await
         })
+    }
+
+    fn node_client(&self) -> Option<Arc<dyn ResourceManager>> {
+        self.node.client().cloned()
     }
 
     fn destroy(&self) -> BoxFuture<'_, Result<()>> {

@@ -1,6 +1,8 @@
 //! One node: its component instance, compiled edge mappings, settings and edges.
 
-use std::{borrow::Cow, collections::HashMap, sync::Arc};
+use std::{borrow::Cow, sync::Arc};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde_json::Value;
 use tiny_expr::Template;
@@ -101,7 +103,7 @@ impl Runner {
                 mappings.push((pc.from.clone(), pc.port.clone(), mapping));
             }
         }
-        let mut outlets: HashMap<String, Outlet> = HashMap::new();
+        let mut outlets: HashMap<String, Outlet> = HashMap::default();
         for edge in &node.spec.edges {
             match ports.iter().find(|p| p.name == edge.port) {
                 Some(p) if p.is_source() => {}

@@ -1,12 +1,12 @@
 //! The node table and message delivery: [`Engine`].
 
 use std::{
-    collections::HashMap,
     fmt,
     sync::{Arc, RwLock, Weak},
 };
 
 use futures::future::BoxFuture;
+use rustc_hash::FxHashMap as HashMap;
 use serde_json::Value;
 
 use crate::{
@@ -83,13 +83,16 @@ struct Slot {
     error: Option<Error>,
 }
 
+/// Makes the resource manager a node's `_client` hook receives.
+pub type ClientFactory = Arc<dyn Fn(&NodeIdentity) -> Arc<dyn ResourceManager> + Send + Sync>;
+
 pub(crate) struct Inner {
     module: String,
     registry: Registry,
     nodes: RwLock<HashMap<Arc<str>, Slot>>,
     router: Option<Arc<dyn RemoteRouter>>,
     pub observer: Option<Arc<dyn Observer>>,
-    client: Option<Arc<dyn ResourceManager>>,
+    client: Option<ClientFactory>,
 }
 
 /// The flow engine of one module.
@@ -124,7 +127,7 @@ pub struct EngineBuilder {
     registry: Registry,
     router: Option<Arc<dyn RemoteRouter>>,
     observer: Option<Arc<dyn Observer>>,
-    client: Option<Arc<dyn ResourceManager>>,
+    client: Option<ClientFactory>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -169,11 +172,23 @@ impl EngineBuilder {
         self
     }
 
-    /// The resource manager handed to components on `_client`.
+    /// The resource manager handed to every component on `_client`.
     #[must_use]
     pub fn client(mut self, client: Arc<dyn ResourceManager>) -> Self {
-        self.client = Some(client);
+        self.client = Some(Arc::new(move |_: &NodeIdentity| client.clone()));
         self
+    }
+
+    /// A resource manager per node (one that knows which node it acts for).
+    #[must_use]
+    pub fn client_factory(mut self, factory: ClientFactory) -> Self {
+        self.client = Some(factory);
+        self
+    }
+
+    /// The module name.
+    pub fn module_name(&self) -> &str {
+        &self.module
     }
 
     /// The engine.
@@ -182,7 +197,7 @@ impl EngineBuilder {
             inner: Arc::new(Inner {
                 module: self.module,
                 registry: self.registry,
-                nodes: RwLock::new(HashMap::new()),
+                nodes: RwLock::new(HashMap::default()),
                 router: self.router,
                 observer: self.observer,
                 client: self.client,
@@ -195,6 +210,11 @@ impl Engine {
     /// Starts configuring an engine.
     pub fn builder() -> EngineBuilder {
         EngineBuilder::default()
+    }
+
+    /// The module this engine runs nodes of.
+    pub fn module(&self) -> &str {
+        &self.inner.module
     }
 
     /// The components this engine runs.
@@ -242,17 +262,17 @@ impl Engine {
             Some(r) => r.instance.clone(),
             None => {
                 let emitter = Arc::new(NodeEmitter { engine: Arc::downgrade(&self.inner), node: name.clone() });
-                let ctx = NodeContext::new(identity(&node), emitter, self.inner.client.clone());
+                let id = identity(&node);
+                let client = self.inner.client.as_ref().map(|factory| factory(&id));
+                let ctx = NodeContext::new(id, emitter, client);
                 (entry.create)(Arc::new(ctx))
             }
         };
         let runner = Runner::build(node, instance)?;
         // The Go SDK's order: client, reconcile, then settings before any business
         // message (the runner is not reachable until it is in the table).
-        if fresh {
-            if let Some(client) = &self.inner.client {
-                runner.instance.client(client.clone()).await?;
-            }
+        if let Some(client) = runner.instance.node_client().filter(|_| fresh) {
+            runner.instance.client(client).await?;
         }
         runner.instance.reconcile(&runner.node).await?;
         runner.instance.settings(runner.settings.as_ref()).await?;
@@ -365,7 +385,7 @@ impl Inner {
 fn identity(node: &Node) -> NodeIdentity {
     NodeIdentity {
         node_name: node.name.clone(),
-        namespace: String::new(),
+        namespace: node.namespace.clone(),
         flow_name: node.labels.get("tinysystems.io/flow-name").cloned().unwrap_or_default(),
         project_name: node.labels.get("tinysystems.io/project-name").cloned().unwrap_or_default(),
     }

@@ -44,6 +44,8 @@ struct Metadata {
     #[serde(default)]
     name: String,
     #[serde(default)]
+    namespace: String,
+    #[serde(default)]
     labels: BTreeMap<String, String>,
 }
 
@@ -97,7 +99,13 @@ impl Flow {
                         .and_then(|s| s.get("metadata"))
                         .and_then(|m| serde_json::from_value(m.clone()).ok())
                         .unwrap_or_default();
-                    flow.nodes.push(Node { name: doc.metadata.name, labels: doc.metadata.labels, spec, metadata });
+                    flow.nodes.push(Node {
+                        name: doc.metadata.name,
+                        namespace: doc.metadata.namespace,
+                        labels: doc.metadata.labels,
+                        spec,
+                        metadata,
+                    });
                 }
                 "TinySignal" => {
                     let spec: SignalSpec = serde_path_to_error::deserialize(doc.spec.clone()).map_err(|e| at(&e))?;

@@ -9,6 +9,9 @@ use super::raw::RawJson;
 pub struct Node {
     /// Unique name (the resource's `metadata.name`).
     pub name: String,
+    /// Namespace (empty in-process).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
     /// Labels (`tinysystems.io/flow-name`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,

@@ -1,0 +1,792 @@
+//! A real, local Kubernetes control plane for tests.
+//!
+//! [`TestEnv::start`] runs `etcd`, `kube-apiserver` and `kube-controller-manager` (Kubernetes
+//! 1.20.2, built from Debian's source package by `tools/control-plane/build.sh`) on free
+//! loopback ports in a temporary folder, and hands out an admin [`kube::Client`]. Everything
+//! is stopped and removed when the [`TestEnv`] is dropped; the children also die with the
+//! test process if it aborts or is killed.
+//!
+//! ```no_run
+//! # async fn f() -> Result<(), tiny_testenv::Error> {
+//! let env = tiny_testenv::TestEnv::builder()
+//!     .crds_dir("tests/fixtures")
+//!     .start()
+//!     .await?;
+//! let client = env.client();
+//! # let _ = client; Ok(()) }
+//! ```
+//!
+//! There is no kubelet: Pods never run. A module under test runs as a process (or in the
+//! test) against this API server, with [`TestEnv::kubeconfig_path`] as its `KUBECONFIG`.
+//!
+//! The binaries come from `TINY_CONTROL_PLANE_BIN` (a folder) if set, else from the per-user
+//! cache, which is built on first use (5-8 minutes on 2 cores).
+//!
+//! Set `TINY_TESTENV_KEEP=1` to keep the temporary folder (logs, kubeconfig) after the end.
+//! A test process that is killed (SIGKILL, abort) takes its control plane with it, through
+//! the kernel's parent-death signal, but leaves the temporary folder behind.
+//!
+//! Like every library on `k8s-openapi`, this crate picks no Kubernetes version feature: the
+//! crate that uses it (its dev-dependencies, or a binary) enables one, e.g. `v1_33`.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+mod binaries;
+mod process;
+
+pub use binaries::{BIN_ENV, Binaries, KUBERNETES_VERSION, cache_bin_dir};
+use process::{Proc, free_ports};
+
+/// Field manager used for server-side apply by this crate.
+pub const FIELD_MANAGER: &str = "tiny-testenv";
+
+const ADMIN_USER: &str = "tiny-testenv-admin";
+const CONTEXT: &str = "tiny-testenv";
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The control-plane binaries could not be found or built.
+    #[error("control-plane binaries: {0}")]
+    Binaries(String),
+    /// A file or process operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A control-plane process exited or did not become ready in time.
+    #[error("{component} did not become ready: {reason}\n--- last lines of {} (TINY_TESTENV_KEEP=1 keeps the whole log) ---\n{log_tail}", log.display())]
+    NotReady {
+        /// `etcd`, `kube-apiserver` or `kube-controller-manager`.
+        component: &'static str,
+        /// Why it is considered failed.
+        reason: String,
+        /// Its log file.
+        log: PathBuf,
+        /// The last lines of its log.
+        log_tail: String,
+    },
+    /// The generated kubeconfig could not be loaded.
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    /// A request to the API server failed.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// A manifest could not be read or is not what was expected.
+    #[error("{}: {message}", path.display())]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Waiting for a condition took too long.
+    #[error("timed out after {after:?} waiting for {what}")]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// How long it was awaited.
+        after: Duration,
+    },
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let context = context.into();
+    move |source| Error::Io { context, source }
+}
+
+/// Options for starting a [`TestEnv`]; made by [`TestEnv::builder`].
+#[derive(Debug, Clone)]
+pub struct TestEnvBuilder {
+    controller_manager: bool,
+    crds_dirs: Vec<PathBuf>,
+    binaries_dir: Option<PathBuf>,
+    ready_timeout: Duration,
+    keep_dir: bool,
+    apiserver_args: Vec<String>,
+}
+
+impl Default for TestEnvBuilder {
+    fn default() -> Self {
+        Self {
+            controller_manager: true,
+            crds_dirs: Vec::new(),
+            binaries_dir: None,
+            ready_timeout: Duration::from_secs(60),
+            keep_dir: std::env::var_os("TINY_TESTENV_KEEP")
+                .is_some_and(|v| !v.is_empty() && v != "0"),
+            apiserver_args: Vec::new(),
+        }
+    }
+}
+
+impl TestEnvBuilder {
+    /// Whether to run `kube-controller-manager` (garbage collection of owned objects,
+    /// ServiceAccount tokens, namespace deletion). Default: yes.
+    #[must_use]
+    pub fn controller_manager(mut self, run: bool) -> Self {
+        self.controller_manager = run;
+        self
+    }
+
+    /// Applies the CRDs of every `*.yaml` / `*.yml` file in `dir` once the API server is
+    /// ready (see [`TestEnv::apply_crds_from_dir`]). May be given several times.
+    #[must_use]
+    pub fn crds_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.crds_dirs.push(dir.into());
+        self
+    }
+
+    /// Uses the binaries in `dir` instead of locating (or building) them.
+    #[must_use]
+    pub fn binaries_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.binaries_dir = Some(dir.into());
+        self
+    }
+
+    /// How long each process may take to become ready. Default: 60 s.
+    #[must_use]
+    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+
+    /// Keeps the temporary folder (logs, kubeconfig, etcd data) when the env is dropped.
+    /// Default: only if `TINY_TESTENV_KEEP` is set.
+    #[must_use]
+    pub fn keep_dir(mut self, keep: bool) -> Self {
+        self.keep_dir = keep;
+        self
+    }
+
+    /// An extra `kube-apiserver` flag, such as `--feature-gates=...`.
+    #[must_use]
+    pub fn apiserver_arg(mut self, arg: impl Into<String>) -> Self {
+        self.apiserver_args.push(arg.into());
+        self
+    }
+
+    /// Starts the control plane.
+    ///
+    /// Ports are picked free at run time; if another process takes one in the short window
+    /// before a server binds it, the start is tried again (three times in all).
+    pub async fn start(self) -> Result<TestEnv, Error> {
+        let bins = match &self.binaries_dir {
+            Some(dir) => Binaries::in_dir(dir)?,
+            None => Binaries::locate_or_build().await?,
+        };
+        let mut attempt = 1;
+        loop {
+            match self.start_once(&bins).await {
+                Err(Error::NotReady { log_tail, .. })
+                    if attempt < 3 && log_tail.contains("address already in use") =>
+                {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once(&self, bins: &Binaries) -> Result<TestEnv, Error> {
+        let mut dir = tempfile::Builder::new()
+            .prefix("tiny-testenv-")
+            .tempdir()
+            .map_err(io_err("creating a temporary folder"))?;
+        dir.disable_cleanup(self.keep_dir);
+        let root = dir.path().to_path_buf();
+        let [etcd_port, etcd_peer_port, api_port, kcm_port] = free_ports::<4>()?;
+
+        // --- etcd -------------------------------------------------------------------
+        let mut etcd_cmd = Command::new(&bins.etcd);
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
+        etcd_cmd
+            .arg("--name=default")
+            .arg(format!("--data-dir={}", root.join("etcd").display()))
+            .arg(format!("--listen-client-urls={etcd_url}"))
+            .arg(format!("--advertise-client-urls={etcd_url}"))
+            .arg(format!("--listen-peer-urls={peer_url}"))
+            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+            .arg(format!("--initial-cluster=default={peer_url}"))
+            .arg("--log-level=warn")
+            .current_dir(&root);
+        let mut etcd = Proc::spawn("etcd", etcd_cmd, root.join("etcd.log"))?;
+        wait_for_port(&mut etcd, etcd_port, self.ready_timeout).await?;
+
+        // --- kube-apiserver -----------------------------------------------------------
+        let token = random_token()?;
+        let certs = root.join("certs");
+        std::fs::create_dir_all(&certs).map_err(io_err(format!("creating {}", certs.display())))?;
+        let sa_key = root.join("sa.key");
+        let sa_pub = root.join("sa.pub");
+        make_service_account_keys(&sa_key, &sa_pub).await?;
+        let tokens = root.join("tokens.csv");
+        std::fs::write(
+            &tokens,
+            format!("{token},{ADMIN_USER},{ADMIN_USER},\"system:masters\"\n"),
+        )
+        .map_err(io_err(format!("writing {}", tokens.display())))?;
+
+        let mut api_cmd = Command::new(&bins.kube_apiserver);
+        api_cmd
+            .arg(format!("--etcd-servers={etcd_url}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg("--advertise-address=127.0.0.1")
+            .arg(format!("--secure-port={api_port}"))
+            .arg("--insecure-port=0")
+            .arg(format!("--cert-dir={}", certs.display()))
+            .arg("--service-account-issuer=https://kubernetes.default.svc")
+            .arg(format!("--service-account-key-file={}", sa_pub.display()))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                sa_key.display()
+            ))
+            .arg(format!("--token-auth-file={}", tokens.display()))
+            .arg("--authorization-mode=RBAC")
+            .arg("--service-cluster-ip-range=10.0.0.0/24")
+            .args(&self.apiserver_args)
+            .current_dir(&root);
+        let mut apiserver =
+            Proc::spawn("kube-apiserver", api_cmd, root.join("kube-apiserver.log"))?;
+
+        let server = format!("https://127.0.0.1:{api_port}");
+        let ca_file = certs.join("apiserver.crt");
+        let (kubeconfig, config, client) = wait_for_apiserver(
+            &mut apiserver,
+            &server,
+            &ca_file,
+            &token,
+            self.ready_timeout,
+        )
+        .await?;
+        let kubeconfig_path = root.join("kubeconfig");
+        let kubeconfig_text = serde_yaml::to_string(&kubeconfig_json(&server, &ca_file, &token)?)
+            .map_err(|e| Error::Io {
+            context: "serialising the kubeconfig".into(),
+            source: std::io::Error::other(e),
+        })?;
+        std::fs::write(&kubeconfig_path, kubeconfig_text)
+            .map_err(io_err(format!("writing {}", kubeconfig_path.display())))?;
+
+        // --- kube-controller-manager ----------------------------------------------------
+        let controller_manager = if self.controller_manager {
+            let mut kcm_cmd = Command::new(&bins.kube_controller_manager);
+            kcm_cmd
+                .arg(format!("--kubeconfig={}", kubeconfig_path.display()))
+                .arg(format!(
+                    "--service-account-private-key-file={}",
+                    sa_key.display()
+                ))
+                .arg(format!("--root-ca-file={}", ca_file.display()))
+                .arg("--controllers=*")
+                .arg("--leader-elect=false")
+                .arg("--bind-address=127.0.0.1")
+                .arg(format!("--secure-port={kcm_port}"))
+                .arg("--port=0")
+                .arg(format!("--cert-dir={}", root.join("kcm-certs").display()))
+                .current_dir(&root);
+            let mut kcm = Proc::spawn(
+                "kube-controller-manager",
+                kcm_cmd,
+                root.join("kube-controller-manager.log"),
+            )?;
+            wait_for_port(&mut kcm, kcm_port, self.ready_timeout).await?;
+            Some(kcm)
+        } else {
+            None
+        };
+
+        let env = TestEnv {
+            controller_manager,
+            apiserver,
+            etcd,
+            client,
+            config,
+            kubeconfig,
+            kubeconfig_path,
+            server,
+            dir,
+        };
+        for crds in &self.crds_dirs {
+            env.apply_crds_from_dir(crds).await?;
+        }
+        Ok(env)
+    }
+}
+
+/// A running control plane: `etcd`, `kube-apiserver` and (unless disabled)
+/// `kube-controller-manager`, each with its own log in [`TestEnv::dir`]. Dropping it kills
+/// the processes and removes the folder.
+pub struct TestEnv {
+    // Stopped in this order by `Drop`.
+    controller_manager: Option<Proc>,
+    apiserver: Proc,
+    etcd: Proc,
+    client: kube::Client,
+    config: kube::Config,
+    kubeconfig: Kubeconfig,
+    kubeconfig_path: PathBuf,
+    server: String,
+    dir: tempfile::TempDir,
+}
+
+impl fmt::Debug for TestEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TestEnv")
+            .field("server", &self.server)
+            .field("dir", &self.dir.path())
+            .field("controller_manager", &self.controller_manager.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestEnv {
+    /// Starts a control plane with the defaults (controller manager on, no CRDs).
+    pub async fn start() -> Result<Self, Error> {
+        Self::builder().start().await
+    }
+
+    /// Options for starting a control plane.
+    pub fn builder() -> TestEnvBuilder {
+        TestEnvBuilder::default()
+    }
+
+    /// A client with cluster-admin rights (`system:masters`).
+    ///
+    /// It was made on the tokio runtime that ran [`TestEnvBuilder::start`] and works while
+    /// that runtime lives (the usual case: one env per `#[tokio::test]`). To use the env from
+    /// another runtime, make a client there with [`TestEnv::new_client`].
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// A new admin client bound to the current tokio runtime.
+    pub fn new_client(&self) -> Result<kube::Client, Error> {
+        Ok(kube::Client::try_from(self.config.clone())?)
+    }
+
+    /// The client configuration (admin token, the API server's CA).
+    pub fn config(&self) -> &kube::Config {
+        &self.config
+    }
+
+    /// A kubeconfig file for other processes (`KUBECONFIG=...`); it embeds the CA and token,
+    /// so a copy keeps working while the env runs.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    /// The kubeconfig of [`TestEnv::kubeconfig_path`].
+    pub fn kubeconfig(&self) -> Kubeconfig {
+        self.kubeconfig.clone()
+    }
+
+    /// The API server's URL, `https://127.0.0.1:PORT`.
+    pub fn server_url(&self) -> &str {
+        &self.server
+    }
+
+    /// The temporary folder: logs (`etcd.log`, `kube-apiserver.log`,
+    /// `kube-controller-manager.log`), certificates, the kubeconfig, etcd's data.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Whether `kube-controller-manager` runs.
+    pub fn has_controller_manager(&self) -> bool {
+        self.controller_manager.is_some()
+    }
+
+    /// The last `lines` lines of a component's log (`etcd`, `kube-apiserver`,
+    /// `kube-controller-manager`), for assertions and failure messages.
+    pub fn log_tail(&self, component: &str, lines: usize) -> String {
+        process::log_tail(&self.dir.path().join(format!("{component}.log")), lines)
+    }
+
+    /// Applies (server-side, forced, field manager [`FIELD_MANAGER`]) every
+    /// `CustomResourceDefinition` in the `*.yaml` / `*.yml` files of `dir` (several documents
+    /// per file allowed), then waits until each is `Established`. A document of another kind
+    /// is an error.
+    pub async fn apply_crds_from_dir(&self, dir: &Path) -> Result<(), Error> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(io_err(format!("reading {}", dir.display())))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        files.sort();
+        let mut crds = Vec::new();
+        for file in &files {
+            crds.extend(read_crds(file)?);
+        }
+        self.apply_crds(&crds).await
+    }
+
+    /// Applies CRDs given as JSON values (server-side apply), then waits until each is
+    /// `Established`.
+    pub async fn apply_crds(&self, crds: &[serde_json::Value]) -> Result<(), Error> {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client());
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let mut names = Vec::with_capacity(crds.len());
+        for crd in crds {
+            let name = crd
+                .pointer("/metadata/name")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| Error::Manifest {
+                    path: PathBuf::from("<crd>"),
+                    message: "a CustomResourceDefinition without metadata.name".into(),
+                })?;
+            api.patch(name, &params, &Patch::Apply(crd)).await?;
+            names.push(name.to_owned());
+        }
+        let timeout = Duration::from_secs(30);
+        for name in names {
+            let established = kube::runtime::wait::await_condition(
+                api.clone(),
+                &name,
+                kube::runtime::wait::conditions::is_crd_established(),
+            );
+            match tokio::time::timeout(timeout, established).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    return Err(Error::Timeout {
+                        what: format!("CRD {name} to be Established ({e})"),
+                        after: timeout,
+                    });
+                }
+                Err(_) => {
+                    return Err(Error::Timeout {
+                        what: format!("CRD {name} to be Established"),
+                        after: timeout,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a namespace; one that already exists is fine.
+    pub async fn create_namespace(&self, name: &str) -> Result<(), Error> {
+        let api: Api<Namespace> = Api::all(self.client());
+        let ns = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.is_already_exists() => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Stops the processes (as dropping does), keeping the temporary folder if asked.
+    fn stop(&mut self) {
+        if let Some(kcm) = &mut self.controller_manager {
+            kcm.kill();
+        }
+        self.apiserver.kill();
+        self.etcd.kill();
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        self.stop();
+        // `dir` is removed (unless kept) when the fields drop, after the processes are gone.
+    }
+}
+
+/// Reads the CRD documents of one YAML file.
+fn read_crds(path: &Path) -> Result<Vec<serde_json::Value>, Error> {
+    use serde::Deserialize as _;
+    let text =
+        std::fs::read_to_string(path).map_err(io_err(format!("reading {}", path.display())))?;
+    let manifest_err = |message: String| Error::Manifest {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut crds = Vec::new();
+    for (index, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+        let value = serde_json::Value::deserialize(doc)
+            .map_err(|e| manifest_err(format!("document {}: {e}", index + 1)))?;
+        if value.is_null() {
+            continue; // an empty document, e.g. after a trailing `---`
+        }
+        let kind = value.get("kind").and_then(serde_json::Value::as_str);
+        if kind != Some("CustomResourceDefinition") {
+            return Err(manifest_err(format!(
+                "document {} is a {}, not a CustomResourceDefinition",
+                index + 1,
+                kind.unwrap_or("document without kind")
+            )));
+        }
+        crds.push(value);
+    }
+    Ok(crds)
+}
+
+/// Waits until `port` accepts connections, failing early if `proc` exits.
+async fn wait_for_port(proc: &mut Proc, port: u16, timeout: Duration) -> Result<(), Error> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = proc.exited() {
+            return Err(not_ready(proc, format!("exited with {status}")));
+        }
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(not_ready(
+                proc,
+                format!("port {port} not open after {timeout:?}"),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the API server wrote its serving certificate and answers `/readyz` with `ok`.
+async fn wait_for_apiserver(
+    proc: &mut Proc,
+    server: &str,
+    ca_file: &Path,
+    token: &str,
+    timeout: Duration,
+) -> Result<(Kubeconfig, kube::Config, kube::Client), Error> {
+    let deadline = Instant::now() + timeout;
+    let mut client: Option<(Kubeconfig, kube::Config, kube::Client)> = None;
+    let mut last = String::from("no answer yet");
+    loop {
+        if let Some(status) = proc.exited() {
+            return Err(not_ready(proc, format!("exited with {status}")));
+        }
+        if client.is_none() && ca_file.is_file() && ca_file.with_extension("key").is_file() {
+            // The certificate is written before the key: once the key is there, it is whole.
+            match make_client(server, ca_file, token).await {
+                Ok(c) => client = Some(c),
+                Err(e) => last = format!("loading the serving certificate: {e}"),
+            }
+        }
+        if let Some((_, _, c)) = &client {
+            match readyz(c).await {
+                Ok(body) if body.trim() == "ok" => break,
+                Ok(body) => last = format!("/readyz answered {body:?}"),
+                Err(e) => last = format!("/readyz: {e}"),
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(not_ready(
+                proc,
+                format!("not ready after {timeout:?}; last: {last}"),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    client.ok_or_else(|| not_ready(proc, "no client".into()))
+}
+
+async fn readyz(client: &kube::Client) -> Result<String, String> {
+    let request = http::Request::get("/readyz")
+        .body(Vec::new())
+        .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(Duration::from_secs(5), client.request_text(request)).await {
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("no answer within 5 s".into()),
+    }
+}
+
+fn not_ready(proc: &Proc, reason: String) -> Error {
+    Error::NotReady {
+        component: proc.name,
+        reason,
+        log: proc.log.clone(),
+        log_tail: proc.log_tail(),
+    }
+}
+
+fn kubeconfig_json(server: &str, ca_file: &Path, token: &str) -> Result<serde_json::Value, Error> {
+    use base64::Engine as _;
+    let ca = std::fs::read(ca_file).map_err(io_err(format!("reading {}", ca_file.display())))?;
+    Ok(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": CONTEXT,
+            "cluster": {
+                "server": server,
+                "certificate-authority-data": base64::engine::general_purpose::STANDARD.encode(ca),
+            },
+        }],
+        "users": [{ "name": ADMIN_USER, "user": { "token": token } }],
+        "contexts": [{
+            "name": CONTEXT,
+            "context": { "cluster": CONTEXT, "user": ADMIN_USER, "namespace": "default" },
+        }],
+        "current-context": CONTEXT,
+        "preferences": {},
+    }))
+}
+
+async fn make_client(
+    server: &str,
+    ca_file: &Path,
+    token: &str,
+) -> Result<(Kubeconfig, kube::Config, kube::Client), Error> {
+    let json = kubeconfig_json(server, ca_file, token)?;
+    let kubeconfig: Kubeconfig = serde_json::from_value(json).map_err(|e| Error::Io {
+        context: "building the kubeconfig".into(),
+        source: std::io::Error::other(e),
+    })?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
+            .await?;
+    let client = kube::Client::try_from(config.clone())?;
+    Ok((kubeconfig, config, client))
+}
+
+/// A random bearer token (128 bits from the kernel, hex).
+fn random_token() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(io_err("reading /dev/urandom"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// An RSA key pair for signing ServiceAccount tokens, made with `openssl`.
+async fn make_service_account_keys(key: &Path, public: &Path) -> Result<(), Error> {
+    let run = |args: Vec<std::ffi::OsString>| async move {
+        let out = tokio::process::Command::new("openssl")
+            .args(&args)
+            .output()
+            .await
+            .map_err(io_err("running openssl (is it installed?)"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(Error::Io {
+                context: format!("openssl {args:?}"),
+                source: std::io::Error::other(String::from_utf8_lossy(&out.stderr).into_owned()),
+            })
+        }
+    };
+    run(vec![
+        "genrsa".into(),
+        "-out".into(),
+        key.into(),
+        "2048".into(),
+    ])
+    .await?;
+    run(vec![
+        "rsa".into(),
+        "-in".into(),
+        key.into(),
+        "-pubout".into(),
+        "-out".into(),
+        public.into(),
+    ])
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn reads_every_crd_document_and_skips_empty_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "two.yaml",
+            "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.example.com}\n---\n# only a comment\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: b.example.com}\n---\n",
+        );
+        let crds = read_crds(&path).unwrap();
+        let names: Vec<&str> = crds
+            .iter()
+            .map(|c| c["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a.example.com", "b.example.com"]);
+    }
+
+    #[test]
+    fn a_document_of_another_kind_is_an_error_naming_file_and_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "mixed.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.example.com}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+        );
+        let err = read_crds(&path).unwrap_err().to_string();
+        assert!(err.contains("mixed.yaml"), "{err}");
+        assert!(err.contains("document 2 is a ConfigMap"), "{err}");
+    }
+
+    #[test]
+    fn invalid_yaml_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "bad.yaml", "kind: [unclosed\n");
+        let err = read_crds(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("bad.yaml") && err.contains("document 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn missing_binaries_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Binaries::in_dir(dir.path()).unwrap_err().to_string();
+        for name in ["etcd", "kube-apiserver", "kube-controller-manager"] {
+            assert!(err.contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_kubeconfig_embeds_server_ca_and_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = write(dir.path(), "ca.crt", "-----BEGIN CERTIFICATE-----\n");
+        let json = kubeconfig_json("https://127.0.0.1:1234", &ca, "secret").unwrap();
+        let kc: Kubeconfig = serde_json::from_value(json).unwrap();
+        assert_eq!(kc.current_context.as_deref(), Some(CONTEXT));
+        let cluster = kc.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(cluster.server.as_deref(), Some("https://127.0.0.1:1234"));
+        assert!(cluster.certificate_authority_data.is_some());
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let ports = free_ports::<4>().unwrap();
+        let mut sorted = ports.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 4);
+    }
+}
