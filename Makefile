@@ -5,12 +5,15 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help demo test lint fmt expand crds bench-flow bench-expr ci
+.PHONY: help run demo test lint fmt expand crds bench-flow bench-expr ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
 
-demo: ## run the hello example flow in-process and print its reply
+run: ## start a local control plane, run the hello module on it, apply a flow and a signal, print the result
+	$(CARGO) run -q -p tiny-example-hello --bin cluster-demo
+
+demo: ## run the hello example flow in-process (no cluster) and print its reply
 	$(CARGO) run -q -p tiny-example-hello --bin hello-demo
 
 test: ## run every test (what CI runs)

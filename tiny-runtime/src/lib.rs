@@ -5,5 +5,30 @@
 //! TinyModule, elects a leader, and carries messages to other modules over gRPC.
 //!
 //! - [`crd`]: the custom resources.
+//! - [`controller`]: the TinyNode, TinySignal and TinyModule controllers.
+//! - [`leader`]: leader election on a Lease.
+//! - [`resources`]: the resource manager components receive on `_client`.
+//! - [`runtime`]: everything put together; [`cli`]: the module binary's commands.
 
+pub mod cli;
+pub mod config;
+pub mod controller;
 pub mod crd;
+pub mod grpc;
+pub mod health;
+pub mod leader;
+pub mod metrics;
+pub mod resources;
+pub mod runtime;
+pub mod status;
+
+/// Why the runtime could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Start-up failed.
+    #[error("start-up failed: {0}")]
+    Startup(String),
+    /// Kubernetes configuration could not be read.
+    #[error("kubeconfig: {0}")]
+    Config(String),
+}

@@ -1,0 +1,337 @@
+//! The hello module on a real control plane (etcd + kube-apiserver +
+//! kube-controller-manager from tiny-testenv), through the public surface: custom
+//! resources in, status, Events and signal replies out.
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead as _, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use k8s_openapi::api::events::v1::Event;
+use kube::{
+    Api, Client, ResourceExt as _,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+use tiny_example_hello::{GREET_FLOW, registry};
+use tiny_runtime::{
+    config::ModuleConfig,
+    crd::{TinyNode, TinyNodeSpec, TinySignal, TinySignalSpec, TinyTracker, TinyTrackerSpec},
+    runtime::{Options, Runtime},
+};
+use tiny_sdk::flow::{Flow, PortConfig, RawJson};
+use tiny_testenv::TestEnv;
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
+
+async fn env() -> TestEnv {
+    TestEnv::builder().crds_dir(CRDS).start().await.expect("the control plane starts")
+}
+
+async fn start_module(client: &Client, namespace: &str) -> Runtime {
+    Runtime::start(
+        client.clone(),
+        Options {
+            config: ModuleConfig::new("examples", "0.1.0", namespace, "test-0"),
+            registry: registry(),
+            lease_duration: None,
+            probe_addr: None,
+            discovery: None,
+            router: None,
+        },
+    )
+    .await
+    .expect("the module starts")
+}
+
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn create_flow(client: &Client, ns: &str, yaml: &str) -> Flow {
+    let flow = Flow::from_yaml(yaml).expect("flow YAML");
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    for n in &flow.nodes {
+        let mut node = TinyNode::new(&n.name, n.spec.clone().into());
+        node.metadata.labels = Some(n.labels.clone());
+        nodes.create(&PostParams::default(), &node).await.expect("node created");
+    }
+    flow
+}
+
+async fn signal(client: &Client, ns: &str, name: &str, node: &str, port: &str, data: Value) -> TinySignal {
+    let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
+    let spec = TinySignalSpec { node: node.into(), port: port.into(), data: Some(RawJson(data)), ..Default::default() };
+    signals.create(&PostParams::default(), &TinySignal::new(name, spec)).await.expect("signal created");
+    eventually(&format!("signal {name} to finish"), Duration::from_secs(60), || {
+        let signals = signals.clone();
+        async move {
+            let s = signals.get(name).await.ok()?;
+            let phase = s.status.as_ref()?.phase.clone()?;
+            (phase == "Delivered" || phase == "Failed").then_some(s)
+        }
+    })
+    .await
+}
+
+fn ready(node: &TinyNode) -> Option<bool> {
+    let c = node.status.as_ref()?.conditions.iter().find(|c| c.type_ == "Ready")?;
+    Some(c.status == "True")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
+    let env = env().await;
+    let client = env.client();
+    for ns in ["flow", "bad"] {
+        env.create_namespace(ns).await.expect("namespace");
+    }
+
+    // A three-node flow from YAML, started by a TinySignal.
+    let module = start_module(&client, "flow").await;
+    let flow = create_flow(&client, "flow", GREET_FLOW).await;
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "flow");
+    for n in &flow.nodes {
+        let node = eventually(&format!("{} to be Ready", n.name), Duration::from_secs(60), || {
+            let nodes = nodes.clone();
+            async move { nodes.get(&n.name).await.ok().filter(|n| ready(n) == Some(true)) }
+        })
+        .await;
+        let status = node.status.expect("status");
+        assert_eq!(status.status, "OK");
+        assert_eq!(status.module.name, "examples");
+        assert_eq!(status.observed_generation, node.metadata.generation.unwrap_or(0));
+        assert!(status.last_update_time.is_some(), "heartbeat");
+        assert!(!status.ports.is_empty(), "{}: ports", n.name);
+        for p in &status.ports {
+            let schema = p.schema.as_ref().map(|s| s.0.clone()).unwrap_or_default();
+            assert!(schema["$ref"].as_str().is_some_and(|r| r.starts_with("#/$defs/")), "{}:{} schema {schema}", n.name, p.name);
+        }
+    }
+    // A TinyTracker records the flow's hops, keeping only the latest two.
+    let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "flow");
+    let spec = TinyTrackerSpec { flow_id: "greet".into(), max_hops: Some(2) };
+    trackers.create(&PostParams::default(), &TinyTracker::new("greet", spec)).await.expect("tracker");
+    tokio::time::sleep(Duration::from_secs(1)).await; // the module picks the tracker up
+    let s = signal(&client, "flow", "greet-ada", "greet.examples.hello-1", "input", json!({"name": "Ada", "context": {"user": "ada"}})).await;
+    let status = s.status.expect("status");
+    assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
+    assert_eq!(status.reply.map(|r| r.0), Some(json!({"greeting": "HELLO, ADA!", "for": "ada"})));
+    let tracked = eventually("the tracker to record three hops", Duration::from_secs(30), || {
+        let trackers = trackers.clone();
+        async move { trackers.get("greet").await.ok()?.status.filter(|s| s.total == 3) }
+    })
+    .await;
+    let hops: Vec<_> = tracked.hops.iter().map(|h| (h.node.as_str(), h.port.as_str())).collect();
+    // Hops are recorded when they finish: the innermost first.
+    assert_eq!(hops, [("greet.examples.shout-1", "input"), ("greet.examples.hello-1", "input")], "capped at 2");
+    assert!(tracked.hops.iter().all(|h| h.error.is_none() && !h.data.is_empty()));
+    assert_eq!(tracked.hops[0].from.as_deref(), Some("greet.examples.hello-1:greeting"));
+
+    // Status is written only when it changes: metadata-only updates reconcile the
+    // node again, and nothing is written.
+    let writes = module.metrics().status_writes.load(std::sync::atomic::Ordering::Relaxed);
+    let reconciles = module.metrics().reconciles.load(std::sync::atomic::Ordering::Relaxed);
+    for i in 0..3 {
+        let patch = json!({"metadata": {"annotations": {"touched": i.to_string()}}});
+        nodes.patch("greet.examples.hello-1", &PatchParams::default(), &Patch::Merge(patch)).await.expect("annotated");
+    }
+    eventually("three more reconciles", Duration::from_secs(30), || async {
+        (module.metrics().reconciles.load(std::sync::atomic::Ordering::Relaxed) >= reconciles + 3).then_some(())
+    })
+    .await;
+    assert_eq!(module.metrics().status_writes.load(std::sync::atomic::Ordering::Relaxed), writes, "no status rewrite");
+
+    // Bad specs: each node gets a clear error in its status and an Event, and the
+    // good node beside them keeps working.
+    let bad_module = start_module(&client, "bad").await;
+    let bad: Api<TinyNode> = Api::namespaced(client.clone(), "bad");
+    let mk = |name: &str, component: &str, ports: Vec<PortConfig>| {
+        TinyNode::new(name, TinyNodeSpec { module: "examples".into(), component: component.into(), ports, edges: vec![] })
+    };
+    let cases = [
+        (mk("b.examples.nosuch-1", "nosuch", vec![]), "unknown component `nosuch`"),
+        (
+            mk(
+                "b.examples.shout-1",
+                "shout",
+                vec![PortConfig {
+                    from: "x:out".into(),
+                    port: "input".into(),
+                    configuration: Some(RawJson(json!({"text": "{{$.a +}}"}))),
+                    ..Default::default()
+                }],
+            ),
+            "port `input` (edge from `x:out`)",
+        ),
+        (
+            mk(
+                "b.examples.hello-2",
+                "hello",
+                vec![PortConfig { port: "_settings".into(), configuration: Some(RawJson(json!({"greetingWord": 5}))), ..Default::default() }],
+            ),
+            "field `greetingWord` does not decode",
+        ),
+    ];
+    for (node, _) in &cases {
+        bad.create(&PostParams::default(), node).await.expect("created");
+    }
+    bad.create(&PostParams::default(), &mk("b.examples.hello-1", "hello", vec![])).await.expect("created");
+    for (node, expected) in &cases {
+        let name = node.name_any();
+        let got = eventually(&format!("{name} to report its error"), Duration::from_secs(60), || {
+            let bad = bad.clone();
+            let name = name.clone();
+            async move { bad.get(&name).await.ok().filter(|n| n.status.as_ref().is_some_and(|s| s.error)) }
+        })
+        .await;
+        assert_eq!(ready(&got), Some(false));
+        let status = got.status.expect("status");
+        assert!(status.status.contains(expected), "{name}: {}", status.status);
+        assert!(status.status.contains(&format!("node `{name}`")), "{name}: {}", status.status);
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), "bad");
+    for (node, _) in &cases {
+        let name = node.name_any();
+        eventually(&format!("an Event for {name}"), Duration::from_secs(30), || {
+            let events = events.clone();
+            let name = name.clone();
+            async move {
+                let list = events.list(&ListParams::default()).await.ok()?;
+                list.items.into_iter().find(|e| {
+                    e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name.as_str())
+                        && e.reason.as_deref() == Some("NodeError")
+                })
+            }
+        })
+        .await;
+    }
+    let ok = signal(&client, "bad", "still-works", "b.examples.hello-1", "input", json!({"name": "Bo"})).await;
+    assert_eq!(ok.status.and_then(|s| s.phase), Some("Delivered".into()));
+    let unknown_port = signal(&client, "bad", "no-port", "b.examples.hello-1", "nope", json!({})).await;
+    let st = unknown_port.status.expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Failed"));
+    let err = st.error.unwrap_or_default();
+    assert!(err.contains("has no input port `nope`"), "{err}");
+    let unknown_node = signal(&client, "bad", "no-node", "b.examples.ghost-1", "input", json!({})).await;
+    assert!(unknown_node.status.and_then(|s| s.error).unwrap_or_default().contains("has no node `b.examples.ghost-1`"));
+
+    module.stop().await;
+    bad_module.stop().await;
+}
+
+/// A `hello-module run` process; its stdout says where its metrics are.
+struct Replica {
+    child: Child,
+    metrics: String,
+    identity: String,
+}
+
+impl Replica {
+    fn start(env: &TestEnv, namespace: &str, identity: &str) -> Replica {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+            .args(["run", "--name", "examples", "--version", "0.1.0", "--namespace", namespace, "--lease-seconds", "4"])
+            .args(["--grpc-server-bind-address", "127.0.0.1:0", "--identity", identity])
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("hello-module starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let addr = line.trim().strip_prefix("probe-addr ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_owned();
+        Replica { child, metrics: addr, identity: identity.into() }
+    }
+
+    async fn metric(&self, name: &str) -> Option<u64> {
+        let body = tokio::task::spawn_blocking({
+            let addr = self.metrics.clone();
+            move || {
+                use std::io::{Read as _, Write as _};
+                let mut s = std::net::TcpStream::connect(&addr).ok()?;
+                s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
+                let mut out = String::new();
+                s.read_to_string(&mut out).ok()?;
+                Some(out)
+            }
+        })
+        .await
+        .ok()??;
+        let values: BTreeMap<&str, u64> = body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_once(' '))
+            .filter_map(|(k, v)| Some((k, v.trim().parse().ok()?)))
+            .collect();
+        values.get(name).copied()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_once() {
+    let env = env().await;
+    let client = env.client();
+    env.create_namespace("ha").await.expect("namespace");
+    let mut replicas = vec![Replica::start(&env, "ha", "replica-a"), Replica::start(&env, "ha", "replica-b")];
+    create_flow(
+        &client,
+        "ha",
+        "kind: TinyNode\nmetadata: { name: ha.examples.hello-1 }\nspec: { module: examples, component: hello }\n",
+    )
+    .await;
+    let leader = eventually("exactly one leader", Duration::from_secs(60), || async {
+        let mut leaders = Vec::new();
+        for (i, r) in replicas.iter().enumerate() {
+            if r.metric("tiny_leader").await == Some(1) {
+                leaders.push(i);
+            }
+        }
+        (leaders.len() == 1).then(|| leaders[0])
+    })
+    .await;
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "ha");
+    eventually("the node to be Ready", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move { nodes.get("ha.examples.hello-1").await.ok().filter(|n| ready(n) == Some(true)) }
+    })
+    .await;
+
+    // Kill the leader without letting it release the lease, and send a signal at once.
+    let dead = replicas.remove(leader);
+    drop(dead);
+    let killed_at = Instant::now();
+    let survivor = &replicas[0];
+    let s = signal(&client, "ha", "handover", "ha.examples.hello-1", "input", json!({"name": "Cy"})).await;
+    let status = s.status.expect("status");
+    assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
+    assert_eq!(status.claimed_by.as_deref(), Some(survivor.identity.as_str()));
+    let took = killed_at.elapsed();
+    assert_eq!(survivor.metric("tiny_leader").await, Some(1), "the survivor leads");
+    assert!(took <= Duration::from_secs(4 + 6), "took over in {took:?}, lease is 4 s");
+    assert_eq!(survivor.metric("tiny_signals_delivered_total").await, Some(1), "delivered once");
+    // And it stays delivered once.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(survivor.metric("tiny_signals_delivered_total").await, Some(1));
+}

@@ -1,0 +1,95 @@
+//! The controllers: small loops that feed plain reconcile functions.
+//!
+//! - [`node`]: TinyNodes of this module into the engine, status back.
+//! - [`signal`]: TinySignals delivered once, by the leader.
+//! - [`module`]: this module's TinyModule, and discovery of the others.
+//! - [`tracker`]: hops of tracked flows into TinyTracker status.
+
+pub mod module;
+pub mod node;
+pub mod signal;
+pub mod tracker;
+
+use std::{collections::HashMap, sync::Arc, sync::Mutex};
+
+use kube::runtime::events::{Recorder, Reporter};
+use tiny_sdk::engine::Engine;
+
+use crate::{config::ModuleConfig, leader::Leadership, metrics::Metrics};
+
+/// Learns where other modules are (the gRPC pool implements it).
+pub trait Discovery: Send + Sync + 'static {
+    /// `module` is reachable at `addr`.
+    fn register(&self, module: &str, addr: &str);
+    /// `module` went away.
+    fn deregister(&self, module: &str);
+}
+
+/// What every reconcile needs.
+pub struct Shared {
+    /// Kubernetes.
+    pub client: kube::Client,
+    /// Who we are.
+    pub config: ModuleConfig,
+    /// The flow engine.
+    pub engine: Engine,
+    /// Whether we lead.
+    pub leadership: Leadership,
+    /// Counters.
+    pub metrics: Arc<Metrics>,
+    /// Events on TinyNodes.
+    pub recorder: Recorder,
+    /// Other modules' addresses go here.
+    pub discovery: Option<Arc<dyn Discovery>>,
+    /// Hops of tracked flows.
+    pub tracking: Arc<tracker::Tracking>,
+    /// The last error published as an Event, per node, so it is published once.
+    pub(crate) published: Mutex<HashMap<String, String>>,
+    /// Uids of the signals this process claimed.
+    pub(crate) claimed: Mutex<std::collections::HashSet<String>>,
+}
+
+impl Shared {
+    /// Builds the shared context.
+    pub fn new(
+        client: kube::Client,
+        config: ModuleConfig,
+        engine: Engine,
+        leadership: Leadership,
+        metrics: Arc<Metrics>,
+        discovery: Option<Arc<dyn Discovery>>,
+        tracking: Arc<tracker::Tracking>,
+    ) -> Self {
+        let reporter = Reporter { controller: format!("tiny-{}", config.name), instance: Some(config.identity.clone()) };
+        let recorder = Recorder::new(client.clone(), reporter);
+        Self {
+            client,
+            config,
+            engine,
+            leadership,
+            metrics,
+            recorder,
+            discovery,
+            tracking,
+            published: Mutex::new(HashMap::new()),
+            claimed: Mutex::new(std::collections::HashSet::new()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// A reconcile failure: retried with a short backoff.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ReconcileError(pub String);
+
+impl From<kube::Error> for ReconcileError {
+    fn from(e: kube::Error) -> Self {
+        ReconcileError(e.to_string())
+    }
+}

@@ -1,0 +1,131 @@
+//! TinyModule: this module announces itself (address, version, components with their
+//! port schemas); the other modules' TinyModules feed discovery.
+
+use std::sync::Arc;
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use kube::{
+    Api, ResourceExt as _,
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
+    runtime::watcher,
+};
+use serde_json::json;
+use tiny_sdk::{engine::Registry, flow::RawJson};
+
+use super::Shared;
+use crate::{
+    config::{ModuleConfig, SDK_VERSION},
+    crd::{ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus},
+};
+
+/// The status this module publishes.
+pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleStatus {
+    let components = registry
+        .iter()
+        .map(|(name, entry)| {
+            let info = (entry.info)();
+            ModuleComponent {
+                name: name.to_owned(),
+                description: info.description,
+                info: info.info,
+                tags: info.tags,
+                ports: (entry.ports)()
+                    .iter()
+                    .filter(|p| p.name != "_reconcile" && p.name != "_client")
+                    .map(|p| ModulePort {
+                        name: p.name.into(),
+                        label: p.label.into(),
+                        source: p.is_source(),
+                        position: i32::from(p.position.as_int()),
+                        schema: Some(RawJson((p.schema)())),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    TinyModuleStatus {
+        addr: config.grpc_addr.clone().unwrap_or_default(),
+        name: config.name.clone(),
+        version: config.version.clone(),
+        sdk_version: SDK_VERSION.into(),
+        components,
+    }
+}
+
+/// Creates this module's TinyModule if it does not exist (every replica may).
+pub async fn register(shared: &Shared) -> Result<(), kube::Error> {
+    let api: Api<TinyModule> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let module = TinyModule {
+        metadata: ObjectMeta { name: Some(shared.config.name.clone()), ..ObjectMeta::default() },
+        spec: TinyModuleSpec { image: format!("{}:{}", shared.config.name, shared.config.version) },
+        status: None,
+    };
+    match api.create(&PostParams::default(), &module).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs until `shutdown`: publishes our status while leading, tracks the others.
+pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + 'static) {
+    let api: Api<TinyModule> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let publisher = {
+        let (shared, api) = (shared.clone(), api.clone());
+        async move {
+            let mut leadership = shared.leadership.clone();
+            loop {
+                if leadership.is_leader() {
+                    publish(&shared, &api).await;
+                }
+                leadership.changed().await;
+            }
+        }
+    };
+    let discovery = async move {
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        loop {
+            match events.try_next().await {
+                Ok(Some(event)) => on_event(&shared, event),
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(error = %e, "TinyModule watch");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = publisher => {}
+        () = discovery => {}
+        () = shutdown => {}
+    }
+}
+
+async fn publish(shared: &Shared, api: &Api<TinyModule>) {
+    let status = module_status(&shared.config, shared.engine.registry());
+    let patch = Patch::Merge(json!({ "status": status }));
+    if let Err(e) = api.patch_status(&shared.config.name, &PatchParams::default(), &patch).await {
+        tracing::warn!(error = %e, "could not publish the TinyModule status");
+    }
+}
+
+fn on_event(shared: &Shared, event: watcher::Event<TinyModule>) {
+    let Some(discovery) = &shared.discovery else { return };
+    match event {
+        watcher::Event::Apply(m) | watcher::Event::InitApply(m) => {
+            let name = m.name_any();
+            let addr = m.status.as_ref().map(|s| s.addr.as_str()).unwrap_or_default();
+            if name != shared.config.name && !addr.is_empty() {
+                discovery.register(&name, addr);
+            }
+        }
+        watcher::Event::Delete(m) => {
+            let name = m.name_any();
+            if name != shared.config.name {
+                discovery.deregister(&name);
+            }
+        }
+        watcher::Event::Init | watcher::Event::InitDone => {}
+    }
+}

@@ -1,0 +1,164 @@
+//! TinySignal: deliver `data` to `node:port` once across replicas, then mark it.
+//!
+//! Only the leader delivers. It first claims the signal with an optimistic-concurrency
+//! status write (`Delivering`, by whom); a replica that loses that race does nothing,
+//! and a signal claimed by a replica that died mid-delivery is marked `Failed` rather
+//! than delivered twice.
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt as _;
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use kube::{
+    Api, ResourceExt as _,
+    api::{Patch, PatchParams},
+    runtime::{Controller, controller::Action, watcher},
+};
+use serde_json::{Value, json};
+use tiny_sdk::{Hop, flow::parse_node_name};
+
+use super::{ReconcileError, Shared};
+use crate::{
+    crd::{TinyNode, TinySignal},
+    metrics::Metrics,
+};
+
+/// Signal phases.
+pub mod phase {
+    /// Claimed by a leader, being delivered.
+    pub const DELIVERING: &str = "Delivering";
+    /// Done; `status.reply` holds the flow's reply.
+    pub const DELIVERED: &str = "Delivered";
+    /// Not deliverable; `status.error` says why.
+    pub const FAILED: &str = "Failed";
+}
+
+/// Runs the TinySignal controller until `shutdown` resolves.
+pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+    let api: Api<TinySignal> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    Controller::new(api, watcher::Config::default())
+        .reconcile_all_on(shared.leadership.gained())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, shared)
+        .for_each(|_| async {})
+        .await;
+}
+
+enum Owner {
+    Us,
+    Other,
+    Nobody(String),
+}
+
+/// Whose node the signal is for.
+async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
+    if shared.engine.has_node(node) {
+        return Ok(Owner::Us);
+    }
+    if let Some((module, _)) = parse_node_name(node) {
+        if module == shared.config.name {
+            return Ok(Owner::Nobody(format!("module `{module}` has no node `{node}`")));
+        }
+    }
+    let nodes: Api<TinyNode> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    match nodes.get_opt(node).await? {
+        Some(n) if super::node::owns(&shared.config.name, &n) => {
+            // Ours but not loaded yet: the node controller will get to it.
+            Err(ReconcileError(format!("node `{node}` is not loaded yet")))
+        }
+        Some(_) => Ok(Owner::Other),
+        None => Ok(Owner::Nobody(format!("there is no node `{node}` in namespace `{}`", shared.config.namespace))),
+    }
+}
+
+async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+    let status = signal.status.clone().unwrap_or_default();
+    if matches!(status.phase.as_deref(), Some(phase::DELIVERED | phase::FAILED)) || !shared.leadership.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let name = signal.name_any();
+    let api: Api<TinySignal> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let node = &signal.spec.node;
+    let who = owner(&shared, node).await?;
+    if status.phase.as_deref() == Some(phase::DELIVERING) {
+        // Claimed by this process: it delivered (or is delivering) it, and this copy of
+        // the signal is older than our own status write.
+        if claimed_here(&shared, &signal) || !matches!(who, Owner::Us) {
+            return Ok(Action::await_change());
+        }
+        let by = status.claimed_by.unwrap_or_default();
+        let why = format!("delivery interrupted: `{by}` claimed it and stopped leading; not redelivered, to deliver at most once");
+        // Only over the version we read: a newer one may already say Delivered.
+        let patch = json!({
+            "metadata": { "resourceVersion": signal.resource_version() },
+            "status": { "phase": phase::FAILED, "error": why },
+        });
+        match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(patch)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(Action::await_change());
+    }
+    match who {
+        Owner::Other => return Ok(Action::await_change()),
+        Owner::Nobody(why) => {
+            finish(&api, &name, phase::FAILED, Some(why), None).await?;
+            return Ok(Action::await_change());
+        }
+        Owner::Us => {}
+    }
+    // Claim: the resourceVersion makes this write fail if anyone changed the signal.
+    let claim = json!({
+        "metadata": { "resourceVersion": signal.resource_version() },
+        "status": { "phase": phase::DELIVERING, "claimedBy": shared.config.identity },
+    });
+    match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(claim)).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(Action::await_change()),
+        Err(e) => return Err(e.into()),
+    }
+    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), signal.uid()) {
+        claimed.insert(uid);
+    }
+    let data = signal.spec.data.as_ref().map(|d| d.value().clone()).unwrap_or(Value::Null);
+    let hop = Hop { leader: true, ..Hop::default() };
+    let to = format!("{node}:{}", signal.spec.port);
+    let result = shared.engine.send_with(&to, data, hop).await;
+    Metrics::inc(&shared.metrics.signals_delivered);
+    match result {
+        Ok(reply) => finish(&api, &name, phase::DELIVERED, None, reply.into_value()).await?,
+        Err(e) => finish(&api, &name, phase::FAILED, Some(e.to_string()), None).await?,
+    }
+    Ok(Action::await_change())
+}
+
+fn claimed_here(shared: &Shared, signal: &TinySignal) -> bool {
+    match (shared.claimed.lock(), signal.uid()) {
+        (Ok(claimed), Some(uid)) => claimed.contains(&uid),
+        _ => false,
+    }
+}
+
+async fn finish(
+    api: &Api<TinySignal>,
+    name: &str,
+    phase: &str,
+    error: Option<String>,
+    reply: Option<Value>,
+) -> Result<(), ReconcileError> {
+    let reply = reply.map(tiny_sdk::flow::RawJson);
+    let patch = json!({ "status": {
+        "phase": phase,
+        "error": error,
+        "reply": reply,
+        "deliveredAt": (phase == phase::DELIVERED).then(|| Time(Timestamp::now())),
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch)).await?;
+    Ok(())
+}
+
+fn error_policy(_: Arc<TinySignal>, error: &ReconcileError, _: Arc<Shared>) -> Action {
+    tracing::debug!(%error, "signal reconcile; retrying");
+    Action::requeue(Duration::from_secs(1))
+}

@@ -1,0 +1,193 @@
+//! TinyTracker: while one exists for a flow, every hop of that flow's nodes is
+//! recorded (node, port, time, duration, error, a data preview) and the leader writes
+//! the latest ones to the tracker's status, capped so it never grows without bound.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{
+        Arc, Mutex, RwLock,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use kube::{
+    Api, ResourceExt as _,
+    api::{Patch, PatchParams},
+    runtime::watcher,
+};
+use serde_json::json;
+use tiny_sdk::engine::{HopEvent, HopKind, Observer};
+
+use super::Shared;
+use crate::crd::{TinyTracker, TrackedHop};
+
+/// The most hops a tracker keeps.
+pub const MAX_HOPS: u32 = 500;
+/// Hops kept when the tracker does not say.
+pub const DEFAULT_HOPS: u32 = 100;
+/// Bytes of each hop's input kept as a preview.
+pub const PREVIEW_BYTES: usize = 256;
+
+#[derive(Debug, Default)]
+struct Track {
+    tracker: String,
+    cap: usize,
+    total: u64,
+    hops: VecDeque<TrackedHop>,
+    dirty: bool,
+}
+
+/// Records hops of tracked flows; the engine calls it on every hop.
+#[derive(Debug, Default)]
+pub struct Tracking {
+    any: AtomicBool,
+    /// Flow name -> its track.
+    tracks: RwLock<HashMap<String, Arc<Mutex<Track>>>>,
+    /// Node name -> flow name, from the nodes' `tinysystems.io/flow-name` label.
+    flows: RwLock<HashMap<String, String>>,
+}
+
+impl Tracking {
+    /// Remembers which flow `node` belongs to.
+    pub fn set_flow(&self, node: &str, flow: Option<&str>) {
+        if let Ok(mut f) = self.flows.write() {
+            match flow {
+                Some(flow) => f.insert(node.to_owned(), flow.to_owned()),
+                None => f.remove(node),
+            };
+        }
+    }
+
+    fn start(&self, flow: &str, tracker: &str, cap: u32) {
+        let cap = cap.clamp(1, MAX_HOPS) as usize;
+        if let Ok(mut t) = self.tracks.write() {
+            let track = t.entry(flow.to_owned()).or_default();
+            if let Ok(mut track) = track.lock() {
+                track.tracker = tracker.to_owned();
+                track.cap = cap;
+                while track.hops.len() > cap {
+                    track.hops.pop_front();
+                }
+            }
+            self.any.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn stop(&self, flow: &str) {
+        if let Ok(mut t) = self.tracks.write() {
+            t.remove(flow);
+            self.any.store(!t.is_empty(), Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the tracks with new hops: (tracker name, total, hops).
+    fn drain_dirty(&self) -> Vec<(String, u64, Vec<TrackedHop>)> {
+        let Ok(tracks) = self.tracks.read() else { return Vec::new() };
+        tracks
+            .values()
+            .filter_map(|t| {
+                let mut t = t.lock().ok()?;
+                if !t.dirty {
+                    return None;
+                }
+                t.dirty = false;
+                Some((t.tracker.clone(), t.total, t.hops.iter().cloned().collect()))
+            })
+            .collect()
+    }
+}
+
+impl Observer for Tracking {
+    fn on_hop(&self, event: &HopEvent<'_>) {
+        if !self.any.load(Ordering::Relaxed) || event.kind != HopKind::Delivered {
+            return;
+        }
+        let flow = match self.flows.read() {
+            Ok(f) => match f.get(event.node) {
+                Some(flow) => flow.clone(),
+                None => return,
+            },
+            Err(_) => return,
+        };
+        let track = match self.tracks.read() {
+            Ok(t) => match t.get(&flow) {
+                Some(track) => track.clone(),
+                None => return,
+            },
+            Err(_) => return,
+        };
+        let mut data = event.data.to_string();
+        if data.len() > PREVIEW_BYTES {
+            let mut cut = PREVIEW_BYTES;
+            while !data.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            data.truncate(cut);
+            data.push('…');
+        }
+        let hop = TrackedHop {
+            node: event.node.to_owned(),
+            port: event.port.to_owned(),
+            from: event.from.map(str::to_owned),
+            time: Time(Timestamp::try_from(event.started).unwrap_or_else(|_| Timestamp::now())),
+            duration_us: u64::try_from(event.duration.as_micros()).unwrap_or(u64::MAX),
+            error: event.error.map(ToString::to_string),
+            data,
+        };
+        if let Ok(mut t) = track.lock() {
+            t.total += 1;
+            t.hops.push_back(hop);
+            while t.hops.len() > t.cap {
+                t.hops.pop_front();
+            }
+            t.dirty = true;
+        }
+    }
+}
+
+/// Follows TinyTrackers and, while leading, flushes recorded hops every `every`.
+pub async fn run(shared: Arc<Shared>, tracking: Arc<Tracking>, every: Duration, shutdown: impl Future<Output = ()> + Send) {
+    let api: Api<TinyTracker> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let follow = {
+        let (api, tracking) = (api.clone(), tracking.clone());
+        async move {
+            let mut events = watcher(api, watcher::Config::default()).boxed();
+            loop {
+                match events.try_next().await {
+                    Ok(Some(watcher::Event::Apply(t) | watcher::Event::InitApply(t))) => {
+                        tracking.start(&t.spec.flow_id, &t.name_any(), t.spec.max_hops.unwrap_or(DEFAULT_HOPS));
+                    }
+                    Ok(Some(watcher::Event::Delete(t))) => tracking.stop(&t.spec.flow_id),
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "TinyTracker watch");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        }
+    };
+    let flush = async move {
+        loop {
+            tokio::time::sleep(every).await;
+            if !shared.leadership.is_leader() {
+                continue;
+            }
+            for (tracker, total, hops) in tracking.drain_dirty() {
+                let patch = Patch::Merge(json!({ "status": { "total": total, "hops": hops } }));
+                if let Err(e) = api.patch_status(&tracker, &PatchParams::default(), &patch).await {
+                    tracing::debug!(%tracker, error = %e, "tracker status");
+                }
+            }
+        }
+    };
+    tokio::select! {
+        () = follow => {}
+        () = flush => {}
+        () = shutdown => {}
+    }
+}

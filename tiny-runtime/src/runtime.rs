@@ -1,0 +1,160 @@
+//! Puts a module together: engine, leader election, controllers, probes.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use tiny_sdk::engine::{Engine, Registry};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::ModuleConfig,
+    controller::{self, Discovery, Shared},
+    leader::{self, Leadership},
+    metrics::Metrics,
+};
+
+/// How long a lease lasts: a dead leader is replaced within about this long.
+pub const LEASE_DURATION: Duration = Duration::from_secs(15);
+
+/// A running module.
+#[derive(Debug)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    ready: Arc<AtomicBool>,
+    /// Where probes and metrics are served, if they are.
+    pub probe_addr: Option<SocketAddr>,
+}
+
+/// Options of [`Runtime::start`].
+pub struct Options {
+    /// Who we are.
+    pub config: ModuleConfig,
+    /// Our components.
+    pub registry: Registry,
+    /// Elect a leader (`None`: this replica always leads).
+    pub lease_duration: Option<Duration>,
+    /// Address for `/healthz`, `/readyz` and `/metrics`.
+    pub probe_addr: Option<SocketAddr>,
+    /// Other modules' addresses go here, and cross-module messages through it.
+    pub discovery: Option<Arc<dyn Discovery>>,
+    /// How the engine reaches other modules.
+    pub router: Option<Arc<dyn tiny_sdk::engine::RemoteRouter>>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Starts the module: registers its TinyModule, elects a leader, runs the
+    /// controllers. Returns once everything is started.
+    pub async fn start(client: kube::Client, opts: Options) -> Result<Runtime, crate::Error> {
+        let metrics = Arc::new(Metrics::default());
+        let stop = CancellationToken::new();
+        let mut tasks = Vec::new();
+        let leadership = match opts.lease_duration {
+            Some(d) => {
+                let (l, task) =
+                    leader::elect(client.clone(), &opts.config.namespace, &opts.config.lease_name(), &opts.config.identity, d)
+                        .await
+                        .map_err(|e| crate::Error::Startup(format!("leader election: {e}")))?;
+                tasks.push(task);
+                l
+            }
+            None => Leadership::fixed(true),
+        };
+        let (node_client, cfg) = (client.clone(), opts.config.clone());
+        let mut engine = Engine::builder().module(opts.config.name.clone()).registry(opts.registry).client_factory(Arc::new(
+            move |id: &tiny_sdk::NodeIdentity| -> Arc<dyn tiny_sdk::ResourceManager> {
+                let resources = crate::resources::KubeResources::new(node_client.clone(), cfg.namespace.clone(), id.node_name.clone())
+                    .with_selector(cfg.pod_selector.clone())
+                    .with_ingress(cfg.ingress_class.clone(), cfg.hostname_suffix.clone());
+                Arc::new(resources)
+            },
+        ));
+        if let Some(router) = opts.router {
+            engine = engine.router(router);
+        }
+        let tracking = Arc::new(controller::tracker::Tracking::default());
+        let engine = engine.observer(tracking.clone()).build();
+        let shared = Arc::new(Shared::new(
+            client,
+            opts.config,
+            engine,
+            leadership.clone(),
+            metrics.clone(),
+            opts.discovery,
+            tracking.clone(),
+        ));
+        controller::module::register(&shared)
+            .await
+            .map_err(|e| crate::Error::Startup(format!("registering the TinyModule: {e}")))?;
+        let ready = Arc::new(AtomicBool::new(false));
+        let mut probe_addr = None;
+        if let Some(addr) = opts.probe_addr {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| crate::Error::Startup(format!("binding the probe address {addr}: {e}")))?;
+            probe_addr = listener.local_addr().ok();
+            tasks.push(tokio::spawn(crate::health::serve(listener, ready.clone(), metrics.clone())));
+        }
+        {
+            let (metrics, mut l) = (metrics.clone(), leadership.clone());
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    metrics.leader.store(u64::from(l.is_leader()), Ordering::Relaxed);
+                    l.changed().await;
+                }
+            }));
+        }
+        let cancelled = |t: &CancellationToken| {
+            let t = t.clone();
+            async move { t.cancelled().await }
+        };
+        tasks.push(tokio::spawn(controller::node::run(shared.clone(), cancelled(&stop))));
+        tasks.push(tokio::spawn(controller::signal::run(shared.clone(), cancelled(&stop))));
+        tasks.push(tokio::spawn(controller::module::run(shared.clone(), cancelled(&stop))));
+        tasks.push(tokio::spawn(controller::tracker::run(
+            shared.clone(),
+            tracking,
+            Duration::from_millis(500),
+            cancelled(&stop),
+        )));
+        ready.store(true, Ordering::Relaxed);
+        Ok(Runtime { shared, stop, tasks, ready, probe_addr })
+    }
+
+    /// The flow engine.
+    pub fn engine(&self) -> &Engine {
+        &self.shared.engine
+    }
+
+    /// The counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// Whether this replica leads.
+    pub fn is_leader(&self) -> bool {
+        self.shared.leadership.is_leader()
+    }
+
+    /// Stops the controllers (nodes are not destroyed: another replica runs them).
+    pub async fn stop(self) {
+        self.ready.store(false, Ordering::Relaxed);
+        self.stop.cancel();
+        for t in self.tasks {
+            t.abort();
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! What a TinyNode's status should say, and whether it needs writing.
+
+use std::time::Duration;
+
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
+use tiny_sdk::{Error, engine::NodeReport, flow::RawJson};
+
+use crate::{
+    config::{ModuleConfig, SDK_VERSION},
+    crd::{ComponentStatus, ModuleStatus, PortStatus, TinyNodeStatus},
+};
+
+/// How often an unchanged status is rewritten anyway, as a heartbeat.
+pub const HEARTBEAT: Duration = Duration::from_secs(5 * 60);
+
+/// The status a node should have.
+pub fn node_status(
+    module: &ModuleConfig,
+    report: Option<&NodeReport>,
+    error: Option<&Error>,
+    generation: i64,
+    previous: Option<&TinyNodeStatus>,
+) -> TinyNodeStatus {
+    let mut s = TinyNodeStatus {
+        observed_generation: generation,
+        module: ModuleStatus { name: module.name.clone(), version: module.version.clone(), sdk_version: SDK_VERSION.into() },
+        metadata: previous.map(|p| p.metadata.clone()).unwrap_or_default(),
+        ..TinyNodeStatus::default()
+    };
+    if let Some(r) = report {
+        if let Some(c) = &r.component {
+            s.component = ComponentStatus { description: c.description.clone(), info: c.info.clone(), tags: c.tags.clone() };
+        }
+        s.ports = r
+            .ports
+            .iter()
+            .map(|p| PortStatus {
+                name: p.name.clone(),
+                label: p.label.clone(),
+                position: i32::from(p.position.as_int()),
+                source: p.source,
+                schema: Some(RawJson(p.schema.clone())),
+                configuration: Some(RawJson(p.configuration.clone())),
+            })
+            .collect();
+    }
+    let (ready, reason, message) = match error {
+        None => ("True", "Running", String::new()),
+        Some(e) if e.message().contains("unknown component") => ("False", "UnknownComponent", e.to_string()),
+        Some(e) => ("False", "SpecRejected", e.to_string()),
+    };
+    s.error = error.is_some();
+    s.status = if error.is_some() { message.clone() } else { "OK".into() };
+    let since = previous
+        .and_then(|p| p.conditions.iter().find(|c| c.type_ == "Ready"))
+        .filter(|c| c.status == ready && c.reason == reason && c.message == message)
+        .map_or_else(|| Time(Timestamp::now()), |c| c.last_transition_time.clone());
+    s.conditions = vec![Condition {
+        type_: "Ready".into(),
+        status: ready.into(),
+        reason: reason.into(),
+        message,
+        observed_generation: Some(generation),
+        last_transition_time: since,
+    }];
+    s.last_update_time = previous.and_then(|p| p.last_update_time.clone());
+    s
+}
+
+/// Whether `desired` must be written over `current`: it differs in anything but the
+/// heartbeat, or the heartbeat is older than [`HEARTBEAT`].
+pub fn needs_write(current: Option<&TinyNodeStatus>, desired: &TinyNodeStatus) -> bool {
+    let Some(current) = current else { return true };
+    let mut a = current.clone();
+    a.last_update_time = None;
+    let mut b = desired.clone();
+    b.last_update_time = None;
+    if a != b {
+        return true;
+    }
+    match &current.last_update_time {
+        Some(Time(t)) => {
+            let age = Timestamp::now().duration_since(*t);
+            age.as_secs() >= HEARTBEAT.as_secs() as i64 - 5
+        }
+        None => true,
+    }
+}
