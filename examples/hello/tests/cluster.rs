@@ -221,6 +221,11 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     }
     let ok = signal(&client, "bad", "still-works", "b.examples.hello-1", "input", json!({"name": "Bo"})).await;
     assert_eq!(ok.status.and_then(|s| s.phase), Some("Delivered".into()));
+    // A signal sent the moment its node is created waits for the node to load.
+    bad.create(&PostParams::default(), &mk("b.examples.hello-3", "hello", vec![])).await.expect("created");
+    let early = signal(&client, "bad", "early", "b.examples.hello-3", "input", json!({"name": "Di"})).await;
+    let early = early.status.expect("status");
+    assert_eq!(early.phase.as_deref(), Some("Delivered"), "{:?}", early.error);
     let unknown_port = signal(&client, "bad", "no-port", "b.examples.hello-1", "nope", json!({})).await;
     let st = unknown_port.status.expect("status");
     assert_eq!(st.phase.as_deref(), Some("Failed"));

@@ -50,24 +50,21 @@ enum Owner {
     Nobody(String),
 }
 
-/// Whose node the signal is for.
+/// Whose node the signal is for. A node that exists but is not loaded yet is retried.
 async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
     if shared.engine.has_node(node) {
         return Ok(Owner::Us);
     }
-    if let Some((module, _)) = parse_node_name(node) {
-        if module == shared.config.name {
-            return Ok(Owner::Nobody(format!("module `{module}` has no node `{node}`")));
-        }
-    }
     let nodes: Api<TinyNode> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
     match nodes.get_opt(node).await? {
         Some(n) if super::node::owns(&shared.config.name, &n) => {
-            // Ours but not loaded yet: the node controller will get to it.
             Err(ReconcileError(format!("node `{node}` is not loaded yet")))
         }
         Some(_) => Ok(Owner::Other),
-        None => Ok(Owner::Nobody(format!("there is no node `{node}` in namespace `{}`", shared.config.namespace))),
+        None => Ok(Owner::Nobody(match parse_node_name(node) {
+            Some((module, _)) if module == shared.config.name => format!("module `{module}` has no node `{node}`"),
+            _ => format!("there is no node `{node}` in namespace `{}`", shared.config.namespace),
+        })),
     }
 }
 
