@@ -152,8 +152,6 @@ pub struct Output<T, R = Value> {
     _message: PhantomData<fn() -> (T, R)>,
 }
 
-// Bounds sit on the methods, not the impl, so that a message type that is not a
-// `Message` is reported once, as such, and not again at every call.
 impl<T, R> Output<T, R> {
     /// A handle for the port called `name`; the derive creates these.
     pub const fn new(name: &'static str) -> Self {
@@ -165,25 +163,23 @@ impl<T, R> Output<T, R> {
         self.name
     }
 
+}
+
+// The bound sits on the block: a non-message type then fails once per call, where a
+// bound on each async method would be reported at several spans of the same call.
+impl<T: Message, R: Message> Output<T, R> {
     /// Sends `msg` along every edge leaving this port and waits for the whole
     /// downstream chain. Returns the first non-empty reply, or the first error.
     ///
     /// Return it from a handler to pass the downstream reply up the chain.
-    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<Reply>
-    where
-        T: Message,
-    {
+    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<Reply> {
         let value = serde_json::to_value(&msg)
             .map_err(|e| Error::permanent(format!("port `{}`: message does not serialise: {e}", self.name)))?;
         ctx.emit_value(self.name, value).await
     }
 
     /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.
-    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<R>
-    where
-        T: Message,
-        R: Message,
-    {
+    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<R> {
         self.emit(ctx, msg)
             .await?
             .decode()
