@@ -86,7 +86,8 @@ impl Runtime {
             engine = engine.router(router);
         }
         let tracking = Arc::new(controller::tracker::Tracking::default());
-        let engine = engine.observer(tracking.clone()).build();
+        let counter = crate::metrics::HopCounter { metrics: metrics.clone(), next: tracking.clone() };
+        let engine = engine.observer(Arc::new(counter)).build();
         let shared = Arc::new(Shared::new(
             client,
             opts.config,

@@ -2,95 +2,21 @@
 //! kube-controller-manager from tiny-testenv), through the public surface: custom
 //! resources in, status, Events and signal replies out.
 
-use std::{
-    collections::BTreeMap,
-    io::{BufRead as _, BufReader},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Replica, create_flow, env, eventually, ready, signal, start_module};
 
 use k8s_openapi::api::events::v1::Event;
 use kube::{
-    Api, Client, ResourceExt as _,
+    Api, ResourceExt as _,
     api::{ListParams, Patch, PatchParams, PostParams},
 };
-use serde_json::{Value, json};
-use tiny_example_hello::{GREET_FLOW, registry};
-use tiny_runtime::{
-    config::ModuleConfig,
-    crd::{TinyNode, TinyNodeSpec, TinySignal, TinySignalSpec, TinyTracker, TinyTrackerSpec},
-    runtime::{Options, Runtime},
-};
-use tiny_sdk::flow::{Flow, PortConfig, RawJson};
-use tiny_testenv::TestEnv;
-
-const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
-
-async fn env() -> TestEnv {
-    TestEnv::builder().crds_dir(CRDS).start().await.expect("the control plane starts")
-}
-
-async fn start_module(client: &Client, namespace: &str) -> Runtime {
-    Runtime::start(
-        client.clone(),
-        Options {
-            config: ModuleConfig::new("examples", "0.1.0", namespace, "test-0"),
-            registry: registry(),
-            lease_duration: None,
-            probe_addr: None,
-            discovery: None,
-            router: None,
-        },
-    )
-    .await
-    .expect("the module starts")
-}
-
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-async fn create_flow(client: &Client, ns: &str, yaml: &str) -> Flow {
-    let flow = Flow::from_yaml(yaml).expect("flow YAML");
-    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    for n in &flow.nodes {
-        let mut node = TinyNode::new(&n.name, n.spec.clone().into());
-        node.metadata.labels = Some(n.labels.clone());
-        nodes.create(&PostParams::default(), &node).await.expect("node created");
-    }
-    flow
-}
-
-async fn signal(client: &Client, ns: &str, name: &str, node: &str, port: &str, data: Value) -> TinySignal {
-    let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
-    let spec = TinySignalSpec { node: node.into(), port: port.into(), data: Some(RawJson(data)), ..Default::default() };
-    signals.create(&PostParams::default(), &TinySignal::new(name, spec)).await.expect("signal created");
-    eventually(&format!("signal {name} to finish"), Duration::from_secs(60), || {
-        let signals = signals.clone();
-        async move {
-            let s = signals.get(name).await.ok()?;
-            let phase = s.status.as_ref()?.phase.clone()?;
-            (phase == "Delivered" || phase == "Failed").then_some(s)
-        }
-    })
-    .await
-}
-
-fn ready(node: &TinyNode) -> Option<bool> {
-    let c = node.status.as_ref()?.conditions.iter().find(|c| c.type_ == "Ready")?;
-    Some(c.status == "True")
-}
+use serde_json::json;
+use tiny_example_hello::GREET_FLOW;
+use tiny_runtime::crd::{TinyNode, TinyNodeSpec, TinyTracker, TinyTrackerSpec};
+use tiny_sdk::flow::{PortConfig, RawJson};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
@@ -236,62 +162,6 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
 
     module.stop().await;
     bad_module.stop().await;
-}
-
-/// A `hello-module run` process; its stdout says where its metrics are.
-struct Replica {
-    child: Child,
-    metrics: String,
-    identity: String,
-}
-
-impl Replica {
-    fn start(env: &TestEnv, namespace: &str, identity: &str) -> Replica {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hello-module"))
-            .args(["run", "--name", "examples", "--version", "0.1.0", "--namespace", namespace, "--lease-seconds", "4"])
-            .args(["--grpc-server-bind-address", "127.0.0.1:0", "--identity", identity])
-            .env("KUBECONFIG", env.kubeconfig_path())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("hello-module starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let addr = line.trim().strip_prefix("probe-addr ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_owned();
-        Replica { child, metrics: addr, identity: identity.into() }
-    }
-
-    async fn metric(&self, name: &str) -> Option<u64> {
-        let body = tokio::task::spawn_blocking({
-            let addr = self.metrics.clone();
-            move || {
-                use std::io::{Read as _, Write as _};
-                let mut s = std::net::TcpStream::connect(&addr).ok()?;
-                s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
-                let mut out = String::new();
-                s.read_to_string(&mut out).ok()?;
-                Some(out)
-            }
-        })
-        .await
-        .ok()??;
-        let values: BTreeMap<&str, u64> = body
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| l.split_once(' '))
-            .filter_map(|(k, v)| Some((k, v.trim().parse().ok()?)))
-            .collect();
-        values.get(name).copied()
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

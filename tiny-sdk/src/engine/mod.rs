@@ -25,7 +25,7 @@ pub mod scheduler;
 pub use observe::{HopEvent, HopKind, Observer};
 pub use registry::Registry;
 pub use retry::Backoff;
-pub use scheduler::{ClientFactory, Engine, EngineBuilder, NodeReport, PortReport, RemoteRouter, Source};
+pub use scheduler::{ClientFactory, Engine, EngineBuilder, NODE_WAIT, NodeReport, PortReport, RemoteRouter, Source};
 
 /// The cycle guard: a message that has made this many hops is refused (the Go SDK's
 /// `MaxMessageDepth`).

@@ -93,7 +93,12 @@ pub(crate) struct Inner {
     router: Option<Arc<dyn RemoteRouter>>,
     pub observer: Option<Arc<dyn Observer>>,
     client: Option<ClientFactory>,
+    node_wait: std::time::Duration,
 }
+
+/// How long a message for a node of this module waits for the node to load (the Go
+/// SDK's 30 s): a module that just started gets messages before it read its nodes.
+pub const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The flow engine of one module.
 ///
@@ -128,6 +133,7 @@ pub struct EngineBuilder {
     router: Option<Arc<dyn RemoteRouter>>,
     observer: Option<Arc<dyn Observer>>,
     client: Option<ClientFactory>,
+    node_wait: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -186,6 +192,14 @@ impl EngineBuilder {
         self
     }
 
+    /// How long a message for a not-yet-loaded node of this module waits for it
+    /// (default [`NODE_WAIT`]).
+    #[must_use]
+    pub fn node_wait(mut self, wait: std::time::Duration) -> Self {
+        self.node_wait = Some(wait);
+        self
+    }
+
     /// The module name.
     pub fn module_name(&self) -> &str {
         &self.module
@@ -201,6 +215,7 @@ impl EngineBuilder {
                 router: self.router,
                 observer: self.observer,
                 client: self.client,
+                node_wait: self.node_wait.unwrap_or(NODE_WAIT),
             }),
         }
     }
@@ -357,12 +372,36 @@ impl Inner {
         self.nodes_read().get(name).and_then(|s| s.runner.clone())
     }
 
+    fn lookup(&self, node: &str) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+        self.nodes_read().get(node).map(|slot| (slot.runner.clone(), slot.error.clone()))
+    }
+
+    /// Waits (bounded, with backoff) for a node of this module that is not loaded yet.
+    async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+        let deadline = tokio::time::Instant::now() + self.node_wait;
+        let mut pause = std::time::Duration::from_millis(20);
+        while tokio::time::Instant::now() < deadline {
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = hop.cancel.cancelled() => return None,
+            }
+            if let Some(found) = self.lookup(node) {
+                return Some(found);
+            }
+            pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        }
+        None
+    }
+
     /// Delivers to a local node, or hands the message to the remote router.
     pub(crate) async fn deliver(&self, node: &str, port: &str, source: Source<'_>, data: Arc<Value>, hop: Hop) -> Result<Reply> {
-        let (runner, failure) = match self.nodes_read().get(node) {
-            Some(slot) => (slot.runner.clone(), slot.error.clone()),
-            None => (None, None),
+        let ours = parse_node_name(node).is_some_and(|(m, _)| !self.module.is_empty() && m == self.module);
+        let found = match self.lookup(node) {
+            Some(found) => Some(found),
+            None if ours => self.wait_for(node, &hop).await,
+            None => None,
         };
+        let (runner, failure) = found.unwrap_or((None, None));
         if let Some(runner) = runner {
             return runner
                 .deliver(port, &source, &data, hop, self.observer.as_deref())
@@ -377,6 +416,11 @@ impl Inner {
                 let to = PortAddress { node: node.to_owned(), port: port.to_owned() };
                 router.route(module, &to, source, data, hop).await
             }
+            _ if ours => Err(Error::transient(format!(
+                "module `{}` has no node `{node}` (message for port `{port}`; waited {} s for it to load)",
+                self.module,
+                self.node_wait.as_secs()
+            ))),
             _ => Err(Error::permanent(format!("no node `{node}` in this flow (message for port `{port}`)"))),
         }
     }

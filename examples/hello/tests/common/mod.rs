@@ -1,0 +1,156 @@
+//! Helpers shared by the tests that run the hello module on a real control plane.
+#![allow(dead_code)]
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead as _, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use kube::{
+    Api, Client,
+    api::PostParams,
+};
+use serde_json::Value;
+use tiny_example_hello::registry;
+use tiny_runtime::{
+    config::ModuleConfig,
+    crd::{TinyNode, TinySignal, TinySignalSpec},
+    runtime::{Options, Runtime},
+};
+use tiny_sdk::flow::{Flow, RawJson};
+use tiny_testenv::TestEnv;
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
+
+pub async fn env() -> TestEnv {
+    TestEnv::builder().crds_dir(CRDS).start().await.expect("the control plane starts")
+}
+
+pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
+    Runtime::start(
+        client.clone(),
+        Options {
+            config: ModuleConfig::new("examples", "0.1.0", namespace, "test-0"),
+            registry: registry(),
+            lease_duration: None,
+            probe_addr: None,
+            discovery: None,
+            router: None,
+        },
+    )
+    .await
+    .expect("the module starts")
+}
+
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+pub async fn create_flow(client: &Client, ns: &str, yaml: &str) -> Flow {
+    let flow = Flow::from_yaml(yaml).expect("flow YAML");
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    for n in &flow.nodes {
+        let mut node = TinyNode::new(&n.name, n.spec.clone().into());
+        node.metadata.labels = Some(n.labels.clone());
+        nodes.create(&PostParams::default(), &node).await.expect("node created");
+    }
+    flow
+}
+
+pub async fn signal(client: &Client, ns: &str, name: &str, node: &str, port: &str, data: Value) -> TinySignal {
+    let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
+    let spec = TinySignalSpec { node: node.into(), port: port.into(), data: Some(RawJson(data)), ..Default::default() };
+    signals.create(&PostParams::default(), &TinySignal::new(name, spec)).await.expect("signal created");
+    eventually(&format!("signal {name} to finish"), Duration::from_secs(60), || {
+        let signals = signals.clone();
+        async move {
+            let s = signals.get(name).await.ok()?;
+            let phase = s.status.as_ref()?.phase.clone()?;
+            (phase == "Delivered" || phase == "Failed").then_some(s)
+        }
+    })
+    .await
+}
+
+pub fn ready(node: &TinyNode) -> Option<bool> {
+    let c = node.status.as_ref()?.conditions.iter().find(|c| c.type_ == "Ready")?;
+    Some(c.status == "True")
+}
+
+/// A `hello-module run` process; its stdout says where its metrics are.
+pub struct Replica {
+    child: Child,
+    metrics: String,
+    /// The `--identity` it runs with.
+    pub identity: String,
+}
+
+impl Replica {
+    pub fn start(env: &TestEnv, namespace: &str, identity: &str) -> Replica {
+        Replica::start_as(env, namespace, identity, "examples", &[])
+    }
+
+    /// Runs module `module` with extra arguments.
+    pub fn start_as(env: &TestEnv, namespace: &str, identity: &str, module: &str, extra: &[&str]) -> Replica {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+            .args(["run", "--name", module, "--version", "0.1.0", "--namespace", namespace, "--lease-seconds", "4"])
+            .args(["--identity", identity])
+            .args(if extra.is_empty() { &["--grpc-server-bind-address", "127.0.0.1:0"][..] } else { extra })
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("hello-module starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let addr = line.trim().strip_prefix("probe-addr ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_owned();
+        Replica { child, metrics: addr, identity: identity.into() }
+    }
+
+    /// A counter or gauge from its `/metrics`.
+    pub async fn metric(&self, name: &str) -> Option<u64> {
+        let body = tokio::task::spawn_blocking({
+            let addr = self.metrics.clone();
+            move || {
+                use std::io::{Read as _, Write as _};
+                let mut s = std::net::TcpStream::connect(&addr).ok()?;
+                s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
+                let mut out = String::new();
+                s.read_to_string(&mut out).ok()?;
+                Some(out)
+            }
+        })
+        .await
+        .ok()??;
+        let values: BTreeMap<&str, u64> = body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split_once(' '))
+            .filter_map(|(k, v)| Some((k, v.trim().parse().ok()?)))
+            .collect();
+        values.get(name).copied()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+

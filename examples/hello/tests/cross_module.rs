@@ -1,0 +1,157 @@
+//! Two modules in separate processes on a real control plane: they find each other
+//! through their TinyModules and carry a flow across over gRPC.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Replica, create_flow, env, eventually, ready, signal};
+use kube::Api;
+use serde_json::json;
+use tiny_runtime::crd::{TinyModule, TinyNode};
+
+/// alpha.hello -> beta.shout -> alpha.respond, and edges to failure cases.
+const FLOW: &str = r#"
+kind: TinyNode
+metadata: { name: x.alpha.hello-1, labels: { tinysystems.io/flow-name: x } }
+spec:
+  module: alpha
+  component: hello
+  edges:
+    - id: to-beta
+      port: greeting
+      to: "x.beta.shout-1:input"
+      flowID: x
+      retryPolicy: { maxAttempts: 40, initialDelayMs: 250, backoffCoefficient: "1.0" }
+---
+kind: TinyNode
+metadata: { name: x.beta.shout-1, labels: { tinysystems.io/flow-name: x } }
+spec:
+  module: beta
+  component: shout
+  ports:
+    - from: "x.alpha.hello-1:greeting"
+      port: input
+      configuration: { context: "{{$.context}}", text: "{{$.greeting}}" }
+  edges:
+    - { id: back, port: out, to: "x.alpha.respond-1:response", flowID: x }
+---
+kind: TinyNode
+metadata: { name: x.alpha.respond-1, labels: { tinysystems.io/flow-name: x } }
+spec:
+  module: alpha
+  component: respond
+  ports:
+    - from: "x.beta.shout-1:out"
+      port: response
+      configuration: { answer: "{{$.text}}" }
+---
+kind: TinyNode
+metadata: { name: x.alpha.shout-2 }
+spec:
+  module: alpha
+  component: shout
+  edges:
+    - id: to-beta-strict
+      port: out
+      to: "x.beta.shout-3:input"
+      flowID: x
+      retryPolicy: { maxAttempts: 5, initialDelayMs: 100 }
+---
+kind: TinyNode
+metadata: { name: x.beta.shout-3 }
+spec:
+  module: beta
+  component: shout
+  ports:
+    - from: "x.alpha.shout-2:out"
+      port: input
+      configuration: { text: "{{$.context.shape ?? $.text}}" }
+---
+kind: TinyNode
+metadata: { name: x.alpha.shout-4 }
+spec:
+  module: alpha
+  component: shout
+  edges:
+    - id: to-nowhere
+      port: out
+      to: "x.gamma.shout-1:input"
+      flowID: x
+      retryPolicy: { maxAttempts: 2, initialDelayMs: 10 }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
+    let env = env().await;
+    let client = env.client();
+    env.create_namespace("x").await.expect("namespace");
+    let beta_port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        l.local_addr().expect("addr").port()
+    };
+    let beta_addr = format!("127.0.0.1:{beta_port}");
+    let _alpha = Replica::start_as(&env, "x", "alpha-0", "alpha", &[]);
+    let mut beta = Some(Replica::start_as(&env, "x", "beta-0", "beta", &["--grpc-server-bind-address", &beta_addr]));
+    let flow = create_flow(&client, "x", FLOW).await;
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "x");
+    for n in &flow.nodes {
+        eventually(&format!("{} to be Ready", n.name), Duration::from_secs(60), || {
+            let nodes = nodes.clone();
+            async move { nodes.get(&n.name).await.ok().filter(|n| ready(n) == Some(true)) }
+        })
+        .await;
+    }
+    let modules: Api<TinyModule> = Api::namespaced(client.clone(), "x");
+    let announced = eventually("beta to announce its address", Duration::from_secs(30), || {
+        let modules = modules.clone();
+        async move { modules.get("beta").await.ok()?.status.filter(|s| !s.addr.is_empty()) }
+    })
+    .await;
+    assert_eq!(announced.addr, beta_addr);
+    assert!(announced.components.iter().any(|c| c.name == "shout" && !c.ports.is_empty()));
+
+    // A -> B -> A, request/response: the reply of alpha's respond node comes back
+    // through beta to the signal.
+    let s = signal(&client, "x", "round-trip", "x.alpha.hello-1", "input", json!({"name": "Ada"})).await;
+    let st = s.status.expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, ADA!"})));
+
+    // A permanent error at B (the input does not decode) is not retried by A, though
+    // the edge allows 5 attempts.
+    let b = beta.as_ref().expect("beta runs");
+    let errors_before = b.metric("tiny_hop_errors_total").await.unwrap_or(0);
+    let s = signal(&client, "x", "permanent", "x.alpha.shout-2", "input", json!({"text": "Bo", "context": {"shape": [1]}})).await;
+    let st = s.status.expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Failed"));
+    let err = st.error.unwrap_or_default();
+    assert!(err.contains("field `text` does not decode"), "{err}");
+    assert!(err.contains("x.beta.shout-3"), "the error names the node that raised it: {err}");
+    tokio::time::sleep(Duration::from_secs(1)).await; // past A's retry delay
+    assert_eq!(b.metric("tiny_hop_errors_total").await, Some(errors_before + 1), "one attempt, no retry");
+
+    // B stops: A's sends fail as unreachable and are retried per the edge policy; B
+    // comes back on the same address and the retry succeeds.
+    drop(beta.take());
+    let stopped = Instant::now();
+    let signals = tokio::spawn({
+        let client = client.clone();
+        async move { signal(&client, "x", "while-down", "x.alpha.hello-1", "input", json!({"name": "Cy"})).await }
+    });
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let back = Replica::start_as(&env, "x", "beta-1", "beta", &["--grpc-server-bind-address", &beta_addr]);
+    let s = signals.await.expect("signal task");
+    let st = s.status.expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, CY!"})));
+    assert!(stopped.elapsed() < Duration::from_secs(40));
+    assert!(back.metric("tiny_hops_total").await.unwrap_or(0) >= 1, "the restarted beta handled it");
+
+    // A message for a module that no TinyModule announces.
+    let s = signal(&client, "x", "nowhere", "x.alpha.shout-4", "input", json!({"text": "Di"})).await;
+    let st = s.status.expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Failed"));
+    let err = st.error.unwrap_or_default();
+    assert!(err.contains("no TinyModule announces module `gamma`"), "{err}");
+}

@@ -1,0 +1,399 @@
+//! One cross-module hop through tiny beside a bare tonic echo service.
+//!
+//! - tiny: a signal into node `f.a.ask-1` of engine `a`, which emits along an edge to
+//!   node `f.b.answer-1` of engine `b`; that hop crosses gRPC (pool -> server) and `b`
+//!   answers with the message, which comes back as the reply of the send.
+//! - echo: the same proto on a tonic server whose handler returns the payload, called
+//!   by the generated client over the same kind of channel.
+//!
+//! Same payload (a ~200-byte JSON object), same process and runtime, loopback TCP.
+//! Prints p50/p99 latency with one message in flight, throughput with 64 in flight,
+//! and the ratios tiny/echo (goals: p50 ratio <= 1.3, throughput ratio >= 0.8); then
+//! where tiny's time goes: the message sent to `b`'s node by `a`'s router (no node in
+//! `a`), by the pool alone (no engine in `a`), and the same two nodes in one engine.
+//!
+//! `cargo bench -p tiny-runtime --bench hop`. `HOP_SCALE=0.2` for a quicker run;
+//! `HOP_ONLY=echo|tiny|route|pool|local` runs one side alone (for a profiler).
+
+use std::{
+    net::SocketAddr,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use tiny_runtime::grpc::{
+    Pool, PoolOptions, ServerOptions,
+    proto::{
+        MessageRequest, MessageResponse,
+        module_service_client::ModuleServiceClient,
+        module_service_server::{ModuleService, ModuleServiceServer},
+    },
+    spawn,
+};
+use tiny_sdk::{engine::Engine, flow::FlowBuilder, prelude::*};
+use tonic::{Request, Response, Status, transport::Channel};
+
+/// Passes its input on and answers with the downstream reply.
+#[derive(Debug, Component, Default)]
+#[component(name = "relay")]
+struct Relay {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Relay {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// Answers with its input.
+#[derive(Debug, Component, Default)]
+#[component(name = "answer")]
+struct Answer {
+    input: Input<Value>,
+}
+
+impl Answer {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
+        Reply::value(msg)
+    }
+}
+
+/// The bare service: answers with the payload.
+struct Echo;
+
+#[tonic::async_trait]
+impl ModuleService for Echo {
+    async fn message(
+        &self,
+        request: Request<MessageRequest>,
+    ) -> Result<Response<MessageResponse>, Status> {
+        Ok(Response::new(MessageResponse {
+            data: request.into_inner().payload,
+        }))
+    }
+}
+
+fn payload() -> Value {
+    json!({
+        "context": {"requestId": "6f1c2a9e-4b7d-4c1e-9a43-2d8f5e7b1c30", "attempt": 1},
+        "user": {"id": 48213, "name": "Ada Lovelace", "email": "ada@example.com"},
+        "items": [{"sku": "A-100", "qty": 2}, {"sku": "B-220", "qty": 1}],
+        "note": "deliver after 5pm"
+    })
+}
+
+/// Something that can carry one message and wait for its answer.
+trait Target: Clone + Send + Sync + 'static {
+    fn call(&self) -> impl Future<Output = ()> + Send;
+}
+
+#[derive(Clone)]
+struct Tiny {
+    engine: Engine,
+    to: &'static str,
+    payload: Value,
+}
+
+impl Target for Tiny {
+    async fn call(&self) {
+        let reply = self.engine.send(self.to, self.payload.clone()).await;
+        assert!(reply.is_ok_and(|r| !r.is_empty()), "tiny hop failed");
+    }
+}
+
+/// The pool alone (no engine on the sending side): where the time goes.
+#[derive(Clone)]
+struct PoolOnly {
+    pool: Arc<Pool>,
+    to: tiny_sdk::flow::PortAddress,
+    payload: Value,
+}
+
+impl Target for PoolOnly {
+    async fn call(&self) {
+        let source = tiny_sdk::engine::Source::Edge {
+            from: "f.a.ask-1:out",
+            edge_id: "e1",
+        };
+        let reply = self
+            .pool
+            .send(
+                "b",
+                &self.to,
+                source,
+                &self.payload,
+                tiny_sdk::Hop::default(),
+            )
+            .await;
+        assert!(reply.is_ok_and(|r| !r.is_empty()), "pool hop failed");
+    }
+}
+
+#[derive(Clone)]
+struct Bare {
+    client: ModuleServiceClient<Channel>,
+    payload: Arc<Vec<u8>>,
+}
+
+impl Target for Bare {
+    async fn call(&self) {
+        let request = MessageRequest {
+            id: String::new(),
+            from: "f.a.ask-1:out".into(),
+            to: "f.b.answer-1:input".into(),
+            payload: self.payload.as_ref().clone(),
+            edge_id: "e1".into(),
+        };
+        let response = self.client.clone().message(request).await;
+        assert!(
+            response.is_ok_and(|r| !r.into_inner().data.is_empty()),
+            "echo failed"
+        );
+    }
+}
+
+struct Figures {
+    p50: Duration,
+    p99: Duration,
+    throughput: f64,
+}
+
+async fn measure<T: Target>(
+    target: T,
+    sequential: usize,
+    in_flight: usize,
+    total: usize,
+) -> Figures {
+    for _ in 0..sequential / 10 {
+        target.call().await;
+    }
+    let mut samples = Vec::with_capacity(sequential);
+    for _ in 0..sequential {
+        let t = Instant::now();
+        target.call().await;
+        samples.push(t.elapsed());
+    }
+    samples.sort_unstable();
+    let pct = |p: f64| samples[((samples.len() as f64 * p) as usize).min(samples.len() - 1)];
+    let (p50, p99) = (pct(0.50), pct(0.99));
+
+    let per_task = total / in_flight;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..in_flight)
+        .map(|_| {
+            let target = target.clone();
+            tokio::spawn(async move {
+                for _ in 0..per_task {
+                    target.call().await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("worker");
+    }
+    let throughput = (per_task * in_flight) as f64 / started.elapsed().as_secs_f64();
+    Figures {
+        p50,
+        p99,
+        throughput,
+    }
+}
+
+async fn tiny(addr: SocketAddr) -> (Tiny, PoolOnly, tiny_runtime::grpc::ServerHandle) {
+    let (pool_a, pool_b) = (
+        Arc::new(Pool::new(PoolOptions::default())),
+        Arc::new(Pool::new(PoolOptions::default())),
+    );
+    let engine = |module: &str, pool: Arc<Pool>| {
+        Engine::builder()
+            .module(module)
+            .register::<Relay>()
+            .register::<Answer>()
+            .router(pool)
+            .build()
+    };
+    let (a, b) = (engine("a", pool_a.clone()), engine("b", pool_b));
+    let flow = FlowBuilder::new()
+        .module("a")
+        .node("f.a.ask-1", "relay")
+        .module("b")
+        .node("f.b.answer-1", "answer")
+        .edge("f.a.ask-1:out", "f.b.answer-1:input", json!("{{$}}"))
+        .build();
+    for node in flow.nodes {
+        let target = if node.spec.module == "a" { &a } else { &b };
+        target.apply(node).await.expect("node loads");
+    }
+    let server = spawn(b, addr, ServerOptions::default())
+        .await
+        .expect("binds");
+    pool_a
+        .register("b", &server.addr().to_string())
+        .expect("address");
+    let to = tiny_sdk::flow::PortAddress::parse("f.b.answer-1:input").expect("address");
+    (
+        Tiny {
+            engine: a,
+            to: "f.a.ask-1:input",
+            payload: payload(),
+        },
+        PoolOnly {
+            pool: pool_a,
+            to,
+            payload: payload(),
+        },
+        server,
+    )
+}
+
+/// The same two nodes in one engine: the hop without gRPC.
+async fn local() -> Tiny {
+    let engine = Engine::builder()
+        .module("a")
+        .register::<Relay>()
+        .register::<Answer>()
+        .build();
+    let flow = FlowBuilder::new()
+        .module("a")
+        .node("f.a.ask-1", "relay")
+        .node("f.a.answer-1", "answer")
+        .edge("f.a.ask-1:out", "f.a.answer-1:input", json!("{{$}}"))
+        .build();
+    for node in flow.nodes {
+        engine.apply(node).await.expect("node loads");
+    }
+    Tiny {
+        engine,
+        to: "f.a.ask-1:input",
+        payload: payload(),
+    }
+}
+
+async fn bare(addr: SocketAddr) -> (Bare, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind(addr).await.expect("binds");
+    let addr = listener.local_addr().expect("address");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let server = tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(ModuleServiceServer::new(Echo))
+            .serve_with_incoming(incoming)
+            .await;
+    });
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("uri")
+        .tcp_nodelay(true)
+        .connect_lazy();
+    let bytes = serde_json::to_vec(&payload()).expect("json");
+    (
+        Bare {
+            client: ModuleServiceClient::new(channel),
+            payload: Arc::new(bytes),
+        },
+        server,
+    )
+}
+
+fn main() {
+    let scale: f64 = std::env::var("HOP_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1.0);
+    let only = std::env::var("HOP_ONLY").ok();
+    let sequential = ((5000.0 * scale) as usize).max(100);
+    let total = ((40_000.0 * scale) as usize).max(640);
+    let in_flight = 64;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let any: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let (echo, echo_server) = bare(any).await;
+        let (tiny, pool, tiny_server) = tiny(any).await;
+        // The message for `b`'s node handed to `a`'s engine as a signal: routed, no node in `a`.
+        let route = Tiny {
+            to: "f.b.answer-1:input",
+            ..tiny.clone()
+        };
+        let local = local().await;
+        let run = async |target: &str| match target {
+            "tiny" => measure(tiny.clone(), sequential, in_flight, total).await,
+            "route" => measure(route.clone(), sequential, in_flight, total).await,
+            "pool" => measure(pool.clone(), sequential, in_flight, total).await,
+            "local" => measure(local.clone(), sequential, in_flight, total).await,
+            _ => measure(echo.clone(), sequential, in_flight, total).await,
+        };
+        if let Some(only) = only {
+            row(&only, &run(&only).await);
+            return;
+        }
+        println!(
+            "payload: {} bytes of JSON; {sequential} calls one at a time, then {total} with {in_flight} in flight; 2 worker threads",
+            serde_json::to_vec(&payload()).map(|v| v.len()).unwrap_or(0)
+        );
+        // Alternating rounds, best of each: neither side alone pays for a noisy moment.
+        let (mut echo_runs, mut tiny_runs) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            echo_runs.push(run("echo").await);
+            tiny_runs.push(run("tiny").await);
+        }
+        let (echo_f, tiny_f) = (best(echo_runs), best(tiny_runs));
+        let mut parts = Vec::new();
+        for target in ["route", "pool", "local"] {
+            parts.push(best(vec![run(target).await, run(target).await]));
+        }
+        println!("\n{:<40} {:>10} {:>10} {:>12}", "", "p50", "p99", "msgs/s @64");
+        row("echo (bare tonic)", &echo_f);
+        row("tiny (node in a -> edge -> node in b)", &tiny_f);
+        let p50_ratio = micros(tiny_f.p50) / micros(echo_f.p50);
+        let p99_ratio = micros(tiny_f.p99) / micros(echo_f.p99);
+        let tput_ratio = tiny_f.throughput / echo_f.throughput;
+        println!();
+        println!("p50 tiny/echo          {p50_ratio:.2}  (goal <= 1.30: {})", verdict(p50_ratio <= 1.3));
+        println!("p99 tiny/echo          {p99_ratio:.2}");
+        println!("throughput tiny/echo   {tput_ratio:.2}  (goal >= 0.80: {})", verdict(tput_ratio >= 0.8));
+        println!("\nwhere the time goes:");
+        row("  a's router -> b (no node in a)", &parts[0]);
+        row("  pool -> b (no engine in a)", &parts[1]);
+        row("  the two nodes in one engine (no gRPC)", &parts[2]);
+        let _ = tiny_server.stop().await;
+        echo_server.abort();
+    });
+}
+
+/// The best of several runs of one side.
+fn best(runs: Vec<Figures>) -> Figures {
+    runs.into_iter()
+        .reduce(|a, b| Figures {
+            p50: a.p50.min(b.p50),
+            p99: a.p99.min(b.p99),
+            throughput: a.throughput.max(b.throughput),
+        })
+        .unwrap_or(Figures {
+            p50: Duration::ZERO,
+            p99: Duration::ZERO,
+            throughput: 0.0,
+        })
+}
+
+fn row(name: &str, f: &Figures) {
+    println!(
+        "{name:<40} {:>8.1}µs {:>8.1}µs {:>12.0}",
+        micros(f.p50),
+        micros(f.p99),
+        f.throughput
+    );
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}

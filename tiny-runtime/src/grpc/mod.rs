@@ -1,0 +1,25 @@
+//! gRPC between modules, wire compatible with the Go SDK.
+//!
+//! A message for a node of another module leaves the engine through the [`Pool`]
+//! (its [`RemoteRouter`](tiny_sdk::engine::RemoteRouter)) as a unary
+//! `module.ModuleService/Message` call, and enters the other module's engine through
+//! its [`server`]. The proto is the Go SDK's, field for field, so Go and tiny modules
+//! call each other; on top of it, tiny keeps an error's kind and code across the wire
+//! (see [`wire`]), so the sender's edge retry policy applies to cross-module hops.
+//!
+//! - [`proto`]: the generated messages, client and server.
+//! - [`wire`]: payloads, replies, hop depth, size limit, errors as statuses.
+//! - [`server`]: the service over an [`Engine`](tiny_sdk::engine::Engine), plus health.
+//! - [`pool`]: connections to other modules, by module name.
+//! - [`endpoint`]: [`Grpc`], the bound listener and the pool, as the binary uses them.
+
+pub mod endpoint;
+pub mod pool;
+pub mod proto;
+pub mod server;
+pub mod wire;
+
+pub use endpoint::Grpc;
+pub use pool::{Pool, PoolOptions};
+pub use server::{ServerHandle, ServerOptions, serve, spawn};
+pub use wire::DEFAULT_MAX_MESSAGE_SIZE;

@@ -1,0 +1,373 @@
+//! The client side: one gRPC channel per address, chosen by module name, carrying
+//! the engine's messages for nodes of other modules ([`RemoteRouter`]).
+
+use std::{
+    collections::HashMap,
+    fmt,
+    sync::{Arc, RwLock},
+    time::Duration,
+};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tiny_sdk::{
+    Error, Hop, Reply, Result,
+    engine::{RemoteRouter, Source},
+    flow::PortAddress,
+};
+use tonic::{
+    Request,
+    transport::{Channel, Endpoint},
+};
+
+use super::{
+    proto::{MessageRequest, module_service_client::ModuleServiceClient},
+    wire,
+};
+
+/// How the pool connects and sends.
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// How long one hop may take, the whole downstream chain included, unless the
+    /// edge's retry policy sets a shorter per-attempt timeout. Default 30 s (the Go
+    /// SDK waits 5 min; a hop that long is better modelled as a durable one). Past it
+    /// the hop fails with a transient error and the remote handler is cancelled.
+    pub timeout: Duration,
+    /// How long connecting may take. Default 5 s.
+    pub connect_timeout: Duration,
+    /// The largest message sent or reply taken, encoded (default
+    /// [`wire::DEFAULT_MAX_MESSAGE_SIZE`], 4 MiB). A bigger message fails before it
+    /// is sent, with a permanent error that names the limit and the size.
+    pub max_message_size: usize,
+    /// HTTP/2 ping interval, also while idle (default 10 s, as the Go client).
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is dropped (default 3 s).
+    pub keepalive_timeout: Duration,
+    /// Connect as soon as a module is registered, so that its first message does not
+    /// pay for the connection (the Go client does). Default on.
+    pub prewarm: bool,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            max_message_size: wire::DEFAULT_MAX_MESSAGE_SIZE,
+            keepalive_interval: Duration::from_secs(10),
+            keepalive_timeout: Duration::from_secs(3),
+            prewarm: true,
+        }
+    }
+}
+
+/// One address and its channel (tonic channels reconnect by themselves).
+#[derive(Clone)]
+struct Peer {
+    addr: Arc<str>,
+    channel: Channel,
+}
+
+#[derive(Default)]
+struct State {
+    /// Module name -> its address.
+    modules: HashMap<String, Arc<str>>,
+    /// Address -> channel, shared by the modules at that address.
+    channels: HashMap<Arc<str>, Channel>,
+}
+
+/// gRPC connections to other modules, keyed by module name.
+///
+/// The runtime registers every other module's TinyModule address; the engine sends
+/// messages for their nodes through [`RemoteRouter::route`]. Errors come back with
+/// the remote error's kind and code, so the sender's edge retry policy applies to
+/// cross-module hops as to local ones.
+pub struct Pool {
+    opts: PoolOptions,
+    state: RwLock<State>,
+}
+
+impl fmt::Debug for Pool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.read();
+        f.debug_struct("Pool")
+            .field("modules", &state.modules)
+            .field("opts", &self.opts)
+            .finish()
+    }
+}
+
+impl Default for Pool {
+    fn default() -> Self {
+        Self::new(PoolOptions::default())
+    }
+}
+
+impl Pool {
+    /// An empty pool.
+    pub fn new(opts: PoolOptions) -> Self {
+        Self {
+            opts,
+            state: RwLock::new(State::default()),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &PoolOptions {
+        &self.opts
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `module` is served at `addr` (`host:port`, or a `http://` URI). Modules at the
+    /// same address share one connection; registering a module again with another
+    /// address moves it (and drops the old connection if nothing else uses it).
+    pub fn register(&self, module: &str, addr: &str) -> Result<()> {
+        let addr = addr.trim();
+        let mut state = self.write();
+        if state.modules.get(module).is_some_and(|a| **a == *addr) {
+            return Ok(());
+        }
+        let (addr, fresh) = match state.channels.get_key_value(addr) {
+            Some((key, _)) => (key.clone(), None),
+            None => {
+                let channel = self.endpoint(addr)?.connect_lazy();
+                let key: Arc<str> = addr.into();
+                state.channels.insert(key.clone(), channel.clone());
+                (key, Some(channel))
+            }
+        };
+        let previous = state.modules.insert(module.to_owned(), addr.clone());
+        if let Some(previous) = previous {
+            drop_unused(&mut state, &previous);
+        }
+        drop(state);
+        tracing::debug!(module, %addr, "module registered");
+        if let Some(channel) = fresh.filter(|_| self.opts.prewarm) {
+            prewarm(channel, addr, self.opts.connect_timeout);
+        }
+        Ok(())
+    }
+
+    /// `module` went away: it is unknown from now on, and its connection is closed
+    /// unless another module shares it (messages in flight finish first).
+    pub fn deregister(&self, module: &str) {
+        let mut state = self.write();
+        if let Some(addr) = state.modules.remove(module) {
+            drop_unused(&mut state, &addr);
+            tracing::debug!(module, %addr, "module deregistered");
+        }
+    }
+
+    /// The address `module` is registered at.
+    pub fn address(&self, module: &str) -> Option<String> {
+        self.read().modules.get(module).map(|a| a.to_string())
+    }
+
+    /// How many connections the pool holds (one per distinct address).
+    pub fn connections(&self) -> usize {
+        self.read().channels.len()
+    }
+
+    fn endpoint(&self, addr: &str) -> Result<Endpoint> {
+        let uri = if addr.contains("://") {
+            addr.to_owned()
+        } else {
+            format!("http://{addr}")
+        };
+        let endpoint = Endpoint::from_shared(uri).map_err(|e| {
+            Error::permanent(format!("module address `{addr}` is not host:port: {e}"))
+        })?;
+        Ok(endpoint
+            .connect_timeout(self.opts.connect_timeout)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(self.opts.keepalive_interval)
+            .keep_alive_timeout(self.opts.keepalive_timeout)
+            .keep_alive_while_idle(true))
+    }
+
+    fn peer(&self, module: &str) -> Option<Peer> {
+        let state = self.read();
+        let addr = state.modules.get(module)?;
+        let channel = state.channels.get(addr)?.clone();
+        Some(Peer {
+            addr: addr.clone(),
+            channel,
+        })
+    }
+
+    /// Sends one message to `to` (`node:port`) in `module` and waits for the reply of
+    /// the chain behind it.
+    pub async fn send(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: &Value,
+        hop: Hop,
+    ) -> Result<Reply> {
+        self.prepare(module, to, source, data, &hop)?.run(hop).await
+    }
+
+    /// Everything that can fail before the network: the module's address, the
+    /// payload's encoding and size.
+    fn prepare(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: &Value,
+        hop: &Hop,
+    ) -> Result<Call> {
+        let Some(peer) = self.peer(module) else {
+            // The module may still be starting: worth another attempt.
+            return Err(Error::transient(format!(
+                "no TinyModule announces module `{module}` (message for `{to}`)"
+            ))
+            .with_code("MODULE_UNKNOWN"));
+        };
+        let (from, edge_id) = wire::source_to_wire(&source);
+        let message = MessageRequest {
+            id: String::new(),
+            from,
+            to: to.to_string(),
+            payload: wire::encode_payload(data)?,
+            edge_id,
+        };
+        let size = prost::Message::encoded_len(&message);
+        wire::check_size(
+            format_args!("the message for `{to}` (module `{module}`)"),
+            size,
+            self.opts.max_message_size,
+        )?;
+        let mut request = Request::new(message);
+        wire::write_depth(request.metadata_mut(), hop.depth);
+        Ok(Call {
+            module: module.to_owned(),
+            peer,
+            request,
+            timeout: self.opts.timeout,
+            max_message_size: self.opts.max_message_size,
+        })
+    }
+}
+
+/// One prepared request.
+struct Call {
+    module: String,
+    peer: Peer,
+    request: Request<MessageRequest>,
+    timeout: Duration,
+    max_message_size: usize,
+}
+
+impl Call {
+    async fn run(self, hop: Hop) -> Result<Reply> {
+        let Call {
+            module,
+            peer,
+            request,
+            timeout,
+            max_message_size,
+        } = self;
+        let mut client = ModuleServiceClient::new(peer.channel)
+            .max_decoding_message_size(max_message_size)
+            .max_encoding_message_size(max_message_size);
+        // The deadline is kept here, not sent as `grpc-timeout`: a call given up (the
+        // deadline, the edge's timeout, a cancelled hop) resets its stream, which drops
+        // the remote handler at once, and no timer runs per call on the other side.
+        let call = tokio::time::timeout(timeout, client.message(request));
+        let result = tokio::select! {
+            r = call => r,
+            () = hop.cancel.cancelled() => {
+                return Err(Error::permanent(format!("cancelled while waiting for module `{module}`")));
+            }
+        };
+        match result {
+            Ok(Ok(response)) => wire::decode_reply(&response.into_inner().data)
+                .map_err(|e| e.context(format_args!("module `{module}` at {}", peer.addr))),
+            Ok(Err(status)) => Err(wire::status_to_error(&status, || {
+                if is_transport_failure(&status) {
+                    format!("module `{module}` at {} is unreachable", peer.addr)
+                } else {
+                    format!("module `{module}` at {}", peer.addr)
+                }
+            })),
+            Err(_) => Err(Error::transient(format!(
+                "module `{module}` at {} did not answer within {} s",
+                peer.addr,
+                timeout.as_secs_f64()
+            ))
+            .with_code("TIMEOUT")),
+        }
+    }
+}
+
+/// `Unavailable` without tiny's metadata: the connection failed, not the handler.
+fn is_transport_failure(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::Unavailable
+        && status.metadata().get(wire::ERROR_KIND_KEY).is_none()
+}
+
+/// Drops `addr`'s channel when no module uses it any more.
+fn drop_unused(state: &mut State, addr: &Arc<str>) {
+    if !state.modules.values().any(|a| a == addr) {
+        state.channels.remove(addr);
+    }
+}
+
+/// Connects in the background (a health check), when there is a runtime to do it on.
+fn prewarm(channel: Channel, addr: Arc<str>, limit: Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        let check = health.check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        });
+        match tokio::time::timeout(limit, check).await {
+            Ok(Ok(_)) => tracing::debug!(%addr, "connected"),
+            Ok(Err(status)) => tracing::debug!(%addr, %status, "not reachable yet"),
+            Err(_) => tracing::debug!(%addr, "not reachable yet: connecting timed out"),
+        }
+    });
+}
+
+impl RemoteRouter for Pool {
+    fn route(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Arc<Value>,
+        hop: Hop,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        match self.prepare(module, to, source, &data, &hop) {
+            Ok(call) => Box::pin(call.run(hop)),
+            Err(e) => Box::pin(async move { Err(e) }),
+        }
+    }
+}
+
+impl crate::controller::Discovery for Pool {
+    fn register(&self, module: &str, addr: &str) {
+        if let Err(e) = Pool::register(self, module, addr) {
+            tracing::warn!(module, addr, error = %e, "cannot reach module");
+        }
+    }
+
+    fn deregister(&self, module: &str) {
+        Pool::deregister(self, module);
+    }
+}

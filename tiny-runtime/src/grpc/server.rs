@@ -1,0 +1,237 @@
+//! The gRPC server: other modules' messages into this module's [`Engine`].
+//!
+//! Serves `module.ModuleService` (the Go SDK's service, so Go modules can call it)
+//! and the standard `grpc.health.v1.Health` service, which reports SERVING.
+
+use std::{fmt, future::Future, net::SocketAddr, sync::Arc, time::Duration};
+
+use tiny_sdk::{Error, Hop, engine::Engine, flow::PortAddress, flow::parse_node_name};
+use tokio::{net::TcpListener, task::JoinHandle};
+use tokio_util::sync::CancellationToken;
+use tonic::{
+    Code, Request, Response, Status,
+    transport::{Server, server::TcpIncoming},
+};
+
+use super::{
+    proto::{
+        MessageRequest, MessageResponse,
+        module_service_server::{ModuleService, ModuleServiceServer},
+    },
+    wire,
+};
+
+/// Tells whether this replica leads its module, for [`Hop::leader`].
+pub type LeaderFn = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How the server runs.
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// The largest message taken or reply sent, encoded (default
+    /// [`wire::DEFAULT_MAX_MESSAGE_SIZE`], 4 MiB). A bigger request is refused by
+    /// the transport with `OutOfRange`/`ResourceExhausted`; a bigger reply becomes a
+    /// permanent error that names the limit.
+    pub max_message_size: usize,
+    /// HTTP/2 ping interval on idle connections (default 10 s, as the Go server).
+    pub keepalive_interval: Duration,
+    /// How long a ping may go unanswered before the connection is closed (default 3 s).
+    pub keepalive_timeout: Duration,
+    /// Whether this replica leads, read per message (default: never).
+    pub leader: Option<LeaderFn>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_message_size: wire::DEFAULT_MAX_MESSAGE_SIZE,
+            keepalive_interval: Duration::from_secs(10),
+            keepalive_timeout: Duration::from_secs(3),
+            leader: None,
+        }
+    }
+}
+
+impl fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("max_message_size", &self.max_message_size)
+            .field("keepalive_interval", &self.keepalive_interval)
+            .field("keepalive_timeout", &self.keepalive_timeout)
+            .field("leader", &self.leader.is_some())
+            .finish()
+    }
+}
+
+/// `module.ModuleService` over an [`Engine`].
+struct Handler {
+    engine: Engine,
+    max_message_size: usize,
+    leader: Option<LeaderFn>,
+    /// Cancelled when the server shuts down: in-flight hops see it (as the Go server,
+    /// which merges the request context with the server's).
+    stopping: CancellationToken,
+}
+
+impl Handler {
+    async fn handle(
+        &self,
+        request: Request<MessageRequest>,
+    ) -> Result<MessageResponse, (Error, Code)> {
+        let invalid = |e: Error| (e, Code::InvalidArgument);
+        let depth = wire::read_depth(request.metadata()).map_err(invalid)?;
+        if depth > tiny_sdk::engine::MAX_DEPTH {
+            let e = Error::permanent(format!(
+                "cycle guard: a message passed {} hops",
+                tiny_sdk::engine::MAX_DEPTH
+            ));
+            return Err((e, Code::FailedPrecondition));
+        }
+        let msg = request.into_inner();
+        let to = PortAddress::parse(&msg.to).map_err(invalid)?;
+        let module = self.engine.module();
+        let known = self.engine.has_node(&to.node);
+        // Only this module's nodes: forwarding would let two modules bounce a message.
+        if !known
+            && let Some((owner, _)) = parse_node_name(&to.node)
+            && owner != module
+        {
+            let e = Error::permanent(format!(
+                "module `{module}` has no node `{}`: it belongs to module `{owner}`",
+                to.node
+            ));
+            return Err((e, Code::NotFound));
+        }
+        let data = wire::decode_payload(&msg.payload).map_err(invalid)?;
+        let source = wire::source_from_wire(&msg.from, &msg.edge_id);
+        // Cancelled when the caller goes away (this future is dropped) or the server stops.
+        let cancel = self.stopping.child_token();
+        let _cancel_on_drop = cancel.clone().drop_guard();
+        let leader = self.leader.as_ref().is_some_and(|f| f());
+        let hop = Hop {
+            depth,
+            cancel,
+            leader,
+        };
+        let reply = self
+            .engine
+            .deliver(&to, source, Arc::new(data), hop)
+            .await
+            .map_err(|e| {
+                let code = if known {
+                    wire::default_code(&e)
+                } else {
+                    Code::NotFound
+                };
+                (e, code)
+            })?;
+        let data = wire::encode_reply(&reply).map_err(|e| (e, Code::Internal))?;
+        wire::check_size(
+            format_args!("the reply of `{}`", msg.to),
+            data.len(),
+            self.max_message_size,
+        )
+        .map_err(|e| (e, Code::ResourceExhausted))?;
+        Ok(MessageResponse { data })
+    }
+}
+
+#[tonic::async_trait]
+impl ModuleService for Handler {
+    async fn message(
+        &self,
+        request: Request<MessageRequest>,
+    ) -> Result<Response<MessageResponse>, Status> {
+        match self.handle(request).await {
+            Ok(response) => Ok(Response::new(response)),
+            Err((err, code)) => Err(wire::error_to_status(&err, code)),
+        }
+    }
+}
+
+/// Serves `engine` on `listener` until `shutdown` resolves, then stops taking
+/// connections, cancels in-flight hops and waits for them to answer.
+pub async fn serve(
+    engine: Engine,
+    listener: TcpListener,
+    opts: ServerOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), tonic::transport::Error> {
+    let stopping = CancellationToken::new();
+    let handler = Handler {
+        engine,
+        max_message_size: opts.max_message_size,
+        leader: opts.leader.clone(),
+        stopping: stopping.clone(),
+    };
+    let service = ModuleServiceServer::new(handler)
+        .max_decoding_message_size(opts.max_message_size)
+        .max_encoding_message_size(opts.max_message_size);
+    // The reporter starts with the whole server SERVING and is never changed.
+    let (_reporter, health) = tonic_health::server::health_reporter();
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let signal = async move {
+        shutdown.await;
+        stopping.cancel();
+    };
+    Server::builder()
+        .http2_keepalive_interval(Some(opts.keepalive_interval))
+        .http2_keepalive_timeout(Some(opts.keepalive_timeout))
+        .add_service(health)
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, signal)
+        .await
+}
+
+/// A server running on its own task, from [`spawn`].
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: CancellationToken,
+    task: JoinHandle<Result<(), tonic::transport::Error>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on (with the port the system chose for port 0).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops the server (as [`serve`] does on shutdown) and waits until it has stopped.
+    pub async fn stop(self) -> Result<(), tonic::transport::Error> {
+        self.stop.cancel();
+        self.join().await
+    }
+
+    /// Waits until the server stops by itself (it only does on an error).
+    pub async fn join(self) -> Result<(), tonic::transport::Error> {
+        match self.task.await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Aborted: the runtime is shutting down.
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Binds `addr` (port 0 picks a free port) and serves `engine` there on a new task.
+pub async fn spawn(
+    engine: Engine,
+    addr: SocketAddr,
+    opts: ServerOptions,
+) -> std::io::Result<ServerHandle> {
+    spawn_on(engine, TcpListener::bind(addr).await?, opts)
+}
+
+/// Serves `engine` on an already bound `listener` on a new task.
+pub fn spawn_on(
+    engine: Engine,
+    listener: TcpListener,
+    opts: ServerOptions,
+) -> std::io::Result<ServerHandle> {
+    let addr = listener.local_addr()?;
+    let stop = CancellationToken::new();
+    let signal = stop.clone();
+    let task =
+        tokio::spawn(async move { serve(engine, listener, opts, signal.cancelled_owned()).await });
+    Ok(ServerHandle { addr, stop, task })
+}

@@ -1,0 +1,325 @@
+//! What a hop looks like on the wire: payload and reply encoding, the hop depth in
+//! metadata, the message size limit, and [`Error`] <-> gRPC [`Status`].
+//!
+//! The Go SDK sends an error as a bare status message, so a Go receiver's sender never
+//! retries a cross-module hop. tiny keeps the status message (Go peers read it as
+//! before) and adds metadata that a tiny sender reads back into the same [`Error`]:
+//!
+//! | metadata | carries |
+//! | --- | --- |
+//! | `x-message-depth` | the hop depth, on requests (as the Go SDK) |
+//! | `x-error-kind` | `transient` or `permanent`, on error statuses |
+//! | `x-error-code` | the error's code, on error statuses (the Go SDK's NATS header name) |
+//! | `x-error-origin` | where the error was raised (`node port`), on error statuses |
+//!
+//! A status without `x-error-kind` (from a Go peer, or from the transport) is
+//! classified by its gRPC code: `Unavailable`, `DeadlineExceeded` and `Aborted` are
+//! transient, everything else permanent (a Go handler's error arrives as `Unknown`,
+//! and the Go SDK never retries those either).
+
+use serde_json::Value;
+use tiny_sdk::{Error, ErrorKind, Reply, Result, engine::Source};
+use tonic::{
+    Code, Status,
+    metadata::{MetadataMap, MetadataValue},
+};
+
+/// Metadata key of the hop depth (the Go SDK's).
+pub const DEPTH_KEY: &str = "x-message-depth";
+/// Metadata key of an error's kind: `transient` or `permanent`.
+pub const ERROR_KIND_KEY: &str = "x-error-kind";
+/// Metadata key of an error's code.
+pub const ERROR_CODE_KEY: &str = "x-error-code";
+/// Metadata key of where an error was raised.
+pub const ERROR_ORIGIN_KEY: &str = "x-error-origin";
+/// The `From` of a message sent from outside a flow (the Go SDK's `wire.FromSignal`):
+/// the receiver decodes the payload as it is, with no edge mapping.
+pub const FROM_SIGNAL: &str = "signal";
+/// The default limit of one encoded message, in either direction: 4 MiB, gRPC's usual
+/// default (and the Go SDK's, which does not change it).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
+
+/// The JSON bytes of a payload.
+pub fn encode_payload(value: &Value) -> Result<Vec<u8>> {
+    serde_json::to_vec(value)
+        .map_err(|e| Error::permanent(format!("message does not encode as JSON: {e}")))
+}
+
+/// A payload from its JSON bytes; no bytes at all is `null`.
+pub fn decode_payload(bytes: &[u8]) -> Result<Value> {
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(bytes).map_err(|e| Error::permanent(format!("payload is not JSON: {e}")))
+}
+
+/// The bytes of a reply: none for an empty reply, else JSON (the Go SDK's rule).
+pub fn encode_reply(reply: &Reply) -> Result<Vec<u8>> {
+    match reply.as_value() {
+        None => Ok(Vec::new()),
+        Some(v) => serde_json::to_vec(v)
+            .map_err(|e| Error::permanent(format!("reply does not encode as JSON: {e}"))),
+    }
+}
+
+/// A reply from its bytes: none is an empty reply, anything else must be JSON.
+pub fn decode_reply(bytes: &[u8]) -> Result<Reply> {
+    if bytes.is_empty() {
+        return Ok(Reply::empty());
+    }
+    serde_json::from_slice(bytes)
+        .map(Reply::value)
+        .map_err(|e| Error::permanent(format!("reply is not JSON: {e}")))
+}
+
+/// Fails when `size` bytes of `what` exceed the message size limit `limit`.
+pub fn check_size(what: impl std::fmt::Display, size: usize, limit: usize) -> Result<()> {
+    if size <= limit {
+        return Ok(());
+    }
+    Err(Error::permanent(format!(
+        "{what} is {} ({size} bytes), over the {} ({limit} bytes) message size limit of gRPC between modules",
+        human(size),
+        human(limit)
+    ))
+    .with_code("MESSAGE_TOO_LARGE"))
+}
+
+/// `4 MiB`, `1.5 KiB`, `200 B`.
+fn human(bytes: usize) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// `(From, EdgeID)` of a request for `source`: a signal is sent as `From = "signal"`,
+/// so that a Go receiver also decodes the raw payload.
+pub fn source_to_wire(source: &Source<'_>) -> (String, String) {
+    match source {
+        Source::Signal => (FROM_SIGNAL.to_owned(), String::new()),
+        Source::Edge { from, edge_id } => ((*from).to_owned(), (*edge_id).to_owned()),
+    }
+}
+
+/// The source of a received request: an empty `From` or `"signal"` is a signal.
+pub fn source_from_wire<'a>(from: &'a str, edge_id: &'a str) -> Source<'a> {
+    if from.is_empty() || from == FROM_SIGNAL {
+        Source::Signal
+    } else {
+        Source::Edge { from, edge_id }
+    }
+}
+
+/// Puts the hop depth into request metadata.
+pub fn write_depth(metadata: &mut MetadataMap, depth: u32) {
+    metadata.insert(DEPTH_KEY, MetadataValue::from(depth));
+}
+
+/// The hop depth of a request: absent is 0 (a signal), anything but a number is refused.
+pub fn read_depth(metadata: &MetadataMap) -> Result<u32> {
+    let Some(value) = metadata.get(DEPTH_KEY) else {
+        return Ok(0);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| Error::permanent(format!("metadata `{DEPTH_KEY}` is not text")))?;
+    text.trim().parse().map_err(|_| {
+        Error::permanent(format!(
+            "metadata `{DEPTH_KEY}` is `{text}`, not a hop count"
+        ))
+    })
+}
+
+/// The gRPC code an error travels with when the server has no better one: transient
+/// errors are `Unavailable` (the code gRPC clients retry), permanent ones
+/// `FailedPrecondition` (the receiver is in no state to take this message; never retried).
+pub fn default_code(err: &Error) -> Code {
+    match err.kind() {
+        ErrorKind::Transient => Code::Unavailable,
+        ErrorKind::Permanent => Code::FailedPrecondition,
+    }
+}
+
+/// The status an error travels as: its text as the message (what a Go peer shows), and
+/// its kind, code and origin as metadata (what a tiny peer rebuilds it from).
+pub fn error_to_status(err: &Error, code: Code) -> Status {
+    let mut metadata = MetadataMap::new();
+    let kind = match err.kind() {
+        ErrorKind::Transient => "transient",
+        ErrorKind::Permanent => "permanent",
+    };
+    metadata.insert(ERROR_KIND_KEY, MetadataValue::from_static(kind));
+    // A value that cannot be ASCII metadata stays in the message text only.
+    if let Some(value) = err.code().and_then(|c| MetadataValue::try_from(c).ok()) {
+        metadata.insert(ERROR_CODE_KEY, value);
+    }
+    if let Some(value) = err.origin().and_then(|o| MetadataValue::try_from(o).ok()) {
+        metadata.insert(ERROR_ORIGIN_KEY, value);
+    }
+    Status::with_metadata(code, err.to_string(), metadata)
+}
+
+/// The error a status stands for. With tiny's metadata the remote error comes back
+/// whole (kind, code, origin, message); without it (a Go peer, the transport) the kind
+/// follows the gRPC code, and `context` (which module, where) prefixes the message.
+pub fn status_to_error(status: &Status, context: impl FnOnce() -> String) -> Error {
+    let metadata = status.metadata();
+    let text = |key: &str| metadata.get(key).and_then(|v| v.to_str().ok());
+    let kind = match text(ERROR_KIND_KEY) {
+        Some("transient") => Some(ErrorKind::Transient),
+        Some("permanent") => Some(ErrorKind::Permanent),
+        _ => None,
+    };
+    let Some(kind) = kind else {
+        let kind = match status.code() {
+            Code::Unavailable | Code::DeadlineExceeded | Code::Aborted => ErrorKind::Transient,
+            _ => ErrorKind::Permanent,
+        };
+        let mut err = Error::new(kind, format!("{}: {}", context(), describe(status)));
+        if let Some(code) = text(ERROR_CODE_KEY) {
+            err = err.with_code(code);
+        }
+        return err;
+    };
+    // The message is the remote error's `Display`: `origin: message [code]`.
+    let (code, origin) = (text(ERROR_CODE_KEY), text(ERROR_ORIGIN_KEY));
+    let mut message = status.message();
+    if let Some(o) = origin {
+        message = message
+            .strip_prefix(o)
+            .and_then(|m| m.strip_prefix(": "))
+            .unwrap_or(message);
+    }
+    if let Some(c) = code {
+        message = message
+            .strip_suffix(']')
+            .and_then(|m| m.strip_suffix(c))
+            .and_then(|m| m.strip_suffix(" ["))
+            .unwrap_or(message);
+    }
+    let mut err = Error::new(kind, message);
+    if let Some(c) = code {
+        err = err.with_code(c);
+    }
+    match origin {
+        Some(o) => err.at(|| o.to_owned()),
+        None => err,
+    }
+}
+
+/// A status as text: its message and the chain of causes behind it (`tcp connect
+/// error: Connection refused`), and its code.
+fn describe(status: &Status) -> String {
+    let mut text = status.message().to_owned();
+    let mut source = std::error::Error::source(status);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    if text.is_empty() {
+        format!("gRPC status {:?}", status.code())
+    } else {
+        format!("{text} (gRPC status {:?})", status.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_survive_the_trip_through_a_status() {
+        let errors = [
+            Error::transient("busy"),
+            Error::permanent("bad input").with_code("BAD"),
+            Error::transient("flaky: a [b]")
+                .with_code("b")
+                .at(|| "n1 port `in`".to_owned()),
+            Error::permanent("no node `x` in this flow").at(|| "node `x` port `in`".to_owned()),
+        ];
+        for err in errors {
+            let status = error_to_status(&err, default_code(&err));
+            assert_eq!(status.message(), err.to_string());
+            let back = status_to_error(&status, || unreachable!("metadata is present"));
+            assert_eq!(back, err);
+        }
+    }
+
+    #[test]
+    fn statuses_without_metadata_are_classified_by_code() {
+        let from_go = Status::unknown("component failed");
+        let err = status_to_error(&from_go, || "module `b`".to_owned());
+        assert_eq!(err.kind(), ErrorKind::Permanent);
+        assert!(
+            err.message().contains("module `b`: component failed"),
+            "{err}"
+        );
+        let refused = Status::unavailable("tcp connect error");
+        assert_eq!(
+            status_to_error(&refused, String::new).kind(),
+            ErrorKind::Transient
+        );
+    }
+
+    #[test]
+    fn depth_is_read_back_and_garbage_is_refused() {
+        let mut m = MetadataMap::new();
+        assert_eq!(read_depth(&m).ok(), Some(0));
+        write_depth(&mut m, 17);
+        assert_eq!(read_depth(&m).ok(), Some(17));
+        m.insert(DEPTH_KEY, MetadataValue::from_static("many"));
+        assert!(read_depth(&m).is_err_and(|e| e.message().contains("`many`")));
+    }
+
+    #[test]
+    fn sizes_name_the_limit() {
+        assert!(check_size("x", 10, 10).is_ok());
+        let e = check_size(
+            "message for `n:p`",
+            5 * 1024 * 1024 + 1,
+            DEFAULT_MAX_MESSAGE_SIZE,
+        )
+        .err();
+        let text = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.contains("5.0 MiB (5242881 bytes)") && text.contains("4 MiB (4194304 bytes)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn replies_and_payloads() {
+        assert_eq!(decode_reply(&[]).ok(), Some(Reply::empty()));
+        assert_eq!(encode_reply(&Reply::empty()).ok(), Some(Vec::new()));
+        assert_eq!(
+            decode_reply(b"{\"a\":1}").ok(),
+            Some(Reply::value(serde_json::json!({"a": 1})))
+        );
+        assert_eq!(decode_payload(&[]).ok(), Some(Value::Null));
+        assert!(decode_payload(b"{").is_err());
+        assert!(matches!(source_from_wire("signal", ""), Source::Signal));
+        assert!(matches!(source_from_wire("", "e"), Source::Signal));
+        assert!(matches!(
+            source_from_wire("a:out", "e"),
+            Source::Edge {
+                from: "a:out",
+                edge_id: "e"
+            }
+        ));
+    }
+}

@@ -1,0 +1,674 @@
+//! Two modules, `a` and `b`, each an engine behind a real gRPC server on 127.0.0.1,
+//! each routing the other's nodes through its pool: request/response across modules,
+//! retries of remote errors by the sender's edge policy, a peer that goes away and
+//! comes back, and the errors a sender sees when something is wrong.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU32, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use tiny_runtime::grpc::{Pool, PoolOptions, ServerHandle, ServerOptions, spawn};
+use tiny_sdk::{
+    ErrorKind, Hop,
+    engine::{Engine, Source},
+    flow::{Flow, FlowBuilder, PortAddress, RetryPolicy},
+    prelude::*,
+};
+
+/// Passes its input on and answers with the downstream reply.
+#[derive(Debug, Component, Default)]
+#[component(name = "relay")]
+struct Relay {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Relay {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// Answers with its input and the depth it arrived at.
+#[derive(Debug, Component, Default)]
+#[component(name = "answer")]
+struct Answer {
+    input: Input<Value>,
+}
+
+impl Answer {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
+        Reply::value(json!({"answer": msg, "depth": ctx.hop().depth, "node": ctx.node_name()}))
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(default, rename_all = "camelCase")]
+struct FlakySettings {
+    /// Fail this many times before succeeding.
+    failures: u32,
+    /// Fail permanently instead.
+    permanent: bool,
+    /// The code of the errors.
+    code: Option<String>,
+}
+
+/// Fails as its settings say; `count` answers how many messages `input` took.
+#[derive(Debug, Component, Default)]
+#[component(name = "flaky", settings = FlakySettings)]
+struct Flaky {
+    input: Input<Value>,
+    count: Input<Value>,
+    attempts: AtomicU32,
+}
+
+impl Flaky {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        let s = ctx.settings();
+        if n <= s.failures {
+            let m = format!("attempt {n} failed");
+            let e = if s.permanent {
+                Error::permanent(m)
+            } else {
+                Error::transient(m)
+            };
+            return Err(match &s.code {
+                Some(c) => e.with_code(c),
+                None => e,
+            });
+        }
+        Ok(Reply::value(json!({"attempts": n, "msg": msg})))
+    }
+
+    async fn on_count(&self, _: &Ctx<Self>, _: Value) -> Reply {
+        Reply::value(json!(self.attempts.load(Ordering::SeqCst)))
+    }
+}
+
+/// Never answers, and watches its hop's cancellation from a task of its own (as a
+/// component holding a stream or a subprocess would); `cancelled` answers whether the
+/// hop was cancelled.
+#[derive(Debug, Component, Default)]
+#[component(name = "slow")]
+struct Slow {
+    input: Input<Value>,
+    cancelled: Input<Value>,
+    seen: Arc<AtomicBool>,
+}
+
+impl Slow {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        let (cancel, seen) = (ctx.hop().cancel.clone(), self.seen.clone());
+        tokio::spawn(async move {
+            cancel.cancelled().await;
+            seen.store(true, Ordering::SeqCst);
+        });
+        std::future::pending().await
+    }
+
+    async fn on_cancelled(&self, _: &Ctx<Self>, _: Value) -> Reply {
+        Reply::value(json!(self.seen.load(Ordering::SeqCst)))
+    }
+}
+
+/// Answers with its input twice.
+#[derive(Debug, Component, Default)]
+#[component(name = "double")]
+struct Double {
+    input: Input<Value>,
+}
+
+impl Double {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
+        Reply::value(json!([msg, msg]))
+    }
+}
+
+/// Answers whether its replica leads.
+#[derive(Debug, Component, Default)]
+#[component(name = "whoami")]
+struct Whoami {
+    input: Input<Value>,
+}
+
+impl Whoami {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Reply {
+        Reply::value(json!({"leader": ctx.is_leader()}))
+    }
+}
+
+/// Two modules wired to each other over gRPC.
+struct Modules {
+    a: Engine,
+    b: Engine,
+    pool_a: Arc<Pool>,
+    server_a: ServerHandle,
+    server_b: ServerHandle,
+}
+
+fn engine(module: &str, pool: Arc<Pool>) -> Engine {
+    Engine::builder()
+        .module(module)
+        .register::<Relay>()
+        .register::<Answer>()
+        .register::<Flaky>()
+        .register::<Slow>()
+        .register::<Double>()
+        .register::<Whoami>()
+        .router(pool)
+        .build()
+}
+
+const LOCALHOST: ([u8; 4], u16) = ([127, 0, 0, 1], 0);
+
+/// Starts modules `a` and `b` and loads each one's nodes of `flow`.
+async fn modules(flow: Flow, pool: PoolOptions) -> Modules {
+    let (pool_a, pool_b) = (Arc::new(Pool::new(pool.clone())), Arc::new(Pool::new(pool)));
+    let (a, b) = (engine("a", pool_a.clone()), engine("b", pool_b.clone()));
+    let server_a = spawn(a.clone(), LOCALHOST.into(), ServerOptions::default())
+        .await
+        .expect("a binds");
+    let server_b = spawn(b.clone(), LOCALHOST.into(), ServerOptions::default())
+        .await
+        .expect("b binds");
+    pool_a
+        .register("b", &server_b.addr().to_string())
+        .expect("b's address");
+    pool_b
+        .register("a", &server_a.addr().to_string())
+        .expect("a's address");
+    for node in flow.nodes {
+        let target = if node.spec.module == "a" { &a } else { &b };
+        target.apply(node).await.expect("node loads");
+    }
+    Modules {
+        a,
+        b,
+        pool_a,
+        server_a,
+        server_b,
+    }
+}
+
+fn retry(max: u32, initial_ms: u64) -> Option<RetryPolicy> {
+    Some(RetryPolicy {
+        max_attempts: Some(max),
+        initial_delay_ms: Some(initial_ms),
+        backoff_coefficient: Some("1".into()),
+        max_delay_ms: Some(initial_ms),
+        ..Default::default()
+    })
+}
+
+/// `f.a.ask-1` (module a) -> `to`, with `policy`; `more` adds nodes.
+fn ask(
+    to: &str,
+    policy: Option<RetryPolicy>,
+    more: impl FnOnce(FlowBuilder) -> FlowBuilder,
+) -> Flow {
+    more(FlowBuilder::new().module("a").node("f.a.ask-1", "relay"))
+        .edge_with("f.a.ask-1:out", to, json!("{{$}}"), policy)
+        .build()
+}
+
+#[tokio::test]
+async fn a_request_goes_a_b_a_and_the_reply_comes_back_to_the_first_caller() {
+    let flow = FlowBuilder::new()
+        .module("a")
+        .node("f.a.ask-1", "relay")
+        .node("f.a.answer-1", "answer")
+        .module("b")
+        .node("f.b.comp-1", "relay")
+        .edge("f.a.ask-1:out", "f.b.comp-1:input", json!("{{$}}"))
+        // b's relay hands the message back to a's answer, reshaped on the way.
+        .edge(
+            "f.b.comp-1:out",
+            "f.a.answer-1:input",
+            json!({"via": "b", "msg": "{{$}}"}),
+        )
+        .build();
+    let m = modules(flow, PoolOptions::default()).await;
+    assert!(
+        m.a.has_node("f.a.ask-1") && m.a.has_node("f.a.answer-1") && m.b.has_node("f.b.comp-1")
+    );
+    let reply =
+        m.a.send("f.a.ask-1:input", json!({"q": 42}))
+            .await
+            .expect("the chain answers");
+    // signal -> ask (0) -> comp (1, over gRPC) -> answer (2, over gRPC back to a).
+    assert_eq!(
+        reply.into_value(),
+        Some(json!({"answer": {"via": "b", "msg": {"q": 42}}, "depth": 2, "node": "f.a.answer-1"}))
+    );
+    // Many at once over the same connections.
+    let calls = (0..32).map(|i| m.a.send("f.a.ask-1:input", json!({"q": i})));
+    for (i, r) in futures::future::join_all(calls)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        let v = r.expect("answers").into_value().expect("a reply");
+        assert_eq!(v["answer"]["msg"]["q"], json!(i));
+    }
+    assert_eq!(m.pool_a.connections(), 1);
+}
+
+#[tokio::test]
+async fn a_transient_remote_error_is_retried_by_the_senders_edge_policy() {
+    let flow = ask("f.b.flaky-1:input", retry(5, 10), |f| {
+        f.module("b")
+            .node("f.b.flaky-1", "flaky")
+            .settings(json!({"failures": 2}))
+    });
+    let m = modules(flow, PoolOptions::default()).await;
+    let reply =
+        m.a.send("f.a.ask-1:input", json!("hi"))
+            .await
+            .expect("third attempt succeeds");
+    assert_eq!(
+        reply.into_value(),
+        Some(json!({"attempts": 3, "msg": "hi"}))
+    );
+    let count =
+        m.b.send("f.b.flaky-1:count", Value::Null)
+            .await
+            .expect("count");
+    assert_eq!(count.into_value(), Some(json!(3)));
+}
+
+#[tokio::test]
+async fn a_permanent_remote_error_is_not_retried_and_keeps_its_code_and_origin() {
+    let flow = ask("f.b.flaky-1:input", retry(5, 10), |f| {
+        f.module("b")
+            .node("f.b.flaky-1", "flaky")
+            .settings(json!({"failures": 9, "permanent": true, "code": "NOPE"}))
+    });
+    let m = modules(flow, PoolOptions::default()).await;
+    let err =
+        m.a.send("f.a.ask-1:input", json!("hi"))
+            .await
+            .expect_err("fails");
+    assert_eq!(err.kind(), ErrorKind::Permanent);
+    assert_eq!(err.code(), Some("NOPE"));
+    assert_eq!(err.message(), "attempt 1 failed");
+    assert_eq!(err.origin(), Some("node `f.b.flaky-1` port `input`"));
+    let count =
+        m.b.send("f.b.flaky-1:count", Value::Null)
+            .await
+            .expect("count");
+    assert_eq!(count.into_value(), Some(json!(1)));
+}
+
+#[tokio::test]
+async fn a_transient_remote_error_with_a_non_retryable_code_is_not_retried() {
+    let mut policy = retry(5, 10);
+    if let Some(p) = policy.as_mut() {
+        p.non_retryable_error_codes = vec!["QUOTA".into()];
+    }
+    let flow = ask("f.b.flaky-1:input", policy, |f| {
+        f.module("b")
+            .node("f.b.flaky-1", "flaky")
+            .settings(json!({"failures": 9, "code": "QUOTA"}))
+    });
+    let m = modules(flow, PoolOptions::default()).await;
+    let err =
+        m.a.send("f.a.ask-1:input", json!("hi"))
+            .await
+            .expect_err("fails");
+    assert_eq!(
+        (err.kind(), err.code()),
+        (ErrorKind::Transient, Some("QUOTA"))
+    );
+    let count =
+        m.b.send("f.b.flaky-1:count", Value::Null)
+            .await
+            .expect("count");
+    assert_eq!(count.into_value(), Some(json!(1)));
+}
+
+#[tokio::test]
+async fn a_module_that_goes_away_is_unreachable_and_is_reached_again_when_it_is_back() {
+    let flow = ask("f.b.flaky-1:input", retry(40, 50), |f| {
+        f.module("b").node("f.b.flaky-1", "flaky")
+    });
+    let Modules {
+        a,
+        b,
+        pool_a,
+        server_a: _server_a,
+        server_b,
+    } = modules(flow, PoolOptions::default()).await;
+    a.send("f.a.ask-1:input", json!(1)).await.expect("b is up");
+    let addr: SocketAddr = server_b.addr();
+    tokio::time::timeout(Duration::from_secs(10), server_b.stop())
+        .await
+        .expect("b stops in time")
+        .expect("b stops");
+
+    let to = PortAddress::parse("f.b.flaky-1:input").expect("address");
+    let err = pool_a
+        .send("b", &to, Source::Signal, &json!(2), Hop::default())
+        .await
+        .expect_err("b is down");
+    assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("module `b`")
+            && text.contains("unreachable")
+            && text.contains(&addr.to_string()),
+        "{text}"
+    );
+
+    // b comes back on the same port while a's edge keeps retrying.
+    let started = Instant::now();
+    let restart = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        spawn(b, addr, ServerOptions::default())
+            .await
+            .expect("b binds its old port again")
+    });
+    let reply = a
+        .send("f.a.ask-1:input", json!(3))
+        .await
+        .expect("reached once b is back");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(reply.into_value().map(|v| v["msg"].clone()), Some(json!(3)));
+    let server_b = restart.await.expect("restarted");
+    assert_eq!(server_b.addr(), addr);
+}
+
+#[tokio::test]
+async fn a_module_nobody_announced_is_a_clear_error() {
+    let flow = ask("f.c.thing-1:input", retry(2, 1), |f| f);
+    let m = modules(flow, PoolOptions::default()).await;
+    let err =
+        m.a.send("f.a.ask-1:input", json!("hi"))
+            .await
+            .expect_err("c is unknown");
+    assert_eq!(err.kind(), ErrorKind::Transient);
+    assert!(
+        err.message()
+            .starts_with("no TinyModule announces module `c`"),
+        "{err}"
+    );
+    assert!(err.message().contains("f.c.thing-1:input"), "{err}");
+    // Deregistered is unknown too, and the connection goes with it.
+    assert_eq!(m.pool_a.connections(), 1);
+    m.pool_a.deregister("b");
+    assert_eq!(m.pool_a.connections(), 0);
+    let to = PortAddress::parse("f.b.x-1:input").expect("address");
+    let err = m
+        .pool_a
+        .send("b", &to, Source::Signal, &json!(1), Hop::default())
+        .await
+        .expect_err("b is gone");
+    assert!(
+        err.message()
+            .starts_with("no TinyModule announces module `b`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_message_fails_before_it_is_sent_and_names_the_limit() {
+    let flow = ask("f.b.flaky-1:input", retry(3, 1), |f| {
+        f.module("b").node("f.b.flaky-1", "flaky")
+    });
+    let m = modules(flow, PoolOptions::default()).await;
+    let big = "x".repeat(5 * 1024 * 1024);
+    let err =
+        m.a.send("f.a.ask-1:input", json!(big))
+            .await
+            .expect_err("too big");
+    assert_eq!(err.kind(), ErrorKind::Permanent);
+    assert_eq!(err.code(), Some("MESSAGE_TOO_LARGE"));
+    let text = err.to_string();
+    assert!(
+        text.contains("4 MiB (4194304 bytes) message size limit"),
+        "{text}"
+    );
+    assert!(text.contains("5.0 MiB (524"), "{text}");
+    let count =
+        m.b.send("f.b.flaky-1:count", Value::Null)
+            .await
+            .expect("count");
+    assert_eq!(count.into_value(), Some(json!(0)), "nothing reached b");
+
+    // The limit is the pool's option.
+    let small = Pool::new(PoolOptions {
+        max_message_size: 64,
+        ..PoolOptions::default()
+    });
+    small
+        .register("b", &m.server_b.addr().to_string())
+        .expect("address");
+    let to = PortAddress::parse("f.b.flaky-1:input").expect("address");
+    let err = small
+        .send(
+            "b",
+            &to,
+            Source::Signal,
+            &json!("y".repeat(100)),
+            Hop::default(),
+        )
+        .await
+        .expect_err("too big");
+    assert!(
+        err.to_string()
+            .contains("64 B (64 bytes) message size limit"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_reply_is_refused_by_the_server_with_the_limit() {
+    let (pool_a, pool_b) = (Arc::new(Pool::default()), Arc::new(Pool::default()));
+    let b = engine("b", pool_b);
+    let flow = FlowBuilder::new()
+        .module("b")
+        .node("f.b.double-1", "double")
+        .build();
+    for n in flow.nodes {
+        b.apply(n).await.expect("loads");
+    }
+    let opts = ServerOptions {
+        max_message_size: 1024,
+        ..ServerOptions::default()
+    };
+    let server = spawn(b, LOCALHOST.into(), opts).await.expect("binds");
+    pool_a
+        .register("b", &server.addr().to_string())
+        .expect("address");
+    let to = PortAddress::parse("f.b.double-1:input").expect("address");
+    let ok = pool_a
+        .send("b", &to, Source::Signal, &json!("small"), Hop::default())
+        .await
+        .expect("fits");
+    assert_eq!(ok.into_value(), Some(json!(["small", "small"])));
+    // The request fits the server's limit, the reply does not.
+    let err = pool_a
+        .send(
+            "b",
+            &to,
+            Source::Signal,
+            &json!("z".repeat(600)),
+            Hop::default(),
+        )
+        .await
+        .expect_err("too big");
+    assert_eq!(err.kind(), ErrorKind::Permanent);
+    assert!(
+        err.to_string()
+            .contains("1 KiB (1024 bytes) message size limit"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_node_the_target_does_not_have_is_reported_by_the_target() {
+    let flow = ask("f.b.ghost-1:input", retry(3, 1), |f| f);
+    let m = modules(flow, PoolOptions::default()).await;
+    let err =
+        m.a.send("f.a.ask-1:input", json!("hi"))
+            .await
+            .expect_err("no such node");
+    assert_eq!(err.kind(), ErrorKind::Permanent);
+    assert!(
+        err.to_string()
+            .contains("no node `f.b.ghost-1` in this flow (message for port `input`)"),
+        "{err}"
+    );
+
+    // b does not forward a message for another module's node.
+    let to = PortAddress::parse("f.c.other-1:input").expect("address");
+    let err = m
+        .pool_a
+        .send("b", &to, Source::Signal, &json!(1), Hop::default())
+        .await
+        .expect_err("misrouted");
+    assert_eq!(err.kind(), ErrorKind::Permanent);
+    assert!(
+        err.message()
+            .contains("module `b` has no node `f.c.other-1`: it belongs to module `c`"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_timed_out_hop_cancels_the_remote_handler() {
+    let mut policy = retry(1, 1);
+    if let Some(p) = policy.as_mut() {
+        p.timeout_ms = Some(200);
+    }
+    let flow = ask("f.b.slow-1:input", policy, |f| {
+        f.module("b").node("f.b.slow-1", "slow")
+    });
+    let m = modules(flow, PoolOptions::default()).await;
+    let err =
+        m.a.send("f.a.ask-1:input", json!("wait"))
+            .await
+            .expect_err("times out");
+    assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let seen =
+            m.b.send("f.b.slow-1:cancelled", Value::Null)
+                .await
+                .expect("asks");
+        if seen.into_value() == Some(json!(true)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "b's handler was never cancelled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The pool's own deadline does the same.
+    let short = Pool::new(PoolOptions {
+        timeout: Duration::from_millis(100),
+        ..PoolOptions::default()
+    });
+    short
+        .register("b", &m.server_b.addr().to_string())
+        .expect("address");
+    let to = PortAddress::parse("f.b.slow-1:input").expect("address");
+    let err = short
+        .send("b", &to, Source::Signal, &json!(1), Hop::default())
+        .await
+        .expect_err("times out");
+    assert_eq!(
+        (err.kind(), err.code()),
+        (ErrorKind::Transient, Some("TIMEOUT")),
+        "{err}"
+    );
+    assert!(
+        err.message().contains("did not answer within 0.1 s"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_health_service_reports_serving() {
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
+    let flow = FlowBuilder::new().build();
+    let m = modules(flow, PoolOptions::default()).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", m.server_a.addr()))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("connects");
+    let mut client = HealthClient::new(channel);
+    let status = client
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .expect("answers");
+    assert_eq!(status.into_inner().status(), ServingStatus::Serving);
+}
+
+#[tokio::test]
+async fn modules_at_one_address_share_a_connection_until_the_last_goes() {
+    let pool = Pool::default();
+    pool.register("b", "127.0.0.1:1").expect("address");
+    pool.register("c", "127.0.0.1:1").expect("address");
+    pool.register("d", "127.0.0.1:2").expect("address");
+    assert_eq!(pool.connections(), 2);
+    pool.deregister("b");
+    assert_eq!(
+        (pool.connections(), pool.address("c").as_deref()),
+        (2, Some("127.0.0.1:1"))
+    );
+    // Moving `c` drops the connection nobody uses any more.
+    pool.register("c", "127.0.0.1:2").expect("address");
+    assert_eq!(pool.connections(), 1);
+    pool.deregister("c");
+    pool.deregister("d");
+    assert_eq!(pool.connections(), 0);
+    let err = pool.register("e", "not an address").expect_err("refused");
+    assert!(
+        err.message().contains("`not an address` is not host:port"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_server_tells_handlers_whether_this_replica_leads() {
+    let leads = Arc::new(AtomicBool::new(false));
+    let b = engine("b", Arc::new(Pool::default()));
+    for n in FlowBuilder::new()
+        .module("b")
+        .node("f.b.whoami-1", "whoami")
+        .build()
+        .nodes
+    {
+        b.apply(n).await.expect("loads");
+    }
+    let flag = leads.clone();
+    let opts = ServerOptions {
+        leader: Some(Arc::new(move || flag.load(Ordering::SeqCst))),
+        ..ServerOptions::default()
+    };
+    let server = spawn(b, LOCALHOST.into(), opts).await.expect("binds");
+    let pool = Pool::default();
+    pool.register("b", &server.addr().to_string())
+        .expect("address");
+    let to = PortAddress::parse("f.b.whoami-1:input").expect("address");
+    let ask = || pool.send("b", &to, Source::Signal, &Value::Null, Hop::default());
+    assert_eq!(
+        ask().await.expect("answers").into_value(),
+        Some(json!({"leader": false}))
+    );
+    leads.store(true, Ordering::SeqCst);
+    assert_eq!(
+        ask().await.expect("answers").into_value(),
+        Some(json!({"leader": true}))
+    );
+}
