@@ -20,10 +20,10 @@ pub fn derive(input: TokenStream) -> TokenStream {
     };
     let attrs = match SchemaAttrs::from_derive_input(&input) {
         Ok(a) => a,
-        Err(e) => return e.write_errors(),
+        Err(e) => return with_fallback(&input, e),
     };
     if let Err(e) = check(&attrs) {
-        return e.write_errors();
+        return with_fallback(&input, e);
     }
     let twin = format_ident!("__TinySchema{}", attrs.ident);
     let default_fn = format_ident!("__tiny_default_{}", attrs.ident);
@@ -37,6 +37,29 @@ pub fn derive(input: TokenStream) -> TokenStream {
             #json_schema_impl
         };
     }
+}
+
+/// The errors, plus an `impl JsonSchema` that satisfies the author's other code, so
+/// that a hint mistake is reported once and not again wherever the type is a message.
+fn with_fallback(input: &DeriveInput, errors: darling::Error) -> TokenStream {
+    let mut out = errors.write_errors();
+    if input.generics.params.is_empty() {
+        let ident = &input.ident;
+        let name = ident.to_string();
+        out.extend(quote! {
+            impl ::tiny_sdk::__private::schemars::JsonSchema for #ident {
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    ::std::borrow::Cow::Borrowed(#name)
+                }
+                fn json_schema(
+                    _: &mut ::tiny_sdk::__private::schemars::SchemaGenerator,
+                ) -> ::tiny_sdk::__private::schemars::Schema {
+                    ::tiny_sdk::__private::schemars::Schema::default()
+                }
+            }
+        });
+    }
+    out
 }
 
 /// The twin the schemars derive runs on.
