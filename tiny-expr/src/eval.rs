@@ -71,11 +71,8 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
             if !func.evaluates_args() {
                 return func.call(&mut []);
             }
-            let mut slots: [Cow<'a, Value>; MAX_ARGS] = [
-                Cow::Borrowed(&NULL),
-                Cow::Borrowed(&NULL),
-                Cow::Borrowed(&NULL),
-            ];
+            let mut slots: [Cow<'a, Value>; MAX_ARGS] =
+                [Cow::Borrowed(&NULL), Cow::Borrowed(&NULL), Cow::Borrowed(&NULL)];
             for (slot, arg) in slots.iter_mut().zip(args) {
                 *slot = eval(arg, root)?;
             }
@@ -94,11 +91,7 @@ fn dynamic_regex(pattern: &Value) -> Result<Regex, Fault> {
     };
     Regex::new(p).map_err(|e| {
         let text = e.to_string();
-        let last = text
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
+        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
         Fault::other(format!(
             "invalid regular expression {}: {}",
             Value::String(p.clone()),
@@ -166,9 +159,7 @@ fn type_error(op: BinOp, l: &Value, r: &Value) -> Fault {
 /// Numbers numerically, strings by code point; other pairs are an error.
 fn compare(op: BinOp, l: &Value, r: &Value) -> Result<Ordering, Fault> {
     match (l, r) {
-        (Value::Number(a), Value::Number(b)) => Num::of(a)
-            .cmp(Num::of(b))
-            .ok_or_else(|| type_error(op, l, r)),
+        (Value::Number(a), Value::Number(b)) => Num::of(a).cmp(Num::of(b)).ok_or_else(|| type_error(op, l, r)),
         (Value::String(a), Value::String(b)) => Ok(a.cmp(b)),
         _ => Err(Fault::other(format!(
             "operator '{}' cannot compare {} and {}",
@@ -187,20 +178,14 @@ fn arith(op: BinOp, x: Num, y: Num) -> Result<Value, Fault> {
         Num::Float(b) => b == 0.0,
     };
     if zero_divisor && matches!(op, BinOp::Div | BinOp::Rem) {
-        return Err(Fault::other(format!(
-            "operator '{}': division by zero",
-            op.symbol()
-        )));
+        return Err(Fault::other(format!("operator '{}': division by zero", op.symbol())));
     }
     if let (Num::Int(a), Num::Int(b)) = (x, y) {
         let exact = match op {
             BinOp::Add => a.checked_add(b),
             BinOp::Sub => a.checked_sub(b),
             BinOp::Mul => a.checked_mul(b),
-            BinOp::Div => a
-                .checked_rem(b)
-                .filter(|r| *r == 0)
-                .and_then(|_| a.checked_div(b)),
+            BinOp::Div => a.checked_rem(b).filter(|r| *r == 0).and_then(|_| a.checked_div(b)),
             BinOp::Rem => a.checked_rem(b),
             BinOp::Pow => u32::try_from(b).ok().and_then(|e| a.checked_pow(e)),
             _ => None,
@@ -232,10 +217,7 @@ mod tests {
 
     #[test]
     fn integer_arithmetic_stays_exact() {
-        assert_eq!(
-            op(BinOp::Add, json!(i64::MAX - 1), json!(1)),
-            Ok(json!(i64::MAX))
-        );
+        assert_eq!(op(BinOp::Add, json!(i64::MAX - 1), json!(1)), Ok(json!(i64::MAX)));
         assert_eq!(op(BinOp::Div, json!(6), json!(3)), Ok(json!(2)));
         assert_eq!(op(BinOp::Div, json!(7), json!(2)), Ok(json!(3.5)));
         assert_eq!(op(BinOp::Rem, json!(-7), json!(3)), Ok(json!(-1)));

@@ -202,9 +202,7 @@ impl<'a> Args<'_, 'a> {
     }
 
     fn str(&self, i: usize) -> Result<&str, Fault> {
-        self.get(i)
-            .as_str()
-            .ok_or_else(|| self.wrong(i, "a string"))
+        self.get(i).as_str().ok_or_else(|| self.wrong(i, "a string"))
     }
 
     fn num(&self, i: usize) -> Result<Num, Fault> {
@@ -215,9 +213,7 @@ impl<'a> Args<'_, 'a> {
     }
 
     fn array(&self, i: usize) -> Result<&Vec<Value>, Fault> {
-        self.get(i)
-            .as_array()
-            .ok_or_else(|| self.wrong(i, "an array"))
+        self.get(i).as_array().ok_or_else(|| self.wrong(i, "an array"))
     }
 
     /// A non-negative whole number, such as a position or a count.
@@ -295,11 +291,7 @@ fn contains<'a>(a: &Args<'_, 'a>) -> Out<'a> {
 fn substr<'a>(a: &Args<'_, 'a>) -> Out<'a> {
     let s = a.str(0)?;
     let start = a.count(1)?;
-    let len = if a.args.len() > 2 {
-        a.count(2)?
-    } else {
-        usize::MAX
-    };
+    let len = if a.args.len() > 2 { a.count(2)? } else { usize::MAX };
     owned_str(s.chars().skip(start).take(len).collect())
 }
 
@@ -399,10 +391,7 @@ fn sum(a: &Args<'_, '_>) -> Result<Value, Fault> {
     let mut total = 0.0f64;
     for (i, item) in items.iter().enumerate() {
         let Value::Number(n) = item else {
-            return Err(a.fail(format!(
-                "element {i} of the array is {}, not a number",
-                type_name(item)
-            )));
+            return Err(a.fail(format!("element {i} of the array is {}, not a number", type_name(item))));
         };
         let n = Num::of(n);
         total += n.as_f64();

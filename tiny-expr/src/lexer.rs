@@ -112,11 +112,7 @@ pub(crate) enum Mode {
 
 /// Lexes `src` from byte `start`. Returns the tokens (the last is [`TokenKind::End`]) and
 /// the byte offset just after the expression (after `}}` in template mode).
-pub(crate) fn tokenize(
-    src: &str,
-    start: usize,
-    mode: Mode,
-) -> Result<(Vec<Token>, usize), SyntaxError> {
+pub(crate) fn tokenize(src: &str, start: usize, mode: Mode) -> Result<(Vec<Token>, usize), SyntaxError> {
     let mut lx = Lexer {
         src,
         bytes: src.as_bytes(),
@@ -136,9 +132,7 @@ pub(crate) fn tokenize(
                     });
                     Ok((tokens, start))
                 }
-                Mode::Template { open } => {
-                    Err(SyntaxError::new(open, "'{{' is never closed: missing '}}'"))
-                }
+                Mode::Template { open } => Err(SyntaxError::new(open, "'{{' is never closed: missing '}}'")),
             };
         };
         if b == b'}' && matches!(mode, Mode::Template { .. }) && lx.peek_at(1) == Some(b'}') {
@@ -216,18 +210,9 @@ impl Lexer<'_> {
             b'(' => self.punct(Punct::LParen),
             b')' => self.punct(Punct::RParen),
             b',' => self.punct(Punct::Comma),
-            b'=' => Err(SyntaxError::new(
-                self.pos,
-                "unexpected '=' (use '==' to compare)",
-            )),
-            b'|' => Err(SyntaxError::new(
-                self.pos,
-                "unexpected '|' (did you mean '||'?)",
-            )),
-            b'&' => Err(SyntaxError::new(
-                self.pos,
-                "unexpected '&' (did you mean '&&'?)",
-            )),
+            b'=' => Err(SyntaxError::new(self.pos, "unexpected '=' (use '==' to compare)")),
+            b'|' => Err(SyntaxError::new(self.pos, "unexpected '|' (did you mean '||'?)")),
+            b'&' => Err(SyntaxError::new(self.pos, "unexpected '&' (did you mean '&&'?)")),
             b'[' => self.punct(Punct::LBracket),
             b']' => self.punct(Punct::RBracket),
             b'{' => Err(SyntaxError::new(
@@ -240,10 +225,7 @@ impl Lexer<'_> {
             )),
             _ => {
                 let c = self.current_char().unwrap_or('?');
-                Err(SyntaxError::new(
-                    self.pos,
-                    format!("unexpected character '{c}'"),
-                ))
+                Err(SyntaxError::new(self.pos, format!("unexpected character '{c}'")))
             }
         }
     }
@@ -292,10 +274,7 @@ impl Lexer<'_> {
             }
         }
         if matches!(self.peek_at(0), Some(b) if b.is_ascii_alphabetic() || b == b'_') {
-            return Err(SyntaxError::new(
-                self.pos,
-                "unexpected letter after a number",
-            ));
+            return Err(SyntaxError::new(self.pos, "unexpected letter after a number"));
         }
         let text = &self.src[start..self.pos];
         if integer && let Ok(n) = text.parse::<u64>() {
@@ -354,39 +333,28 @@ impl Lexer<'_> {
     fn hex4(&mut self, escape_at: usize) -> Result<u32, SyntaxError> {
         let text = self.src.get(self.pos..self.pos + 4).unwrap_or("");
         if text.len() != 4 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(SyntaxError::new(
-                escape_at,
-                "'\\u' must be followed by 4 hex digits",
-            ));
+            return Err(SyntaxError::new(escape_at, "'\\u' must be followed by 4 hex digits"));
         }
         self.pos += 4;
-        u32::from_str_radix(text, 16)
-            .map_err(|_| SyntaxError::new(escape_at, "'\\u' must be followed by 4 hex digits"))
+        u32::from_str_radix(text, 16).map_err(|_| SyntaxError::new(escape_at, "'\\u' must be followed by 4 hex digits"))
     }
 
     fn unicode_escape(&mut self, escape_at: usize) -> Result<char, SyntaxError> {
         let hi = self.hex4(escape_at)?;
         let code = if (0xD800..0xDC00).contains(&hi) {
             if self.peek_at(0) != Some(b'\\') || self.peek_at(1) != Some(b'u') {
-                return Err(SyntaxError::new(
-                    escape_at,
-                    "unpaired surrogate in '\\u' escape",
-                ));
+                return Err(SyntaxError::new(escape_at, "unpaired surrogate in '\\u' escape"));
             }
             self.pos += 2;
             let lo = self.hex4(escape_at)?;
             if !(0xDC00..0xE000).contains(&lo) {
-                return Err(SyntaxError::new(
-                    escape_at,
-                    "unpaired surrogate in '\\u' escape",
-                ));
+                return Err(SyntaxError::new(escape_at, "unpaired surrogate in '\\u' escape"));
             }
             0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
         } else {
             hi
         };
-        char::from_u32(code)
-            .ok_or_else(|| SyntaxError::new(escape_at, "unpaired surrogate in '\\u' escape"))
+        char::from_u32(code).ok_or_else(|| SyntaxError::new(escape_at, "unpaired surrogate in '\\u' escape"))
     }
 
     /// A JSONPath: `$` followed by `.name`, `.*`, `..name`, `..*`, `..[...]` and `[...]`
@@ -428,10 +396,7 @@ impl Lexer<'_> {
     fn member_name(&mut self) -> bool {
         let start = self.pos;
         while let Some(c) = self.current_char() {
-            let ok = c.is_ascii_alphabetic()
-                || c == '_'
-                || !c.is_ascii()
-                || (self.pos > start && c.is_ascii_digit());
+            let ok = c.is_ascii_alphabetic() || c == '_' || !c.is_ascii() || (self.pos > start && c.is_ascii_digit());
             if !ok || c.is_whitespace() {
                 break;
             }
@@ -464,10 +429,7 @@ impl Lexer<'_> {
                         return if b == b']' {
                             Ok(())
                         } else {
-                            Err(SyntaxError::new(
-                                self.pos - 1,
-                                "unexpected ')' in a path bracket",
-                            ))
+                            Err(SyntaxError::new(self.pos - 1, "unexpected ')' in a path bracket"))
                         };
                     }
                 }
@@ -545,10 +507,7 @@ mod tests {
                 TokenKind::End
             ]
         );
-        assert_eq!(
-            err("1e").message,
-            "expected digits in the exponent of a number"
-        );
+        assert_eq!(err("1e").message, "expected digits in the exponent of a number");
         assert_eq!(err("12abc").message, "unexpected letter after a number");
         assert_eq!(err("1e999").message, "number 1e999 is out of range");
     }
@@ -570,14 +529,8 @@ mod tests {
             err(r"'a\q'"),
             SyntaxError::new(2, "unknown escape '\\q' in string literal")
         );
-        assert_eq!(
-            err(r"'\u12'").message,
-            "'\\u' must be followed by 4 hex digits"
-        );
-        assert_eq!(
-            err(r"'\ud83d'").message,
-            "unpaired surrogate in '\\u' escape"
-        );
+        assert_eq!(err(r"'\u12'").message, "'\\u' must be followed by 4 hex digits");
+        assert_eq!(err(r"'\ud83d'").message, "unpaired surrogate in '\\u' escape");
     }
 
     #[test]
@@ -613,24 +566,15 @@ mod tests {
         assert_eq!(tokens.len(), 4);
         assert_eq!(&src[end..], " y");
         let e = tokenize("a {{ $.x ", 4, Mode::Template { open: 2 });
-        assert_eq!(
-            e,
-            Err(SyntaxError::new(2, "'{{' is never closed: missing '}}'"))
-        );
+        assert_eq!(e, Err(SyntaxError::new(2, "'{{' is never closed: missing '}}'")));
     }
 
     #[test]
     fn stray_characters() {
         assert_eq!(err("a = b").message, "unexpected '=' (use '==' to compare)");
         assert_eq!(err("a | b").message, "unexpected '|' (did you mean '||'?)");
-        assert_eq!(
-            err("1 # 2"),
-            SyntaxError::new(2, "unexpected character '#'")
-        );
-        assert_eq!(
-            err("{}").message,
-            "unexpected '{': there are no object literals"
-        );
+        assert_eq!(err("1 # 2"), SyntaxError::new(2, "unexpected character '#'"));
+        assert_eq!(err("{}").message, "unexpected '{': there are no object literals");
         assert_eq!(
             err("@.a").message,
             "'@' is only valid inside a JSONPath filter; paths start with '$'"

@@ -48,10 +48,7 @@ pub(crate) fn parse(src: &str, start: usize, mode: Mode) -> Result<(Node, usize)
     if next.kind != TokenKind::End {
         return Err(SyntaxError::new(
             next.start,
-            format!(
-                "unexpected {} after a complete expression",
-                next.describe(src)
-            ),
+            format!("unexpected {} after a complete expression", next.describe(src)),
         ));
     }
     Ok((node, end))
@@ -94,11 +91,7 @@ impl<'t> Parser<'t> {
         let t = self.peek();
         Err(SyntaxError::new(
             t.start,
-            format!(
-                "expected '{}' {context}, found {}",
-                p.as_str(),
-                t.describe(self.src)
-            ),
+            format!("expected '{}' {context}, found {}", p.as_str(), t.describe(self.src)),
         ))
     }
 
@@ -184,11 +177,9 @@ impl<'t> Parser<'t> {
         let at = self.peek().start;
         let right = self.relational()?;
         match right {
-            Node::Literal(serde_json::Value::String(s)) => {
-                Regex::new(&s).map(Pattern::Fixed).map_err(|e| {
-                    SyntaxError::new(at, format!("invalid regular expression: {}", one_line(&e)))
-                })
-            }
+            Node::Literal(serde_json::Value::String(s)) => Regex::new(&s)
+                .map(Pattern::Fixed)
+                .map_err(|e| SyntaxError::new(at, format!("invalid regular expression: {}", one_line(&e)))),
             Node::Literal(v) => Err(SyntaxError::new(
                 at,
                 format!(
@@ -374,11 +365,7 @@ mod tests {
             ("", 0, "empty expression"),
             ("1 +", 3, "expected a value, found end of expression"),
             ("1 + * 2", 4, "expected a value, found '*'"),
-            (
-                "(1 + 2",
-                6,
-                "expected ')' to close '(', found end of expression",
-            ),
+            ("(1 + 2", 6, "expected ')' to close '(', found end of expression"),
             ("1 2", 2, "unexpected '2' after a complete expression"),
             (
                 "true ? 1",
@@ -397,16 +384,8 @@ mod tests {
                 "expected '(' after function name 'upper', found end of expression",
             ),
             ("upper(1, 2)", 0, "function 'upper' takes 1 argument, got 2"),
-            (
-                "upper(1 2)",
-                8,
-                "expected ',' or ')' in the argument list, found '2'",
-            ),
-            (
-                "[1, 2",
-                5,
-                "expected ',' or ']' in the array, found end of expression",
-            ),
+            ("upper(1 2)", 8, "expected ',' or ')' in the argument list, found '2'"),
+            ("[1, 2", 5, "expected ',' or ']' in the array, found end of expression"),
             ("[1,]", 3, "expected a value, found ']'"),
             (
                 "'a' =~ 1",
@@ -423,10 +402,7 @@ mod tests {
     fn invalid_regex_is_a_compile_error() {
         let e = err("'a' =~ '('");
         assert_eq!(e.at, 7);
-        assert_eq!(
-            e.message,
-            "invalid regular expression: error: unclosed group"
-        );
+        assert_eq!(e.message, "invalid regular expression: error: unclosed group");
     }
 
     #[test]

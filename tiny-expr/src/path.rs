@@ -72,10 +72,7 @@ impl Path {
                 let found = js_path_process(query, root)
                     .map_err(|e| Fault::other(format!("path {} failed: {e}", self.source)))?;
                 match found.len() {
-                    0 => Err(Fault::no_match(format!(
-                        "path {} matched nothing",
-                        self.source
-                    ))),
+                    0 => Err(Fault::no_match(format!("path {} matched nothing", self.source))),
                     1 => Ok(Cow::Borrowed(found[0].val)),
                     _ => Ok(Cow::Owned(Value::Array(
                         found.into_iter().map(|r| r.val.clone()).collect(),
@@ -90,9 +87,7 @@ impl Path {
         for (i, step) in steps.iter().enumerate() {
             let next = match (step, node) {
                 (Step::Key(k), Value::Object(map)) => map.get(k),
-                (Step::Index(idx), Value::Array(items)) => {
-                    resolve_index(*idx, items.len()).and_then(|i| items.get(i))
-                }
+                (Step::Index(idx), Value::Array(items)) => resolve_index(*idx, items.len()).and_then(|i| items.get(i)),
                 _ => None,
             };
             match next {
@@ -174,10 +169,7 @@ fn path_error(source: &str, at: usize, err: &JsonPathError) -> SyntaxError {
             } else {
                 format!("at {:?}", rest.chars().take(12).collect::<String>())
             };
-            SyntaxError::new(
-                at + pos,
-                format!("invalid JSONPath {source}: syntax error {near}"),
-            )
+            SyntaxError::new(at + pos, format!("invalid JSONPath {source}: syntax error {near}"))
         }
         other => SyntaxError::new(at, format!("invalid JSONPath {source}: {other}")),
     }
@@ -221,10 +213,7 @@ mod tests {
         let msg = |p: &str| path(p).select(&v).map_err(|f| f.message);
         assert_eq!(
             msg("$['a']['b c'].d"),
-            Err(
-                r#"path $['a']['b c'].d matched nothing ($.a["b c"] is a number, not an object)"#
-                    .to_owned()
-            )
+            Err(r#"path $['a']['b c'].d matched nothing ($.a["b c"] is a number, not an object)"#.to_owned())
         );
         assert_eq!(
             msg("$.s[0]"),
@@ -238,10 +227,7 @@ mod tests {
             msg("$.a[0]"),
             Err("path $.a[0] matched nothing ($.a is an object, not an array)".to_owned())
         );
-        assert_eq!(
-            msg("$.zz[*]"),
-            Err("path $.zz[*] matched nothing".to_owned())
-        );
+        assert_eq!(msg("$.zz[*]"), Err("path $.zz[*] matched nothing".to_owned()));
     }
 
     #[test]

@@ -137,9 +137,7 @@ fn compile_value(v: &Value, pointer: &mut String) -> Result<TNode, CompileError>
                 pointer.truncate(len);
             }
             if nodes.iter().all(|n| matches!(n, TNode::Const(_))) {
-                return Ok(TNode::Const(Value::Array(
-                    nodes.into_iter().map(into_const).collect(),
-                )));
+                return Ok(TNode::Const(Value::Array(nodes.into_iter().map(into_const).collect())));
             }
             Ok(TNode::Array(nodes.into_boxed_slice()))
         }
@@ -153,10 +151,7 @@ fn compile_value(v: &Value, pointer: &mut String) -> Result<TNode, CompileError>
             }
             if entries.iter().all(|(_, n)| matches!(n, TNode::Const(_))) {
                 return Ok(TNode::Const(Value::Object(
-                    entries
-                        .into_iter()
-                        .map(|(k, n)| (k, into_const(n)))
-                        .collect(),
+                    entries.into_iter().map(|(k, n)| (k, into_const(n))).collect(),
                 )));
             }
             Ok(TNode::Object(entries.into_boxed_slice()))
@@ -189,8 +184,7 @@ fn compile_string(s: &str, pointer: &str) -> Result<TNode, CompileError> {
             continue;
         }
         text.push_str(&s[pos..open]);
-        let (node, end) = parse(s, open + 2, Mode::Template { open })
-            .map_err(|e| e.into_compile_error(pointer, s))?;
+        let (node, end) = parse(s, open + 2, Mode::Template { open }).map_err(|e| e.into_compile_error(pointer, s))?;
         if !text.is_empty() {
             parts.push(Part::Text(std::mem::take(&mut text)));
         }
@@ -294,18 +288,10 @@ mod tests {
     #[test]
     fn sites_remember_pointer_and_source() {
         let t = compile(json!({"a/b": ["x {{ $.y }} z"]}));
-        let TNode::Object(entries) = &t.root else {
-            panic!()
-        };
-        let TNode::Array(items) = &entries[0].1 else {
-            panic!()
-        };
-        let TNode::Interp(parts, _) = &items[0] else {
-            panic!()
-        };
-        let Part::Expr(site) = &parts[1] else {
-            panic!()
-        };
+        let TNode::Object(entries) = &t.root else { panic!() };
+        let TNode::Array(items) = &entries[0].1 else { panic!() };
+        let TNode::Interp(parts, _) = &items[0] else { panic!() };
+        let Part::Expr(site) = &parts[1] else { panic!() };
         assert_eq!(&*site.pointer, "/a~1b/0");
         assert_eq!(&*site.source, "{{ $.y }}");
     }

@@ -114,9 +114,7 @@ impl Num {
 pub(crate) fn equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => Num::of(x).cmp(Num::of(y)) == Some(Ordering::Equal),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal(p, q))
-        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal(p, q)),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| equal(v, w)))
         }
@@ -131,24 +129,10 @@ mod tests {
 
     #[test]
     fn truthiness() {
-        for v in [
-            json!(false),
-            json!(null),
-            json!(0),
-            json!(0.0),
-            json!(""),
-            json!([]),
-        ] {
+        for v in [json!(false), json!(null), json!(0), json!(0.0), json!(""), json!([])] {
             assert!(!truthy(&v), "{v} should be falsy");
         }
-        for v in [
-            json!(true),
-            json!(1),
-            json!(-0.5),
-            json!("0"),
-            json!([0]),
-            json!({}),
-        ] {
+        for v in [json!(true), json!(1), json!(-0.5), json!("0"), json!([0]), json!({})] {
             assert!(truthy(&v), "{v} should be truthy");
         }
     }
@@ -185,10 +169,7 @@ mod tests {
     #[test]
     fn deep_equality_compares_numbers_by_value() {
         assert!(equal(&json!(1), &json!(1.0)));
-        assert!(equal(
-            &json!({"a": [1, {"b": 2.0}]}),
-            &json!({"a": [1.0, {"b": 2}]})
-        ));
+        assert!(equal(&json!({"a": [1, {"b": 2.0}]}), &json!({"a": [1.0, {"b": 2}]})));
         assert!(!equal(&json!([1]), &json!([1, 2])));
         assert!(!equal(&json!({"a": 1}), &json!({"b": 1})));
         assert!(!equal(&json!("1"), &json!(1)));

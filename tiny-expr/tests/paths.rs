@@ -68,10 +68,7 @@ fn no_match_is_an_error_with_a_reason() {
             "$.missing",
             r#"path $.missing matched nothing ($ has no key "missing")"#,
         ),
-        (
-            "$.a.x.c",
-            r#"path $.a.x.c matched nothing ($.a has no key "x")"#,
-        ),
+        ("$.a.x.c", r#"path $.a.x.c matched nothing ($.a has no key "x")"#),
         (
             "$.items[5].x",
             "path $.items[5].x matched nothing ($.items has 3 elements, no index 5)",
@@ -84,22 +81,13 @@ fn no_match_is_an_error_with_a_reason() {
             "$.s.len",
             "path $.s.len matched nothing ($.s is a string, not an object)",
         ),
-        (
-            "$.a[0]",
-            "path $.a[0] matched nothing ($.a is an object, not an array)",
-        ),
-        (
-            "$.nul.x",
-            "path $.nul.x matched nothing ($.nul is null, not an object)",
-        ),
+        ("$.a[0]", "path $.a[0] matched nothing ($.a is an object, not an array)"),
+        ("$.nul.x", "path $.nul.x matched nothing ($.nul is null, not an object)"),
         (
             "$['a b'].z",
             r#"path $['a b'].z matched nothing ($["a b"] is a string, not an object)"#,
         ),
-        (
-            "$.items[?@.x > 10]",
-            "path $.items[?@.x > 10] matched nothing",
-        ),
+        ("$.items[?@.x > 10]", "path $.items[?@.x > 10] matched nothing"),
         ("$..nothing", "path $..nothing matched nothing"),
     ];
     for (src, message) in cases {
@@ -115,10 +103,7 @@ fn no_match_falls_back_under_coalescing() {
     let d = data();
     assert_eq!(ev("$.missing ?? 'default'", &d), json!("default"));
     assert_eq!(ev("$.items[5].x ?? 0", &d), json!(0));
-    assert_eq!(
-        ev("$.items[?@.x > 10].x ?? []", &json!({"items": []})),
-        json!([])
-    );
+    assert_eq!(ev("$.items[?@.x > 10].x ?? []", &json!({"items": []})), json!([]));
     // A matched null also falls back; a matched value does not.
     assert_eq!(ev("$.nul ?? 'default'", &d), json!("default"));
     assert_eq!(ev("$.s ?? 'default'", &d), json!("text"));
@@ -138,10 +123,7 @@ fn root_may_be_any_value() {
 fn invalid_paths_are_compile_errors() {
     let e = parse_err("1 + $.a[?@.b ==]");
     assert_eq!(e.offset, 15);
-    assert_eq!(
-        e.message,
-        r#"invalid JSONPath $.a[?@.b ==]: syntax error at "]""#
-    );
+    assert_eq!(e.message, r#"invalid JSONPath $.a[?@.b ==]: syntax error at "]""#);
     let e = parse_err("$.a.");
     assert_eq!(e.offset, 4);
     assert_eq!(
@@ -149,14 +131,8 @@ fn invalid_paths_are_compile_errors() {
         "expected a member name or '*' after '.' in a path (use $['name'] for other keys)"
     );
     let e = parse_err("$.a[0");
-    assert_eq!(
-        (e.offset, e.message.as_str()),
-        (3, "'[' in a path is never closed")
-    );
+    assert_eq!((e.offset, e.message.as_str()), (3, "'[' in a path is never closed"));
     let e = parse_err("$['a' 'b']");
     assert_eq!(e.offset, 1);
-    assert_eq!(
-        e.message,
-        r#"invalid JSONPath $['a' 'b']: syntax error at "['a' 'b']""#
-    );
+    assert_eq!(e.message, r#"invalid JSONPath $['a' 'b']: syntax error at "['a' 'b']""#);
 }

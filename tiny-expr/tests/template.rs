@@ -36,10 +36,7 @@ fn two_expressions_in_one_string_are_two_expressions() {
     let root = json!({"a": 1, "b": "x"});
     assert_eq!(render(&json!("{{$.a}} {{$.b}}"), &root), json!("1 x"));
     assert_eq!(render(&json!("{{$.a}}{{$.b}}"), &root), json!("1x"));
-    assert_eq!(
-        render(&json!("{{ $.a }} and {{ $.b }}"), &root),
-        json!("1 and x")
-    );
+    assert_eq!(render(&json!("{{ $.a }} and {{ $.b }}"), &root), json!("1 and x"));
 }
 
 #[test]
@@ -161,10 +158,7 @@ fn escaped_braces() {
 #[test]
 fn unicode() {
     let m = msg();
-    assert_eq!(
-        render(&json!("{{ $.user.名前 }}様 😀"), &m),
-        json!("太郎様 😀")
-    );
+    assert_eq!(render(&json!("{{ $.user.名前 }}様 😀"), &m), json!("太郎様 😀"));
     assert_eq!(
         render(&json!({"ключ": "{{upper('ñandú')}}"}), &m),
         json!({"ключ": "ÑANDÚ"})
@@ -209,16 +203,10 @@ fn compile_errors_carry_pointer_and_offset() {
     );
 
     let e = compile_err(&json!(["{{ \"unterminated }}"]));
-    assert_eq!(
-        (e.offset, e.message.as_str()),
-        (3, "string literal is never closed")
-    );
+    assert_eq!((e.offset, e.message.as_str()), (3, "string literal is never closed"));
 
     let e = compile_err(&json!(["{{ $.a }x}}"]));
-    assert_eq!(
-        (e.offset, e.message.as_str()),
-        (7, "unexpected character '}'")
-    );
+    assert_eq!((e.offset, e.message.as_str()), (7, "unexpected character '}'"));
 }
 
 #[test]
@@ -227,10 +215,7 @@ fn eval_errors_carry_pointer_and_expression() {
     let e = render_err(&config, &msg());
     assert_eq!(e.pointer, "/x/1");
     assert_eq!(e.expression, "{{$.s * 2}}");
-    assert_eq!(
-        e.message,
-        "operator '*' cannot be applied to string and number"
-    );
+    assert_eq!(e.message, "operator '*' cannot be applied to string and number");
     assert_eq!(
         e.to_string(),
         r#"at /x/1, in "{{$.s * 2}}": operator '*' cannot be applied to string and number"#
@@ -277,9 +262,7 @@ fn templates_are_reusable_and_shareable() {
     assert_traits::<CompileError>();
     assert_traits::<EvalError>();
 
-    let t = std::sync::Arc::new(
-        Template::compile(&json!({"v": "{{$.i * 2}}"})).unwrap_or_else(|e| panic!("{e}")),
-    );
+    let t = std::sync::Arc::new(Template::compile(&json!({"v": "{{$.i * 2}}"})).unwrap_or_else(|e| panic!("{e}")));
     let handles: Vec<_> = (0..4)
         .map(|i| {
             let t = std::sync::Arc::clone(&t);

@@ -66,10 +66,7 @@ struct Echo;
 
 #[tonic::async_trait]
 impl ModuleService for Echo {
-    async fn message(
-        &self,
-        request: Request<MessageRequest>,
-    ) -> Result<Response<MessageResponse>, Status> {
+    async fn message(&self, request: Request<MessageRequest>) -> Result<Response<MessageResponse>, Status> {
         Ok(Response::new(MessageResponse {
             data: request.into_inner().payload,
         }))
@@ -120,13 +117,7 @@ impl Target for PoolOnly {
         };
         let reply = self
             .pool
-            .send(
-                "b",
-                &self.to,
-                source,
-                &self.payload,
-                tiny_sdk::Hop::default(),
-            )
+            .send("b", &self.to, source, &self.payload, tiny_sdk::Hop::default())
             .await;
         assert!(reply.is_ok_and(|r| !r.is_empty()), "pool hop failed");
     }
@@ -148,10 +139,7 @@ impl Target for Bare {
             edge_id: "e1".into(),
         };
         let response = self.client.clone().message(request).await;
-        assert!(
-            response.is_ok_and(|r| !r.into_inner().data.is_empty()),
-            "echo failed"
-        );
+        assert!(response.is_ok_and(|r| !r.into_inner().data.is_empty()), "echo failed");
     }
 }
 
@@ -161,12 +149,7 @@ struct Figures {
     throughput: f64,
 }
 
-async fn measure<T: Target>(
-    target: T,
-    sequential: usize,
-    in_flight: usize,
-    total: usize,
-) -> Figures {
+async fn measure<T: Target>(target: T, sequential: usize, in_flight: usize, total: usize) -> Figures {
     for _ in 0..sequential / 10 {
         target.call().await;
     }
@@ -196,11 +179,7 @@ async fn measure<T: Target>(
         t.await.expect("worker");
     }
     let throughput = (per_task * in_flight) as f64 / started.elapsed().as_secs_f64();
-    Figures {
-        p50,
-        p99,
-        throughput,
-    }
+    Figures { p50, p99, throughput }
 }
 
 async fn tiny(addr: SocketAddr) -> (Tiny, PoolOnly, tiny_runtime::grpc::ServerHandle) {
@@ -228,12 +207,8 @@ async fn tiny(addr: SocketAddr) -> (Tiny, PoolOnly, tiny_runtime::grpc::ServerHa
         let target = if node.spec.module == "a" { &a } else { &b };
         target.apply(node).await.expect("node loads");
     }
-    let server = spawn(b, addr, ServerOptions::default())
-        .await
-        .expect("binds");
-    pool_a
-        .register("b", &server.addr().to_string())
-        .expect("address");
+    let server = spawn(b, addr, ServerOptions::default()).await.expect("binds");
+    pool_a.register("b", &server.addr().to_string()).expect("address");
     let to = tiny_sdk::flow::PortAddress::parse("f.b.answer-1:input").expect("address");
     (
         Tiny {

@@ -32,7 +32,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the module: reconcile its nodes, serve other modules, elect a leader.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the module's components as JSON (name, description, info, tags, ports).
     Components,
     /// Print the CRDs as YAML.
@@ -110,7 +110,7 @@ pub fn main(registry: Registry) -> ExitCode {
                 Ok(rt) => rt,
                 Err(e) => return fail(e),
             };
-            match rt.block_on(run(args, registry)) {
+            match rt.block_on(run(*args, registry)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(e),
             }
@@ -126,7 +126,10 @@ fn fail(e: impl std::fmt::Display) -> ExitCode {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn,tower=warn,h2=warn,hyper=warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn print_components(registry: &Registry) -> ExitCode {
@@ -149,7 +152,9 @@ async fn client(path: Option<&PathBuf>) -> Result<kube::Client, crate::Error> {
                 .await
                 .map_err(|e| crate::Error::Config(e.to_string()))?
         }
-        None => kube::Config::infer().await.map_err(|e| crate::Error::Config(e.to_string()))?,
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| crate::Error::Config(e.to_string()))?,
     };
     kube::Client::try_from(config).map_err(|e| crate::Error::Config(e.to_string()))
 }
@@ -165,7 +170,11 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     let grpc = crate::grpc::Grpc::bind(args.grpc_server_bind_address)
         .await
         .map_err(|e| crate::Error::Startup(format!("binding gRPC on {}: {e}", args.grpc_server_bind_address)))?;
-    config.grpc_addr = Some(args.grpc_advertise_address.clone().unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())));
+    config.grpc_addr = Some(
+        args.grpc_advertise_address
+            .clone()
+            .unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())),
+    );
     tracing::info!(module = %config.name, version = %config.version, grpc = ?config.grpc_addr, "starting");
     let pool = grpc.pool();
     let runtime = Runtime::start(
@@ -180,7 +189,10 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
         },
     )
     .await?;
-    let server = grpc.serve(runtime.engine().clone());
+    let leadership = runtime.leadership();
+    let server = grpc
+        .with_leader(std::sync::Arc::new(move || leadership.is_leader()))
+        .serve(runtime.engine().clone());
     if let Some(addr) = runtime.probe_addr {
         tracing::info!(%addr, "probes and metrics");
         println!("probe-addr {addr}");

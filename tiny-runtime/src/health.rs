@@ -16,7 +16,9 @@ use crate::metrics::Metrics;
 /// Serves probes and metrics on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, ready: Arc<AtomicBool>, metrics: Arc<Metrics>) {
     loop {
-        let Ok((mut socket, _)) = listener.accept().await else { continue };
+        let Ok((mut socket, _)) = listener.accept().await else {
+            continue;
+        };
         let (ready, metrics) = (ready.clone(), metrics.clone());
         tokio::spawn(async move {
             let mut buf = [0u8; 1024];

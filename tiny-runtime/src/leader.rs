@@ -20,7 +20,10 @@ impl Leadership {
     /// A replica that always (or never) leads: for single-replica runs and tests.
     pub fn fixed(leader: bool) -> Self {
         let (tx, rx) = watch::channel(leader);
-        Self { rx, _tx: Some(std::sync::Arc::new(tx)) }
+        Self {
+            rx,
+            _tx: Some(std::sync::Arc::new(tx)),
+        }
     }
 
     /// `true` while this replica leads.
@@ -88,7 +91,9 @@ mod tokio_stream_shim {
     impl WatchStream {
         pub fn new(rx: watch::Receiver<bool>) -> Self {
             let first = *rx.borrow();
-            Self { next: Box::pin(async move { Some((first, rx)) }) }
+            Self {
+                next: Box::pin(async move { Some((first, rx)) }),
+            }
         }
     }
 

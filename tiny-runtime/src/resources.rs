@@ -23,8 +23,8 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::{
-    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
-    IngressServiceBackend, IngressSpec, IngressTLS, ServiceBackendPort,
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule, IngressServiceBackend, IngressSpec,
+    IngressTLS, ServiceBackendPort,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -34,9 +34,7 @@ use tiny_sdk::client::{CreateNodeRequest, ExposePortRequest};
 use tiny_sdk::flow::{Node, PortConfig, RawJson};
 use tiny_sdk::{Error, ResourceManager, Result};
 
-use crate::crd::{
-    TinyFlow, TinyFlowSpec, TinyNode, TinyNodeSpec, TinyProject, TinySignal, TinySignalSpec, labels,
-};
+use crate::crd::{TinyFlow, TinyFlowSpec, TinyNode, TinyNodeSpec, TinyProject, TinySignal, TinySignalSpec, labels};
 
 /// The field manager of every server-side apply and patch made here.
 pub const FIELD_MANAGER: &str = "tiny-runtime";
@@ -112,11 +110,7 @@ impl KubeResources {
     /// The resource manager of node `node` in `namespace`. Before
     /// [`expose_port`](ResourceManager::expose_port) works, the module's pods must be
     /// named with [`KubeResources::with_selector`].
-    pub fn new(
-        client: kube::Client,
-        namespace: impl Into<String>,
-        node: impl Into<String>,
-    ) -> Self {
+    pub fn new(client: kube::Client, namespace: impl Into<String>, node: impl Into<String>) -> Self {
         Self {
             client,
             namespace: namespace.into(),
@@ -204,10 +198,7 @@ impl KubeResources {
             return Err(Error::permanent(format!("no {} given", kind::<K>())));
         }
         let api: Api<K> = Api::namespaced(self.client.clone(), &self.namespace);
-        let meta = api
-            .get_metadata(name)
-            .await
-            .map_err(|e| api_error(e, &what))?;
+        let meta = api.get_metadata(name).await.map_err(|e| api_error(e, &what))?;
         let uid = meta
             .metadata
             .uid
@@ -240,12 +231,7 @@ impl KubeResources {
                 hosts.push(host);
             }
         }
-        if let Some(prefix) = req
-            .auto_hostname
-            .as_deref()
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
+        if let Some(prefix) = req.auto_hostname.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
             let Some(suffix) = &self.hostname_suffix else {
                 return Err(Error::permanent(format!(
                     "expose port {}: an auto hostname ({prefix:?}) was asked for, but no \
@@ -253,8 +239,7 @@ impl KubeResources {
                     req.port
                 )));
             };
-            let host = format!("{prefix}-{}", suffix.trim().trim_start_matches(['-', '.']))
-                .to_ascii_lowercase();
+            let host = format!("{prefix}-{}", suffix.trim().trim_start_matches(['-', '.'])).to_ascii_lowercase();
             if !is_hostname(&host) {
                 return Err(Error::permanent(format!(
                     "expose port {}: auto hostname {host:?} is not a valid hostname",
@@ -298,16 +283,10 @@ impl KubeResources {
             name: Some(name.clone()),
             namespace: Some(self.namespace.clone()),
             labels: Some(BTreeMap::from([
-                (
-                    "app.kubernetes.io/managed-by".to_owned(),
-                    FIELD_MANAGER.to_owned(),
-                ),
+                ("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned()),
                 (EXPOSED_PORT.to_owned(), req.port.to_string()),
             ])),
-            annotations: Some(BTreeMap::from([(
-                EXPOSED_FOR_NODE.to_owned(),
-                self.node.clone(),
-            )])),
+            annotations: Some(BTreeMap::from([(EXPOSED_FOR_NODE.to_owned(), self.node.clone())])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
@@ -385,10 +364,7 @@ impl KubeResources {
         retry_conflicts(&what, || ingresses.patch(&name, &apply, &ingress_patch)).await?;
 
         let scheme = if req.tls { "https" } else { "http" };
-        Ok(hosts
-            .iter()
-            .map(|host| format!("{scheme}://{host}"))
-            .collect())
+        Ok(hosts.iter().map(|host| format!("{scheme}://{host}")).collect())
     }
 
     async fn unexpose(&self, port: u16) -> Result<()> {
@@ -397,29 +373,16 @@ impl KubeResources {
         }
         let name = self.service_name(port);
         let ingresses: Api<Ingress> = Api::namespaced(self.client.clone(), &self.namespace);
-        delete_if_exists(
-            &ingresses,
-            &name,
-            &format!("Ingress {}/{name}", self.namespace),
-        )
-        .await?;
+        delete_if_exists(&ingresses, &name, &format!("Ingress {}/{name}", self.namespace)).await?;
         let services: Api<Service> = Api::namespaced(self.client.clone(), &self.namespace);
-        delete_if_exists(
-            &services,
-            &name,
-            &format!("Service {}/{name}", self.namespace),
-        )
-        .await
+        delete_if_exists(&services, &name, &format!("Service {}/{name}", self.namespace)).await
     }
 
     async fn update_meta(&self, metadata: Vec<(String, String)>) -> Result<()> {
         if metadata.is_empty() {
             return Ok(());
         }
-        let map: serde_json::Map<String, Value> = metadata
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect();
+        let map: serde_json::Map<String, Value> = metadata.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         let patch = Patch::Merge(json!({ "status": { "metadata": map } }));
         let what = format!("status of TinyNode {}/{}", self.namespace, self.node);
         let nodes = self.nodes();
@@ -477,10 +440,7 @@ impl KubeResources {
             )));
         }
         if req.flow.is_empty() {
-            return Err(Error::permanent(format!(
-                "create node {:?}: no flow given",
-                req.name
-            )));
+            return Err(Error::permanent(format!("create node {:?}: no flow given", req.name)));
         }
         let owner = self
             .owner_of::<TinyFlow>(&req.flow)
@@ -514,17 +474,11 @@ impl KubeResources {
         node.metadata = ObjectMeta {
             generate_name: Some(generate_name(prefix)),
             namespace: Some(self.namespace.clone()),
-            labels: Some(BTreeMap::from([(
-                labels::FLOW_NAME.to_owned(),
-                req.flow.clone(),
-            )])),
+            labels: Some(BTreeMap::from([(labels::FLOW_NAME.to_owned(), req.flow.clone())])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
-        let what = format!(
-            "TinyNode {prefix}-* in flow {}/{}",
-            self.namespace, req.flow
-        );
+        let what = format!("TinyNode {prefix}-* in flow {}/{}", self.namespace, req.flow);
         let created = self
             .nodes()
             .create(&PostParams::default(), &node)
@@ -541,17 +495,10 @@ impl KubeResources {
         if name.is_empty() {
             return Err(Error::permanent("get node: no name given"));
         }
-        let node = self
-            .nodes()
-            .get(name)
-            .await
-            .map_err(|e| api_error(e, &what))?;
+        let node = self.nodes().get(name).await.map_err(|e| api_error(e, &what))?;
         Ok(Node {
             name: node.metadata.name.unwrap_or_else(|| name.to_owned()),
-            namespace: node
-                .metadata
-                .namespace
-                .unwrap_or_else(|| self.namespace.clone()),
+            namespace: node.metadata.namespace.unwrap_or_else(|| self.namespace.clone()),
             labels: node.metadata.labels.unwrap_or_default(),
             spec: node.spec.into(),
             metadata: node.status.map(|s| s.metadata).unwrap_or_default(),
@@ -567,14 +514,8 @@ impl KubeResources {
         flow.metadata = ObjectMeta {
             generate_name: Some(generate_name(&dns_prefix(name, "flow"))),
             namespace: Some(self.namespace.clone()),
-            labels: Some(BTreeMap::from([(
-                labels::PROJECT_NAME.to_owned(),
-                project.to_owned(),
-            )])),
-            annotations: Some(BTreeMap::from([(
-                FLOW_DESCRIPTION.to_owned(),
-                name.to_owned(),
-            )])),
+            labels: Some(BTreeMap::from([(labels::PROJECT_NAME.to_owned(), project.to_owned())])),
+            annotations: Some(BTreeMap::from([(FLOW_DESCRIPTION.to_owned(), name.to_owned())])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
@@ -648,32 +589,20 @@ fn api_error(err: kube::Error, what: &str) -> Error {
             } else if status.is_conflict() {
                 Error::transient(format!("{what}: write conflict: {detail}")).with_code("CONFLICT")
             } else if status.is_already_exists() {
-                Error::permanent(format!("{what} already exists: {detail}"))
-                    .with_code("ALREADY_EXISTS")
+                Error::permanent(format!("{what} already exists: {detail}")).with_code("ALREADY_EXISTS")
             } else if status.is_invalid() || status.code == 400 {
                 Error::permanent(format!("{what} is invalid: {detail}")).with_code("INVALID")
             } else if status.is_forbidden() || status.code == 401 {
                 Error::permanent(format!("{what}: not allowed: {detail}")).with_code("FORBIDDEN")
             } else if status.code == 429 || status.code >= 500 {
-                Error::transient(format!(
-                    "{what}: the API server answered {}: {detail}",
-                    status.code
-                ))
+                Error::transient(format!("{what}: the API server answered {}: {detail}", status.code))
             } else if (400..500).contains(&status.code) {
-                Error::permanent(format!(
-                    "{what}: the API server answered {}: {detail}",
-                    status.code
-                ))
+                Error::permanent(format!("{what}: the API server answered {}: {detail}", status.code))
             } else {
-                Error::transient(format!(
-                    "{what}: the API server answered {}: {detail}",
-                    status.code
-                ))
+                Error::transient(format!("{what}: the API server answered {}: {detail}", status.code))
             }
         }
-        kube::Error::SerdeError(e) => Error::permanent(format!(
-            "{what}: unexpected answer from the API server: {e}"
-        )),
+        kube::Error::SerdeError(e) => Error::permanent(format!("{what}: unexpected answer from the API server: {e}")),
         other => Error::transient(format!("{what}: {other}")),
     }
 }
@@ -784,9 +713,9 @@ fn generate_name(prefix: &str) -> String {
 
 /// 32-bit FNV-1a: stable across builds and Rust versions, unlike `DefaultHasher`.
 fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5, |h, b| {
-        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
-    })
+    bytes
+        .iter()
+        .fold(0x811c_9dc5, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193))
 }
 
 /// A DNS-1123 subdomain, optionally with a leading `*.` (as Ingress hosts allow).
@@ -845,10 +774,7 @@ mod tests {
         }
         // Names that clean to the same text stay apart.
         assert_ne!(service_name("a.b", 80), service_name("a-b", 80));
-        assert_ne!(
-            service_name(&"x".repeat(70), 80),
-            service_name(&"x".repeat(71), 80)
-        );
+        assert_ne!(service_name(&"x".repeat(70), 80), service_name(&"x".repeat(71), 80));
         // Stable.
         assert_eq!(service_name("a.b", 80), service_name("a.b", 80));
     }

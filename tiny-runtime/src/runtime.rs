@@ -51,7 +51,9 @@ pub struct Options {
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Options").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Options")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -64,29 +66,44 @@ impl Runtime {
         let mut tasks = Vec::new();
         let leadership = match opts.lease_duration {
             Some(d) => {
-                let (l, task) =
-                    leader::elect(client.clone(), &opts.config.namespace, &opts.config.lease_name(), &opts.config.identity, d)
-                        .await
-                        .map_err(|e| crate::Error::Startup(format!("leader election: {e}")))?;
+                let (l, task) = leader::elect(
+                    client.clone(),
+                    &opts.config.namespace,
+                    &opts.config.lease_name(),
+                    &opts.config.identity,
+                    d,
+                )
+                .await
+                .map_err(|e| crate::Error::Startup(format!("leader election: {e}")))?;
                 tasks.push(task);
                 l
             }
             None => Leadership::fixed(true),
         };
         let (node_client, cfg) = (client.clone(), opts.config.clone());
-        let mut engine = Engine::builder().module(opts.config.name.clone()).registry(opts.registry).client_factory(Arc::new(
-            move |id: &tiny_sdk::NodeIdentity| -> Arc<dyn tiny_sdk::ResourceManager> {
-                let resources = crate::resources::KubeResources::new(node_client.clone(), cfg.namespace.clone(), id.node_name.clone())
+        let mut engine = Engine::builder()
+            .module(opts.config.name.clone())
+            .registry(opts.registry)
+            .client_factory(Arc::new(
+                move |id: &tiny_sdk::NodeIdentity| -> Arc<dyn tiny_sdk::ResourceManager> {
+                    let resources = crate::resources::KubeResources::new(
+                        node_client.clone(),
+                        cfg.namespace.clone(),
+                        id.node_name.clone(),
+                    )
                     .with_selector(cfg.pod_selector.clone())
                     .with_ingress(cfg.ingress_class.clone(), cfg.hostname_suffix.clone());
-                Arc::new(resources)
-            },
-        ));
+                    Arc::new(resources)
+                },
+            ));
         if let Some(router) = opts.router {
             engine = engine.router(router);
         }
         let tracking = Arc::new(controller::tracker::Tracking::default());
-        let counter = crate::metrics::HopCounter { metrics: metrics.clone(), next: tracking.clone() };
+        let counter = crate::metrics::HopCounter {
+            metrics: metrics.clone(),
+            next: tracking.clone(),
+        };
         let engine = engine.observer(Arc::new(counter)).build();
         let shared = Arc::new(Shared::new(
             client,
@@ -107,7 +124,11 @@ impl Runtime {
                 .await
                 .map_err(|e| crate::Error::Startup(format!("binding the probe address {addr}: {e}")))?;
             probe_addr = listener.local_addr().ok();
-            tasks.push(tokio::spawn(crate::health::serve(listener, ready.clone(), metrics.clone())));
+            tasks.push(tokio::spawn(crate::health::serve(
+                listener,
+                ready.clone(),
+                metrics.clone(),
+            )));
         }
         {
             let (metrics, mut l) = (metrics.clone(), leadership.clone());
@@ -132,7 +153,13 @@ impl Runtime {
             cancelled(&stop),
         )));
         ready.store(true, Ordering::Relaxed);
-        Ok(Runtime { shared, stop, tasks, ready, probe_addr })
+        Ok(Runtime {
+            shared,
+            stop,
+            tasks,
+            ready,
+            probe_addr,
+        })
     }
 
     /// The flow engine.
@@ -148,6 +175,11 @@ impl Runtime {
     /// Whether this replica leads.
     pub fn is_leader(&self) -> bool {
         self.shared.leadership.is_leader()
+    }
+
+    /// A handle that tells whether this replica leads, for other parts (the gRPC server).
+    pub fn leadership(&self) -> Leadership {
+        self.shared.leadership.clone()
     }
 
     /// Stops the controllers (nodes are not destroyed: another replica runs them).

@@ -26,13 +26,21 @@ pub fn node_status(
 ) -> TinyNodeStatus {
     let mut s = TinyNodeStatus {
         observed_generation: generation,
-        module: ModuleStatus { name: module.name.clone(), version: module.version.clone(), sdk_version: SDK_VERSION.into() },
+        module: ModuleStatus {
+            name: module.name.clone(),
+            version: module.version.clone(),
+            sdk_version: SDK_VERSION.into(),
+        },
         metadata: previous.map(|p| p.metadata.clone()).unwrap_or_default(),
         ..TinyNodeStatus::default()
     };
     if let Some(r) = report {
         if let Some(c) = &r.component {
-            s.component = ComponentStatus { description: c.description.clone(), info: c.info.clone(), tags: c.tags.clone() };
+            s.component = ComponentStatus {
+                description: c.description.clone(),
+                info: c.info.clone(),
+                tags: c.tags.clone(),
+            };
         }
         s.ports = r
             .ports

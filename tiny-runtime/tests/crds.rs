@@ -22,10 +22,25 @@ fn every_kind_is_namespaced_with_a_status_subresource() {
         assert_eq!(c.spec.scope, "Namespaced", "{}", c.spec.names.kind);
         let version = &c.spec.versions[0];
         assert_eq!(version.name, "v1alpha1");
-        assert!(version.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some(), "{}", c.spec.names.kind);
+        assert!(
+            version.subresources.as_ref().and_then(|s| s.status.as_ref()).is_some(),
+            "{}",
+            c.spec.names.kind
+        );
     }
     let kinds: Vec<_> = crd::all().into_iter().map(|c| c.spec.names.kind).collect();
-    assert_eq!(kinds, ["TinyNode", "TinyModule", "TinySignal", "TinyFlow", "TinyProject", "TinyTracker", "TinyWidgetPage"]);
+    assert_eq!(
+        kinds,
+        [
+            "TinyNode",
+            "TinyModule",
+            "TinySignal",
+            "TinyFlow",
+            "TinyProject",
+            "TinyTracker",
+            "TinyWidgetPage"
+        ]
+    );
 }
 
 #[test]
@@ -58,10 +73,19 @@ fn a_node_written_by_the_go_platform_loads() {
         }
     });
     let node: TinyNode = serde_json::from_value(go.clone()).expect("loads");
-    assert_eq!(node.spec.ports[0].configuration.as_ref().map(|c| c.value().clone()), Some(json!({"enableErrorPort": true})));
-    assert_eq!(node.spec.ports[1].configuration.as_ref().map(|c| c.value().clone()), Some(json!({"url": "{{$.url}}"})));
+    assert_eq!(
+        node.spec.ports[0].configuration.as_ref().map(|c| c.value().clone()),
+        Some(json!({"enableErrorPort": true}))
+    );
+    assert_eq!(
+        node.spec.ports[1].configuration.as_ref().map(|c| c.value().clone()),
+        Some(json!({"url": "{{$.url}}"}))
+    );
     let policy = node.spec.edges[0].retry_policy.as_ref().expect("policy");
-    assert_eq!((policy.max_attempts, policy.backoff_coefficient.as_deref()), (Some(5), Some("1.5")));
+    assert_eq!(
+        (policy.max_attempts, policy.backoff_coefficient.as_deref()),
+        (Some(5), Some("1.5"))
+    );
     let status: &TinyNodeStatus = node.status.as_ref().expect("status");
     assert_eq!(status.ports[0].position, 3);
     // Written back, the spec keeps the Go shapes (base64 strings, flowID, camelCase).
@@ -73,7 +97,8 @@ fn a_node_written_by_the_go_platform_loads() {
 #[test]
 fn byte_fields_are_base64_strings_in_the_schema() {
     let schema = serde_json::to_value(TinyNode::crd()).expect("serialises");
-    let port = &schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["ports"]["items"];
+    let port = &schema["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["ports"]
+        ["items"];
     assert_eq!(port["properties"]["configuration"]["type"], "string");
     assert_eq!(port["properties"]["configuration"]["format"], "byte");
 }

@@ -89,10 +89,7 @@ fn every_field_and_long_lengths_match() {
     let payload = format!("{payload} ");
     let msg = request("id-7", "signal", "n.m.c-1:in", payload.as_bytes(), "e");
     let go = go_request("id-7", "signal", "n.m.c-1:in", payload.as_bytes(), "e");
-    let at = go
-        .iter()
-        .position(|b| *b == (4 << 3 | LEN))
-        .expect("payload tag");
+    let at = go.iter().position(|b| *b == (4 << 3 | LEN)).expect("payload tag");
     assert_eq!(&go[at..at + 3], &[0x22, 0xac, 0x02]);
     assert_eq!(msg.encode_to_vec(), go);
     assert_eq!(MessageRequest::decode(go.as_slice()).ok(), Some(msg));
@@ -102,10 +99,7 @@ fn every_field_and_long_lengths_match() {
 fn empty_fields_are_absent_and_an_empty_message_is_no_bytes() {
     assert!(MessageRequest::default().encode_to_vec().is_empty());
     assert!(MessageResponse::default().encode_to_vec().is_empty());
-    assert_eq!(
-        MessageResponse::decode(&[][..]).ok(),
-        Some(MessageResponse::default())
-    );
+    assert_eq!(MessageResponse::decode(&[][..]).ok(), Some(MessageResponse::default()));
     let only_to = request("", "", "x:y", b"", "");
     assert_eq!(only_to.encode_to_vec(), vec![0x1a, 3, b'x', b':', b'y']);
 }
@@ -113,9 +107,7 @@ fn empty_fields_are_absent_and_an_empty_message_is_no_bytes() {
 #[test]
 fn a_response_encodes_to_the_go_bytes_and_back() {
     let data = br#"{"answer":"hi"}"#;
-    let msg = MessageResponse {
-        data: data.to_vec(),
-    };
+    let msg = MessageResponse { data: data.to_vec() };
     let go = go_response(data);
     assert_eq!(go[0], 0x0a);
     assert_eq!(msg.encode_to_vec(), go);
@@ -191,7 +183,11 @@ impl Answer {
 
 #[tokio::test]
 async fn a_tiny_server_takes_go_bytes_on_the_go_method_path() {
-    let engine = Engine::builder().module("b").register::<Answer>().build();
+    let engine = Engine::builder()
+        .module("b")
+        .node_wait(std::time::Duration::from_millis(50))
+        .register::<Answer>()
+        .build();
     for node in FlowBuilder::new()
         .module("b")
         .node("f.b.answer-1", "answer")
@@ -200,6 +196,10 @@ async fn a_tiny_server_takes_go_bytes_on_the_go_method_path() {
     {
         engine.apply(node).await.expect("loads");
     }
+    let local = engine
+        .send("f.b.nobody-1:input", json!(1))
+        .await
+        .expect_err("no such node");
     let server = spawn(engine, ([127, 0, 0, 1], 0).into(), ServerOptions::default())
         .await
         .expect("binds");
@@ -210,41 +210,33 @@ async fn a_tiny_server_takes_go_bytes_on_the_go_method_path() {
         .expect("connects");
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.expect("ready");
-    let mut request = tonic::Request::new(go_request(
-        "",
-        "signal",
-        "f.b.answer-1:input",
-        br#"{"q":1}"#,
-        "",
-    ));
-    request.metadata_mut().insert(
-        "x-message-depth",
-        tonic::metadata::MetadataValue::from_static("7"),
-    );
-    let path =
-        tonic::codegen::http::uri::PathAndQuery::from_static("/module.ModuleService/Message");
+    let mut request = tonic::Request::new(go_request("", "signal", "f.b.answer-1:input", br#"{"q":1}"#, ""));
+    request
+        .metadata_mut()
+        .insert("x-message-depth", tonic::metadata::MetadataValue::from_static("7"));
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/module.ModuleService/Message");
     let response = grpc.unary(request, path, Raw).await.expect("answers");
     let expected = serde_json::to_vec(&json!({"got": {"q": 1}, "depth": 7})).expect("json");
     assert_eq!(response.into_inner(), go_response(&expected));
 
     // An error is a status with the error text as its message, which is all a Go
     // client reads, plus tiny's metadata.
-    let path =
-        tonic::codegen::http::uri::PathAndQuery::from_static("/module.ModuleService/Message");
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/module.ModuleService/Message");
     let request = tonic::Request::new(go_request("", "signal", "f.b.nobody-1:input", b"1", ""));
     grpc.ready().await.expect("ready");
-    let status = grpc
-        .unary(request, path, Raw)
-        .await
-        .expect_err("no such node");
-    assert_eq!(
-        status.message(),
-        "no node `f.b.nobody-1` in this flow (message for port `input`)"
-    );
-    assert_eq!(status.code(), tonic::Code::NotFound);
-    let kind = status
-        .metadata()
-        .get("x-error-kind")
-        .and_then(|v| v.to_str().ok());
-    assert_eq!(kind, Some("permanent"));
+    let status = grpc.unary(request, path, Raw).await.expect_err("no such node");
+    assert_eq!(status.message(), local.to_string());
+    assert!(status.message().contains("`f.b.nobody-1`"), "{status:?}");
+    let code = if local.is_retryable() {
+        tonic::Code::Unavailable
+    } else {
+        tonic::Code::NotFound
+    };
+    assert_eq!(status.code(), code);
+    let kind = status.metadata().get("x-error-kind").and_then(|v| v.to_str().ok());
+    let expected = match local.kind() {
+        tiny_sdk::ErrorKind::Transient => "transient",
+        tiny_sdk::ErrorKind::Permanent => "permanent",
+    };
+    assert_eq!(kind, Some(expected));
 }

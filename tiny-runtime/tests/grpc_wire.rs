@@ -153,9 +153,13 @@ struct Modules {
     server_b: ServerHandle,
 }
 
+/// How long an engine waits for a node of its own module that has not loaded yet.
+const NODE_WAIT: Duration = Duration::from_millis(100);
+
 fn engine(module: &str, pool: Arc<Pool>) -> Engine {
     Engine::builder()
         .module(module)
+        .node_wait(NODE_WAIT)
         .register::<Relay>()
         .register::<Answer>()
         .register::<Flaky>()
@@ -178,12 +182,8 @@ async fn modules(flow: Flow, pool: PoolOptions) -> Modules {
     let server_b = spawn(b.clone(), LOCALHOST.into(), ServerOptions::default())
         .await
         .expect("b binds");
-    pool_a
-        .register("b", &server_b.addr().to_string())
-        .expect("b's address");
-    pool_b
-        .register("a", &server_a.addr().to_string())
-        .expect("a's address");
+    pool_a.register("b", &server_b.addr().to_string()).expect("b's address");
+    pool_b.register("a", &server_a.addr().to_string()).expect("a's address");
     for node in flow.nodes {
         let target = if node.spec.module == "a" { &a } else { &b };
         target.apply(node).await.expect("node loads");
@@ -208,11 +208,7 @@ fn retry(max: u32, initial_ms: u64) -> Option<RetryPolicy> {
 }
 
 /// `f.a.ask-1` (module a) -> `to`, with `policy`; `more` adds nodes.
-fn ask(
-    to: &str,
-    policy: Option<RetryPolicy>,
-    more: impl FnOnce(FlowBuilder) -> FlowBuilder,
-) -> Flow {
+fn ask(to: &str, policy: Option<RetryPolicy>, more: impl FnOnce(FlowBuilder) -> FlowBuilder) -> Flow {
     more(FlowBuilder::new().module("a").node("f.a.ask-1", "relay"))
         .edge_with("f.a.ask-1:out", to, json!("{{$}}"), policy)
         .build()
@@ -235,9 +231,7 @@ async fn a_request_goes_a_b_a_and_the_reply_comes_back_to_the_first_caller() {
         )
         .build();
     let m = modules(flow, PoolOptions::default()).await;
-    assert!(
-        m.a.has_node("f.a.ask-1") && m.a.has_node("f.a.answer-1") && m.b.has_node("f.b.comp-1")
-    );
+    assert!(m.a.has_node("f.a.ask-1") && m.a.has_node("f.a.answer-1") && m.b.has_node("f.b.comp-1"));
     let reply =
         m.a.send("f.a.ask-1:input", json!({"q": 42}))
             .await
@@ -249,11 +243,7 @@ async fn a_request_goes_a_b_a_and_the_reply_comes_back_to_the_first_caller() {
     );
     // Many at once over the same connections.
     let calls = (0..32).map(|i| m.a.send("f.a.ask-1:input", json!({"q": i})));
-    for (i, r) in futures::future::join_all(calls)
-        .await
-        .into_iter()
-        .enumerate()
-    {
+    for (i, r) in futures::future::join_all(calls).await.into_iter().enumerate() {
         let v = r.expect("answers").into_value().expect("a reply");
         assert_eq!(v["answer"]["msg"]["q"], json!(i));
     }
@@ -272,14 +262,8 @@ async fn a_transient_remote_error_is_retried_by_the_senders_edge_policy() {
         m.a.send("f.a.ask-1:input", json!("hi"))
             .await
             .expect("third attempt succeeds");
-    assert_eq!(
-        reply.into_value(),
-        Some(json!({"attempts": 3, "msg": "hi"}))
-    );
-    let count =
-        m.b.send("f.b.flaky-1:count", Value::Null)
-            .await
-            .expect("count");
+    assert_eq!(reply.into_value(), Some(json!({"attempts": 3, "msg": "hi"})));
+    let count = m.b.send("f.b.flaky-1:count", Value::Null).await.expect("count");
     assert_eq!(count.into_value(), Some(json!(3)));
 }
 
@@ -291,18 +275,12 @@ async fn a_permanent_remote_error_is_not_retried_and_keeps_its_code_and_origin()
             .settings(json!({"failures": 9, "permanent": true, "code": "NOPE"}))
     });
     let m = modules(flow, PoolOptions::default()).await;
-    let err =
-        m.a.send("f.a.ask-1:input", json!("hi"))
-            .await
-            .expect_err("fails");
+    let err = m.a.send("f.a.ask-1:input", json!("hi")).await.expect_err("fails");
     assert_eq!(err.kind(), ErrorKind::Permanent);
     assert_eq!(err.code(), Some("NOPE"));
     assert_eq!(err.message(), "attempt 1 failed");
     assert_eq!(err.origin(), Some("node `f.b.flaky-1` port `input`"));
-    let count =
-        m.b.send("f.b.flaky-1:count", Value::Null)
-            .await
-            .expect("count");
+    let count = m.b.send("f.b.flaky-1:count", Value::Null).await.expect("count");
     assert_eq!(count.into_value(), Some(json!(1)));
 }
 
@@ -318,18 +296,9 @@ async fn a_transient_remote_error_with_a_non_retryable_code_is_not_retried() {
             .settings(json!({"failures": 9, "code": "QUOTA"}))
     });
     let m = modules(flow, PoolOptions::default()).await;
-    let err =
-        m.a.send("f.a.ask-1:input", json!("hi"))
-            .await
-            .expect_err("fails");
-    assert_eq!(
-        (err.kind(), err.code()),
-        (ErrorKind::Transient, Some("QUOTA"))
-    );
-    let count =
-        m.b.send("f.b.flaky-1:count", Value::Null)
-            .await
-            .expect("count");
+    let err = m.a.send("f.a.ask-1:input", json!("hi")).await.expect_err("fails");
+    assert_eq!((err.kind(), err.code()), (ErrorKind::Transient, Some("QUOTA")));
+    let count = m.b.send("f.b.flaky-1:count", Value::Null).await.expect("count");
     assert_eq!(count.into_value(), Some(json!(1)));
 }
 
@@ -360,9 +329,7 @@ async fn a_module_that_goes_away_is_unreachable_and_is_reached_again_when_it_is_
     assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
     let text = err.to_string();
     assert!(
-        text.contains("module `b`")
-            && text.contains("unreachable")
-            && text.contains(&addr.to_string()),
+        text.contains("module `b`") && text.contains("unreachable") && text.contains(&addr.to_string()),
         "{text}"
     );
 
@@ -393,11 +360,7 @@ async fn a_module_nobody_announced_is_a_clear_error() {
             .await
             .expect_err("c is unknown");
     assert_eq!(err.kind(), ErrorKind::Transient);
-    assert!(
-        err.message()
-            .starts_with("no TinyModule announces module `c`"),
-        "{err}"
-    );
+    assert!(err.message().starts_with("no TinyModule announces module `c`"), "{err}");
     assert!(err.message().contains("f.c.thing-1:input"), "{err}");
     // Deregistered is unknown too, and the connection goes with it.
     assert_eq!(m.pool_a.connections(), 1);
@@ -409,11 +372,7 @@ async fn a_module_nobody_announced_is_a_clear_error() {
         .send("b", &to, Source::Signal, &json!(1), Hop::default())
         .await
         .expect_err("b is gone");
-    assert!(
-        err.message()
-            .starts_with("no TinyModule announces module `b`"),
-        "{err}"
-    );
+    assert!(err.message().starts_with("no TinyModule announces module `b`"), "{err}");
 }
 
 #[tokio::test]
@@ -423,22 +382,13 @@ async fn an_oversized_message_fails_before_it_is_sent_and_names_the_limit() {
     });
     let m = modules(flow, PoolOptions::default()).await;
     let big = "x".repeat(5 * 1024 * 1024);
-    let err =
-        m.a.send("f.a.ask-1:input", json!(big))
-            .await
-            .expect_err("too big");
+    let err = m.a.send("f.a.ask-1:input", json!(big)).await.expect_err("too big");
     assert_eq!(err.kind(), ErrorKind::Permanent);
     assert_eq!(err.code(), Some("MESSAGE_TOO_LARGE"));
     let text = err.to_string();
-    assert!(
-        text.contains("4 MiB (4194304 bytes) message size limit"),
-        "{text}"
-    );
+    assert!(text.contains("4 MiB (4194304 bytes) message size limit"), "{text}");
     assert!(text.contains("5.0 MiB (524"), "{text}");
-    let count =
-        m.b.send("f.b.flaky-1:count", Value::Null)
-            .await
-            .expect("count");
+    let count = m.b.send("f.b.flaky-1:count", Value::Null).await.expect("count");
     assert_eq!(count.into_value(), Some(json!(0)), "nothing reached b");
 
     // The limit is the pool's option.
@@ -446,35 +396,20 @@ async fn an_oversized_message_fails_before_it_is_sent_and_names_the_limit() {
         max_message_size: 64,
         ..PoolOptions::default()
     });
-    small
-        .register("b", &m.server_b.addr().to_string())
-        .expect("address");
+    small.register("b", &m.server_b.addr().to_string()).expect("address");
     let to = PortAddress::parse("f.b.flaky-1:input").expect("address");
     let err = small
-        .send(
-            "b",
-            &to,
-            Source::Signal,
-            &json!("y".repeat(100)),
-            Hop::default(),
-        )
+        .send("b", &to, Source::Signal, &json!("y".repeat(100)), Hop::default())
         .await
         .expect_err("too big");
-    assert!(
-        err.to_string()
-            .contains("64 B (64 bytes) message size limit"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("64 B (64 bytes) message size limit"), "{err}");
 }
 
 #[tokio::test]
 async fn an_oversized_reply_is_refused_by_the_server_with_the_limit() {
     let (pool_a, pool_b) = (Arc::new(Pool::default()), Arc::new(Pool::default()));
     let b = engine("b", pool_b);
-    let flow = FlowBuilder::new()
-        .module("b")
-        .node("f.b.double-1", "double")
-        .build();
+    let flow = FlowBuilder::new().module("b").node("f.b.double-1", "double").build();
     for n in flow.nodes {
         b.apply(n).await.expect("loads");
     }
@@ -483,9 +418,7 @@ async fn an_oversized_reply_is_refused_by_the_server_with_the_limit() {
         ..ServerOptions::default()
     };
     let server = spawn(b, LOCALHOST.into(), opts).await.expect("binds");
-    pool_a
-        .register("b", &server.addr().to_string())
-        .expect("address");
+    pool_a.register("b", &server.addr().to_string()).expect("address");
     let to = PortAddress::parse("f.b.double-1:input").expect("address");
     let ok = pool_a
         .send("b", &to, Source::Signal, &json!("small"), Hop::default())
@@ -494,19 +427,12 @@ async fn an_oversized_reply_is_refused_by_the_server_with_the_limit() {
     assert_eq!(ok.into_value(), Some(json!(["small", "small"])));
     // The request fits the server's limit, the reply does not.
     let err = pool_a
-        .send(
-            "b",
-            &to,
-            Source::Signal,
-            &json!("z".repeat(600)),
-            Hop::default(),
-        )
+        .send("b", &to, Source::Signal, &json!("z".repeat(600)), Hop::default())
         .await
         .expect_err("too big");
     assert_eq!(err.kind(), ErrorKind::Permanent);
     assert!(
-        err.to_string()
-            .contains("1 KiB (1024 bytes) message size limit"),
+        err.to_string().contains("1 KiB (1024 bytes) message size limit"),
         "{err}"
     );
 }
@@ -519,12 +445,13 @@ async fn a_node_the_target_does_not_have_is_reported_by_the_target() {
         m.a.send("f.a.ask-1:input", json!("hi"))
             .await
             .expect_err("no such node");
-    assert_eq!(err.kind(), ErrorKind::Permanent);
-    assert!(
-        err.to_string()
-            .contains("no node `f.b.ghost-1` in this flow (message for port `input`)"),
-        "{err}"
-    );
+    // What b's engine says about the node is what a hears, kind included.
+    let local =
+        m.b.send("f.b.ghost-1:input", json!("hi"))
+            .await
+            .expect_err("no such node");
+    assert!(local.message().contains("`f.b.ghost-1`"), "{local}");
+    assert_eq!((err.kind(), err.message()), (local.kind(), local.message()));
 
     // b does not forward a message for another module's node.
     let to = PortAddress::parse("f.c.other-1:input").expect("address");
@@ -547,21 +474,13 @@ async fn a_timed_out_hop_cancels_the_remote_handler() {
     if let Some(p) = policy.as_mut() {
         p.timeout_ms = Some(200);
     }
-    let flow = ask("f.b.slow-1:input", policy, |f| {
-        f.module("b").node("f.b.slow-1", "slow")
-    });
+    let flow = ask("f.b.slow-1:input", policy, |f| f.module("b").node("f.b.slow-1", "slow"));
     let m = modules(flow, PoolOptions::default()).await;
-    let err =
-        m.a.send("f.a.ask-1:input", json!("wait"))
-            .await
-            .expect_err("times out");
+    let err = m.a.send("f.a.ask-1:input", json!("wait")).await.expect_err("times out");
     assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let seen =
-            m.b.send("f.b.slow-1:cancelled", Value::Null)
-                .await
-                .expect("asks");
+        let seen = m.b.send("f.b.slow-1:cancelled", Value::Null).await.expect("asks");
         if seen.into_value() == Some(json!(true)) {
             break;
         }
@@ -573,9 +492,7 @@ async fn a_timed_out_hop_cancels_the_remote_handler() {
         timeout: Duration::from_millis(100),
         ..PoolOptions::default()
     });
-    short
-        .register("b", &m.server_b.addr().to_string())
-        .expect("address");
+    short.register("b", &m.server_b.addr().to_string()).expect("address");
     let to = PortAddress::parse("f.b.slow-1:input").expect("address");
     let err = short
         .send("b", &to, Source::Signal, &json!(1), Hop::default())
@@ -586,17 +503,12 @@ async fn a_timed_out_hop_cancels_the_remote_handler() {
         (ErrorKind::Transient, Some("TIMEOUT")),
         "{err}"
     );
-    assert!(
-        err.message().contains("did not answer within 0.1 s"),
-        "{err}"
-    );
+    assert!(err.message().contains("did not answer within 0.1 s"), "{err}");
 }
 
 #[tokio::test]
 async fn the_health_service_reports_serving() {
-    use tonic_health::pb::{
-        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
-    };
+    use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient};
     let flow = FlowBuilder::new().build();
     let m = modules(flow, PoolOptions::default()).await;
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", m.server_a.addr()))
@@ -606,9 +518,7 @@ async fn the_health_service_reports_serving() {
         .expect("connects");
     let mut client = HealthClient::new(channel);
     let status = client
-        .check(HealthCheckRequest {
-            service: String::new(),
-        })
+        .check(HealthCheckRequest { service: String::new() })
         .await
         .expect("answers");
     assert_eq!(status.into_inner().status(), ServingStatus::Serving);
@@ -633,10 +543,7 @@ async fn modules_at_one_address_share_a_connection_until_the_last_goes() {
     pool.deregister("d");
     assert_eq!(pool.connections(), 0);
     let err = pool.register("e", "not an address").expect_err("refused");
-    assert!(
-        err.message().contains("`not an address` is not host:port"),
-        "{err}"
-    );
+    assert!(err.message().contains("`not an address` is not host:port"), "{err}");
 }
 
 #[tokio::test]
@@ -658,8 +565,7 @@ async fn the_server_tells_handlers_whether_this_replica_leads() {
     };
     let server = spawn(b, LOCALHOST.into(), opts).await.expect("binds");
     let pool = Pool::default();
-    pool.register("b", &server.addr().to_string())
-        .expect("address");
+    pool.register("b", &server.addr().to_string()).expect("address");
     let to = PortAddress::parse("f.b.whoami-1:input").expect("address");
     let ask = || pool.send("b", &to, Source::Signal, &Value::Null, Hop::default());
     assert_eq!(
@@ -671,4 +577,40 @@ async fn the_server_tells_handlers_whether_this_replica_leads() {
         ask().await.expect("answers").into_value(),
         Some(json!({"leader": true}))
     );
+}
+
+#[tokio::test]
+async fn a_bound_endpoint_announces_its_port_and_serves_until_shutdown() {
+    use tiny_runtime::grpc::Grpc;
+    let grpc = Grpc::bind(LOCALHOST.into()).await.expect("binds");
+    assert_ne!(grpc.port(), 0);
+    let addr = grpc.local_addr();
+    let b = engine("b", grpc.pool());
+    for n in FlowBuilder::new()
+        .module("b")
+        .node("f.b.whoami-1", "whoami")
+        .build()
+        .nodes
+    {
+        b.apply(n).await.expect("loads");
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let grpc = grpc.with_leader(Arc::new(|| true));
+    let server = tokio::spawn(grpc.serve_with_shutdown(b, async {
+        let _ = stopped.await;
+    }));
+    let pool = Pool::default();
+    pool.register("b", &addr.to_string()).expect("address");
+    let to = PortAddress::parse("f.b.whoami-1:input").expect("address");
+    let reply = pool
+        .send("b", &to, Source::Signal, &Value::Null, Hop::default())
+        .await
+        .expect("answers");
+    assert_eq!(reply.into_value(), Some(json!({"leader": true})));
+    let _ = stop.send(());
+    let served = tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("stops in time")
+        .expect("task");
+    assert!(served.is_ok(), "{served:?}");
 }

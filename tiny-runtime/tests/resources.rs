@@ -14,9 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
-use tiny_runtime::crd::{
-    TinyFlow, TinyNode, TinyNodeSpec, TinyProject, TinyProjectSpec, TinySignal, labels,
-};
+use tiny_runtime::crd::{TinyFlow, TinyNode, TinyNodeSpec, TinyProject, TinyProjectSpec, TinySignal, labels};
 use tiny_runtime::resources::{FLOW_DESCRIPTION, KubeResources};
 use tiny_sdk::client::{CreateNodeRequest, ExposePortRequest};
 use tiny_sdk::{ErrorKind, ResourceManager};
@@ -61,21 +59,12 @@ fn assert_owned_by_node(what: &str, refs: Option<&Vec<OwnerReference>>, node: &s
     assert_eq!(refs.len(), 1, "{what}: {refs:?}");
     let r = &refs[0];
     assert_eq!(
-        (
-            r.api_version.as_str(),
-            r.kind.as_str(),
-            r.name.as_str(),
-            r.uid.as_str()
-        ),
+        (r.api_version.as_str(), r.kind.as_str(), r.name.as_str(), r.uid.as_str()),
         ("operator.tinysystems.io/v1alpha1", "TinyNode", node, uid),
         "{what}"
     );
     assert_eq!(r.controller, Some(true), "{what}: controller");
-    assert_eq!(
-        r.block_owner_deletion,
-        Some(true),
-        "{what}: blockOwnerDeletion"
-    );
+    assert_eq!(r.block_owner_deletion, Some(true), "{what}: blockOwnerDeletion");
 }
 
 /// Waits until `get` says the object is gone, at most `limit`.
@@ -109,10 +98,7 @@ async fn expose_and_unexpose_ports() {
     let uid = make_node(&client, ns, node).await;
     let rm = KubeResources::new(client.clone(), ns, node).with_selector(selector());
     let svc_name = rm.service_name(9000);
-    assert!(
-        svc_name.len() <= 63 && !svc_name.contains('.'),
-        "{svc_name}"
-    );
+    assert!(svc_name.len() <= 63 && !svc_name.contains('.'), "{svc_name}");
     let services: Api<Service> = Api::namespaced(client.clone(), ns);
     let ingresses: Api<Ingress> = Api::namespaced(client.clone(), ns);
 
@@ -133,12 +119,7 @@ async fn expose_and_unexpose_ports() {
         spec.ports.as_ref().unwrap()[0].node_port.is_some(),
         "a node port is allocated"
     );
-    assert_owned_by_node(
-        "the Service",
-        svc.metadata.owner_references.as_ref(),
-        node,
-        &uid,
-    );
+    assert_owned_by_node("the Service", svc.metadata.owner_references.as_ref(), node, &uid);
     assert!(ingresses.get_opt(&svc_name).await.unwrap().is_none());
 
     // Hostnames added: an Ingress appears, without TLS.
@@ -192,14 +173,8 @@ async fn expose_and_unexpose_ports() {
     assert_eq!(spec.ports.unwrap()[0].node_port, None);
 
     rm.unexpose_port(9000).await.unwrap();
-    assert!(
-        services.get_opt(&svc_name).await.unwrap().is_none(),
-        "Service removed"
-    );
-    assert!(
-        ingresses.get_opt(&svc_name).await.unwrap().is_none(),
-        "Ingress removed"
-    );
+    assert!(services.get_opt(&svc_name).await.unwrap().is_none(), "Service removed");
+    assert!(ingresses.get_opt(&svc_name).await.unwrap().is_none(), "Ingress removed");
     // Again: nothing to remove is fine.
     rm.unexpose_port(9000).await.unwrap();
 
@@ -247,17 +222,11 @@ async fn expose_and_unexpose_ports() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Permanent, "{err}");
     assert!(
-        err.message()
-            .contains("TinyNode unexpose/no-such-node not found"),
+        err.message().contains("TinyNode unexpose/no-such-node not found"),
         "{err}"
     );
     assert!(
-        services
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty(),
+        services.list(&ListParams::default()).await.unwrap().items.is_empty(),
         "nothing was left behind"
     );
 
@@ -298,29 +267,16 @@ async fn expose_and_unexpose_ports() {
     assert_eq!(ports[0].port, 8080);
     assert_eq!(ports[0].target_port, Some(IntOrString::Int(8080)));
     assert_eq!(ports[0].protocol.as_deref(), Some("TCP"));
-    assert_owned_by_node(
-        "the Service",
-        svc.metadata.owner_references.as_ref(),
-        node,
-        &uid,
-    );
+    assert_owned_by_node("the Service", svc.metadata.owner_references.as_ref(), node, &uid);
 
     let ingresses: Api<Ingress> = Api::namespaced(client.clone(), ns);
     let ing = ingresses.get(&name).await.unwrap();
-    assert_owned_by_node(
-        "the Ingress",
-        ing.metadata.owner_references.as_ref(),
-        node,
-        &uid,
-    );
+    assert_owned_by_node("the Ingress", ing.metadata.owner_references.as_ref(), node, &uid);
     let spec = ing.spec.as_ref().unwrap();
     assert_eq!(spec.ingress_class_name.as_deref(), Some("nginx"));
     let rules = spec.rules.as_ref().unwrap();
     let hosts: Vec<_> = rules.iter().map(|r| r.host.clone().unwrap()).collect();
-    assert_eq!(
-        hosts,
-        ["a.example.com", "b.example.com", "web-abc.example.net"]
-    );
+    assert_eq!(hosts, ["a.example.com", "b.example.com", "web-abc.example.net"]);
     for rule in rules {
         let paths = &rule.http.as_ref().unwrap().paths;
         assert_eq!(paths.len(), 1);
@@ -340,31 +296,12 @@ async fn expose_and_unexpose_ports() {
     assert_eq!(urls, want_urls);
     assert_eq!(services.get(&name).await.unwrap().spec, svc.spec);
     assert_eq!(ingresses.get(&name).await.unwrap().spec, ing.spec);
-    assert_eq!(
-        services
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
-    assert_eq!(
-        ingresses
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .len(),
-        1
-    );
+    assert_eq!(services.list(&ListParams::default()).await.unwrap().items.len(), 1);
+    assert_eq!(ingresses.list(&ListParams::default()).await.unwrap().items.len(), 1);
 
     // Deleting the TinyNode lets the garbage collector remove both.
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    nodes
-        .delete(node, &DeleteParams::background())
-        .await
-        .unwrap();
+    nodes.delete(node, &DeleteParams::background()).await.unwrap();
     let limit = Duration::from_secs(60);
     let svc_gone = wait_gone(&services, &name, limit, &env).await;
     let ing_gone = wait_gone(&ingresses, &name, limit, &env).await;
@@ -387,10 +324,7 @@ async fn flows_nodes_metadata_and_signals() {
         },
     );
     project.metadata.namespace = Some(ns.into());
-    let project = projects
-        .create(&PostParams::default(), &project)
-        .await
-        .unwrap();
+    let project = projects.create(&PostParams::default(), &project).await.unwrap();
     let project_uid = project.metadata.uid.unwrap();
 
     // The node the manager acts for need not exist to create flows and nodes.
@@ -419,19 +353,14 @@ async fn flows_nodes_metadata_and_signals() {
     let owners = meta.owner_references.as_ref().unwrap();
     assert_eq!(owners.len(), 1);
     assert_eq!(
-        (
-            owners[0].kind.as_str(),
-            owners[0].name.as_str(),
-            owners[0].uid.as_str()
-        ),
+        (owners[0].kind.as_str(), owners[0].name.as_str(), owners[0].uid.as_str()),
         ("TinyProject", "proj-1", project_uid.as_str())
     );
 
     let err = rm.create_flow("no-such-project", "x").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Permanent, "{err}");
     assert!(
-        err.message()
-            .contains("TinyProject flows/no-such-project not found"),
+        err.message().contains("TinyProject flows/no-such-project not found"),
         "{err}"
     );
 
@@ -449,27 +378,14 @@ async fn flows_nodes_metadata_and_signals() {
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let created = nodes.get(&node_name).await.unwrap();
     assert_eq!(
-        created
-            .metadata
-            .labels
-            .as_ref()
-            .unwrap()
-            .get(labels::FLOW_NAME),
+        created.metadata.labels.as_ref().unwrap().get(labels::FLOW_NAME),
         Some(&flow_name)
     );
     let owners = created.metadata.owner_references.as_ref().unwrap();
     assert_eq!(owners.len(), 1);
     assert_eq!(
-        (
-            owners[0].kind.as_str(),
-            owners[0].name.as_str(),
-            owners[0].uid.as_str()
-        ),
-        (
-            "TinyFlow",
-            flow_name.as_str(),
-            flow.metadata.uid.as_deref().unwrap()
-        )
+        (owners[0].kind.as_str(), owners[0].name.as_str(), owners[0].uid.as_str()),
+        ("TinyFlow", flow_name.as_str(), flow.metadata.uid.as_deref().unwrap())
     );
 
     let node = rm.get_node(&node_name).await.unwrap();
@@ -483,10 +399,7 @@ async fn flows_nodes_metadata_and_signals() {
     assert_eq!(node.spec.ports.len(), 1);
     assert_eq!(node.spec.ports[0].port, "_settings");
     assert_eq!(
-        node.spec.ports[0]
-            .configuration
-            .as_ref()
-            .map(|c| c.value().clone()),
+        node.spec.ports[0].configuration.as_ref().map(|c| c.value().clone()),
         Some(json!({"greeting": "Hi"}))
     );
     assert!(node.metadata.is_empty());
@@ -502,18 +415,10 @@ async fn flows_nodes_metadata_and_signals() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Permanent, "{err}");
-    assert!(
-        err.message()
-            .contains("TinyFlow flows/no-such-flow not found"),
-        "{err}"
-    );
+    assert!(err.message().contains("TinyFlow flows/no-such-flow not found"), "{err}");
     let err = rm.get_node("no-such-node").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Permanent, "{err}");
-    assert!(
-        err.message()
-            .contains("TinyNode flows/no-such-node not found"),
-        "{err}"
-    );
+    assert!(err.message().contains("TinyNode flows/no-such-node not found"), "{err}");
 
     // --- update_metadata merges --------------------------------------------------------------
     let ns = "metadata";
@@ -540,19 +445,14 @@ async fn flows_nodes_metadata_and_signals() {
     .collect();
     assert_eq!(got, want);
     // A key written again takes the new value; the others stay.
-    rm.update_metadata(vec![("other".into(), "y".into())])
-        .await
-        .unwrap();
+    rm.update_metadata(vec![("other".into(), "y".into())]).await.unwrap();
     let got = rm.get_node("keeper").await.unwrap().metadata;
     assert_eq!(got.get("other").map(String::as_str), Some("y"));
     assert_eq!(got.len(), 3, "{got:?}");
     // Concurrent writers of different keys all land (conflicts, if any, are retried).
     let writers = (0..8).map(|i| {
         let rm = rm.clone();
-        async move {
-            rm.update_metadata(vec![(format!("k{i}"), i.to_string())])
-                .await
-        }
+        async move { rm.update_metadata(vec![(format!("k{i}"), i.to_string())]).await }
     });
     for result in futures::future::join_all(writers).await {
         result.unwrap();
@@ -579,10 +479,7 @@ async fn flows_nodes_metadata_and_signals() {
     let signal = signals.get(&name).await.unwrap();
     assert_eq!(signal.spec.node, "greet.hello-module-v0.hello-1");
     assert_eq!(signal.spec.port, "input");
-    assert_eq!(
-        signal.spec.data.as_ref().map(|d| d.value().clone()),
-        Some(data)
-    );
+    assert_eq!(signal.spec.data.as_ref().map(|d| d.value().clone()), Some(data));
     let other = rm
         .create_signal("greet.hello-module-v0.hello-1", "input", json!(null))
         .await

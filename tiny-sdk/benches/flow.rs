@@ -87,7 +87,11 @@ fn chain(component: &str, hops: usize, mapping: &Value) -> Flow {
     }
     b = b.node("sink", "sink");
     for i in 0..hops {
-        let to = if i + 1 == hops { "sink:input".to_owned() } else { format!("s{}:input", i + 1) };
+        let to = if i + 1 == hops {
+            "sink:input".to_owned()
+        } else {
+            format!("s{}:input", i + 1)
+        };
         b = b.edge(&format!("s{i}:out"), &to, mapping.clone());
     }
     b.build()
@@ -96,13 +100,19 @@ fn chain(component: &str, hops: usize, mapping: &Value) -> Flow {
 fn fanout(width: usize) -> Flow {
     let mut b = FlowBuilder::new().node("s0", "step");
     for i in 0..width {
-        b = b.node(&format!("t{i}"), "sink").edge("s0:out", &format!("t{i}:input"), json!(PASS_THROUGH));
+        b = b
+            .node(&format!("t{i}"), "sink")
+            .edge("s0:out", &format!("t{i}:input"), json!(PASS_THROUGH));
     }
     b.build()
 }
 
 async fn engine(flow: Flow) -> Engine {
-    let e = Engine::builder().register::<Step>().register::<Pass>().register::<Sink>().build();
+    let e = Engine::builder()
+        .register::<Step>()
+        .register::<Pass>()
+        .register::<Sink>()
+        .build();
     for node in flow.nodes {
         if let Err(err) = e.apply(node).await {
             panic!("bench flow does not load: {err}");
@@ -118,7 +128,9 @@ fn payload(i: u64) -> Value {
 /// Throughput with `window` messages in flight; returns messages per second.
 async fn throughput(e: &Engine, n: u64, window: usize) -> f64 {
     let start = Instant::now();
-    let sends = stream::iter(0..n).map(|i| e.send("s0:input", payload(i))).buffer_unordered(window);
+    let sends = stream::iter(0..n)
+        .map(|i| e.send("s0:input", payload(i)))
+        .buffer_unordered(window);
     let failed = sends.filter(|r| std::future::ready(r.is_err())).count().await;
     assert_eq!(failed, 0, "every message must arrive");
     n as f64 / start.elapsed().as_secs_f64()
@@ -151,7 +163,13 @@ struct Args {
 }
 
 fn args() -> Args {
-    let mut a = Args { only: None, peer: false, n: 200_000, lat_n: 20_000, window: 256 };
+    let mut a = Args {
+        only: None,
+        peer: false,
+        n: 200_000,
+        lat_n: 20_000,
+        window: 256,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -180,11 +198,22 @@ async fn scenario(name: &'static str, hops: u32, flow: Flow, a: &Args) -> Figure
     throughput(&e, a.n / 10, a.window).await; // warm-up
     let msgs_per_sec = throughput(&e, a.n, a.window).await;
     let lat = latencies(&e, a.lat_n).await;
-    Figures { name, hops, msgs_per_sec, msgs_per_sec_2t: 0.0, p50: pct(&lat, 0.5), p99: pct(&lat, 0.99) }
+    Figures {
+        name,
+        hops,
+        msgs_per_sec,
+        msgs_per_sec_2t: 0.0,
+        p50: pct(&lat, 0.5),
+        p99: pct(&lat, 0.99),
+    }
 }
 
 fn two_threads(flow: Flow, a: &Args) -> f64 {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async {
         let e = Arc::new(engine(flow).await);
         let per_task = a.n / 2;
@@ -205,7 +234,10 @@ fn two_threads(flow: Flow, a: &Args) -> f64 {
 
 fn peer() -> Vec<Value> {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/node-red/run.sh");
-    let out = Command::new("bash").arg(script).arg("--scenarios=chain10,chain10_jsonata,single,fanout10").output();
+    let out = Command::new("bash")
+        .arg(script)
+        .arg("--scenarios=chain10,chain10_jsonata,single,fanout10")
+        .output();
     match out {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
             .lines()
@@ -224,7 +256,10 @@ fn peer() -> Vec<Value> {
 
 fn main() {
     let a = args();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let expr = json!({"n": "{{$.n}}", "v": "{{$.v + 1}}", "user": "{{$.user}}", "text": "{{$.text}}"});
     let flows: Vec<(&'static str, u32, Flow)> = vec![
         ("chain10", 10, chain("step", 10, &json!(PASS_THROUGH))),
@@ -242,13 +277,23 @@ fn main() {
         f.msgs_per_sec_2t = two_threads(flow, &a);
         println!(
             "{{\"engine\":\"tiny\",\"scenario\":\"{}\",\"hops\":{},\"msgs_per_sec\":{:.1},\"msgs_per_sec_2_threads\":{:.1},\"p50_us\":{:.2},\"p99_us\":{:.2},\"per_hop_p50_us\":{:.3},\"per_hop_p99_us\":{:.3}}}",
-            f.name, f.hops, f.msgs_per_sec, f.msgs_per_sec_2t, f.p50, f.p99, f.p50 / f64::from(f.hops), f.p99 / f64::from(f.hops)
+            f.name,
+            f.hops,
+            f.msgs_per_sec,
+            f.msgs_per_sec_2t,
+            f.p50,
+            f.p99,
+            f.p50 / f64::from(f.hops),
+            f.p99 / f64::from(f.hops)
         );
         figures.push(f);
     }
     let get = |n: &str| figures.iter().find(|f| f.name == n);
     if let (Some(single), Some(fan)) = (get("single"), get("fanout10")) {
-        println!("tiny fanout10 cost per source message / single send: {:.2}x", single.msgs_per_sec / fan.msgs_per_sec);
+        println!(
+            "tiny fanout10 cost per source message / single send: {:.2}x",
+            single.msgs_per_sec / fan.msgs_per_sec
+        );
     }
     if !a.peer {
         return;
@@ -265,7 +310,12 @@ fn main() {
             );
         }
         if let (Some(t), Some(r)) = (get(tiny), node(red, "p50_us")) {
-            println!("{tiny}: p50 {:.1} us vs node-red {:.1} us: {:.1}x faster", t.p50, r, r / t.p50);
+            println!(
+                "{tiny}: p50 {:.1} us vs node-red {:.1} us: {:.1}x faster",
+                t.p50,
+                r,
+                r / t.p50
+            );
         }
     }
     if let Some(r) = node("fanout10", "fanout_cost_ratio") {

@@ -25,7 +25,16 @@ pub const fn port<T: crate::Message>(
     default_config: fn() -> Value,
     response_schema: Option<fn() -> Value>,
 ) -> PortSpec {
-    PortSpec { name, label, description, direction, position, schema: port_schema::<T>, default_config, response_schema }
+    PortSpec {
+        name,
+        label,
+        description,
+        direction,
+        position,
+        schema: port_schema::<T>,
+        default_config,
+        response_schema,
+    }
 }
 
 /// The schema function of a response type.

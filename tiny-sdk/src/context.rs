@@ -39,7 +39,11 @@ pub struct NodeContext {
 impl NodeContext {
     /// Built by the engine.
     pub fn new(identity: NodeIdentity, emitter: Arc<dyn Emitter>, client: Option<Arc<dyn ResourceManager>>) -> Self {
-        Self { identity, emitter, client }
+        Self {
+            identity,
+            emitter,
+            client,
+        }
     }
 
     /// The node's identity.
@@ -55,7 +59,9 @@ impl NodeContext {
 
 impl fmt::Debug for NodeContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeContext").field("identity", &self.identity).finish_non_exhaustive()
+        f.debug_struct("NodeContext")
+            .field("identity", &self.identity)
+            .finish_non_exhaustive()
     }
 }
 
@@ -127,6 +133,9 @@ impl<C: Component> Ctx<C> {
 
 impl<C: Component> fmt::Debug for Ctx<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ctx").field("node", &self.node.identity.node_name).field("hop", &self.hop).finish_non_exhaustive()
+        f.debug_struct("Ctx")
+            .field("node", &self.node.identity.node_name)
+            .field("hop", &self.hop)
+            .finish_non_exhaustive()
     }
 }

@@ -45,17 +45,35 @@ pub struct Error {
 impl Error {
     /// A transient error: the edge's retry policy may try the hop again.
     pub fn transient(message: impl fmt::Display) -> Self {
-        Self { kind: ErrorKind::Transient, code: None, message: message.to_string(), origin: None, undecodable: false }
+        Self {
+            kind: ErrorKind::Transient,
+            code: None,
+            message: message.to_string(),
+            origin: None,
+            undecodable: false,
+        }
     }
 
     /// A permanent error: never retried.
     pub fn permanent(message: impl fmt::Display) -> Self {
-        Self { kind: ErrorKind::Permanent, code: None, message: message.to_string(), origin: None, undecodable: false }
+        Self {
+            kind: ErrorKind::Permanent,
+            code: None,
+            message: message.to_string(),
+            origin: None,
+            undecodable: false,
+        }
     }
 
     /// Builds an error of the given kind.
     pub fn new(kind: ErrorKind, message: impl fmt::Display) -> Self {
-        Self { kind, code: None, message: message.to_string(), origin: None, undecodable: false }
+        Self {
+            kind,
+            code: None,
+            message: message.to_string(),
+            origin: None,
+            undecodable: false,
+        }
     }
 
     /// Attaches a machine-readable code, matched against an edge's `nonRetryableErrorCodes`.

@@ -126,7 +126,14 @@ impl HarnessBuilder {
                 errors.push((node.name.clone(), e));
             }
         }
-        Ok((Harness { engine, log, flow: self.flow }, errors))
+        Ok((
+            Harness {
+                engine,
+                log,
+                flow: self.flow,
+            },
+            errors,
+        ))
     }
 }
 
@@ -147,7 +154,11 @@ impl Harness {
     pub async fn run_signals(&self) -> Vec<Result<Reply>> {
         let mut out = Vec::new();
         for s in &self.flow.signals {
-            out.push(self.engine.send(&format!("{}:{}", s.node, s.port), s.data.clone()).await);
+            out.push(
+                self.engine
+                    .send(&format!("{}:{}", s.node, s.port), s.data.clone())
+                    .await,
+            );
         }
         out
     }

@@ -89,8 +89,6 @@ pub use tiny_macros::Schema;
 
 /// The names an author needs, in one `use`.
 pub mod prelude {
-    pub use crate::{
-        Component, Ctx, Error, ErrorMessage, Hooks, Input, Output, Position, Reply, Result, Schema,
-    };
+    pub use crate::{Component, Ctx, Error, ErrorMessage, Hooks, Input, Output, Position, Reply, Result, Schema};
     pub use serde::{Deserialize, Serialize};
 }

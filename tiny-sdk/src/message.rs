@@ -61,8 +61,9 @@ impl Reply {
     /// Decodes the carried value; an empty reply is an error.
     pub fn decode<T: DeserializeOwned>(self) -> Result<T> {
         match self.0 {
-            Some(v) => serde_path_to_error::deserialize(v)
-                .map_err(|e| Error::permanent(format!("reply does not decode: {e}"))),
+            Some(v) => {
+                serde_path_to_error::deserialize(v).map_err(|e| Error::permanent(format!("reply does not decode: {e}")))
+            }
             None => Err(Error::permanent("expected a reply, got none")),
         }
     }

@@ -129,7 +129,10 @@ pub struct Input<T> {
 impl<T> Input<T> {
     /// A handle for the port called `name`; the derive creates these.
     pub const fn new(name: &'static str) -> Self {
-        Self { name, _message: PhantomData }
+        Self {
+            name,
+            _message: PhantomData,
+        }
     }
 
     /// The port's name.
@@ -155,14 +158,16 @@ pub struct Output<T, R = Value> {
 impl<T, R> Output<T, R> {
     /// A handle for the port called `name`; the derive creates these.
     pub const fn new(name: &'static str) -> Self {
-        Self { name, _message: PhantomData }
+        Self {
+            name,
+            _message: PhantomData,
+        }
     }
 
     /// The port's name.
     pub const fn name(&self) -> &'static str {
         self.name
     }
-
 }
 
 // The bound sits on the block: a non-message type then fails once per call, where a
@@ -194,7 +199,9 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(port: &str, payload: &Value
         Ok(v) => Ok(v),
         Err(plain) => match serde_path_to_error::deserialize::<_, T>(payload) {
             Err(e) => Err(decode_error(port, &e)),
-            Ok(_) => Err(Error::permanent(format!("port `{port}`: message does not decode: {plain}"))),
+            Ok(_) => Err(Error::permanent(format!(
+                "port `{port}`: message does not decode: {plain}"
+            ))),
         },
     }
 }

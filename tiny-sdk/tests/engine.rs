@@ -66,7 +66,11 @@ impl Flaky {
         let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
         let s = ctx.settings();
         let fail = |m: String| {
-            let e = if s.permanent { Error::permanent(m) } else { Error::transient(m) };
+            let e = if s.permanent {
+                Error::permanent(m)
+            } else {
+                Error::transient(m)
+            };
             match &s.code {
                 Some(c) => e.with_code(c),
                 None => e,
@@ -117,7 +121,12 @@ fn harness() -> tiny_sdk::harness::HarnessBuilder {
 }
 
 fn fast_retry(max: u32) -> Option<RetryPolicy> {
-    Some(RetryPolicy { max_attempts: Some(max), initial_delay_ms: Some(1), max_delay_ms: Some(5), ..Default::default() })
+    Some(RetryPolicy {
+        max_attempts: Some(max),
+        initial_delay_ms: Some(1),
+        max_delay_ms: Some(5),
+        ..Default::default()
+    })
 }
 
 // ---- expressions on edges ----
@@ -143,7 +152,10 @@ async fn edge_mappings_keep_types_and_interpolate_each_expression() {
         )
         .build();
     let h = harness().flow(flow).build().await.expect("loads");
-    let reply = h.send("a:input", json!({"n": 2, "first": "Ada", "last": "Lovelace"})).await.expect("ok");
+    let reply = h
+        .send("a:input", json!({"n": 2, "first": "Ada", "last": "Lovelace"}))
+        .await
+        .expect("ok");
     assert_eq!(
         reply.into_value(),
         Some(json!({
@@ -162,7 +174,10 @@ async fn a_path_that_matches_nothing_is_an_error_naming_node_edge_and_field() {
         .edge("a:out", "b:input", json!({"user": {"name": "{{$.user.nmae}}"}}))
         .build();
     let h = harness().flow(flow).build().await.expect("loads");
-    let err = h.send("a:input", json!({"user": {"name": "Ada"}})).await.expect_err("no such path");
+    let err = h
+        .send("a:input", json!({"user": {"name": "Ada"}}))
+        .await
+        .expect_err("no such path");
     let text = err.to_string();
     assert!(text.contains("node `b` port `input`"), "{text}");
     assert!(text.contains("from `a:out`"), "{text}");
@@ -187,11 +202,17 @@ async fn a_syntax_error_is_reported_at_load_and_other_nodes_keep_working() {
     assert!(text.contains("port `input`"), "{text}");
     assert!(text.contains("edge from `a:out`"), "{text}");
     assert!(text.contains("/x"), "{text}");
-    assert_eq!(h.report("b").and_then(|r| r.error).map(|e| e.to_string()), Some(text.clone()));
+    assert_eq!(
+        h.report("b").and_then(|r| r.error).map(|e| e.to_string()),
+        Some(text.clone())
+    );
     // The broken node refuses messages with that error; the others work.
     let sent = h.send("a:input", json!({"a": 1})).await.expect_err("b is not running");
     assert!(sent.to_string().contains("is not running"), "{sent}");
-    assert_eq!(h.send("c:input", json!(1)).await.expect("c works").into_value(), Some(json!(1)));
+    assert_eq!(
+        h.send("c:input", json!(1)).await.expect("c works").into_value(),
+        Some(json!(1))
+    );
 }
 
 // ---- request/response and fan-out ----
@@ -216,11 +237,19 @@ async fn the_reply_travels_back_through_a_chain() {
 async fn fan_out_reaches_every_branch_and_returns_the_first_reply() {
     let mut flow = FlowBuilder::new().node("src", "relay");
     for i in 0..5 {
-        flow = flow.node(&format!("t{i}"), "answer").edge("src:out", &format!("t{i}:input"), json!({"i": i, "v": "{{$.v}}"}));
+        flow = flow.node(&format!("t{i}"), "answer").edge(
+            "src:out",
+            &format!("t{i}:input"),
+            json!({"i": i, "v": "{{$.v}}"}),
+        );
     }
     let h = harness().flow(flow.build()).build().await.expect("loads");
     let reply = h.send("src:input", json!({"v": "x"})).await.expect("ok");
-    assert_eq!(reply.into_value(), Some(json!({"i": 0, "v": "x"})), "edge order decides");
+    assert_eq!(
+        reply.into_value(),
+        Some(json!({"i": 0, "v": "x"})),
+        "edge order decides"
+    );
     for i in 0..5 {
         assert_eq!(h.arrivals(&format!("t{i}:input")), vec![json!({"i": i, "v": "x"})]);
     }
@@ -267,7 +296,10 @@ fn failures_at(h: &Harness, at: &str) -> usize {
 #[tokio::test]
 async fn retries_stop_at_max_attempts() {
     let h = flaky_flow(json!({"failures": 5}), fast_retry(2)).await;
-    let err = h.send("a:input", json!("x")).await.expect_err("two attempts are not enough");
+    let err = h
+        .send("a:input", json!("x"))
+        .await
+        .expect_err("two attempts are not enough");
     assert!(err.to_string().contains("attempt 2 failed"), "{err}");
     assert_eq!(failures_at(&h, "f:input"), 2);
 }
@@ -294,10 +326,17 @@ async fn non_retryable_codes_stop_retries() {
 
 #[tokio::test]
 async fn cancellation_stops_a_retry_wait_at_once() {
-    let policy = Some(RetryPolicy { max_attempts: Some(5), initial_delay_ms: Some(600_000), ..Default::default() });
+    let policy = Some(RetryPolicy {
+        max_attempts: Some(5),
+        initial_delay_ms: Some(600_000),
+        ..Default::default()
+    });
     let h = flaky_flow(json!({"failures": 5}), policy).await;
     let cancel = CancellationToken::new();
-    let hop = Hop { cancel: cancel.clone(), ..Hop::default() };
+    let hop = Hop {
+        cancel: cancel.clone(),
+        ..Hop::default()
+    };
     let canceller = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -305,7 +344,9 @@ async fn cancellation_stops_a_retry_wait_at_once() {
     });
     let sent = h.engine().send_with("a:input", json!("x"), hop);
     // Bounded only so that a regression fails instead of hanging for ten minutes.
-    let result = tokio::time::timeout(Duration::from_secs(30), sent).await.expect("cancel ends the wait");
+    let result = tokio::time::timeout(Duration::from_secs(30), sent)
+        .await
+        .expect("cancel ends the wait");
     let err = result.expect_err("cancelled");
     assert!(err.to_string().contains("cancelled while retrying"), "{err}");
     assert_eq!(failures_at(&h, "f:input"), 1);
@@ -313,7 +354,12 @@ async fn cancellation_stops_a_retry_wait_at_once() {
 
 #[tokio::test]
 async fn timeout_ms_bounds_each_attempt() {
-    let policy = Some(RetryPolicy { max_attempts: Some(2), initial_delay_ms: Some(1), timeout_ms: Some(30), ..Default::default() });
+    let policy = Some(RetryPolicy {
+        max_attempts: Some(2),
+        initial_delay_ms: Some(1),
+        timeout_ms: Some(30),
+        ..Default::default()
+    });
     let flow = FlowBuilder::new()
         .node("a", "relay")
         .node("s", "slow")
@@ -326,7 +372,10 @@ async fn timeout_ms_bounds_each_attempt() {
 
 #[tokio::test]
 async fn a_bad_retry_policy_is_a_load_error() {
-    let policy = Some(RetryPolicy { backoff_coefficient: Some("fast".into()), ..Default::default() });
+    let policy = Some(RetryPolicy {
+        backoff_coefficient: Some("fast".into()),
+        ..Default::default()
+    });
     let flow = FlowBuilder::new()
         .node("a", "relay")
         .node("f", "flaky")
@@ -341,16 +390,26 @@ async fn a_bad_retry_policy_is_a_load_error() {
 
 #[tokio::test]
 async fn the_cycle_guard_stops_a_loop_with_a_clear_error() {
-    let flow = FlowBuilder::new().node("loop", "relay").edge("loop:out", "loop:input", json!("{{$}}")).build();
+    let flow = FlowBuilder::new()
+        .node("loop", "relay")
+        .edge("loop:out", "loop:input", json!("{{$}}"))
+        .build();
     let h = harness().flow(flow).build().await.expect("loads");
     let err = h.send("loop:input", json!(1)).await.expect_err("guarded");
-    assert!(err.to_string().contains("cycle guard: a message passed 256 hops"), "{err}");
+    assert!(
+        err.to_string().contains("cycle guard: a message passed 256 hops"),
+        "{err}"
+    );
     assert_eq!(h.arrivals("loop:input").len(), 257);
 }
 
 #[tokio::test]
 async fn a_panic_fails_only_that_message() {
-    let h = harness().flow(FlowBuilder::new().node("f", "fragile").build()).build().await.expect("loads");
+    let h = harness()
+        .flow(FlowBuilder::new().node("f", "fragile").build())
+        .build()
+        .await
+        .expect("loads");
     let err = h.send("f:input", json!("boom")).await.expect_err("panicked");
     assert!(err.to_string().contains("handler panicked: fragile got boom"), "{err}");
     let ok = h.send("f:input", json!("fine")).await.expect("still running");
@@ -374,9 +433,20 @@ async fn bad_input_gets_errors_attributed_to_its_node() {
     let missing = h.send("a:input", json!(1)).await.expect_err("no ghost");
     assert!(missing.to_string().contains("no node `ghost`"), "{missing}");
     let port = h.send("f:nope", json!(1)).await.expect_err("no such port");
-    assert!(port.to_string().contains("has no input port `nope` (inputs: input)"), "{port}");
-    let decode = h.send("f:input", json!({"not": "a string"})).await.expect_err("wrong type");
-    assert!(decode.to_string().contains("node `f` port `input`: port `input`: message does not decode"), "{decode}");
+    assert!(
+        port.to_string().contains("has no input port `nope` (inputs: input)"),
+        "{port}"
+    );
+    let decode = h
+        .send("f:input", json!({"not": "a string"}))
+        .await
+        .expect_err("wrong type");
+    assert!(
+        decode
+            .to_string()
+            .contains("node `f` port `input`: port `input`: message does not decode"),
+        "{decode}"
+    );
     let address = h.send("no-colon", json!(1)).await.expect_err("bad address");
     assert!(address.to_string().contains("not a port address"), "{address}");
 }
@@ -402,17 +472,32 @@ spec:
 "#;
     let (_, errors) = harness().yaml(yaml).build_lenient().await.expect("built");
     let text: Vec<String> = errors.iter().map(|(_, e)| e.to_string()).collect();
-    assert!(text[0].contains("port `inptu`, which component `relay` does not have (it has: input, out)"), "{}", text[0]);
-    assert!(text[1].contains("edge `e1` leaves port `input`, which is not an output"), "{}", text[1]);
+    assert!(
+        text[0].contains("port `inptu`, which component `relay` does not have (it has: input, out)"),
+        "{}",
+        text[0]
+    );
+    assert!(
+        text[1].contains("edge `e1` leaves port `input`, which is not an output"),
+        "{}",
+        text[1]
+    );
 }
 
 // ---- settings and YAML ----
 
 #[tokio::test]
 async fn settings_that_do_not_decode_are_a_node_error_naming_the_field() {
-    let flow = FlowBuilder::new().node("f", "flaky").settings(json!({"failures": "many"})).build();
+    let flow = FlowBuilder::new()
+        .node("f", "flaky")
+        .settings(json!({"failures": "many"}))
+        .build();
     let err = harness().flow(flow).build().await.expect_err("bad settings");
-    assert!(err.to_string().contains("port `_settings`: field `failures` does not decode"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("port `_settings`: field `failures` does not decode"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -445,11 +530,21 @@ spec:
 
 #[tokio::test]
 async fn updating_a_node_keeps_its_instance_and_applies_new_settings() {
-    let flow = FlowBuilder::new().node("f", "flaky").settings(json!({"failures": 1})).build();
+    let flow = FlowBuilder::new()
+        .node("f", "flaky")
+        .settings(json!({"failures": 1}))
+        .build();
     let h = harness().flow(flow).build().await.expect("loads");
     assert!(h.send("f:input", json!(1)).await.is_err(), "first attempt fails");
-    let updated = FlowBuilder::new().node("f", "flaky").settings(json!({"failures": 0})).build();
+    let updated = FlowBuilder::new()
+        .node("f", "flaky")
+        .settings(json!({"failures": 0}))
+        .build();
     h.engine().apply(updated.nodes[0].clone()).await.expect("updated");
     let reply = h.send("f:input", json!(2)).await.expect("ok");
-    assert_eq!(reply.into_value(), Some(json!({"attempts": 2, "msg": 2})), "the attempt counter survived the update");
+    assert_eq!(
+        reply.into_value(),
+        Some(json!({"attempts": 2, "msg": 2})),
+        "the attempt counter survived the update"
+    );
 }

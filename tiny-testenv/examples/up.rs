@@ -15,8 +15,7 @@ use std::process::ExitCode;
 
 use tiny_testenv::TestEnv;
 
-const USAGE: &str =
-    "usage: up [--kubeconfig PATH] [--crds DIR]... [--no-controller-manager] [--keep]";
+const USAGE: &str = "usage: up [--kubeconfig PATH] [--crds DIR]... [--no-controller-manager] [--keep]";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -92,17 +91,12 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let env = builder.start().await?;
     let kubeconfig = match &args.kubeconfig {
         Some(path) => {
-            std::fs::copy(env.kubeconfig_path(), path)
-                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+            std::fs::copy(env.kubeconfig_path(), path).map_err(|e| format!("writing {}: {e}", path.display()))?;
             path.clone()
         }
         None => env.kubeconfig_path().to_path_buf(),
     };
-    eprintln!(
-        "up: API server {} (logs in {})",
-        env.server_url(),
-        env.dir().display()
-    );
+    eprintln!("up: API server {} (logs in {})", env.server_url(), env.dir().display());
     println!("export KUBECONFIG={}", kubeconfig.display());
     eprintln!("up: running; Ctrl-C stops it");
     tokio::signal::ctrl_c().await?;

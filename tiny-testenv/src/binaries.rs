@@ -14,10 +14,7 @@ pub const KUBERNETES_VERSION: &str = "1.20.2";
 pub const BIN_ENV: &str = "TINY_CONTROL_PLANE_BIN";
 
 /// The script that builds the binaries, in this repository.
-const BUILD_SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tools/control-plane/build.sh"
-);
+const BUILD_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/control-plane/build.sh");
 
 /// Paths of the three control-plane binaries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,15 +35,11 @@ impl Binaries {
             kube_apiserver: dir.join("kube-apiserver"),
             kube_controller_manager: dir.join("kube-controller-manager"),
         };
-        let missing: Vec<String> = [
-            &bins.etcd,
-            &bins.kube_apiserver,
-            &bins.kube_controller_manager,
-        ]
-        .into_iter()
-        .filter(|p| !is_executable(p))
-        .map(|p| p.display().to_string())
-        .collect();
+        let missing: Vec<String> = [&bins.etcd, &bins.kube_apiserver, &bins.kube_controller_manager]
+            .into_iter()
+            .filter(|p| !is_executable(p))
+            .map(|p| p.display().to_string())
+            .collect();
         if missing.is_empty() {
             Ok(bins)
         } else {
@@ -63,9 +56,8 @@ impl Binaries {
     /// stderr).
     pub async fn locate_or_build() -> Result<Self, Error> {
         if let Some(dir) = std::env::var_os(BIN_ENV).filter(|v| !v.is_empty()) {
-            return Self::in_dir(Path::new(&dir)).map_err(|e| {
-                Error::Binaries(format!("{BIN_ENV}={}: {e}", Path::new(&dir).display()))
-            });
+            return Self::in_dir(Path::new(&dir))
+                .map_err(|e| Error::Binaries(format!("{BIN_ENV}={}: {e}", Path::new(&dir).display())));
         }
         if let Some(dir) = cache_bin_dir()
             && let Ok(bins) = Self::in_dir(&dir)
@@ -79,18 +71,13 @@ impl Binaries {
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|m| m.is_file() && m.len() > 0 && m.permissions().mode() & 0o111 != 0)
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0 && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `${TINY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tiny}/control-plane/k8s-1.20.2/bin`, the
 /// folder `build.sh` fills. `None` when neither variable nor `HOME` is set.
 pub fn cache_bin_dir() -> Option<PathBuf> {
-    let non_empty = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let root = non_empty("TINY_CACHE_DIR")
         .or_else(|| non_empty("XDG_CACHE_HOME").map(|d| d.join("tiny")))
         .or_else(|| non_empty("HOME").map(|d| d.join(".cache").join("tiny")))?;
@@ -138,11 +125,7 @@ async fn run_build_script() -> Result<PathBuf, Error> {
         )));
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let dir = stdout
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(str::trim);
+    let dir = stdout.lines().rev().find(|l| !l.trim().is_empty()).map(str::trim);
     match dir {
         Some(dir) => Ok(PathBuf::from(dir)),
         None => Err(Error::Binaries(format!(

@@ -127,8 +127,7 @@ impl Default for TestEnvBuilder {
             crds_dirs: Vec::new(),
             binaries_dir: None,
             ready_timeout: Duration::from_secs(60),
-            keep_dir: std::env::var_os("TINY_TESTENV_KEEP")
-                .is_some_and(|v| !v.is_empty() && v != "0"),
+            keep_dir: std::env::var_os("TINY_TESTENV_KEEP").is_some_and(|v| !v.is_empty() && v != "0"),
             apiserver_args: Vec::new(),
         }
     }
@@ -192,9 +191,7 @@ impl TestEnvBuilder {
         let mut attempt = 1;
         loop {
             match self.start_once(&bins).await {
-                Err(Error::NotReady { log_tail, .. })
-                    if attempt < 3 && log_tail.contains("address already in use") =>
-                {
+                Err(Error::NotReady { log_tail, .. }) if attempt < 3 && log_tail.contains("address already in use") => {
                     attempt += 1;
                 }
                 result => return result,
@@ -252,34 +249,24 @@ impl TestEnvBuilder {
             .arg(format!("--cert-dir={}", certs.display()))
             .arg("--service-account-issuer=https://kubernetes.default.svc")
             .arg(format!("--service-account-key-file={}", sa_pub.display()))
-            .arg(format!(
-                "--service-account-signing-key-file={}",
-                sa_key.display()
-            ))
+            .arg(format!("--service-account-signing-key-file={}", sa_key.display()))
             .arg(format!("--token-auth-file={}", tokens.display()))
             .arg("--authorization-mode=RBAC")
             .arg("--service-cluster-ip-range=10.0.0.0/24")
             .args(&self.apiserver_args)
             .current_dir(&root);
-        let mut apiserver =
-            Proc::spawn("kube-apiserver", api_cmd, root.join("kube-apiserver.log"))?;
+        let mut apiserver = Proc::spawn("kube-apiserver", api_cmd, root.join("kube-apiserver.log"))?;
 
         let server = format!("https://127.0.0.1:{api_port}");
         let ca_file = certs.join("apiserver.crt");
-        let (kubeconfig, config, client) = wait_for_apiserver(
-            &mut apiserver,
-            &server,
-            &ca_file,
-            &token,
-            self.ready_timeout,
-        )
-        .await?;
+        let (kubeconfig, config, client) =
+            wait_for_apiserver(&mut apiserver, &server, &ca_file, &token, self.ready_timeout).await?;
         let kubeconfig_path = root.join("kubeconfig");
-        let kubeconfig_text = serde_yaml::to_string(&kubeconfig_json(&server, &ca_file, &token)?)
-            .map_err(|e| Error::Io {
-            context: "serialising the kubeconfig".into(),
-            source: std::io::Error::other(e),
-        })?;
+        let kubeconfig_text =
+            serde_yaml::to_string(&kubeconfig_json(&server, &ca_file, &token)?).map_err(|e| Error::Io {
+                context: "serialising the kubeconfig".into(),
+                source: std::io::Error::other(e),
+            })?;
         std::fs::write(&kubeconfig_path, kubeconfig_text)
             .map_err(io_err(format!("writing {}", kubeconfig_path.display())))?;
 
@@ -288,10 +275,7 @@ impl TestEnvBuilder {
             let mut kcm_cmd = Command::new(&bins.kube_controller_manager);
             kcm_cmd
                 .arg(format!("--kubeconfig={}", kubeconfig_path.display()))
-                .arg(format!(
-                    "--service-account-private-key-file={}",
-                    sa_key.display()
-                ))
+                .arg(format!("--service-account-private-key-file={}", sa_key.display()))
                 .arg(format!("--root-ca-file={}", ca_file.display()))
                 .arg("--controllers=*")
                 .arg("--leader-elect=false")
@@ -516,16 +500,15 @@ impl Drop for TestEnv {
 /// Reads the CRD documents of one YAML file.
 fn read_crds(path: &Path) -> Result<Vec<serde_json::Value>, Error> {
     use serde::Deserialize as _;
-    let text =
-        std::fs::read_to_string(path).map_err(io_err(format!("reading {}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(io_err(format!("reading {}", path.display())))?;
     let manifest_err = |message: String| Error::Manifest {
         path: path.to_path_buf(),
         message,
     };
     let mut crds = Vec::new();
     for (index, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-        let value = serde_json::Value::deserialize(doc)
-            .map_err(|e| manifest_err(format!("document {}: {e}", index + 1)))?;
+        let value =
+            serde_json::Value::deserialize(doc).map_err(|e| manifest_err(format!("document {}: {e}", index + 1)))?;
         if value.is_null() {
             continue; // an empty document, e.g. after a trailing `---`
         }
@@ -549,17 +532,11 @@ async fn wait_for_port(proc: &mut Proc, port: u16, timeout: Duration) -> Result<
         if let Some(status) = proc.exited() {
             return Err(not_ready(proc, format!("exited with {status}")));
         }
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(not_ready(
-                proc,
-                format!("port {port} not open after {timeout:?}"),
-            ));
+            return Err(not_ready(proc, format!("port {port} not open after {timeout:?}")));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -595,10 +572,7 @@ async fn wait_for_apiserver(
             }
         }
         if Instant::now() >= deadline {
-            return Err(not_ready(
-                proc,
-                format!("not ready after {timeout:?}; last: {last}"),
-            ));
+            return Err(not_ready(proc, format!("not ready after {timeout:?}; last: {last}")));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -658,9 +632,7 @@ async fn make_client(
         context: "building the kubeconfig".into(),
         source: std::io::Error::other(e),
     })?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
-            .await?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default()).await?;
     let client = kube::Client::try_from(config.clone())?;
     Ok((kubeconfig, config, client))
 }
@@ -691,13 +663,7 @@ async fn make_service_account_keys(key: &Path, public: &Path) -> Result<(), Erro
             })
         }
     };
-    run(vec![
-        "genrsa".into(),
-        "-out".into(),
-        key.into(),
-        "2048".into(),
-    ])
-    .await?;
+    run(vec!["genrsa".into(), "-out".into(), key.into(), "2048".into()]).await?;
     run(vec![
         "rsa".into(),
         "-in".into(),
@@ -729,10 +695,7 @@ mod tests {
             "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.example.com}\n---\n# only a comment\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: b.example.com}\n---\n",
         );
         let crds = read_crds(&path).unwrap();
-        let names: Vec<&str> = crds
-            .iter()
-            .map(|c| c["metadata"]["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = crds.iter().map(|c| c["metadata"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["a.example.com", "b.example.com"]);
     }
 
@@ -754,10 +717,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = write(dir.path(), "bad.yaml", "kind: [unclosed\n");
         let err = read_crds(&path).unwrap_err().to_string();
-        assert!(
-            err.contains("bad.yaml") && err.contains("document 1"),
-            "{err}"
-        );
+        assert!(err.contains("bad.yaml") && err.contains("document 1"), "{err}");
     }
 
     #[test]

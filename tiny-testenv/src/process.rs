@@ -23,9 +23,7 @@ impl Proc {
     pub(crate) fn spawn(name: &'static str, mut cmd: Command, log: PathBuf) -> Result<Self, Error> {
         let io_err = |context: String| move |source| Error::Io { context, source };
         let out = File::create(&log).map_err(io_err(format!("creating {}", log.display())))?;
-        let err = out
-            .try_clone()
-            .map_err(io_err(format!("opening {}", log.display())))?;
+        let err = out.try_clone().map_err(io_err(format!("opening {}", log.display())))?;
         cmd.stdin(Stdio::null()).stdout(out).stderr(err);
         {
             use std::os::unix::process::CommandExt;
@@ -34,8 +32,7 @@ impl Proc {
             cmd.process_group(0);
         }
         die_with_parent(&mut cmd);
-        let child =
-            spawn_from_long_lived_thread(cmd).map_err(io_err(format!("starting {name}")))?;
+        let child = spawn_from_long_lived_thread(cmd).map_err(io_err(format!("starting {name}")))?;
         Ok(Self { name, child, log })
     }
 

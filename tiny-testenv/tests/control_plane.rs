@@ -8,8 +8,8 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, OwnerReference};
 use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch,
-    PatchParams, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, ObjectMeta, Patch, PatchParams,
+    PostParams,
 };
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
@@ -42,13 +42,9 @@ async fn crd_apply_and_custom_objects() {
 
     let ar = widget_resource();
     let widgets: Api<DynamicObject> = Api::namespaced_with(env.client(), "crd-test", &ar);
-    let mut widget =
-        DynamicObject::new("w1", &ar).data(json!({ "spec": { "size": 3, "label": "first" } }));
+    let mut widget = DynamicObject::new("w1", &ar).data(json!({ "spec": { "size": 3, "label": "first" } }));
     widget.metadata.namespace = Some("crd-test".into());
-    widgets
-        .create(&PostParams::default(), &widget)
-        .await
-        .unwrap();
+    widgets.create(&PostParams::default(), &widget).await.unwrap();
 
     let got = widgets.get("w1").await.unwrap();
     assert_eq!(got.data["spec"]["size"], 3);
@@ -56,10 +52,7 @@ async fn crd_apply_and_custom_objects() {
 
     // The structural schema is enforced by the real API server.
     let bad = DynamicObject::new("w2", &ar).data(json!({ "spec": { "size": 0 } }));
-    let err = widgets
-        .create(&PostParams::default(), &bad)
-        .await
-        .unwrap_err();
+    let err = widgets.create(&PostParams::default(), &bad).await.unwrap_err();
     assert!(
         matches!(&err, kube::Error::Api(s) if s.code == 422),
         "expected 422, got {err:?}"
@@ -81,10 +74,7 @@ async fn crd_apply_and_custom_objects() {
         .unwrap();
     let got = widgets.get("w1").await.unwrap();
     assert_eq!(got.data["status"]["ready"], true);
-    assert_eq!(
-        got.data["spec"]["size"], 3,
-        "a status write leaves spec alone"
-    );
+    assert_eq!(got.data["spec"]["size"], 3, "a status write leaves spec alone");
 
     // A spec change through the main resource does not touch status.
     let spec = json!({
@@ -143,14 +133,10 @@ async fn garbage_collector_removes_owned_objects() {
         data: Some([("k".to_owned(), "v".to_owned())].into()),
         ..ConfigMap::default()
     };
-    cms.create(&PostParams::default(), &dependent)
-        .await
-        .unwrap();
+    cms.create(&PostParams::default(), &dependent).await.unwrap();
     assert!(cms.get_opt("dependent").await.unwrap().is_some());
 
-    cms.delete("owner", &DeleteParams::background())
-        .await
-        .unwrap();
+    cms.delete("owner", &DeleteParams::background()).await.unwrap();
 
     let start = Instant::now();
     loop {
@@ -164,10 +150,7 @@ async fn garbage_collector_removes_owned_objects() {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    eprintln!(
-        "dependent collected {:?} after its owner was deleted",
-        start.elapsed()
-    );
+    eprintln!("dependent collected {:?} after its owner was deleted", start.elapsed());
 }
 
 #[tokio::test]
@@ -194,18 +177,12 @@ async fn leases_and_kubeconfig_file() {
     };
     leases.create(&PostParams::default(), &lease).await.unwrap();
     let mut got = leases.get("leader").await.unwrap();
-    assert_eq!(
-        got.spec.as_ref().unwrap().holder_identity.as_deref(),
-        Some("pod-a")
-    );
+    assert_eq!(got.spec.as_ref().unwrap().holder_identity.as_deref(), Some("pod-a"));
 
     // An update with a stale resourceVersion is refused: leases really are compare-and-swap.
     let stale = got.clone();
     got.spec.as_mut().unwrap().holder_identity = Some("pod-b".into());
-    leases
-        .replace("leader", &PostParams::default(), &got)
-        .await
-        .unwrap();
+    leases.replace("leader", &PostParams::default(), &got).await.unwrap();
     let err = leases
         .replace("leader", &PostParams::default(), &stale)
         .await
@@ -232,10 +209,7 @@ async fn leases_and_kubeconfig_file() {
         .collect();
     assert!(names.iter().any(|n| n == "lease-test"), "{names:?}");
     let version = other.apiserver_version().await.unwrap();
-    assert_eq!(
-        (version.major.as_str(), version.minor.as_str()),
-        ("1", "20")
-    );
+    assert_eq!((version.major.as_str(), version.minor.as_str()), ("1", "20"));
 }
 
 #[tokio::test]
@@ -257,10 +231,7 @@ async fn a_failing_apiserver_is_reported_with_its_log() {
         ),
         "{message}"
     );
-    assert!(
-        message.contains("unknown flag: --no-such-flag"),
-        "{message}"
-    );
+    assert!(message.contains("unknown flag: --no-such-flag"), "{message}");
     // Shown with --nocapture: what a user sees when the API server does not start.
     eprintln!("{message}");
 }

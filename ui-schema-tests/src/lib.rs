@@ -50,9 +50,7 @@ pub fn check(schema: &Value) -> Result<(), Vec<String>> {
     };
     let keys: BTreeSet<&str> = top.keys().map(String::as_str).collect();
     if keys != BTreeSet::from(["$ref", "$defs"]) {
-        problems.push(format!(
-            "the top level has keys {keys:?}, not just `$ref` and `$defs`"
-        ));
+        problems.push(format!("the top level has keys {keys:?}, not just `$ref` and `$defs`"));
     }
     let defs = match top.get("$defs") {
         Some(Value::Object(defs)) => defs.clone(),
@@ -62,15 +60,10 @@ pub fn check(schema: &Value) -> Result<(), Vec<String>> {
         }
     };
     let root_ref = top.get("$ref").and_then(Value::as_str).unwrap_or_default();
-    match root_ref
-        .strip_prefix("#/$defs/")
-        .and_then(|name| defs.get(name))
-    {
+    match root_ref.strip_prefix("#/$defs/").and_then(|name| defs.get(name)) {
         Some(root) if root.get("path") == Some(&Value::from("$")) => {}
         Some(_) => problems.push("the root definition's `path` is not `$`".into()),
-        None => problems.push(format!(
-            "the top-level `$ref` {root_ref:?} does not resolve"
-        )),
+        None => problems.push(format!("the top-level `$ref` {root_ref:?} does not resolve")),
     }
 
     let mut referenced = BTreeSet::new();
@@ -82,34 +75,20 @@ pub fn check(schema: &Value) -> Result<(), Vec<String>> {
         match def.get("path").and_then(Value::as_str) {
             Some(p) if p.starts_with('$') => {
                 if let Some(other) = paths.insert(p.to_owned(), name) {
-                    problems.push(format!(
-                        "definitions `{other}` and `{name}` share the path {p:?}"
-                    ));
+                    problems.push(format!("definitions `{other}` and `{name}` share the path {p:?}"));
                 }
             }
-            Some(p) => problems.push(format!(
-                "definition `{name}` has path {p:?}, not a JSONPath"
-            )),
+            Some(p) => problems.push(format!("definition `{name}` has path {p:?}, not a JSONPath")),
             None => problems.push(format!("definition `{name}` has no `path`")),
         }
-        walk(
-            def,
-            &format!("$defs.{name}"),
-            &defs,
-            &mut referenced,
-            &mut problems,
-        );
+        walk(def, &format!("$defs.{name}"), &defs, &mut referenced, &mut problems);
     }
     for name in defs.keys() {
         if !referenced.contains(name) {
             problems.push(format!("definition `{name}` is never referenced"));
         }
     }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems)
-    }
+    if problems.is_empty() { Ok(()) } else { Err(problems) }
 }
 
 /// Checks one schema node and everything below it.
@@ -141,38 +120,23 @@ fn walk(
                     match prop.get("propertyOrder").and_then(Value::as_u64) {
                         Some(n) if n >= 1 => {
                             if !orders.insert(n) {
-                                problems.push(format!(
-                                    "{at}.properties.{key}: `propertyOrder` {n} is used twice"
-                                ));
+                                problems.push(format!("{at}.properties.{key}: `propertyOrder` {n} is used twice"));
                             }
                         }
                         _ => problems.push(format!("{at}.properties.{key}: no `propertyOrder`")),
                     }
-                    walk(
-                        prop,
-                        &format!("{at}.properties.{key}"),
-                        defs,
-                        referenced,
-                        problems,
-                    );
+                    walk(prop, &format!("{at}.properties.{key}"), defs, referenced, problems);
                 }
                 if let Some(Value::Array(required)) = map.get("required") {
                     for r in required {
                         if !r.as_str().is_some_and(|r| props.contains_key(r)) {
-                            problems.push(format!(
-                                "{at}: `required` names {r}, which is not a property"
-                            ));
+                            problems.push(format!("{at}: `required` names {r}, which is not a property"));
                         }
                     }
                 }
             }
             for (key, child) in map {
-                if key == "properties"
-                    || key == "default"
-                    || key == "enum"
-                    || key == "const"
-                    || key == "examples"
-                {
+                if key == "properties" || key == "default" || key == "enum" || key == "const" || key == "examples" {
                     continue;
                 }
                 walk(child, &format!("{at}.{key}"), defs, referenced, problems);

@@ -14,7 +14,9 @@ pub struct HelloSettings {
 
 impl Default for HelloSettings {
     fn default() -> Self {
-        Self { greeting_word: "Hello".into() }
+        Self {
+            greeting_word: "Hello".into(),
+        }
     }
 }
 
@@ -64,7 +66,10 @@ impl Hello {
             return Err(Error::permanent("name is empty").with_code("EMPTY_NAME"));
         }
         let word = &ctx.settings().greeting_word;
-        let greeting = Greeting { context: msg.context, greeting: format!("{word}, {name}!") };
+        let greeting = Greeting {
+            context: msg.context,
+            greeting: format!("{word}, {name}!"),
+        };
         self.greeting.emit(ctx, greeting).await
     }
 }
@@ -93,7 +98,15 @@ pub struct Shout {
 
 impl Shout {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Text) -> Result<Reply> {
-        self.out.emit(ctx, Text { text: msg.text.to_uppercase(), ..msg }).await
+        self.out
+            .emit(
+                ctx,
+                Text {
+                    text: msg.text.to_uppercase(),
+                    ..msg
+                },
+            )
+            .await
     }
 }
 

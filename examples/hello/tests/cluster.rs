@@ -44,52 +44,106 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         assert!(!status.ports.is_empty(), "{}: ports", n.name);
         for p in &status.ports {
             let schema = p.schema.as_ref().map(|s| s.0.clone()).unwrap_or_default();
-            assert!(schema["$ref"].as_str().is_some_and(|r| r.starts_with("#/$defs/")), "{}:{} schema {schema}", n.name, p.name);
+            assert!(
+                schema["$ref"].as_str().is_some_and(|r| r.starts_with("#/$defs/")),
+                "{}:{} schema {schema}",
+                n.name,
+                p.name
+            );
         }
     }
     // A TinyTracker records the flow's hops, keeping only the latest two.
     let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "flow");
-    let spec = TinyTrackerSpec { flow_id: "greet".into(), max_hops: Some(2) };
-    trackers.create(&PostParams::default(), &TinyTracker::new("greet", spec)).await.expect("tracker");
+    let spec = TinyTrackerSpec {
+        flow_id: "greet".into(),
+        max_hops: Some(2),
+    };
+    trackers
+        .create(&PostParams::default(), &TinyTracker::new("greet", spec))
+        .await
+        .expect("tracker");
     tokio::time::sleep(Duration::from_secs(1)).await; // the module picks the tracker up
-    let s = signal(&client, "flow", "greet-ada", "greet.examples.hello-1", "input", json!({"name": "Ada", "context": {"user": "ada"}})).await;
+    let s = signal(
+        &client,
+        "flow",
+        "greet-ada",
+        "greet.examples.hello-1",
+        "input",
+        json!({"name": "Ada", "context": {"user": "ada"}}),
+    )
+    .await;
     let status = s.status.expect("status");
     assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
-    assert_eq!(status.reply.map(|r| r.0), Some(json!({"greeting": "HELLO, ADA!", "for": "ada"})));
+    assert_eq!(
+        status.reply.map(|r| r.0),
+        Some(json!({"greeting": "HELLO, ADA!", "for": "ada"}))
+    );
     let tracked = eventually("the tracker to record three hops", Duration::from_secs(30), || {
         let trackers = trackers.clone();
         async move { trackers.get("greet").await.ok()?.status.filter(|s| s.total == 3) }
     })
     .await;
-    let hops: Vec<_> = tracked.hops.iter().map(|h| (h.node.as_str(), h.port.as_str())).collect();
+    let hops: Vec<_> = tracked
+        .hops
+        .iter()
+        .map(|h| (h.node.as_str(), h.port.as_str()))
+        .collect();
     // Hops are recorded when they finish: the innermost first.
-    assert_eq!(hops, [("greet.examples.shout-1", "input"), ("greet.examples.hello-1", "input")], "capped at 2");
+    assert_eq!(
+        hops,
+        [("greet.examples.shout-1", "input"), ("greet.examples.hello-1", "input")],
+        "capped at 2"
+    );
     assert!(tracked.hops.iter().all(|h| h.error.is_none() && !h.data.is_empty()));
     assert_eq!(tracked.hops[0].from.as_deref(), Some("greet.examples.hello-1:greeting"));
 
     // Status is written only when it changes: metadata-only updates reconcile the
     // node again, and nothing is written.
-    let writes = module.metrics().status_writes.load(std::sync::atomic::Ordering::Relaxed);
+    let writes = module
+        .metrics()
+        .status_writes
+        .load(std::sync::atomic::Ordering::Relaxed);
     let reconciles = module.metrics().reconciles.load(std::sync::atomic::Ordering::Relaxed);
     for i in 0..3 {
         let patch = json!({"metadata": {"annotations": {"touched": i.to_string()}}});
-        nodes.patch("greet.examples.hello-1", &PatchParams::default(), &Patch::Merge(patch)).await.expect("annotated");
+        nodes
+            .patch("greet.examples.hello-1", &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .expect("annotated");
     }
     eventually("three more reconciles", Duration::from_secs(30), || async {
         (module.metrics().reconciles.load(std::sync::atomic::Ordering::Relaxed) >= reconciles + 3).then_some(())
     })
     .await;
-    assert_eq!(module.metrics().status_writes.load(std::sync::atomic::Ordering::Relaxed), writes, "no status rewrite");
+    assert_eq!(
+        module
+            .metrics()
+            .status_writes
+            .load(std::sync::atomic::Ordering::Relaxed),
+        writes,
+        "no status rewrite"
+    );
 
     // Bad specs: each node gets a clear error in its status and an Event, and the
     // good node beside them keeps working.
     let bad_module = start_module(&client, "bad").await;
     let bad: Api<TinyNode> = Api::namespaced(client.clone(), "bad");
     let mk = |name: &str, component: &str, ports: Vec<PortConfig>| {
-        TinyNode::new(name, TinyNodeSpec { module: "examples".into(), component: component.into(), ports, edges: vec![] })
+        TinyNode::new(
+            name,
+            TinyNodeSpec {
+                module: "examples".into(),
+                component: component.into(),
+                ports,
+                edges: vec![],
+            },
+        )
     };
     let cases = [
-        (mk("b.examples.nosuch-1", "nosuch", vec![]), "unknown component `nosuch`"),
+        (
+            mk("b.examples.nosuch-1", "nosuch", vec![]),
+            "unknown component `nosuch`",
+        ),
         (
             mk(
                 "b.examples.shout-1",
@@ -107,7 +161,11 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
             mk(
                 "b.examples.hello-2",
                 "hello",
-                vec![PortConfig { port: "_settings".into(), configuration: Some(RawJson(json!({"greetingWord": 5}))), ..Default::default() }],
+                vec![PortConfig {
+                    port: "_settings".into(),
+                    configuration: Some(RawJson(json!({"greetingWord": 5}))),
+                    ..Default::default()
+                }],
             ),
             "field `greetingWord` does not decode",
         ),
@@ -115,19 +173,30 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     for (node, _) in &cases {
         bad.create(&PostParams::default(), node).await.expect("created");
     }
-    bad.create(&PostParams::default(), &mk("b.examples.hello-1", "hello", vec![])).await.expect("created");
+    bad.create(&PostParams::default(), &mk("b.examples.hello-1", "hello", vec![]))
+        .await
+        .expect("created");
     for (node, expected) in &cases {
         let name = node.name_any();
         let got = eventually(&format!("{name} to report its error"), Duration::from_secs(60), || {
             let bad = bad.clone();
             let name = name.clone();
-            async move { bad.get(&name).await.ok().filter(|n| n.status.as_ref().is_some_and(|s| s.error)) }
+            async move {
+                bad.get(&name)
+                    .await
+                    .ok()
+                    .filter(|n| n.status.as_ref().is_some_and(|s| s.error))
+            }
         })
         .await;
         assert_eq!(ready(&got), Some(false));
         let status = got.status.expect("status");
         assert!(status.status.contains(expected), "{name}: {}", status.status);
-        assert!(status.status.contains(&format!("node `{name}`")), "{name}: {}", status.status);
+        assert!(
+            status.status.contains(&format!("node `{name}`")),
+            "{name}: {}",
+            status.status
+        );
     }
     let events: Api<Event> = Api::namespaced(client.clone(), "bad");
     for (node, _) in &cases {
@@ -145,11 +214,29 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         })
         .await;
     }
-    let ok = signal(&client, "bad", "still-works", "b.examples.hello-1", "input", json!({"name": "Bo"})).await;
+    let ok = signal(
+        &client,
+        "bad",
+        "still-works",
+        "b.examples.hello-1",
+        "input",
+        json!({"name": "Bo"}),
+    )
+    .await;
     assert_eq!(ok.status.and_then(|s| s.phase), Some("Delivered".into()));
     // A signal sent the moment its node is created waits for the node to load.
-    bad.create(&PostParams::default(), &mk("b.examples.hello-3", "hello", vec![])).await.expect("created");
-    let early = signal(&client, "bad", "early", "b.examples.hello-3", "input", json!({"name": "Di"})).await;
+    bad.create(&PostParams::default(), &mk("b.examples.hello-3", "hello", vec![]))
+        .await
+        .expect("created");
+    let early = signal(
+        &client,
+        "bad",
+        "early",
+        "b.examples.hello-3",
+        "input",
+        json!({"name": "Di"}),
+    )
+    .await;
     let early = early.status.expect("status");
     assert_eq!(early.phase.as_deref(), Some("Delivered"), "{:?}", early.error);
     let unknown_port = signal(&client, "bad", "no-port", "b.examples.hello-1", "nope", json!({})).await;
@@ -158,7 +245,13 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     let err = st.error.unwrap_or_default();
     assert!(err.contains("has no input port `nope`"), "{err}");
     let unknown_node = signal(&client, "bad", "no-node", "b.examples.ghost-1", "input", json!({})).await;
-    assert!(unknown_node.status.and_then(|s| s.error).unwrap_or_default().contains("has no node `b.examples.ghost-1`"));
+    assert!(
+        unknown_node
+            .status
+            .and_then(|s| s.error)
+            .unwrap_or_default()
+            .contains("has no node `b.examples.ghost-1`")
+    );
 
     module.stop().await;
     bad_module.stop().await;
@@ -169,7 +262,10 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
     let env = env().await;
     let client = env.client();
     env.create_namespace("ha").await.expect("namespace");
-    let mut replicas = vec![Replica::start(&env, "ha", "replica-a"), Replica::start(&env, "ha", "replica-b")];
+    let mut replicas = vec![
+        Replica::start(&env, "ha", "replica-a"),
+        Replica::start(&env, "ha", "replica-b"),
+    ];
     create_flow(
         &client,
         "ha",
@@ -189,7 +285,13 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "ha");
     eventually("the node to be Ready", Duration::from_secs(60), || {
         let nodes = nodes.clone();
-        async move { nodes.get("ha.examples.hello-1").await.ok().filter(|n| ready(n) == Some(true)) }
+        async move {
+            nodes
+                .get("ha.examples.hello-1")
+                .await
+                .ok()
+                .filter(|n| ready(n) == Some(true))
+        }
     })
     .await;
 
@@ -198,14 +300,29 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
     drop(dead);
     let killed_at = Instant::now();
     let survivor = &replicas[0];
-    let s = signal(&client, "ha", "handover", "ha.examples.hello-1", "input", json!({"name": "Cy"})).await;
+    let s = signal(
+        &client,
+        "ha",
+        "handover",
+        "ha.examples.hello-1",
+        "input",
+        json!({"name": "Cy"}),
+    )
+    .await;
     let status = s.status.expect("status");
     assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
     assert_eq!(status.claimed_by.as_deref(), Some(survivor.identity.as_str()));
     let took = killed_at.elapsed();
     assert_eq!(survivor.metric("tiny_leader").await, Some(1), "the survivor leads");
-    assert!(took <= Duration::from_secs(4 + 6), "took over in {took:?}, lease is 4 s");
-    assert_eq!(survivor.metric("tiny_signals_delivered_total").await, Some(1), "delivered once");
+    assert!(
+        took <= Duration::from_secs(4 + 6),
+        "took over in {took:?}, lease is 4 s"
+    );
+    assert_eq!(
+        survivor.metric("tiny_signals_delivered_total").await,
+        Some(1),
+        "delivered once"
+    );
     // And it stays delivered once.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(survivor.metric("tiny_signals_delivered_total").await, Some(1));

@@ -92,7 +92,13 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     };
     let beta_addr = format!("127.0.0.1:{beta_port}");
     let _alpha = Replica::start_as(&env, "x", "alpha-0", "alpha", &[]);
-    let mut beta = Some(Replica::start_as(&env, "x", "beta-0", "beta", &["--grpc-server-bind-address", &beta_addr]));
+    let mut beta = Some(Replica::start_as(
+        &env,
+        "x",
+        "beta-0",
+        "beta",
+        &["--grpc-server-bind-address", &beta_addr],
+    ));
     let flow = create_flow(&client, "x", FLOW).await;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "x");
     for n in &flow.nodes {
@@ -109,11 +115,24 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     })
     .await;
     assert_eq!(announced.addr, beta_addr);
-    assert!(announced.components.iter().any(|c| c.name == "shout" && !c.ports.is_empty()));
+    assert!(
+        announced
+            .components
+            .iter()
+            .any(|c| c.name == "shout" && !c.ports.is_empty())
+    );
 
     // A -> B -> A, request/response: the reply of alpha's respond node comes back
     // through beta to the signal.
-    let s = signal(&client, "x", "round-trip", "x.alpha.hello-1", "input", json!({"name": "Ada"})).await;
+    let s = signal(
+        &client,
+        "x",
+        "round-trip",
+        "x.alpha.hello-1",
+        "input",
+        json!({"name": "Ada"}),
+    )
+    .await;
     let st = s.status.expect("status");
     assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
     assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, ADA!"})));
@@ -122,14 +141,29 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     // the edge allows 5 attempts.
     let b = beta.as_ref().expect("beta runs");
     let errors_before = b.metric("tiny_hop_errors_total").await.unwrap_or(0);
-    let s = signal(&client, "x", "permanent", "x.alpha.shout-2", "input", json!({"text": "Bo", "context": {"shape": [1]}})).await;
+    let s = signal(
+        &client,
+        "x",
+        "permanent",
+        "x.alpha.shout-2",
+        "input",
+        json!({"text": "Bo", "context": {"shape": [1]}}),
+    )
+    .await;
     let st = s.status.expect("status");
     assert_eq!(st.phase.as_deref(), Some("Failed"));
     let err = st.error.unwrap_or_default();
     assert!(err.contains("field `text` does not decode"), "{err}");
-    assert!(err.contains("x.beta.shout-3"), "the error names the node that raised it: {err}");
+    assert!(
+        err.contains("x.beta.shout-3"),
+        "the error names the node that raised it: {err}"
+    );
     tokio::time::sleep(Duration::from_secs(1)).await; // past A's retry delay
-    assert_eq!(b.metric("tiny_hop_errors_total").await, Some(errors_before + 1), "one attempt, no retry");
+    assert_eq!(
+        b.metric("tiny_hop_errors_total").await,
+        Some(errors_before + 1),
+        "one attempt, no retry"
+    );
 
     // B stops: A's sends fail as unreachable and are retried per the edge policy; B
     // comes back on the same address and the retry succeeds.
@@ -137,7 +171,17 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     let stopped = Instant::now();
     let signals = tokio::spawn({
         let client = client.clone();
-        async move { signal(&client, "x", "while-down", "x.alpha.hello-1", "input", json!({"name": "Cy"})).await }
+        async move {
+            signal(
+                &client,
+                "x",
+                "while-down",
+                "x.alpha.hello-1",
+                "input",
+                json!({"name": "Cy"}),
+            )
+            .await
+        }
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
     let back = Replica::start_as(&env, "x", "beta-1", "beta", &["--grpc-server-bind-address", &beta_addr]);
@@ -146,10 +190,21 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
     assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, CY!"})));
     assert!(stopped.elapsed() < Duration::from_secs(40));
-    assert!(back.metric("tiny_hops_total").await.unwrap_or(0) >= 1, "the restarted beta handled it");
+    assert!(
+        back.metric("tiny_hops_total").await.unwrap_or(0) >= 1,
+        "the restarted beta handled it"
+    );
 
     // A message for a module that no TinyModule announces.
-    let s = signal(&client, "x", "nowhere", "x.alpha.shout-4", "input", json!({"text": "Di"})).await;
+    let s = signal(
+        &client,
+        "x",
+        "nowhere",
+        "x.alpha.shout-4",
+        "input",
+        json!({"text": "Di"}),
+    )
+    .await;
     let st = s.status.expect("status");
     assert_eq!(st.phase.as_deref(), Some("Failed"));
     let err = st.error.unwrap_or_default();

@@ -27,8 +27,13 @@ spec:
 #[tokio::test]
 async fn greets_by_name_with_the_configured_word() {
     let h = hello_alone().await;
-    h.send("h:input", json!({"name": "  Ada ", "context": {"id": 7}})).await.expect("handled");
-    assert_eq!(h.emitted("h:greeting"), vec![json!({"context": {"id": 7}, "greeting": "Hi, Ada!"})]);
+    h.send("h:input", json!({"name": "  Ada ", "context": {"id": 7}}))
+        .await
+        .expect("handled");
+    assert_eq!(
+        h.emitted("h:greeting"),
+        vec![json!({"context": {"id": 7}, "greeting": "Hi, Ada!"})]
+    );
     assert!(h.emitted("h:error").is_empty());
 }
 
@@ -50,7 +55,10 @@ async fn an_empty_name_goes_to_the_error_port_with_its_context() {
 #[tokio::test]
 async fn a_message_that_does_not_decode_names_the_field() {
     let h = hello_alone().await;
-    let err = h.send("h:input", json!({"name": 42})).await.expect_err("a number is not a name");
+    let err = h
+        .send("h:input", json!({"name": 42}))
+        .await
+        .expect_err("a number is not a name");
     let text = err.to_string();
     assert!(text.contains("node `h` port `input`"), "{text}");
     assert!(text.contains("field `name`"), "{text}");
@@ -68,15 +76,30 @@ async fn the_three_node_flow_answers_its_signal() {
         .expect("the flow loads");
     let replies = h.run_signals().await;
     assert_eq!(replies.len(), 1);
-    let reply = replies.into_iter().next().and_then(Result::ok).and_then(|r| r.into_value());
+    let reply = replies
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .and_then(|r| r.into_value());
     assert_eq!(reply, Some(json!({"greeting": "HELLO, ADA!", "for": "ada"})));
-    assert_eq!(h.arrivals("greet.examples.shout-1:input"), vec![json!({"context": {"user": "ada"}, "text": "Hello, Ada!"})]);
+    assert_eq!(
+        h.arrivals("greet.examples.shout-1:input"),
+        vec![json!({"context": {"user": "ada"}, "text": "Hello, Ada!"})]
+    );
 }
 
 #[test]
 fn the_port_table_follows_the_declaration() {
     let ports: Vec<_> = Hello::ports().iter().map(|p| (p.name, p.is_source())).collect();
-    assert_eq!(ports, [("_settings", false), ("input", false), ("greeting", true), ("error", true)]);
+    assert_eq!(
+        ports,
+        [
+            ("_settings", false),
+            ("input", false),
+            ("greeting", true),
+            ("error", true)
+        ]
+    );
     let info = Hello::info();
     assert_eq!(info.name, "hello");
     assert_eq!(info.description, "Greets a person by name.");
@@ -89,8 +112,16 @@ async fn the_status_report_shows_schemas_and_settings() {
     let report = h.report("h").expect("a report");
     assert!(report.error.is_none());
     let names: Vec<_> = report.ports.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["_settings", "error", "greeting", "input"], "sorted by name, as the Go SDK does");
-    let settings = report.ports.iter().find(|p| p.name == "_settings").expect("settings port");
+    assert_eq!(
+        names,
+        ["_settings", "error", "greeting", "input"],
+        "sorted by name, as the Go SDK does"
+    );
+    let settings = report
+        .ports
+        .iter()
+        .find(|p| p.name == "_settings")
+        .expect("settings port");
     assert_eq!(settings.configuration, json!({"greetingWord": "Hi"}));
     let input = report.ports.iter().find(|p| p.name == "input").expect("input port");
     assert_eq!(input.schema["$ref"], "#/$defs/HelloIn");

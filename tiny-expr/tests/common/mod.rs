@@ -7,8 +7,7 @@ use tiny_expr::{CompileError, EvalError, Expr, Template};
 /// Parses and evaluates `src`, panicking with the error text on failure.
 pub fn ev(src: &str, root: &Value) -> Value {
     let expr = Expr::parse(src).unwrap_or_else(|e| panic!("parse {src:?}: {e}"));
-    expr.eval(root)
-        .unwrap_or_else(|e| panic!("eval {src:?}: {e}"))
+    expr.eval(root).unwrap_or_else(|e| panic!("eval {src:?}: {e}"))
 }
 
 /// Evaluates `src` against `null`.

@@ -30,14 +30,8 @@ pub fn derive(input: TokenStream) -> TokenStream {
 
 fn component_impl(c: &Component) -> TokenStream {
     let ident = &c.ident;
-    let settings = c
-        .settings
-        .as_ref()
-        .map_or_else(|| quote!(()), |t| quote!(#t));
-    let control = c
-        .control
-        .as_ref()
-        .map_or_else(|| quote!(()), |t| quote!(#t));
+    let settings = c.settings.as_ref().map_or_else(|| quote!(()), |t| quote!(#t));
+    let control = c.control.as_ref().map_or_else(|| quote!(()), |t| quote!(#t));
     let info = info_fn(c);
     let ports = ports_fn(c);
     let instance = instance_fn(c);
@@ -110,11 +104,7 @@ fn ports_fn(c: &Component) -> TokenStream {
             name: &p.name,
             label: &p.label,
             description: &p.description,
-            direction: if p.kind == Kind::Input {
-                "Target"
-            } else {
-                "Source"
-            },
+            direction: if p.kind == Kind::Input { "Target" } else { "Source" },
             position: p.position,
             message: message_type(p),
             response,
@@ -223,11 +213,7 @@ fn instance_fn(c: &Component) -> TokenStream {
 /// `match port { "name" => decode, call on_name }`.
 fn handle_fn(c: &Component) -> TokenStream {
     let name = &c.name;
-    let arms = c
-        .ports
-        .iter()
-        .filter(|p| p.kind == Kind::Input)
-        .map(handle_arm);
+    let arms = c.ports.iter().filter(|p| p.kind == Kind::Input).map(handle_arm);
     let check = messages_check(c);
     quote! {
         fn handle<'a>(
@@ -247,10 +233,7 @@ fn handle_fn(c: &Component) -> TokenStream {
 
 fn handle_arm(p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
-    let decode = respan(
-        quote!(::tiny_sdk::Input::decode(&self.#field, payload)),
-        p.check_span,
-    );
+    let decode = respan(quote!(::tiny_sdk::Input::decode(&self.#field, payload)), p.check_span);
     // The call carries the handler's span, so a missing or mistyped method is
     // reported on the port field that asked for it (or on `handler = ...`); `msg`
     // carries the message type's span, where a handler taking another type is reported.
@@ -310,9 +293,8 @@ fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
     }
     let settings = stub.settings.map_or_else(|| quote!(()), |t| quote!(#t));
     let control = stub.control.map_or_else(|| quote!(()), |t| quote!(#t));
-    let hooks = (!stub.hooks).then(
-        || quote!(impl #impl_generics ::tiny_sdk::Hooks for #ident #ty_generics #where_clause {}),
-    );
+    let hooks =
+        (!stub.hooks).then(|| quote!(impl #impl_generics ::tiny_sdk::Hooks for #ident #ty_generics #where_clause {}));
     quote! {
         impl #impl_generics ::tiny_sdk::Component for #ident #ty_generics #where_clause {
             type Settings = #settings;

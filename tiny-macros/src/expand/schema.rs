@@ -67,10 +67,7 @@ fn twin_type(attrs: &SchemaAttrs, twin: &syn::Ident, default_fn: &syn::Ident) ->
     let name = attrs.ident.to_string();
     let container = container_attrs(&attrs.attrs, default_fn);
     let rename = (!renames_container(&attrs.attrs)).then(|| quote!(#[schemars(rename = #name)]));
-    let title = attrs
-        .title
-        .as_ref()
-        .map(|t| quote!(#[schemars(title = #t)]));
+    let title = attrs.title.as_ref().map(|t| quote!(#[schemars(title = #t)]));
     let description = attrs
         .description
         .as_ref()
@@ -122,17 +119,13 @@ fn variant(v: &VariantHints, own_branch: bool) -> TokenStream {
     let ident = &v.ident;
     let kept = &v.attrs;
     let title = v.title.as_ref().map(|t| quote!(#[schemars(title = #t)]));
-    let description = v
-        .description
-        .as_ref()
-        .map(|d| quote!(#[schemars(description = #d)]));
+    let description = v.description.as_ref().map(|d| quote!(#[schemars(description = #d)]));
     // schemars lists the unit variants without docs or schemars attributes together,
     // before all the others, which loses the declaration order the editor's dropdown
     // shows. Any attribute gives a variant its own branch; this one changes nothing
     // else.
-    let own_branch = (own_branch && matches!(v.fields.style, ast::Style::Unit)).then(
-        || quote!(#[schemars(transform = |_: &mut ::tiny_sdk::__private::schemars::Schema| {})]),
-    );
+    let own_branch = (own_branch && matches!(v.fields.style, ast::Style::Unit))
+        .then(|| quote!(#[schemars(transform = |_: &mut ::tiny_sdk::__private::schemars::Schema| {})]));
     let body = fields_body(&v.fields);
     quote!(#(#kept)* #title #description #own_branch #ident #body)
 }
@@ -159,8 +152,7 @@ fn container_attrs(attrs: &[Attribute], default_fn: &syn::Ident) -> Vec<TokenStr
             if !a.path().is_ident("serde") {
                 return quote!(#a);
             }
-            let Ok(items) = a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-            else {
+            let Ok(items) = a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated) else {
                 return quote!(#a);
             };
             let fn_name = default_fn.to_string();
@@ -174,17 +166,14 @@ fn container_attrs(attrs: &[Attribute], default_fn: &syn::Ident) -> Vec<TokenStr
 }
 
 fn has_container_default(attrs: &[Attribute]) -> bool {
-    attrs
-        .iter()
-        .filter(|a| a.path().is_ident("serde"))
-        .any(|a| {
-            a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-                .is_ok_and(|items| {
-                    items
-                        .iter()
-                        .any(|m| matches!(m, Meta::Path(p) if p.is_ident("default")))
-                })
-        })
+    attrs.iter().filter(|a| a.path().is_ident("serde")).any(|a| {
+        a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+            .is_ok_and(|items| {
+                items
+                    .iter()
+                    .any(|m| matches!(m, Meta::Path(p) if p.is_ident("default")))
+            })
+    })
 }
 
 fn renames_container(attrs: &[Attribute]) -> bool {

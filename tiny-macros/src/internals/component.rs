@@ -9,19 +9,15 @@ use darling::{Error, FromDeriveInput, FromField, FromMeta, Result, ast, util::Fl
 use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{
-    Attribute, Expr, GenericArgument, Ident, LitStr, Meta, PathArguments, Token, Type,
-    punctuated::Punctuated, spanned::Spanned,
+    Attribute, Expr, GenericArgument, Ident, LitStr, Meta, PathArguments, Token, Type, punctuated::Punctuated,
+    spanned::Spanned,
 };
 
 use super::{doc_lines, doc_summary, unknown};
 
 /// The container attributes, `#[component(...)]`.
 #[derive(FromDeriveInput)]
-#[darling(
-    attributes(component),
-    supports(struct_named, struct_unit),
-    forward_attrs(doc)
-)]
+#[darling(attributes(component), supports(struct_named, struct_unit), forward_attrs(doc))]
 pub struct ComponentAttrs {
     pub ident: Ident,
     pub generics: syn::Generics,
@@ -67,15 +63,12 @@ impl FromMeta for PositionArg {
         let name = match expr {
             Expr::Path(p) => p.path.get_ident().map(Ident::to_string),
             Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s),
-                ..
+                lit: syn::Lit::Str(s), ..
             }) => Some(s.value()),
             _ => None,
         };
         let Some(name) = name else {
-            return Err(
-                Error::custom("expected one of `Top`, `Right`, `Bottom`, `Left`").with_span(expr),
-            );
+            return Err(Error::custom("expected one of `Top`, `Right`, `Bottom`, `Left`").with_span(expr));
         };
         match POSITIONS.iter().find(|p| **p == name) {
             Some(p) => Ok(PositionArg(p)),
@@ -146,14 +139,11 @@ pub struct StubInfo {
 impl Component {
     /// Reads and checks the input, collecting every error rather than stopping at the
     /// first. On failure, also returns what stub impls need.
-    pub fn from_input(
-        input: &syn::DeriveInput,
-    ) -> std::result::Result<Component, (Error, Box<StubInfo>)> {
+    pub fn from_input(input: &syn::DeriveInput) -> std::result::Result<Component, (Error, Box<StubInfo>)> {
         if let Err(e) = check_shape(input) {
             return Err((e, Box::new(StubInfo::lenient(input))));
         }
-        let attrs = ComponentAttrs::from_derive_input(input)
-            .map_err(|e| (e, Box::new(StubInfo::lenient(input))))?;
+        let attrs = ComponentAttrs::from_derive_input(input).map_err(|e| (e, Box::new(StubInfo::lenient(input))))?;
         let stub = Box::new(StubInfo {
             settings: attrs.settings.clone(),
             control: attrs.control.clone(),
@@ -172,10 +162,7 @@ impl StubInfo {
             .attrs
             .iter()
             .filter(|a| a.path().is_ident("component"))
-            .filter_map(|a| {
-                a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-                    .ok()
-            })
+            .filter_map(|a| a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated).ok())
             .flatten();
         for meta in metas {
             match &meta {
@@ -244,13 +231,7 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
                 .value()
                 .trim()
                 .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
+                .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
                 .collect();
             errors.push(
                 Error::custom(format!(
@@ -275,27 +256,15 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
         }
     };
     let docs = doc_lines(&attrs.attrs);
-    let description = attrs
-        .description
-        .clone()
-        .unwrap_or_else(|| doc_summary(&attrs.attrs));
+    let description = attrs.description.clone().unwrap_or_else(|| doc_summary(&attrs.attrs));
     let info = attrs.info.clone().unwrap_or_else(|| {
-        let rest: Vec<_> = docs
-            .iter()
-            .skip_while(|l| !l.is_empty())
-            .skip(1)
-            .cloned()
-            .collect();
+        let rest: Vec<_> = docs.iter().skip_while(|l| !l.is_empty()).skip(1).cloned().collect();
         rest.join("\n").trim().to_owned()
     });
 
     let mut ports = Vec::new();
     let mut plain = Vec::new();
-    let fields = attrs
-        .data
-        .take_struct()
-        .map(|f| f.fields)
-        .unwrap_or_default();
+    let fields = attrs.data.take_struct().map(|f| f.fields).unwrap_or_default();
     // darling does not tell whether `#[port]` was written; read it from the input.
     let written: Vec<bool> = match &input.data {
         syn::Data::Struct(s) => s
@@ -322,7 +291,10 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
                 )
                 .with_span(&field.ty),
             ),
-            None => plain.push(Plain { field: ident, ty: field.ty }),
+            None => plain.push(Plain {
+                field: ident,
+                ty: field.ty,
+            }),
         }
     }
     let catches: Vec<_> = ports
@@ -357,11 +329,7 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
     let name = name.strip_prefix("r#").unwrap_or(&name).to_owned();
     if name.starts_with('_') {
         let suggestion = name.trim_start_matches('_');
-        let suggestion = if suggestion.is_empty() {
-            "port"
-        } else {
-            suggestion
-        };
+        let suggestion = if suggestion.is_empty() { "port" } else { suggestion };
         errors.push(
             Error::custom(format!(
                 "port names starting with `_` are reserved for system ports (`_settings`, `_control`, ...); \
@@ -381,10 +349,8 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
     }
     if let (Some(h), Kind::Output) = (&field.handler, kind) {
         errors.push(
-            Error::custom(
-                "`handler` is for input ports: an output port has no handler, the component emits on it",
-            )
-            .with_span(h),
+            Error::custom("`handler` is for input ports: an output port has no handler, the component emits on it")
+                .with_span(h),
         );
     }
     let label = match field.label {
@@ -400,10 +366,7 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
         [message] => message.span(),
         _ => field.ty.span(),
     };
-    let (message, response) = (
-        args.first().copied().cloned(),
-        args.get(1).copied().cloned(),
-    );
+    let (message, response) = (args.first().copied().cloned(), args.get(1).copied().cloned());
     errors.finish_with(Port {
         description: doc_summary(&field.attrs),
         message,
@@ -434,8 +397,7 @@ pub fn port_kind(ty: &Type) -> Option<Kind> {
 /// The type arguments of the last path segment: `T` and `R` of `Output<T, R>`.
 pub fn type_args(ty: &Type) -> Vec<&Type> {
     let Type::Path(p) = ty else { return Vec::new() };
-    let Some(PathArguments::AngleBracketed(args)) = p.path.segments.last().map(|s| &s.arguments)
-    else {
+    let Some(PathArguments::AngleBracketed(args)) = p.path.segments.last().map(|s| &s.arguments) else {
         return Vec::new();
     };
     args.args

@@ -19,11 +19,7 @@ pub enum Json {
 impl Json {
     pub fn span(&self) -> Span {
         match self {
-            Json::Null(s)
-            | Json::Bool(_, s)
-            | Json::Number(_, s)
-            | Json::String(_, s)
-            | Json::Array(_, s) => *s,
+            Json::Null(s) | Json::Bool(_, s) | Json::Number(_, s) | Json::String(_, s) | Json::Array(_, s) => *s,
         }
     }
 
@@ -41,10 +37,9 @@ impl Json {
             Lit::Float(f) => Json::Number(f.base10_digits().to_owned(), f.span()),
             Lit::Bool(b) => Json::Bool(b.value, b.span),
             other => {
-                return Err(Error::custom(
-                    "expected a JSON value: a string, number, bool, `null` or `[...]`",
-                )
-                .with_span(other));
+                return Err(
+                    Error::custom("expected a JSON value: a string, number, bool, `null` or `[...]`").with_span(other),
+                );
             }
         })
     }
@@ -64,10 +59,9 @@ impl FromMeta for Json {
             )),
             Expr::Path(p) if p.path.is_ident("null") => Ok(Json::Null(p.span())),
             Expr::Group(g) => Json::from_expr(&g.expr),
-            other => Err(Error::custom(
-                "expected a JSON value: a string, number, bool, `null` or `[...]`",
-            )
-            .with_span(other)),
+            other => {
+                Err(Error::custom("expected a JSON value: a string, number, bool, `null` or `[...]`").with_span(other))
+            }
         }
     }
 }
@@ -102,22 +96,17 @@ impl FromMeta for JsonList {
                 let exprs = list
                     .parse_args_with(Punctuated::<Expr, Token![,]>::parse_terminated)
                     .map_err(Error::from)?;
-                let items = exprs
-                    .iter()
-                    .map(Json::from_expr)
-                    .collect::<Result<Vec<_>>>()?;
+                let items = exprs.iter().map(Json::from_expr).collect::<Result<Vec<_>>>()?;
                 Ok(JsonList(items, list.span()))
             }
             Meta::NameValue(nv) => match Json::from_expr(&nv.value)? {
                 Json::Array(items, span) => Ok(JsonList(items, span)),
-                other => Err(Error::custom(
-                    "expected a list: `key(\"a\", \"b\")` or `key = [\"a\", \"b\"]`",
-                )
-                .with_span(&other.span())),
+                other => Err(
+                    Error::custom("expected a list: `key(\"a\", \"b\")` or `key = [\"a\", \"b\"]`")
+                        .with_span(&other.span()),
+                ),
             },
-            Meta::Path(p) => {
-                Err(Error::custom("expected a list of values in parentheses").with_span(p))
-            }
+            Meta::Path(p) => Err(Error::custom("expected a list of values in parentheses").with_span(p)),
         }
     }
 }

@@ -15,8 +15,7 @@ pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
         .filter_map(|a| match &a.meta {
             Meta::NameValue(nv) => match &nv.value {
                 syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
+                    lit: syn::Lit::Str(s), ..
                 }) => Some(s.value().trim().to_owned()),
                 _ => None,
             },
@@ -38,12 +37,7 @@ pub fn doc_summary(attrs: &[Attribute]) -> String {
 pub fn did_you_mean<'a>(value: &str, alts: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (value.chars().count() / 3).max(1);
     alts.into_iter()
-        .map(|alt| {
-            (
-                edit_distance(&value.to_lowercase(), &alt.to_lowercase()),
-                alt,
-            )
-        })
+        .map(|alt| (edit_distance(&value.to_lowercase(), &alt.to_lowercase()), alt))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, alt)| alt)
@@ -55,10 +49,7 @@ pub fn unknown(what: &str, value: &str, alts: &[&str]) -> String {
         Some(s) => format!("unknown {what} `{value}`; did you mean `{s}`?"),
         None => {
             let alts: Vec<String> = alts.iter().map(|a| format!("`{a}`")).collect();
-            format!(
-                "unknown {what} `{value}`; expected one of {}",
-                alts.join(", ")
-            )
+            format!("unknown {what} `{value}`; expected one of {}", alts.join(", "))
         }
     }
 }
@@ -78,9 +69,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
+            let mut best = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 best = best.min(d[i - 2][j - 2] + 1);
             }
@@ -99,18 +88,9 @@ mod tests {
         assert_eq!(edit_distance("Rigth", "Right"), 1);
         assert_eq!(edit_distance("textare", "textarea"), 1);
         assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(
-            did_you_mean("Rigth", ["Top", "Right", "Bottom", "Left"]),
-            Some("Right")
-        );
-        assert_eq!(
-            did_you_mean("left", ["Top", "Right", "Bottom", "Left"]),
-            Some("Left")
-        );
-        assert_eq!(
-            did_you_mean("Middle", ["Top", "Right", "Bottom", "Left"]),
-            None
-        );
+        assert_eq!(did_you_mean("Rigth", ["Top", "Right", "Bottom", "Left"]), Some("Right"));
+        assert_eq!(did_you_mean("left", ["Top", "Right", "Bottom", "Left"]), Some("Left"));
+        assert_eq!(did_you_mean("Middle", ["Top", "Right", "Bottom", "Left"]), None);
         assert_eq!(
             unknown("position", "Middle", &["Top", "Left"]),
             "unknown position `Middle`; expected one of `Top`, `Left`"

@@ -113,17 +113,12 @@ impl FromMeta for ColSpan {
     fn from_expr(expr: &syn::Expr) -> Result<Self> {
         let n = match Json::from_expr(expr)? {
             Json::Number(n, _) => n.parse::<u8>().ok(),
-            Json::String(s, _) => s
-                .strip_prefix("col-span-")
-                .and_then(|n| n.parse::<u8>().ok()),
+            Json::String(s, _) => s.strip_prefix("col-span-").and_then(|n| n.parse::<u8>().ok()),
             _ => None,
         };
         match n {
             Some(n @ 1..=12) => Ok(ColSpan(format!("col-span-{n}"))),
-            _ => Err(Error::custom(
-                "`col_span` is a width from 1 to 12 columns, e.g. `col_span = 6`",
-            )
-            .with_span(expr)),
+            _ => Err(Error::custom("`col_span` is a width from 1 to 12 columns, e.g. `col_span = 6`").with_span(expr)),
         }
     }
 }
@@ -139,9 +134,9 @@ pub struct Condition {
 impl FromMeta for Condition {
     fn from_meta(meta: &syn::Meta) -> Result<Self> {
         let JsonList(items, span) = JsonList::from_meta(meta)?;
-        let usage = "expected `(\"sibling_field\", \"operator\", value)` with operator `===`, `equal`, `in` or `isUndefined`";
-        let (Some(Json::String(field, field_span)), Some(op)) = (items.first(), items.get(1))
-        else {
+        let usage =
+            "expected `(\"sibling_field\", \"operator\", value)` with operator `===`, `equal`, `in` or `isUndefined`";
+        let (Some(Json::String(field, field_span)), Some(op)) = (items.first(), items.get(1)) else {
             return Err(Error::custom(usage).with_span(&span));
         };
         let Some(op_str) = op.as_str() else {
@@ -150,19 +145,12 @@ impl FromMeta for Condition {
         if !OPERATORS.contains(&op_str) {
             return Err(Error::custom(unknown("operator", op_str, OPERATORS)).with_span(&op.span()));
         }
-        let wanted = if op_str == "isUndefined" {
-            2..=3
-        } else {
-            3..=3
-        };
+        let wanted = if op_str == "isUndefined" { 2..=3 } else { 3..=3 };
         if !wanted.contains(&items.len()) {
             return Err(Error::custom(usage).with_span(&span));
         }
         if op_str == "in" && !matches!(items.get(2), Some(Json::Array(..))) {
-            return Err(
-                Error::custom("`in` takes a list of values: `[\"a\", \"b\"]`")
-                    .with_span(&items[2].span()),
-            );
+            return Err(Error::custom("`in` takes a list of values: `[\"a\", \"b\"]`").with_span(&items[2].span()));
         }
         Ok(Condition {
             field: field.clone(),
@@ -271,15 +259,15 @@ pub fn check(attrs: &SchemaAttrs) -> Result<()> {
     let mut errors = Error::accumulator();
     if !attrs.generics.params.is_empty() {
         errors.push(
-            Error::custom("`#[derive(Schema)]` does not support generic types yet; derive `schemars::JsonSchema` for them")
-                .with_span(&attrs.generics),
+            Error::custom(
+                "`#[derive(Schema)]` does not support generic types yet; derive `schemars::JsonSchema` for them",
+            )
+            .with_span(&attrs.generics),
         );
     }
     let rename_all = serde_names::rename_all(&attrs.attrs);
     match &attrs.data {
-        ast::Data::Struct(fields) => {
-            check_fields(&mut errors, &fields.fields, rename_all.as_deref())
-        }
+        ast::Data::Struct(fields) => check_fields(&mut errors, &fields.fields, rename_all.as_deref()),
         ast::Data::Enum(variants) => {
             for v in variants {
                 check_fields(&mut errors, &v.fields.fields, None);
@@ -289,11 +277,7 @@ pub fn check(attrs: &SchemaAttrs) -> Result<()> {
     errors.finish()
 }
 
-fn check_fields(
-    errors: &mut darling::error::Accumulator,
-    fields: &[FieldHints],
-    rename_all: Option<&str>,
-) {
+fn check_fields(errors: &mut darling::error::Accumulator, fields: &[FieldHints], rename_all: Option<&str>) {
     let names: Vec<String> = fields
         .iter()
         .filter_map(|f| {
@@ -316,13 +300,9 @@ fn check_fields(
         if let Some(lang) = &f.language
             && f.format.as_ref().map(LitStr::value).as_deref() != Some("code")
         {
-            errors.push(
-                Error::custom("`language` applies to code editors: add `format = \"code\"`")
-                    .with_span(lang),
-            );
+            errors.push(Error::custom("`language` applies to code editors: add `format = \"code\"`").with_span(lang));
         }
-        if let (Some(JsonList(values, _)), Some(JsonList(titles, span))) =
-            (&f.enum_values, &f.enum_titles)
+        if let (Some(JsonList(values, _)), Some(JsonList(titles, span))) = (&f.enum_values, &f.enum_titles)
             && values.len() != titles.len()
         {
             errors.push(
@@ -345,16 +325,10 @@ fn check_fields(
             .map(|i| serde_names::field_name(&f.attrs, &i.to_string(), rename_all));
         for cond in [&f.required_when, &f.optional_when].into_iter().flatten() {
             if own.as_deref() == Some(cond.field.as_str()) {
-                errors.push(
-                    Error::custom("a field's condition must name another field")
-                        .with_span(&cond.field_span),
-                );
+                errors.push(Error::custom("a field's condition must name another field").with_span(&cond.field_span));
             } else if !names.contains(&cond.field) {
                 let alts: Vec<&str> = names.iter().map(String::as_str).collect();
-                errors.push(
-                    Error::custom(unknown("sibling field", &cond.field, &alts))
-                        .with_span(&cond.field_span),
-                );
+                errors.push(Error::custom(unknown("sibling field", &cond.field, &alts)).with_span(&cond.field_span));
             }
         }
     }

@@ -60,7 +60,10 @@ impl Shared {
         discovery: Option<Arc<dyn Discovery>>,
         tracking: Arc<tracker::Tracking>,
     ) -> Self {
-        let reporter = Reporter { controller: format!("tiny-{}", config.name), instance: Some(config.identity.clone()) };
+        let reporter = Reporter {
+            controller: format!("tiny-{}", config.name),
+            instance: Some(config.identity.clone()),
+        };
         let recorder = Recorder::new(client.clone(), reporter);
         Self {
             client,
@@ -79,7 +82,9 @@ impl Shared {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Shared")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 

@@ -56,8 +56,13 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
 pub async fn register(shared: &Shared) -> Result<(), kube::Error> {
     let api: Api<TinyModule> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
     let module = TinyModule {
-        metadata: ObjectMeta { name: Some(shared.config.name.clone()), ..ObjectMeta::default() },
-        spec: TinyModuleSpec { image: format!("{}:{}", shared.config.name, shared.config.version) },
+        metadata: ObjectMeta {
+            name: Some(shared.config.name.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: TinyModuleSpec {
+            image: format!("{}:{}", shared.config.name, shared.config.version),
+        },
         status: None,
     };
     match api.create(&PostParams::default(), &module).await {
@@ -105,7 +110,10 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
 async fn publish(shared: &Shared, api: &Api<TinyModule>) {
     let status = module_status(&shared.config, shared.engine.registry());
     let patch = Patch::Merge(json!({ "status": status }));
-    if let Err(e) = api.patch_status(&shared.config.name, &PatchParams::default(), &patch).await {
+    if let Err(e) = api
+        .patch_status(&shared.config.name, &PatchParams::default(), &patch)
+        .await
+    {
         tracing::warn!(error = %e, "could not publish the TinyModule status");
     }
 }

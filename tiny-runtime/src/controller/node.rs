@@ -80,7 +80,10 @@ async fn reconcile(node: Arc<TinyNode>, shared: Arc<Shared>) -> Result<Action, R
 /// Runs the node's spec and, on the leader, writes its status when it changed.
 async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<Action, ReconcileError> {
     let name = node.name_any();
-    shared.tracking.set_flow(&name, node.labels().get(crate::crd::labels::FLOW_NAME).map(String::as_str));
+    shared.tracking.set_flow(
+        &name,
+        node.labels().get(crate::crd::labels::FLOW_NAME).map(String::as_str),
+    );
     let result = shared.engine.apply(to_flow_node(node)).await;
     if !shared.leadership.is_leader() {
         return Ok(Action::requeue(Duration::from_secs(60)));
@@ -88,11 +91,21 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     let error = result.err();
     let report = shared.engine.report(&name);
     let current = node.status.as_ref();
-    let mut desired =
-        status::node_status(&shared.config, report.as_ref(), error.as_ref(), node.metadata.generation.unwrap_or(0), current);
+    let mut desired = status::node_status(
+        &shared.config,
+        report.as_ref(),
+        error.as_ref(),
+        node.metadata.generation.unwrap_or(0),
+        current,
+    );
     if status::needs_write(current, &desired) {
         desired.last_update_time = Some(Time(Timestamp::now()));
-        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({ "status": desired }))).await?;
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": desired })),
+        )
+        .await?;
         Metrics::inc(&shared.metrics.status_writes);
     }
     publish_error(shared, node, error.as_ref()).await;

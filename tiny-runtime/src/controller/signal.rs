@@ -84,13 +84,18 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
             return Ok(Action::await_change());
         }
         let by = status.claimed_by.unwrap_or_default();
-        let why = format!("delivery interrupted: `{by}` claimed it and stopped leading; not redelivered, to deliver at most once");
+        let why = format!(
+            "delivery interrupted: `{by}` claimed it and stopped leading; not redelivered, to deliver at most once"
+        );
         // Only over the version we read: a newer one may already say Delivered.
         let patch = json!({
             "metadata": { "resourceVersion": signal.resource_version() },
             "status": { "phase": phase::FAILED, "error": why },
         });
-        match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(patch)).await {
+        match api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+        {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 409 => {}
             Err(e) => return Err(e.into()),
@@ -110,7 +115,10 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
         "metadata": { "resourceVersion": signal.resource_version() },
         "status": { "phase": phase::DELIVERING, "claimedBy": shared.config.identity },
     });
-    match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(claim)).await {
+    match api
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(claim))
+        .await
+    {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(Action::await_change()),
         Err(e) => return Err(e.into()),
@@ -118,8 +126,16 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
     if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), signal.uid()) {
         claimed.insert(uid);
     }
-    let data = signal.spec.data.as_ref().map(|d| d.value().clone()).unwrap_or(Value::Null);
-    let hop = Hop { leader: true, ..Hop::default() };
+    let data = signal
+        .spec
+        .data
+        .as_ref()
+        .map(|d| d.value().clone())
+        .unwrap_or(Value::Null);
+    let hop = Hop {
+        leader: true,
+        ..Hop::default()
+    };
     let to = format!("{node}:{}", signal.spec.port);
     let result = shared.engine.send_with(&to, data, hop).await;
     Metrics::inc(&shared.metrics.signals_delivered);
@@ -151,7 +167,8 @@ async fn finish(
         "reply": reply,
         "deliveredAt": (phase == phase::DELIVERED).then(|| Time(Timestamp::now())),
     }});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch)).await?;
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
     Ok(())
 }
 

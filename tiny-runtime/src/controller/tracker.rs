@@ -85,7 +85,9 @@ impl Tracking {
 
     /// Takes the tracks with new hops: (tracker name, total, hops).
     fn drain_dirty(&self) -> Vec<(String, u64, Vec<TrackedHop>)> {
-        let Ok(tracks) = self.tracks.read() else { return Vec::new() };
+        let Ok(tracks) = self.tracks.read() else {
+            return Vec::new();
+        };
         tracks
             .values()
             .filter_map(|t| {
@@ -149,7 +151,12 @@ impl Observer for Tracking {
 }
 
 /// Follows TinyTrackers and, while leading, flushes recorded hops every `every`.
-pub async fn run(shared: Arc<Shared>, tracking: Arc<Tracking>, every: Duration, shutdown: impl Future<Output = ()> + Send) {
+pub async fn run(
+    shared: Arc<Shared>,
+    tracking: Arc<Tracking>,
+    every: Duration,
+    shutdown: impl Future<Output = ()> + Send,
+) {
     let api: Api<TinyTracker> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
     let follow = {
         let (api, tracking) = (api.clone(), tracking.clone());

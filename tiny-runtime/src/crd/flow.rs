@@ -5,7 +5,13 @@ use serde::{Deserialize, Serialize};
 /// A flow: a name, a `project-name` label and a `flow-description` annotation; nodes
 /// point to it with the `flow-name` label and an owner reference.
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(group = "operator.tinysystems.io", version = "v1alpha1", kind = "TinyFlow", namespaced, status = "TinyFlowStatus")]
+#[kube(
+    group = "operator.tinysystems.io",
+    version = "v1alpha1",
+    kind = "TinyFlow",
+    namespaced,
+    status = "TinyFlowStatus"
+)]
 pub struct TinyFlowSpec {}
 
 /// Empty, as in the Go SDK.
@@ -14,7 +20,13 @@ pub struct TinyFlowStatus {}
 
 /// A project: flows point to it with the `project-name` label and an owner reference.
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[kube(group = "operator.tinysystems.io", version = "v1alpha1", kind = "TinyProject", namespaced, status = "TinyProjectStatus")]
+#[kube(
+    group = "operator.tinysystems.io",
+    version = "v1alpha1",
+    kind = "TinyProject",
+    namespaced,
+    status = "TinyProjectStatus"
+)]
 pub struct TinyProjectSpec {
     /// Markdown description.
     #[serde(default)]

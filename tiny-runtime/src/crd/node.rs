@@ -36,13 +36,23 @@ pub struct TinyNodeSpec {
 
 impl From<TinyNodeSpec> for NodeSpec {
     fn from(s: TinyNodeSpec) -> Self {
-        NodeSpec { module: s.module, component: s.component, ports: s.ports, edges: s.edges }
+        NodeSpec {
+            module: s.module,
+            component: s.component,
+            ports: s.ports,
+            edges: s.edges,
+        }
     }
 }
 
 impl From<NodeSpec> for TinyNodeSpec {
     fn from(s: NodeSpec) -> Self {
-        TinyNodeSpec { module: s.module, component: s.component, ports: s.ports, edges: s.edges }
+        TinyNodeSpec {
+            module: s.module,
+            component: s.component,
+            ports: s.ports,
+            edges: s.edges,
+        }
     }
 }
 

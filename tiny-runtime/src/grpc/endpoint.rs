@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 
 use super::{
     pool::{Pool, PoolOptions},
-    server::{self, ServerOptions},
+    server::{self, LeaderFn, ServerOptions},
 };
 
 /// A bound gRPC listener and the pool to other modules.
@@ -31,11 +31,7 @@ impl Grpc {
     }
 
     /// Binds `addr` with the given options.
-    pub async fn bind_with(
-        addr: SocketAddr,
-        server: ServerOptions,
-        pool: PoolOptions,
-    ) -> std::io::Result<Self> {
+    pub async fn bind_with(addr: SocketAddr, server: ServerOptions, pool: PoolOptions) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         Ok(Self {
@@ -62,10 +58,17 @@ impl Grpc {
         self.pool.clone()
     }
 
+    /// Tells handlers whether this replica leads ([`tiny_sdk::Hop::leader`]), once
+    /// leader election runs (it starts after the pool is handed out).
+    #[must_use]
+    pub fn with_leader(mut self, leader: LeaderFn) -> Self {
+        self.server.leader = Some(leader);
+        self
+    }
+
     /// Serves `engine` until an error (or until the returned future is dropped).
     pub async fn serve(self, engine: Engine) -> Result<(), tonic::transport::Error> {
-        self.serve_with_shutdown(engine, std::future::pending())
-            .await
+        self.serve_with_shutdown(engine, std::future::pending()).await
     }
 
     /// Serves `engine` until `shutdown` resolves (see [`server::serve`]).

@@ -20,6 +20,6 @@ pub mod server;
 pub mod wire;
 
 pub use endpoint::Grpc;
-pub use pool::{Pool, PoolOptions};
-pub use server::{ServerHandle, ServerOptions, serve, spawn};
+pub use pool::{DEFAULT_TIMEOUT, Pool, PoolOptions};
+pub use server::{LeaderFn, ServerHandle, ServerOptions, serve, spawn};
 pub use wire::DEFAULT_MAX_MESSAGE_SIZE;

@@ -29,9 +29,9 @@ use super::{
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
     /// How long one hop may take, the whole downstream chain included, unless the
-    /// edge's retry policy sets a shorter per-attempt timeout. Default 30 s (the Go
-    /// SDK waits 5 min; a hop that long is better modelled as a durable one). Past it
-    /// the hop fails with a transient error and the remote handler is cancelled.
+    /// edge's retry policy sets a shorter per-attempt timeout. Default
+    /// [`DEFAULT_TIMEOUT`], 60 s. Past it the hop fails with a transient error and
+    /// the remote handler is cancelled.
     pub timeout: Duration,
     /// How long connecting may take. Default 5 s.
     pub connect_timeout: Duration,
@@ -48,10 +48,16 @@ pub struct PoolOptions {
     pub prewarm: bool,
 }
 
+/// The default [`PoolOptions::timeout`]: 60 s. Longer than a receiving engine waits
+/// for a node that has not loaded yet ([`NODE_WAIT`](tiny_sdk::engine::NODE_WAIT),
+/// 30 s), so that its answer arrives rather than a timeout; shorter than the Go SDK's
+/// 5 min, as a hop that long is better modelled as a durable one.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl Default for PoolOptions {
     fn default() -> Self {
         Self {
-            timeout: Duration::from_secs(30),
+            timeout: DEFAULT_TIMEOUT,
             connect_timeout: Duration::from_secs(5),
             max_message_size: wire::DEFAULT_MAX_MESSAGE_SIZE,
             keepalive_interval: Duration::from_secs(10),
@@ -118,15 +124,11 @@ impl Pool {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.state
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
-        self.state
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.write().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// `module` is served at `addr` (`host:port`, or a `http://` URI). Modules at the
@@ -185,9 +187,8 @@ impl Pool {
         } else {
             format!("http://{addr}")
         };
-        let endpoint = Endpoint::from_shared(uri).map_err(|e| {
-            Error::permanent(format!("module address `{addr}` is not host:port: {e}"))
-        })?;
+        let endpoint = Endpoint::from_shared(uri)
+            .map_err(|e| Error::permanent(format!("module address `{addr}` is not host:port: {e}")))?;
         Ok(endpoint
             .connect_timeout(self.opts.connect_timeout)
             .tcp_nodelay(true)
@@ -221,14 +222,7 @@ impl Pool {
 
     /// Everything that can fail before the network: the module's address, the
     /// payload's encoding and size.
-    fn prepare(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: &Value,
-        hop: &Hop,
-    ) -> Result<Call> {
+    fn prepare(&self, module: &str, to: &PortAddress, source: Source<'_>, data: &Value, hop: &Hop) -> Result<Call> {
         let Some(peer) = self.peer(module) else {
             // The module may still be starting: worth another attempt.
             return Err(Error::transient(format!(
@@ -315,8 +309,7 @@ impl Call {
 
 /// `Unavailable` without tiny's metadata: the connection failed, not the handler.
 fn is_transport_failure(status: &tonic::Status) -> bool {
-    status.code() == tonic::Code::Unavailable
-        && status.metadata().get(wire::ERROR_KIND_KEY).is_none()
+    status.code() == tonic::Code::Unavailable && status.metadata().get(wire::ERROR_KIND_KEY).is_none()
 }
 
 /// Drops `addr`'s channel when no module uses it any more.
@@ -333,9 +326,7 @@ fn prewarm(channel: Channel, addr: Arc<str>, limit: Duration) {
     };
     runtime.spawn(async move {
         let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
-        let check = health.check(tonic_health::pb::HealthCheckRequest {
-            service: String::new(),
-        });
+        let check = health.check(tonic_health::pb::HealthCheckRequest { service: String::new() });
         match tokio::time::timeout(limit, check).await {
             Ok(Ok(_)) => tracing::debug!(%addr, "connected"),
             Ok(Err(status)) => tracing::debug!(%addr, %status, "not reachable yet"),
@@ -369,5 +360,15 @@ impl crate::controller::Discovery for Pool {
 
     fn deregister(&self, module: &str) {
         Pool::deregister(self, module);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hop_outlasts_the_receivers_wait_for_a_loading_node() {
+        assert!(DEFAULT_TIMEOUT > tiny_sdk::engine::NODE_WAIT);
     }
 }

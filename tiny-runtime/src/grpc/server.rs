@@ -73,10 +73,7 @@ struct Handler {
 }
 
 impl Handler {
-    async fn handle(
-        &self,
-        request: Request<MessageRequest>,
-    ) -> Result<MessageResponse, (Error, Code)> {
+    async fn handle(&self, request: Request<MessageRequest>) -> Result<MessageResponse, (Error, Code)> {
         let invalid = |e: Error| (e, Code::InvalidArgument);
         let depth = wire::read_depth(request.metadata()).map_err(invalid)?;
         if depth > tiny_sdk::engine::MAX_DEPTH {
@@ -107,17 +104,15 @@ impl Handler {
         let cancel = self.stopping.child_token();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let leader = self.leader.as_ref().is_some_and(|f| f());
-        let hop = Hop {
-            depth,
-            cancel,
-            leader,
-        };
+        let hop = Hop { depth, cancel, leader };
         let reply = self
             .engine
             .deliver(&to, source, Arc::new(data), hop)
             .await
             .map_err(|e| {
-                let code = if known {
+                // A node this module does not have: `NotFound`, unless the engine
+                // thinks it may still load (then it is transient, `Unavailable`).
+                let code = if known || e.is_retryable() {
                     wire::default_code(&e)
                 } else {
                     Code::NotFound
@@ -137,10 +132,7 @@ impl Handler {
 
 #[tonic::async_trait]
 impl ModuleService for Handler {
-    async fn message(
-        &self,
-        request: Request<MessageRequest>,
-    ) -> Result<Response<MessageResponse>, Status> {
+    async fn message(&self, request: Request<MessageRequest>) -> Result<Response<MessageResponse>, Status> {
         match self.handle(request).await {
             Ok(response) => Ok(Response::new(response)),
             Err((err, code)) => Err(wire::error_to_status(&err, code)),
@@ -214,24 +206,15 @@ impl ServerHandle {
 }
 
 /// Binds `addr` (port 0 picks a free port) and serves `engine` there on a new task.
-pub async fn spawn(
-    engine: Engine,
-    addr: SocketAddr,
-    opts: ServerOptions,
-) -> std::io::Result<ServerHandle> {
+pub async fn spawn(engine: Engine, addr: SocketAddr, opts: ServerOptions) -> std::io::Result<ServerHandle> {
     spawn_on(engine, TcpListener::bind(addr).await?, opts)
 }
 
 /// Serves `engine` on an already bound `listener` on a new task.
-pub fn spawn_on(
-    engine: Engine,
-    listener: TcpListener,
-    opts: ServerOptions,
-) -> std::io::Result<ServerHandle> {
+pub fn spawn_on(engine: Engine, listener: TcpListener, opts: ServerOptions) -> std::io::Result<ServerHandle> {
     let addr = listener.local_addr()?;
     let stop = CancellationToken::new();
     let signal = stop.clone();
-    let task =
-        tokio::spawn(async move { serve(engine, listener, opts, signal.cancelled_owned()).await });
+    let task = tokio::spawn(async move { serve(engine, listener, opts, signal.cancelled_owned()).await });
     Ok(ServerHandle { addr, stop, task })
 }

@@ -41,8 +41,7 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 
 /// The JSON bytes of a payload.
 pub fn encode_payload(value: &Value) -> Result<Vec<u8>> {
-    serde_json::to_vec(value)
-        .map_err(|e| Error::permanent(format!("message does not encode as JSON: {e}")))
+    serde_json::to_vec(value).map_err(|e| Error::permanent(format!("message does not encode as JSON: {e}")))
 }
 
 /// A payload from its JSON bytes; no bytes at all is `null`.
@@ -57,8 +56,7 @@ pub fn decode_payload(bytes: &[u8]) -> Result<Value> {
 pub fn encode_reply(reply: &Reply) -> Result<Vec<u8>> {
     match reply.as_value() {
         None => Ok(Vec::new()),
-        Some(v) => serde_json::to_vec(v)
-            .map_err(|e| Error::permanent(format!("reply does not encode as JSON: {e}"))),
+        Some(v) => serde_json::to_vec(v).map_err(|e| Error::permanent(format!("reply does not encode as JSON: {e}"))),
     }
 }
 
@@ -132,11 +130,9 @@ pub fn read_depth(metadata: &MetadataMap) -> Result<u32> {
     let text = value
         .to_str()
         .map_err(|_| Error::permanent(format!("metadata `{DEPTH_KEY}` is not text")))?;
-    text.trim().parse().map_err(|_| {
-        Error::permanent(format!(
-            "metadata `{DEPTH_KEY}` is `{text}`, not a hop count"
-        ))
-    })
+    text.trim()
+        .parse()
+        .map_err(|_| Error::permanent(format!("metadata `{DEPTH_KEY}` is `{text}`, not a hop count")))
 }
 
 /// The gRPC code an error travels with when the server has no better one: transient
@@ -265,15 +261,9 @@ mod tests {
         let from_go = Status::unknown("component failed");
         let err = status_to_error(&from_go, || "module `b`".to_owned());
         assert_eq!(err.kind(), ErrorKind::Permanent);
-        assert!(
-            err.message().contains("module `b`: component failed"),
-            "{err}"
-        );
+        assert!(err.message().contains("module `b`: component failed"), "{err}");
         let refused = Status::unavailable("tcp connect error");
-        assert_eq!(
-            status_to_error(&refused, String::new).kind(),
-            ErrorKind::Transient
-        );
+        assert_eq!(status_to_error(&refused, String::new).kind(), ErrorKind::Transient);
     }
 
     #[test]
@@ -289,12 +279,7 @@ mod tests {
     #[test]
     fn sizes_name_the_limit() {
         assert!(check_size("x", 10, 10).is_ok());
-        let e = check_size(
-            "message for `n:p`",
-            5 * 1024 * 1024 + 1,
-            DEFAULT_MAX_MESSAGE_SIZE,
-        )
-        .err();
+        let e = check_size("message for `n:p`", 5 * 1024 * 1024 + 1, DEFAULT_MAX_MESSAGE_SIZE).err();
         let text = e.map(|e| e.to_string()).unwrap_or_default();
         assert!(
             text.contains("5.0 MiB (5242881 bytes)") && text.contains("4 MiB (4194304 bytes)"),

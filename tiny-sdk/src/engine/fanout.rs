@@ -29,12 +29,17 @@ pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, data: Arc<Value>,
             outlet.from
         )));
     }
-    let next = Hop { depth: hop.depth + 1, ..hop };
+    let next = Hop {
+        depth: hop.depth + 1,
+        ..hop
+    };
     match outlet.edges.as_slice() {
         [] => Ok(Reply::empty()),
         [only] => send(engine, outlet, only, data, next).await,
         many => {
-            let branches = many.iter().map(|route| send(engine, outlet, route, data.clone(), next.clone()));
+            let branches = many
+                .iter()
+                .map(|route| send(engine, outlet, route, data.clone(), next.clone()));
             let results = join_all(branches).await;
             let mut first_error = None;
             for result in results {
@@ -61,17 +66,29 @@ const STACK_RESET_EVERY: u32 = 16;
 async fn send(engine: &Arc<Inner>, outlet: &Outlet, route: &Route, data: Arc<Value>, hop: Hop) -> Result<Reply> {
     let cancel = hop.cancel.clone();
     if !hop.depth.is_multiple_of(STACK_RESET_EVERY) {
-        let source = Source::Edge { from: &outlet.from, edge_id: &route.id };
+        let source = Source::Edge {
+            from: &outlet.from,
+            edge_id: &route.id,
+        };
         return route
             .backoff
-            .run(&cancel, || engine.deliver(&route.node, &route.port, source, data.clone(), hop.clone()))
+            .run(&cancel, || {
+                engine.deliver(&route.node, &route.port, source, data.clone(), hop.clone())
+            })
             .await;
     }
     let (engine, from, id) = (engine.clone(), outlet.from.clone(), route.id.clone());
     let (node, port, backoff) = (route.node.clone(), route.port.clone(), route.backoff.clone());
     let task = tokio::spawn(async move {
-        let source = Source::Edge { from: &from, edge_id: &id };
-        backoff.run(&cancel, || engine.deliver(&node, &port, source, data.clone(), hop.clone())).await
+        let source = Source::Edge {
+            from: &from,
+            edge_id: &id,
+        };
+        backoff
+            .run(&cancel, || {
+                engine.deliver(&node, &port, source, data.clone(), hop.clone())
+            })
+            .await
     });
     match task.await {
         Ok(result) => result,

@@ -22,7 +22,9 @@ pub struct ComponentEntry {
 
 impl std::fmt::Debug for ComponentEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ComponentEntry").field("info", &(self.info)()).finish_non_exhaustive()
+        f.debug_struct("ComponentEntry")
+            .field("info", &(self.info)())
+            .finish_non_exhaustive()
     }
 }
 
@@ -43,7 +45,11 @@ pub struct Registry {
 impl Registry {
     /// Adds `C` under its `info().name`; a later registration of the same name wins.
     pub fn register<C: Component + Hooks>(&mut self) -> &mut Self {
-        let entry = ComponentEntry { info: C::info, ports: C::ports, create: Instance::<C>::create };
+        let entry = ComponentEntry {
+            info: C::info,
+            ports: C::ports,
+            create: Instance::<C>::create,
+        };
         self.components.insert(C::info().name, entry);
         self
     }

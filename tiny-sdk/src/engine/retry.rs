@@ -57,7 +57,9 @@ impl Backoff {
         let Some(p) = policy else { return Ok(b) };
         if let Some(n) = p.max_attempts {
             if !(1..=100).contains(&n) {
-                return Err(Error::permanent(format!("retryPolicy.maxAttempts {n} is not between 1 and 100")));
+                return Err(Error::permanent(format!(
+                    "retryPolicy.maxAttempts {n} is not between 1 and 100"
+                )));
             }
             b.max_attempts = n;
         }
@@ -93,7 +95,9 @@ impl Backoff {
     pub fn should_retry(&self, err: &Error, attempt: u32) -> bool {
         attempt < self.max_attempts
             && err.is_retryable()
-            && !err.code().is_some_and(|c| self.non_retryable_codes.iter().any(|n| n == c))
+            && !err
+                .code()
+                .is_some_and(|c| self.non_retryable_codes.iter().any(|n| n == c))
     }
 
     /// Runs `attempt` until it succeeds, fails for good, runs out of attempts, or
@@ -108,7 +112,10 @@ impl Backoff {
             let result = match self.timeout {
                 Some(limit) => match tokio::time::timeout(limit, attempt()).await {
                     Ok(r) => r,
-                    Err(_) => Err(Error::transient(format!("attempt {n} timed out after {} ms", limit.as_millis()))),
+                    Err(_) => Err(Error::transient(format!(
+                        "attempt {n} timed out after {} ms",
+                        limit.as_millis()
+                    ))),
                 },
                 None => attempt().await,
             };

@@ -46,8 +46,15 @@ enum Mapping {
 
 impl Mapping {
     fn new(config: &Value) -> std::result::Result<Mapping, tiny_expr::CompileError> {
-        let identity = config.as_str().and_then(|s| s.strip_prefix("{{")?.strip_suffix("}}")).is_some_and(|e| e.trim() == "$");
-        if identity { Ok(Mapping::Identity) } else { Template::compile(config).map(Mapping::Template) }
+        let identity = config
+            .as_str()
+            .and_then(|s| s.strip_prefix("{{")?.strip_suffix("}}"))
+            .is_some_and(|e| e.trim() == "$");
+        if identity {
+            Ok(Mapping::Identity)
+        } else {
+            Template::compile(config).map(Mapping::Template)
+        }
     }
 }
 
@@ -84,11 +91,18 @@ impl Runner {
                 )));
             };
             if spec.is_source() {
-                return Err(Error::permanent(format!("ports[] configures `{}`, an output port; only inputs take configuration", pc.port)));
+                return Err(Error::permanent(format!(
+                    "ports[] configures `{}`, an output port; only inputs take configuration",
+                    pc.port
+                )));
             }
             let Some(config) = &pc.configuration else { continue };
             let mapping = Mapping::new(config.value()).map_err(|e| {
-                let edge = if pc.from.is_empty() { String::new() } else { format!(" (edge from `{}`)", pc.from) };
+                let edge = if pc.from.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (edge from `{}`)", pc.from)
+                };
                 Error::permanent(format!("port `{}`{edge}: {e}", pc.port))
             })?;
             if pc.port == system::SETTINGS && pc.from.is_empty() {
@@ -96,7 +110,9 @@ impl Runner {
                 let empty = Value::Object(Default::default());
                 let rendered = match mapping {
                     Mapping::Identity => empty,
-                    Mapping::Template(t) => t.render(&empty).map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
+                    Mapping::Template(t) => t
+                        .render(&empty)
+                        .map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
                 };
                 settings = Some(rendered);
             } else {
@@ -128,10 +144,22 @@ impl Runner {
             if outlet.edges.iter().any(|r| *r.node == to.node && *r.port == to.port) {
                 continue;
             }
-            outlet.edges.push(Route { id: edge.id.as_str().into(), node: to.node.into(), port: to.port.into(), backoff });
+            outlet.edges.push(Route {
+                id: edge.id.as_str().into(),
+                node: to.node.into(),
+                port: to.port.into(),
+                backoff,
+            });
         }
         let outlets = outlets.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-        Ok(Runner { name, node, instance, mappings, settings, outlets })
+        Ok(Runner {
+            name,
+            node,
+            instance,
+            mappings,
+            settings,
+            outlets,
+        })
     }
 
     /// The input for `port` from a message that came from `source`.
@@ -175,7 +203,10 @@ impl Runner {
             _ => {}
         }
         let ports = self.instance.ports();
-        let Some(spec) = ports.iter().find(|p| p.name == port && p.direction == Direction::Target) else {
+        let Some(spec) = ports
+            .iter()
+            .find(|p| p.name == port && p.direction == Direction::Target)
+        else {
             return Err(Error::permanent(format!(
                 "component `{}` has no input port `{port}` (inputs: {})",
                 self.node.spec.component,
@@ -211,5 +242,9 @@ impl Runner {
 
 fn port_list(ports: &[PortSpec], keep: impl Fn(&PortSpec) -> bool) -> String {
     let names: Vec<&str> = ports.iter().filter(|p| keep(p)).map(|p| p.name).collect();
-    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
 }

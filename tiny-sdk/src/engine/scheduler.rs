@@ -45,8 +45,14 @@ pub enum Source<'a> {
 /// Carries messages to nodes of other modules (gRPC in `tiny-runtime`).
 pub trait RemoteRouter: Send + Sync + 'static {
     /// Delivers `data` to `to` (`node:port`) in `module`.
-    fn route(&self, module: &str, to: &PortAddress, source: Source<'_>, data: Arc<Value>, hop: Hop)
-    -> BoxFuture<'static, Result<Reply>>;
+    fn route(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Arc<Value>,
+        hop: Hop,
+    ) -> BoxFuture<'static, Result<Reply>>;
 }
 
 /// What a node's status shows: its component, ports and health.
@@ -121,7 +127,9 @@ pub struct Engine {
 
 impl fmt::Debug for Engine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Engine").field("module", &self.inner.module).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("module", &self.inner.module)
+            .finish_non_exhaustive()
     }
 }
 
@@ -138,7 +146,9 @@ pub struct EngineBuilder {
 
 impl fmt::Debug for EngineBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EngineBuilder").field("module", &self.module).finish_non_exhaustive()
+        f.debug_struct("EngineBuilder")
+            .field("module", &self.module)
+            .finish_non_exhaustive()
     }
 }
 
@@ -245,7 +255,11 @@ impl Engine {
         let name: Arc<str> = node.name.as_str().into();
         let result = self.build_runner(&name, node.clone()).await;
         let mut nodes = self.inner.nodes_mut();
-        let slot = nodes.entry(name.clone()).or_insert_with(|| Slot { node: node.clone(), runner: None, error: None });
+        let slot = nodes.entry(name.clone()).or_insert_with(|| Slot {
+            node: node.clone(),
+            runner: None,
+            error: None,
+        });
         slot.node = node;
         match result {
             Ok(runner) => {
@@ -276,7 +290,10 @@ impl Engine {
         let instance = match reused {
             Some(r) => r.instance.clone(),
             None => {
-                let emitter = Arc::new(NodeEmitter { engine: Arc::downgrade(&self.inner), node: name.clone() });
+                let emitter = Arc::new(NodeEmitter {
+                    engine: Arc::downgrade(&self.inner),
+                    node: name.clone(),
+                });
                 let id = identity(&node);
                 let client = self.inner.client.as_ref().map(|factory| factory(&id));
                 let ctx = NodeContext::new(id, emitter, client);
@@ -313,7 +330,9 @@ impl Engine {
     /// [`send`](Self::send) with explicit hop facts (depth, cancellation, leadership).
     pub async fn send_with(&self, to: &str, data: Value, hop: Hop) -> Result<Reply> {
         let to = PortAddress::parse(to)?;
-        self.inner.deliver(&to.node, &to.port, Source::Signal, Arc::new(data), hop).await
+        self.inner
+            .deliver(&to.node, &to.port, Source::Signal, Arc::new(data), hop)
+            .await
     }
 
     /// Delivers a message that arrived from another module (the gRPC server calls this).
@@ -338,7 +357,11 @@ impl Engine {
         let error = slot.error.clone();
         let Some(runner) = &slot.runner else {
             let component = self.inner.registry.get(&slot.node.spec.component).map(|e| (e.info)());
-            return Some(NodeReport { component, ports: Vec::new(), error });
+            return Some(NodeReport {
+                component,
+                ports: Vec::new(),
+                error,
+            });
         };
         let settings = runner.instance.settings_json();
         let mut ports: Vec<PortReport> = runner
@@ -351,11 +374,19 @@ impl Engine {
                 position: p.position,
                 source: p.is_source(),
                 schema: (p.schema)(),
-                configuration: if p.name == system::SETTINGS { settings.clone() } else { (p.default_config)() },
+                configuration: if p.name == system::SETTINGS {
+                    settings.clone()
+                } else {
+                    (p.default_config)()
+                },
             })
             .collect();
         ports.sort_by(|a, b| a.name.cmp(&b.name));
-        Some(NodeReport { component: Some(runner.instance.info()), ports, error })
+        Some(NodeReport {
+            component: Some(runner.instance.info()),
+            ports,
+            error,
+        })
     }
 }
 
@@ -373,7 +404,9 @@ impl Inner {
     }
 
     fn lookup(&self, node: &str) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
-        self.nodes_read().get(node).map(|slot| (slot.runner.clone(), slot.error.clone()))
+        self.nodes_read()
+            .get(node)
+            .map(|slot| (slot.runner.clone(), slot.error.clone()))
     }
 
     /// Waits (bounded, with backoff) for a node of this module that is not loaded yet.
@@ -394,7 +427,14 @@ impl Inner {
     }
 
     /// Delivers to a local node, or hands the message to the remote router.
-    pub(crate) async fn deliver(&self, node: &str, port: &str, source: Source<'_>, data: Arc<Value>, hop: Hop) -> Result<Reply> {
+    pub(crate) async fn deliver(
+        &self,
+        node: &str,
+        port: &str,
+        source: Source<'_>,
+        data: Arc<Value>,
+        hop: Hop,
+    ) -> Result<Reply> {
         let ours = parse_node_name(node).is_some_and(|(m, _)| !self.module.is_empty() && m == self.module);
         let found = match self.lookup(node) {
             Some(found) => Some(found),
@@ -413,7 +453,10 @@ impl Inner {
         }
         match (parse_node_name(node), &self.router) {
             (Some((module, _)), Some(router)) if module != self.module => {
-                let to = PortAddress { node: node.to_owned(), port: port.to_owned() };
+                let to = PortAddress {
+                    node: node.to_owned(),
+                    port: port.to_owned(),
+                };
                 router.route(module, &to, source, data, hop).await
             }
             _ if ours => Err(Error::transient(format!(
@@ -421,7 +464,9 @@ impl Inner {
                 self.module,
                 self.node_wait.as_secs()
             ))),
-            _ => Err(Error::permanent(format!("no node `{node}` in this flow (message for port `{port}`)"))),
+            _ => Err(Error::permanent(format!(
+                "no node `{node}` in this flow (message for port `{port}`)"
+            ))),
         }
     }
 }
@@ -431,7 +476,11 @@ fn identity(node: &Node) -> NodeIdentity {
         node_name: node.name.clone(),
         namespace: node.namespace.clone(),
         flow_name: node.labels.get("tinysystems.io/flow-name").cloned().unwrap_or_default(),
-        project_name: node.labels.get("tinysystems.io/project-name").cloned().unwrap_or_default(),
+        project_name: node
+            .labels
+            .get("tinysystems.io/project-name")
+            .cloned()
+            .unwrap_or_default(),
     }
 }
 

@@ -21,9 +21,10 @@ impl PortAddress {
     /// ```
     pub fn parse(s: &str) -> Result<Self, Error> {
         match s.rsplit_once(':') {
-            Some((node, port)) if !node.is_empty() && !port.is_empty() => {
-                Ok(Self { node: node.to_owned(), port: port.to_owned() })
-            }
+            Some((node, port)) if !node.is_empty() && !port.is_empty() => Ok(Self {
+                node: node.to_owned(),
+                port: port.to_owned(),
+            }),
             _ => Err(Error::permanent(format!("`{s}` is not a port address `<node>:<port>`"))),
         }
     }

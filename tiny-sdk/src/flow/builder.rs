@@ -26,7 +26,10 @@ pub struct FlowBuilder {
 impl FlowBuilder {
     /// An empty flow of module `test`.
     pub fn new() -> Self {
-        Self { flow: Flow::default(), module: "test".into() }
+        Self {
+            flow: Flow::default(),
+            module: "test".into(),
+        }
     }
 
     /// The module written into each node's spec.
@@ -41,7 +44,11 @@ impl FlowBuilder {
     pub fn node(mut self, name: &str, component: &str) -> Self {
         self.flow.nodes.push(Node {
             name: name.into(),
-            spec: NodeSpec { module: self.module.clone(), component: component.into(), ..NodeSpec::default() },
+            spec: NodeSpec {
+                module: self.module.clone(),
+                component: component.into(),
+                ..NodeSpec::default()
+            },
             ..Node::default()
         });
         self
@@ -51,7 +58,9 @@ impl FlowBuilder {
     #[must_use]
     pub fn settings(mut self, settings: Value) -> Self {
         if let Some(node) = self.flow.nodes.last_mut() {
-            node.spec.ports.retain(|p| !(p.port == crate::system::SETTINGS && p.from.is_empty()));
+            node.spec
+                .ports
+                .retain(|p| !(p.port == crate::system::SETTINGS && p.from.is_empty()));
             node.spec.ports.push(PortConfig {
                 port: crate::system::SETTINGS.into(),
                 configuration: Some(RawJson(settings)),

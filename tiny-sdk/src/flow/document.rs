@@ -85,7 +85,12 @@ impl Flow {
             let doc: Document = serde_yaml::from_value(value)
                 .map_err(|e| Error::permanent(format!("flow YAML document {}: {e}", i + 1)))?;
             let at = |e: &dyn std::fmt::Display| {
-                Error::permanent(format!("{} `{}` (document {}): {e}", doc.kind, doc.metadata.name, i + 1))
+                Error::permanent(format!(
+                    "{} `{}` (document {}): {e}",
+                    doc.kind,
+                    doc.metadata.name,
+                    i + 1
+                ))
             };
             if doc.metadata.name.is_empty() && matches!(doc.kind.as_str(), "TinyNode" | "TinySignal") {
                 return Err(at(&"metadata.name is missing"));

@@ -44,9 +44,9 @@ impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match Value::deserialize(d)? {
             Value::String(s) => {
-                let bytes = STANDARD
-                    .decode(s.trim())
-                    .map_err(|e| serde::de::Error::custom(format!("not base64 ({e}); write inline JSON or base64 of JSON")))?;
+                let bytes = STANDARD.decode(s.trim()).map_err(|e| {
+                    serde::de::Error::custom(format!("not base64 ({e}); write inline JSON or base64 of JSON"))
+                })?;
                 if bytes.iter().all(u8::is_ascii_whitespace) {
                     return Ok(RawJson(Value::Null));
                 }

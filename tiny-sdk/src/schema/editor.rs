@@ -101,11 +101,7 @@ impl Builder {
         if !names.is_empty() {
             merged.remove("$ref");
         }
-        if names.is_empty() {
-            None
-        } else {
-            Some((names, merged))
-        }
+        if names.is_empty() { None } else { Some((names, merged)) }
     }
 
     /// The definition of a type among `names` that is being expanded: a recursive
@@ -209,17 +205,10 @@ impl Builder {
 
     /// Writes `schema` as a definition and returns the `$ref` to it. `type_names` are
     /// the named types it stands for, which a recursive reference points back to.
-    fn extract(
-        &mut self,
-        wanted: String,
-        type_names: Vec<String>,
-        schema: Map<String, Value>,
-        path: &str,
-    ) -> Value {
+    fn extract(&mut self, wanted: String, type_names: Vec<String>, schema: Map<String, Value>, path: &str) -> Value {
         let name = self.reserve(&wanted);
         let depth = self.expanding.len();
-        self.expanding
-            .extend(type_names.into_iter().map(|t| (t, name.clone())));
+        self.expanding.extend(type_names.into_iter().map(|t| (t, name.clone())));
         let mut def = self.process(Value::Object(schema), path);
         self.expanding.truncate(depth);
         set_path(&mut def, path);
@@ -285,13 +274,7 @@ impl Builder {
 }
 
 fn ref_name(schema: &Map<String, Value>) -> Option<String> {
-    Some(
-        schema
-            .get("$ref")?
-            .as_str()?
-            .strip_prefix("#/$defs/")?
-            .to_owned(),
-    )
+    Some(schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned())
 }
 
 /// `top`'s keywords over `base`'s. Properties and `required` are united, `top`'s
@@ -360,17 +343,13 @@ fn should_extract(schema: &Map<String, Value>) -> bool {
     match schema.get("type") {
         Some(Value::String(t)) => t == "object",
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
-        None => {
-            !schema.contains_key("enum") && !schema.contains_key("const") && !is_unit_enum(schema)
-        }
+        None => !schema.contains_key("enum") && !schema.contains_key("const") && !is_unit_enum(schema),
         _ => false,
     }
 }
 
 fn has_flag(schema: &Map<String, Value>) -> bool {
-    EXTRACT_FLAGS
-        .iter()
-        .any(|f| schema.get(*f) == Some(&Value::Bool(true)))
+    EXTRACT_FLAGS.iter().any(|f| schema.get(*f) == Some(&Value::Bool(true)))
 }
 
 /// `Option<T>` of a named type comes as `anyOf: [T, null]`: keep `T` with the
@@ -436,18 +415,14 @@ fn units_to_enum(map: &mut Map<String, Value>) {
     for v in &variants {
         let Some(vs) = unit_values(v) else { continue };
         let label = if vs.len() == 1 {
-            v.get("title")
-                .or_else(|| v.get("description"))
-                .and_then(Value::as_str)
+            v.get("title").or_else(|| v.get("description")).and_then(Value::as_str)
         } else {
             None
         };
         for value in vs {
-            let title = label.map(str::to_owned).unwrap_or_else(|| {
-                value
-                    .as_str()
-                    .map_or_else(|| value.to_string(), str::to_owned)
-            });
+            let title = label
+                .map(str::to_owned)
+                .unwrap_or_else(|| value.as_str().map_or_else(|| value.to_string(), str::to_owned));
             titles.push(Value::String(title));
             values.push(value);
         }
@@ -487,10 +462,7 @@ fn child_path(parent: &str, key: &str) -> String {
     if plain {
         format!("{parent}.{key}")
     } else {
-        format!(
-            "{parent}['{}']",
-            key.replace('\\', "\\\\").replace('\'', "\\'")
-        )
+        format!("{parent}['{}']", key.replace('\\', "\\\\").replace('\'', "\\'"))
     }
 }
 
@@ -547,10 +519,7 @@ mod tests {
         assert_eq!(property_orders(&[None, None, None]), [1, 2, 3]);
         // c(3) a(1) b(-) nested(2): b wants its declaration place 3, which c has
         // asked for; the hint goes first among equals.
-        assert_eq!(
-            property_orders(&[Some(3), Some(1), None, Some(2)]),
-            [3, 1, 4, 2]
-        );
+        assert_eq!(property_orders(&[Some(3), Some(1), None, Some(2)]), [3, 1, 4, 2]);
         // Gaps are closed, the relative order kept.
         assert_eq!(property_orders(&[Some(20), Some(10), Some(30)]), [2, 1, 3]);
         // A hint beyond the end moves the field last.
@@ -600,11 +569,7 @@ mod tests {
         let s = editor_shape("Root", root);
         let d = defs(&s);
         let moved = &d["Kind"]["oneOf"][0];
-        let keys: Vec<&String> = moved["properties"]
-            .as_object()
-            .expect("properties")
-            .keys()
-            .collect();
+        let keys: Vec<&String> = moved["properties"].as_object().expect("properties").keys().collect();
         assert_eq!(keys, ["type", "from", "to"]);
         assert_eq!(moved["required"], json!(["type", "from", "to"]));
         // The variant is the value at `$.kind`: inline, not a definition with the
@@ -670,11 +635,7 @@ mod tests {
     fn field_enum_hints_get_no_invented_titles() {
         let root = json!({"type": "object", "properties": {"m": {"type": "string", "enum": ["GET", "POST"]}}});
         let s = editor_shape("Root", root);
-        assert!(
-            defs(&s)["Root"]["properties"]["m"]
-                .get("enumTitles")
-                .is_none()
-        );
+        assert!(defs(&s)["Root"]["properties"]["m"].get("enumTitles").is_none());
     }
 
     #[test]
@@ -743,13 +704,8 @@ mod tests {
     #[test]
     fn option_of_named_type_keeps_the_property_keywords() {
         let prop = json!({"anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}], "title": "T"});
-        let Value::Object(map) = prop else {
-            unreachable!()
-        };
+        let Value::Object(map) = prop else { unreachable!() };
         let out = strip_null_branch(map);
-        assert_eq!(
-            Value::Object(out),
-            json!({"$ref": "#/$defs/A", "title": "T"})
-        );
+        assert_eq!(Value::Object(out), json!({"$ref": "#/$defs/A", "title": "T"}));
     }
 }

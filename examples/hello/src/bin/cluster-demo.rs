@@ -33,7 +33,11 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let env = tiny_testenv::TestEnv::builder().crds_dir(crds).start().await?;
     env.create_namespace(NAMESPACE).await?;
     let client = env.client();
-    eprintln!("control plane up at {}; kubeconfig: {}", env.server_url(), env.kubeconfig_path().display());
+    eprintln!(
+        "control plane up at {}; kubeconfig: {}",
+        env.server_url(),
+        env.kubeconfig_path().display()
+    );
 
     let runtime = Runtime::start(
         client.clone(),
@@ -58,11 +62,20 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let signals: Api<TinySignal> = Api::namespaced(client.clone(), NAMESPACE);
     let mut last = None;
     for s in &flow.signals {
-        let spec = TinySignalSpec { node: s.node.clone(), port: s.port.clone(), data: Some(RawJson(s.data.clone())), ..Default::default() };
-        let created = signals.create(&PostParams::default(), &TinySignal::new(&s.name, spec)).await?;
+        let spec = TinySignalSpec {
+            node: s.node.clone(),
+            port: s.port.clone(),
+            data: Some(RawJson(s.data.clone())),
+            ..Default::default()
+        };
+        let created = signals
+            .create(&PostParams::default(), &TinySignal::new(&s.name, spec))
+            .await?;
         last = Some(created.name_any());
     }
-    let Some(name) = last else { return Err("the flow has no signal".into()) };
+    let Some(name) = last else {
+        return Err("the flow has no signal".into());
+    };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let status = loop {
         let s = signals.get(&name).await?.status.unwrap_or_default();
@@ -83,9 +96,20 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     }
     for n in nodes.list(&Default::default()).await? {
         let s = n.status.clone().unwrap_or_default();
-        let ready = s.conditions.iter().find(|c| c.type_ == "Ready").map(|c| c.status.clone()).unwrap_or_default();
+        let ready = s
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| c.status.clone())
+            .unwrap_or_default();
         let ports: Vec<_> = s.ports.iter().map(|p| p.name.as_str()).collect();
-        println!("node {}: status {} ready {} ports {:?}", n.name_any(), s.status, ready, ports);
+        println!(
+            "node {}: status {} ready {} ports {:?}",
+            n.name_any(),
+            s.status,
+            ready,
+            ports
+        );
     }
     runtime.stop().await;
     Ok(())

@@ -8,10 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use kube::{
-    Api, Client,
-    api::PostParams,
-};
+use kube::{Api, Client, api::PostParams};
 use serde_json::Value;
 use tiny_example_hello::registry;
 use tiny_runtime::{
@@ -25,7 +22,11 @@ use tiny_testenv::TestEnv;
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
 
 pub async fn env() -> TestEnv {
-    TestEnv::builder().crds_dir(CRDS).start().await.expect("the control plane starts")
+    TestEnv::builder()
+        .crds_dir(CRDS)
+        .start()
+        .await
+        .expect("the control plane starts")
 }
 
 pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
@@ -54,7 +55,10 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -72,8 +76,16 @@ pub async fn create_flow(client: &Client, ns: &str, yaml: &str) -> Flow {
 
 pub async fn signal(client: &Client, ns: &str, name: &str, node: &str, port: &str, data: Value) -> TinySignal {
     let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
-    let spec = TinySignalSpec { node: node.into(), port: port.into(), data: Some(RawJson(data)), ..Default::default() };
-    signals.create(&PostParams::default(), &TinySignal::new(name, spec)).await.expect("signal created");
+    let spec = TinySignalSpec {
+        node: node.into(),
+        port: port.into(),
+        data: Some(RawJson(data)),
+        ..Default::default()
+    };
+    signals
+        .create(&PostParams::default(), &TinySignal::new(name, spec))
+        .await
+        .expect("signal created");
     eventually(&format!("signal {name} to finish"), Duration::from_secs(60), || {
         let signals = signals.clone();
         async move {
@@ -106,9 +118,23 @@ impl Replica {
     /// Runs module `module` with extra arguments.
     pub fn start_as(env: &TestEnv, namespace: &str, identity: &str, module: &str, extra: &[&str]) -> Replica {
         let mut child = Command::new(env!("CARGO_BIN_EXE_hello-module"))
-            .args(["run", "--name", module, "--version", "0.1.0", "--namespace", namespace, "--lease-seconds", "4"])
+            .args([
+                "run",
+                "--name",
+                module,
+                "--version",
+                "0.1.0",
+                "--namespace",
+                namespace,
+                "--lease-seconds",
+                "4",
+            ])
             .args(["--identity", identity])
-            .args(if extra.is_empty() { &["--grpc-server-bind-address", "127.0.0.1:0"][..] } else { extra })
+            .args(if extra.is_empty() {
+                &["--grpc-server-bind-address", "127.0.0.1:0"][..]
+            } else {
+                extra
+            })
             .env("KUBECONFIG", env.kubeconfig_path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -118,8 +144,16 @@ impl Replica {
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         let _ = BufReader::new(stdout).read_line(&mut line);
-        let addr = line.trim().strip_prefix("probe-addr ").unwrap_or_else(|| panic!("unexpected first line {line:?}")).to_owned();
-        Replica { child, metrics: addr, identity: identity.into() }
+        let addr = line
+            .trim()
+            .strip_prefix("probe-addr ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Replica {
+            child,
+            metrics: addr,
+            identity: identity.into(),
+        }
     }
 
     /// A counter or gauge from its `/metrics`.
@@ -153,4 +187,3 @@ impl Drop for Replica {
         let _ = self.child.wait();
     }
 }
-
