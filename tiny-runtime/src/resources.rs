@@ -107,6 +107,27 @@ impl fmt::Debug for KubeResources {
 }
 
 impl KubeResources {
+    /// Creates `obj` (which has a `generateName`) and returns the name the server gave it.
+    async fn create_named<K>(&self, obj: &K, what: String) -> Result<String>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + serde::Serialize
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api: Api<K> = Api::namespaced(self.client.clone(), &self.namespace);
+        let created = api
+            .create(&PostParams::default(), obj)
+            .await
+            .map_err(|e| api_error(e, &what))?;
+        created
+            .meta()
+            .name
+            .clone()
+            .ok_or_else(|| Error::transient(format!("{what}: the server returned no name")))
+    }
+
     /// The resource manager of node `node` in `namespace`. Before
     /// [`expose_port`](ResourceManager::expose_port) works, the module's pods must be
     /// named with [`KubeResources::with_selector`].
@@ -420,16 +441,8 @@ impl KubeResources {
             labels: Some(labels_map).filter(|l| !l.is_empty()),
             ..ObjectMeta::default()
         };
-        let api: Api<TinySignal> = Api::namespaced(self.client.clone(), &self.namespace);
-        let what = format!("TinySignal for {node}:{port} in {}", self.namespace);
-        let created = api
-            .create(&PostParams::default(), &signal)
+        self.create_named(&signal, format!("TinySignal for {node}:{port} in {}", self.namespace))
             .await
-            .map_err(|e| api_error(e, &what))?;
-        created
-            .metadata
-            .name
-            .ok_or_else(|| Error::transient(format!("{what}: the server returned no name")))
     }
 
     async fn node_create(&self, req: CreateNodeRequest) -> Result<String> {
@@ -478,16 +491,11 @@ impl KubeResources {
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
-        let what = format!("TinyNode {prefix}-* in flow {}/{}", self.namespace, req.flow);
-        let created = self
-            .nodes()
-            .create(&PostParams::default(), &node)
-            .await
-            .map_err(|e| api_error(e, &what))?;
-        created
-            .metadata
-            .name
-            .ok_or_else(|| Error::transient(format!("{what}: the server returned no name")))
+        self.create_named(
+            &node,
+            format!("TinyNode {prefix}-* in flow {}/{}", self.namespace, req.flow),
+        )
+        .await
     }
 
     async fn node_get(&self, name: &str) -> Result<Node> {
@@ -519,16 +527,11 @@ impl KubeResources {
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
-        let api: Api<TinyFlow> = Api::namespaced(self.client.clone(), &self.namespace);
-        let what = format!("TinyFlow {name:?} in project {}/{project}", self.namespace);
-        let created = api
-            .create(&PostParams::default(), &flow)
-            .await
-            .map_err(|e| api_error(e, &what))?;
-        created
-            .metadata
-            .name
-            .ok_or_else(|| Error::transient(format!("{what}: the server returned no name")))
+        self.create_named(
+            &flow,
+            format!("TinyFlow {name:?} in project {}/{project}", self.namespace),
+        )
+        .await
     }
 }
 
