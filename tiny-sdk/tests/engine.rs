@@ -111,8 +111,29 @@ impl Slow {
     }
 }
 
+static DESTROYED: AtomicU32 = AtomicU32::new(0);
+
+/// Counts `on_destroy` calls.
+#[derive(Debug, Component, Default)]
+#[component(name = "tidy", hooks)]
+struct Tidy {
+    input: Input<Value>,
+}
+
+impl Tidy {
+    async fn on_input(&self, _: &Ctx<Self>, _: Value) {}
+}
+
+impl Hooks for Tidy {
+    async fn on_destroy(&self, _: &Ctx<Self>) -> Result<()> {
+        DESTROYED.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 fn harness() -> tiny_sdk::harness::HarnessBuilder {
     Harness::builder()
+        .register::<Tidy>()
         .register::<Relay>()
         .register::<Answer>()
         .register::<Flaky>()
@@ -547,4 +568,22 @@ async fn updating_a_node_keeps_its_instance_and_applies_new_settings() {
         Some(json!({"attempts": 2, "msg": 2})),
         "the attempt counter survived the update"
     );
+}
+
+#[tokio::test]
+async fn on_destroy_runs_when_a_node_is_deleted_not_when_it_is_stopped() {
+    let flow = FlowBuilder::new().node("t1", "tidy").node("t2", "tidy").build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let before = DESTROYED.load(Ordering::SeqCst);
+    h.engine().remove("t1", false).await.expect("stopped");
+    assert_eq!(
+        DESTROYED.load(Ordering::SeqCst),
+        before,
+        "stopping a replica's copy is not a deletion"
+    );
+    h.engine().remove("t2", true).await.expect("deleted");
+    assert_eq!(DESTROYED.load(Ordering::SeqCst), before + 1);
+    assert!(!h.engine().has_node("t2"));
+    let err = h.send("t2:input", json!(1)).await.expect_err("gone");
+    assert!(err.to_string().contains("no node `t2`"), "{err}");
 }

@@ -253,6 +253,24 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
             .contains("has no node `b.examples.ghost-1`")
     );
 
+    // Deleting a node runs its finalizer: the module removes it and the object goes.
+    nodes
+        .delete("greet.examples.respond-1", &Default::default())
+        .await
+        .expect("deleted");
+    eventually("the deleted node to be gone", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            nodes
+                .get_opt("greet.examples.respond-1")
+                .await
+                .ok()
+                .and_then(|n| n.is_none().then_some(()))
+        }
+    })
+    .await;
+    assert!(!module.engine().has_node("greet.examples.respond-1"));
+
     module.stop().await;
     bad_module.stop().await;
 }
