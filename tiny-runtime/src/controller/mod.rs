@@ -80,6 +80,16 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// The API of `K` in this module's namespace.
+    pub fn api<K>(&self) -> kube::Api<K>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>,
+    {
+        kube::Api::namespaced(self.client.clone(), &self.config.namespace)
+    }
+}
+
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shared")

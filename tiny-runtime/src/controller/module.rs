@@ -54,7 +54,7 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
 
 /// Creates this module's TinyModule if it does not exist (every replica may).
 pub async fn register(shared: &Shared) -> Result<(), kube::Error> {
-    let api: Api<TinyModule> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let api: Api<TinyModule> = shared.api();
     let module = TinyModule {
         metadata: ObjectMeta {
             name: Some(shared.config.name.clone()),
@@ -74,7 +74,7 @@ pub async fn register(shared: &Shared) -> Result<(), kube::Error> {
 
 /// Runs until `shutdown`: publishes our status while leading, tracks the others.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + 'static) {
-    let api: Api<TinyModule> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let api: Api<TinyModule> = shared.api();
     let publisher = {
         let (shared, api) = (shared.clone(), api.clone());
         async move {

@@ -27,7 +27,7 @@ use crate::{
 
 /// Runs the TinyNode controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let api: Api<TinyNode> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let api: Api<TinyNode> = shared.api();
     Controller::new(api, watcher::Config::default())
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
@@ -66,7 +66,7 @@ async fn reconcile(node: Arc<TinyNode>, shared: Arc<Shared>) -> Result<Action, R
         return Ok(Action::await_change());
     }
     Metrics::inc(&shared.metrics.reconciles);
-    let api: Api<TinyNode> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let api: Api<TinyNode> = shared.api();
     finalizer(&api, NODE_FINALIZER, node, |event| async {
         match event {
             Finalizer::Apply(n) => apply(&n, &shared, &api).await,
@@ -148,6 +148,10 @@ async fn cleanup(node: &TinyNode, shared: &Shared) -> Result<Action, ReconcileEr
     let name = node.name_any();
     if let Err(e) = shared.engine.remove(&name, true).await {
         tracing::warn!(node = %name, error = %e, "on_destroy failed");
+    }
+    shared.tracking.set_flow(&name, None);
+    if let Ok(mut published) = shared.published.lock() {
+        published.remove(&name);
     }
     Ok(Action::await_change())
 }

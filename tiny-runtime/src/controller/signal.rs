@@ -35,7 +35,7 @@ pub mod phase {
 
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let api: Api<TinySignal> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let api: Api<TinySignal> = shared.api();
     Controller::new(api, watcher::Config::default())
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
@@ -55,7 +55,7 @@ async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
     if shared.engine.has_node(node) {
         return Ok(Owner::Us);
     }
-    let nodes: Api<TinyNode> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let nodes: Api<TinyNode> = shared.api();
     match nodes.get_opt(node).await? {
         Some(n) if super::node::owns(&shared.config.name, &n) => {
             Err(ReconcileError(format!("node `{node}` is not loaded yet")))
@@ -70,11 +70,19 @@ async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
 
 async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
     let status = signal.status.clone().unwrap_or_default();
-    if matches!(status.phase.as_deref(), Some(phase::DELIVERED | phase::FAILED)) || !shared.leadership.is_leader() {
+    if matches!(status.phase.as_deref(), Some(phase::DELIVERED | phase::FAILED)) {
+        // Finished: a stale copy still saying `Delivering` can only fail its guarded
+        // write now, so the claim need not be remembered any longer.
+        if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), signal.uid()) {
+            claimed.remove(&uid);
+        }
+        return Ok(Action::await_change());
+    }
+    if !shared.leadership.is_leader() {
         return Ok(Action::await_change());
     }
     let name = signal.name_any();
-    let api: Api<TinySignal> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let api: Api<TinySignal> = shared.api();
     let node = &signal.spec.node;
     let who = owner(&shared, node).await?;
     if status.phase.as_deref() == Some(phase::DELIVERING) {
@@ -88,18 +96,7 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
             "delivery interrupted: `{by}` claimed it and stopped leading; not redelivered, to deliver at most once"
         );
         // Only over the version we read: a newer one may already say Delivered.
-        let patch = json!({
-            "metadata": { "resourceVersion": signal.resource_version() },
-            "status": { "phase": phase::FAILED, "error": why },
-        });
-        match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-        {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(e.into()),
-        }
+        write_if_unchanged(&api, &signal, json!({ "phase": phase::FAILED, "error": why })).await?;
         return Ok(Action::await_change());
     }
     match who {
@@ -110,18 +107,10 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
         }
         Owner::Us => {}
     }
-    // Claim: the resourceVersion makes this write fail if anyone changed the signal.
-    let claim = json!({
-        "metadata": { "resourceVersion": signal.resource_version() },
-        "status": { "phase": phase::DELIVERING, "claimedBy": shared.config.identity },
-    });
-    match api
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(claim))
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(Action::await_change()),
-        Err(e) => return Err(e.into()),
+    // Claim: fails if anyone changed the signal since we read it.
+    let claim = json!({ "phase": phase::DELIVERING, "claimedBy": shared.config.identity });
+    if !write_if_unchanged(&api, &signal, claim).await? {
+        return Ok(Action::await_change());
     }
     if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), signal.uid()) {
         claimed.insert(uid);
@@ -144,6 +133,20 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
         Err(e) => finish(&api, &name, phase::FAILED, Some(e.to_string()), None).await?,
     }
     Ok(Action::await_change())
+}
+
+/// Writes `status` only over the version of `signal` that was read; `false` when
+/// someone changed it in between (409).
+async fn write_if_unchanged(api: &Api<TinySignal>, signal: &TinySignal, status: Value) -> Result<bool, ReconcileError> {
+    let patch = json!({ "metadata": { "resourceVersion": signal.resource_version() }, "status": status });
+    match api
+        .patch_status(&signal.name_any(), &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn claimed_here(shared: &Shared, signal: &TinySignal) -> bool {

@@ -157,7 +157,7 @@ pub async fn run(
     every: Duration,
     shutdown: impl Future<Output = ()> + Send,
 ) {
-    let api: Api<TinyTracker> = Api::namespaced(shared.client.clone(), &shared.config.namespace);
+    let api: Api<TinyTracker> = shared.api();
     let follow = {
         let (api, tracking) = (api.clone(), tracking.clone());
         async move {
