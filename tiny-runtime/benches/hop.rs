@@ -31,22 +31,8 @@ use tiny_runtime::grpc::{
     },
     spawn,
 };
-use tiny_sdk::{engine::Engine, flow::FlowBuilder, prelude::*};
+use tiny_sdk::{engine::Engine, flow::FlowBuilder, harness::Relay, prelude::*};
 use tonic::{Request, Response, Status, transport::Channel};
-
-/// Passes its input on and answers with the downstream reply.
-#[derive(Debug, Component, Default)]
-#[component(name = "relay")]
-struct Relay {
-    input: Input<Value>,
-    out: Output<Value>,
-}
-
-impl Relay {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
-        self.out.emit(ctx, msg).await
-    }
-}
 
 /// Answers with its input.
 #[derive(Debug, Component, Default)]

@@ -18,22 +18,9 @@ use tiny_sdk::{
     ErrorKind, Hop,
     engine::{Engine, Source},
     flow::{Flow, FlowBuilder, PortAddress, RetryPolicy},
+    harness::Relay,
     prelude::*,
 };
-
-/// Passes its input on and answers with the downstream reply.
-#[derive(Debug, Component, Default)]
-#[component(name = "relay")]
-struct Relay {
-    input: Input<Value>,
-    out: Output<Value>,
-}
-
-impl Relay {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
-        self.out.emit(ctx, msg).await
-    }
-}
 
 /// Answers with its input and the depth it arrived at.
 #[derive(Debug, Component, Default)]

@@ -200,6 +200,25 @@ impl Harness {
     }
 }
 
+/// A ready pass-through component for wiring tests: component `relay`, input `input`,
+/// output `out`; it emits what it receives and answers with the downstream reply.
+#[derive(Debug, Default, crate::Component)]
+#[component(name = "relay", hooks)]
+pub struct Relay {
+    input: crate::Input<Value>,
+    out: crate::Output<Value>,
+}
+
+// Not offered as an example in authors' "`Hooks` is not implemented" errors.
+#[diagnostic::do_not_recommend]
+impl crate::Hooks for Relay {}
+
+impl Relay {
+    async fn on_input(&self, ctx: &crate::Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
 #[derive(Debug, Default)]
 struct Recorder {
     events: Mutex<HashMap<(HopKind, String), Vec<Value>>>,

@@ -39,6 +39,9 @@
 //! }
 //! ```
 
+// The derives name `::tiny_sdk`; this lets them work inside the crate too.
+extern crate self as tiny_sdk;
+
 pub mod client;
 pub mod component;
 pub mod context;

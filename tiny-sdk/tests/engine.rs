@@ -11,23 +11,10 @@ use tiny_sdk::{
     Hop,
     flow::{FlowBuilder, RetryPolicy},
     harness::Harness,
+    harness::Relay,
     prelude::*,
 };
 use tokio_util::sync::CancellationToken;
-
-/// Passes its input on and answers with the downstream reply.
-#[derive(Debug, Component, Default)]
-#[component(name = "relay")]
-struct Relay {
-    input: Input<Value>,
-    out: Output<Value>,
-}
-
-impl Relay {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
-        self.out.emit(ctx, msg).await
-    }
-}
 
 /// Answers with its input.
 #[derive(Debug, Component, Default)]

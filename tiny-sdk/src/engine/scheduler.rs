@@ -435,7 +435,8 @@ impl Inner {
         data: Arc<Value>,
         hop: Hop,
     ) -> Result<Reply> {
-        let ours = parse_node_name(node).is_some_and(|(m, _)| !self.module.is_empty() && m == self.module);
+        let module = parse_node_name(node).map(|(m, _)| m);
+        let ours = module.is_some_and(|m| !self.module.is_empty() && m == self.module);
         let found = match self.lookup(node) {
             Some(found) => Some(found),
             None if ours => self.wait_for(node, &hop).await,
@@ -451,8 +452,8 @@ impl Inner {
         if let Some(e) = failure {
             return Err(Error::permanent(format!("node `{node}` is not running: {e}")));
         }
-        match (parse_node_name(node), &self.router) {
-            (Some((module, _)), Some(router)) if module != self.module => {
+        match (module, &self.router) {
+            (Some(module), Some(router)) if module != self.module => {
                 let to = PortAddress {
                     node: node.to_owned(),
                     port: port.to_owned(),
