@@ -39,9 +39,12 @@ pub mod phase {
     pub const FAILED: &str = "Failed";
 }
 
+/// The name `/readyz` gives the TinySignal watch.
+pub const WATCH: &str = "TinySignals";
+
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), "TinySignals")
+    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), WATCH)
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
