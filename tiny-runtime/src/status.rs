@@ -6,11 +6,11 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
     jiff::Timestamp,
 };
-use tiny_sdk::{Error, engine::NodeReport, error::code, flow::RawJson};
+use tiny_sdk::{Error, engine::NodeReport, error::code};
 
 use crate::{
     config::{ModuleConfig, SDK_VERSION},
-    crd::{ComponentStatus, ModuleStatus, PortStatus, TinyNodeStatus},
+    crd::{ComponentStatus, EncodedJson, ModuleStatus, PortStatus, TinyNodeStatus},
 };
 
 /// How often an unchanged status is rewritten anyway, as a heartbeat.
@@ -50,8 +50,8 @@ pub fn node_status(
                 label: p.label.clone(),
                 position: i32::from(p.position.as_int()),
                 source: p.source,
-                schema: Some(RawJson(p.schema.clone())),
-                configuration: Some(RawJson(p.configuration.clone())),
+                schema: Some(EncodedJson::encode(&p.schema)),
+                configuration: Some(EncodedJson::encode(&p.configuration)),
             })
             .collect();
     }

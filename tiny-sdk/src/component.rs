@@ -100,6 +100,13 @@ pub trait Component: Sized + Send + Sync + 'static {
     note = "write `impl tiny_sdk::Hooks for {Self} {{ ... }}` with the hooks it needs, or drop `hooks`"
 )]
 pub trait Hooks: Component {
+    /// Whether [`on_destroy`](Self::on_destroy) may have work to do, so that the
+    /// runtime must hold a deleted node (with a finalizer) until it ran. The derive says
+    /// `false` for components without `#[component(hooks)]`; an impl written by hand
+    /// keeps the default.
+    #[doc(hidden)]
+    const DESTROYS: bool = true;
+
     /// `_settings`: called with the new settings before business messages, and again
     /// whenever they change.
     fn on_settings(&self, ctx: &Ctx<Self>, settings: &Self::Settings) -> impl Future<Output = Result<()>> + Send {

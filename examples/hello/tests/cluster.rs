@@ -43,7 +43,7 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         assert!(status.last_update_time.is_some(), "heartbeat");
         assert!(!status.ports.is_empty(), "{}: ports", n.name);
         for p in &status.ports {
-            let schema = p.schema.as_ref().map(|s| s.0.clone()).unwrap_or_default();
+            let schema = p.schema.as_ref().map(|s| s.decode().expect("JSON")).unwrap_or_default();
             assert!(
                 schema["$ref"].as_str().is_some_and(|r| r.starts_with("#/$defs/")),
                 "{}:{} schema {schema}",
@@ -263,7 +263,7 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
             .contains("has no node `b.examples-v0.ghost-1`")
     );
 
-    // Deleting a node runs its finalizer: the module removes it and the object goes.
+    // Deleting a node (hello needs no finalizer: it has no hooks) removes it from the module.
     nodes
         .delete("greet.examples-v0.respond-1", &Default::default())
         .await

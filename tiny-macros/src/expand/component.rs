@@ -38,7 +38,8 @@ fn component_impl(c: &Component) -> TokenStream {
     let handle = handle_fn(c);
     let error_port = error_port_fn(c);
     let hooks = match c.hooks {
-        None => quote!(impl ::tiny_sdk::Hooks for #ident {}),
+        // No hooks: nothing to run on deletion, so nodes need no finalizer.
+        None => quote!(impl ::tiny_sdk::Hooks for #ident { const DESTROYS: bool = false; }),
         Some(span) => hooks_check(ident, span),
     };
     quote! {

@@ -16,6 +16,7 @@ use kube::{
         controller::Action,
         events::{Event, EventType},
         finalizer::{self, Event as Finalizer},
+        watcher,
     },
 };
 use serde_json::json;
@@ -38,7 +39,8 @@ pub const WATCH: &str = "TinyNodes";
 
 /// Runs the TinyNode controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    watch::controller::<TinyNode>(shared.api(), shared.readiness.clone(), WATCH)
+    let seen = forget_deleted(shared.clone());
+    watch::controller::<TinyNode>(shared.api(), shared.readiness.clone(), WATCH, seen)
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
@@ -82,6 +84,20 @@ async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Shared>) -> Resul
     }
     Metrics::inc(&shared.metrics.reconciles);
     let api: Api<TinyNode> = shared.api();
+    let held = node.finalizers().iter().any(|f| f == NODE_FINALIZER);
+    let destroys = shared
+        .engine
+        .registry()
+        .get(&node.spec.component)
+        .is_some_and(|c| c.destroys());
+    if !held && !destroys {
+        // Nothing to run on deletion: no finalizer, so one write fewer per node; the
+        // deletion is seen on the watch instead (`forget_deleted`).
+        if node.metadata.deletion_timestamp.is_some() {
+            return Ok(Action::await_change());
+        }
+        return apply(&node, &shared, &api).await;
+    }
     finalizer::finalizer(&api, NODE_FINALIZER, node, |event| async {
         match event {
             Finalizer::Apply(n) => apply(&n, &shared, &api).await,
@@ -236,6 +252,43 @@ where
     };
     if let Err(e) = shared.recorder.publish(&event, &node.object_ref(&())).await {
         tracing::warn!(node = %name, error = %e, "could not publish an event");
+    }
+}
+
+/// Removes from the engine the nodes of this module that are deleted without a
+/// finalizer: on their Delete event, and, after a relist (a watch that was down may
+/// have missed deletions), every node the list no longer holds.
+fn forget_deleted(shared: Arc<Shared>) -> impl Fn(&watcher::Event<Decoded<TinyNode>>) + Send + 'static {
+    let listing: std::sync::Mutex<Option<std::collections::HashSet<String>>> = std::sync::Mutex::default();
+    move |event| {
+        let forget = |name: String| {
+            if shared.engine.has_node(&name) {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let _ = cleanup(&name, &shared).await;
+                });
+            }
+        };
+        let Ok(mut listing) = listing.lock() else { return };
+        match event {
+            watcher::Event::Delete(node) => forget(node.name().to_owned()),
+            watcher::Event::Init => *listing = Some(Default::default()),
+            watcher::Event::InitApply(node) => {
+                if let Some(names) = listing.as_mut() {
+                    names.insert(node.name().to_owned());
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(names) = listing.take() {
+                    for name in shared.engine.node_names() {
+                        if !names.contains(&name) {
+                            forget(name);
+                        }
+                    }
+                }
+            }
+            watcher::Event::Apply(_) => {}
+        }
     }
 }
 

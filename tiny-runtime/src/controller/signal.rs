@@ -44,7 +44,7 @@ pub const WATCH: &str = "TinySignals";
 
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), WATCH)
+    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), WATCH, |_| {})
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)

@@ -17,17 +17,26 @@ use crate::{crd::Decoded, health::Readiness};
 
 /// A controller over every `K` of `api`, decoded leniently (a malformed object reaches
 /// the reconciler as itself, not as a failed list), whose list failures mark `watch`
-/// not ready until a list succeeds again.
+/// not ready until a list succeeds again. `seen` sees every event first (deletions,
+/// which a controller does not reconcile, among them).
 pub(crate) fn controller<K>(
     api: Api<Decoded<K>>,
     readiness: Arc<Readiness>,
     watch: &'static str,
+    seen: impl Fn(&Event<Decoded<K>>) + Send + 'static,
 ) -> Controller<Decoded<K>>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let objects = events(api, readiness, watch).reflect(writer).applied_objects();
+    let objects = events(api, readiness, watch)
+        .inspect(move |event| {
+            if let Ok(event) = event {
+                seen(event);
+            }
+        })
+        .reflect(writer)
+        .applied_objects();
     Controller::for_stream(objects, reader)
 }
 

@@ -5,6 +5,7 @@
 //! strings here too ([`RawJson`](tiny_sdk::flow::RawJson)).
 
 mod decoded;
+mod encoded;
 mod flow;
 mod module;
 mod node;
@@ -13,6 +14,7 @@ mod tracker;
 mod widget;
 
 pub use decoded::{Decoded, Undecodable};
+pub use encoded::{DecodeError, EncodedJson};
 pub use flow::{TinyFlow, TinyFlowSpec, TinyFlowStatus, TinyProject, TinyProjectSpec, TinyProjectStatus};
 pub use module::{ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus};
 pub use node::{ComponentStatus, ModuleStatus, PortStatus, TinyNode, TinyNodeSpec, TinyNodeStatus};

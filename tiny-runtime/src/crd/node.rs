@@ -4,7 +4,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tiny_sdk::flow::{Edge, NodeSpec, PortConfig, RawJson};
+use tiny_sdk::flow::{Edge, NodeSpec, PortConfig};
+
+use super::EncodedJson;
 
 /// One component instance in a flow.
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -134,10 +136,10 @@ pub struct PortStatus {
     /// `true` for outputs.
     #[serde(default)]
     pub source: bool,
-    /// JSON Schema (base64 of JSON, as the Go SDK's `[]byte`).
+    /// JSON Schema (base64 of JSON, as the Go SDK's `[]byte`; decoded on demand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schema: Option<RawJson>,
-    /// Current configuration (base64 of JSON).
+    pub schema: Option<EncodedJson>,
+    /// Current configuration (base64 of JSON; decoded on demand).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub configuration: Option<RawJson>,
+    pub configuration: Option<EncodedJson>,
 }

@@ -18,6 +18,15 @@ pub struct ComponentEntry {
     /// The port table.
     pub ports: fn() -> &'static [PortSpec],
     pub(crate) create: fn(Arc<NodeContext>) -> Arc<dyn NodeInstance>,
+    destroys: bool,
+}
+
+impl ComponentEntry {
+    /// Whether a deleted node of this component must be held until its `on_destroy`
+    /// ran (a runtime puts a finalizer on such nodes, and only on them).
+    pub fn destroys(&self) -> bool {
+        self.destroys
+    }
 }
 
 impl std::fmt::Debug for ComponentEntry {
@@ -49,6 +58,7 @@ impl Registry {
             info: C::info,
             ports: C::ports,
             create: Instance::<C>::create,
+            destroys: C::DESTROYS,
         };
         self.components.insert(C::info().name, entry);
         self

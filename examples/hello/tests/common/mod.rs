@@ -156,6 +156,11 @@ impl Replica {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `GET path` on its probe address: the status code and the body.
     pub async fn probe(&self, path: &str) -> Option<(u16, String)> {
         let request = format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n");
@@ -195,4 +200,11 @@ impl Drop for Replica {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Resident memory of process `pid`, in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
