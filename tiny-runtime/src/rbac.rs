@@ -155,14 +155,14 @@ pub const RUNTIME_NEEDS: &[Need] = &[
     Need {
         group: "",
         resource: "services",
-        verbs: &["list", "patch", "delete"],
-        why: "_client expose_port/unexpose_port (server-side apply, delete); pre-delete cleanup (list)",
+        verbs: &["create", "patch", "delete", "list"],
+        why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete); pre-delete cleanup (list)",
     },
     Need {
         group: "networking.k8s.io",
         resource: "ingresses",
-        verbs: &["list", "patch", "delete"],
-        why: "_client expose_port/unexpose_port (server-side apply, delete); pre-delete cleanup (list)",
+        verbs: &["create", "patch", "delete", "list"],
+        why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete); pre-delete cleanup (list)",
     },
 ];
 
