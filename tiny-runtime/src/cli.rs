@@ -67,6 +67,9 @@ struct HookArgs {
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
     #[arg(short = 'k', long)]
     kubeconfig: Option<PathBuf>,
+    /// pre-delete: first wait up to this many seconds for the module to stop (its Lease to be free).
+    #[arg(long, default_value_t = 0)]
+    wait_lease_free: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -193,7 +196,8 @@ fn command(command: Command, registry: Registry, requirements: &Requirements) ->
             }
             let client = client(args.kubeconfig.as_ref()).await?;
             let config = ModuleConfig::new(&args.name, &args.version, &args.namespace, "pre-delete");
-            let cleaned = crate::hooks::pre_delete(client, &config).await?;
+            let wait = Duration::from_secs(args.wait_lease_free);
+            let cleaned = crate::hooks::pre_delete(client, &config, wait).await?;
             tracing::info!(module = %config.name, namespace = %config.namespace, ?cleaned, "pre-delete: cleaned up");
             Ok(())
         }),
@@ -230,6 +234,8 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn,tower=warn,h2=warn,hyper=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colours only on a terminal: container logs are files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }

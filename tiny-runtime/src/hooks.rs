@@ -47,6 +47,16 @@ pub enum HookError {
         "pre-install: namespace `{0}` is not labelled for tiny modules: `kubectl label namespace {0} {MANAGED_LABEL}=true`"
     )]
     NotManaged(String),
+    /// The module still holds its Lease: it is running.
+    #[error("pre-delete: the module still runs: `{holder}` holds Lease {lease} after waiting {waited:?}")]
+    LeaseHeld {
+        /// The Lease.
+        lease: String,
+        /// Its holder.
+        holder: String,
+        /// How long it was awaited.
+        waited: std::time::Duration,
+    },
     /// An API call failed.
     #[error("{hook}: {what}: {source}")]
     Api {
@@ -99,17 +109,28 @@ pub struct Cleaned {
 }
 
 /// Removes what module `config` leaves in its namespace once it is gone.
-pub async fn pre_delete(client: kube::Client, config: &ModuleConfig) -> Result<Cleaned, HookError> {
+///
+/// A running module adds its finalizer back to a node it reconciles, so with `wait` above
+/// zero this first waits (that long at most) until no replica holds the module's Lease; the
+/// chart runs it as a post-delete hook, after the Deployment is deleted.
+pub async fn pre_delete(
+    client: kube::Client,
+    config: &ModuleConfig,
+    wait: std::time::Duration,
+) -> Result<Cleaned, HookError> {
     const HOOK: &str = "pre-delete";
     let ns = config.namespace.as_str();
     let mut cleaned = Cleaned::default();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), ns);
+    let lease = config.lease_name();
+    if !wait.is_zero() {
+        wait_until_free(&leases, &lease, wait).await?;
+    }
 
     let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
     cleaned.module = delete(&modules, &config.name)
         .await
         .map_err(api_err(HOOK, format!("deleting TinyModule {ns}/{}", config.name)))?;
-    let leases: Api<Lease> = Api::namespaced(client.clone(), ns);
-    let lease = config.lease_name();
     cleaned.lease = delete(&leases, &lease)
         .await
         .map_err(api_err(HOOK, format!("deleting Lease {ns}/{lease}")))?;
@@ -160,6 +181,37 @@ pub async fn pre_delete(client: kube::Client, config: &ModuleConfig) -> Result<C
         }
     }
     Ok(cleaned)
+}
+
+/// Waits until Lease `name` is missing, has no holder, or was not renewed in its duration.
+async fn wait_until_free(leases: &Api<Lease>, name: &str, wait: std::time::Duration) -> Result<(), HookError> {
+    let started = std::time::Instant::now();
+    loop {
+        let lease = leases
+            .get_opt(name)
+            .await
+            .map_err(api_err("pre-delete", format!("reading Lease {name}")))?;
+        let spec = lease.and_then(|l| l.spec).unwrap_or_default();
+        let holder = spec.holder_identity.clone().unwrap_or_default();
+        let expired = match (&spec.renew_time, spec.lease_duration_seconds) {
+            (Some(renewed), Some(secs)) => {
+                let until = renewed.0 + std::time::Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+                until < k8s_openapi::jiff::Timestamp::now()
+            }
+            _ => true,
+        };
+        if holder.is_empty() || expired {
+            return Ok(());
+        }
+        if started.elapsed() >= wait {
+            return Err(HookError::LeaseHeld {
+                lease: name.to_owned(),
+                holder,
+                waited: wait,
+            });
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
 }
 
 /// Names of the objects made by `expose_port` for one of `nodes`.

@@ -4,7 +4,8 @@
 //!
 //! `<module> rbac` prints [`values_yaml`]: the `rbac:` block of the `tiny-module` chart's
 //! values. The chart turns `rbac.rules` and `rbac.extraRules` into a Role in the release
-//! namespace and `rbac.extraClusterRules` into a ClusterRole. Least privilege: every
+//! namespace, `rbac.extraClusterRules` into a ClusterRole, and `rbac.cleanupRules` into the
+//! Role of the cleanup hook (`pre-delete`, run after the module is gone). Least privilege: every
 //! rule names its group, resources and verbs (no wildcard), and every one of them is
 //! used by the call named in [`Need::why`].
 
@@ -107,8 +108,8 @@ pub const RUNTIME_NEEDS: &[Need] = &[
     Need {
         group: GROUP,
         resource: "tinymodules",
-        verbs: &["list", "watch", "create", "delete"],
-        why: "module registration (create), discovery of other modules (watch), pre-delete (delete)",
+        verbs: &["list", "watch", "create"],
+        why: "module registration (create), discovery of other modules (watch)",
     },
     Need {
         group: GROUP,
@@ -143,8 +144,8 @@ pub const RUNTIME_NEEDS: &[Need] = &[
     Need {
         group: "coordination.k8s.io",
         resource: "leases",
-        verbs: &["get", "create", "patch", "delete"],
-        why: "leader election on `<module>-lock`; pre-delete removes it",
+        verbs: &["get", "create", "patch"],
+        why: "leader election on `<module>-lock`",
     },
     Need {
         group: "events.k8s.io",
@@ -155,23 +156,68 @@ pub const RUNTIME_NEEDS: &[Need] = &[
     Need {
         group: "",
         resource: "services",
-        verbs: &["create", "patch", "delete", "list"],
-        why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete); pre-delete cleanup (list)",
+        verbs: &["create", "patch", "delete"],
+        why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete)",
     },
     Need {
         group: "networking.k8s.io",
         resource: "ingresses",
-        verbs: &["create", "patch", "delete", "list"],
-        why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete); pre-delete cleanup (list)",
+        verbs: &["create", "patch", "delete"],
+        why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete)",
     },
 ];
 
-/// The runtime's needs as rules: one per resource, in [`RUNTIME_NEEDS`] order.
-pub fn runtime_rules() -> Vec<Rule> {
-    RUNTIME_NEEDS
+/// What `<module> pre-delete` ([`crate::hooks::pre_delete`]) calls: the chart's cleanup
+/// hook runs it, after the module is gone, with a ServiceAccount of its own.
+pub const CLEANUP_NEEDS: &[Need] = &[
+    Need {
+        group: GROUP,
+        resource: "tinymodules",
+        verbs: &["delete"],
+        why: "the module's TinyModule",
+    },
+    Need {
+        group: "coordination.k8s.io",
+        resource: "leases",
+        verbs: &["get", "delete"],
+        why: "waits until the module's Lease is free, then deletes it",
+    },
+    Need {
+        group: GROUP,
+        resource: "tinynodes",
+        verbs: &["list", "patch"],
+        why: "removes the module's finalizer from its TinyNodes",
+    },
+    Need {
+        group: "",
+        resource: "services",
+        verbs: &["list", "delete"],
+        why: "Services exposed for the module's nodes",
+    },
+    Need {
+        group: "networking.k8s.io",
+        resource: "ingresses",
+        verbs: &["list", "delete"],
+        why: "Ingresses exposed for the module's nodes",
+    },
+];
+
+/// `needs` as rules: one per resource, in order.
+pub fn rules_of(needs: &[Need]) -> Vec<Rule> {
+    needs
         .iter()
         .map(|n| Rule::new(n.group, &[n.resource], n.verbs))
         .collect()
+}
+
+/// The runtime's needs as rules: one per resource, in [`RUNTIME_NEEDS`] order.
+pub fn runtime_rules() -> Vec<Rule> {
+    rules_of(RUNTIME_NEEDS)
+}
+
+/// The cleanup hook's needs as rules, in [`CLEANUP_NEEDS`] order.
+pub fn cleanup_rules() -> Vec<Rule> {
+    rules_of(CLEANUP_NEEDS)
 }
 
 /// What a module's components need beyond the runtime (Go's `registry.SetRequirements`):
@@ -251,6 +297,8 @@ pub enum RbacError {
 pub struct Values {
     /// The runtime's own rules (a Role).
     pub rules: Vec<Rule>,
+    /// The cleanup hook's rules (a Role of the hook's own ServiceAccount).
+    pub cleanup_rules: Vec<Rule>,
     /// The components' rules in the namespace (the same Role).
     pub extra_rules: Vec<Rule>,
     /// The components' cluster-wide rules (a ClusterRole).
@@ -263,6 +311,7 @@ impl Values {
         requirements.check()?;
         Ok(Self {
             rules: runtime_rules(),
+            cleanup_rules: cleanup_rules(),
             extra_rules: requirements.rules.clone(),
             extra_cluster_rules: requirements.cluster_rules.clone(),
         })
@@ -278,16 +327,21 @@ pub fn values_yaml(requirements: &Requirements) -> Result<String, RbacError> {
     }
     let values = Values::new(requirements)?;
     let yaml = serde_yaml::to_string(&Top { rbac: &values })?;
-    // Annotate the runtime rules: the n-th `- apiGroups:` under `rules:` is RUNTIME_NEEDS[n].
+    // Annotate the generated rules: the n-th `- apiGroups:` of a list is needs[n].
     let mut out =
         String::from("# RBAC of a tiny module: `<module> rbac` prints it; pass it to the tiny-module chart.\n");
-    let (mut in_rules, mut n) = (false, 0);
+    let (mut needs, mut n): (&[Need], usize) = (&[], 0);
     for line in yaml.lines() {
         if line.starts_with("  ") && !line.starts_with("   ") && !line.starts_with("  -") {
-            in_rules = line.trim_end() == "  rules:";
+            needs = match line.trim_end() {
+                "  rules:" => RUNTIME_NEEDS,
+                "  cleanupRules:" => CLEANUP_NEEDS,
+                _ => &[],
+            };
+            n = 0;
         }
-        if in_rules && line.trim_start().starts_with("- apiGroups:") {
-            if let Some(need) = RUNTIME_NEEDS.get(n) {
+        if line.trim_start().starts_with("- apiGroups:") {
+            if let Some(need) = needs.get(n) {
                 out.push_str(&format!("  # {}\n", need.why));
             }
             n += 1;
@@ -305,11 +359,12 @@ mod tests {
 
     #[test]
     fn the_runtime_rules_are_least_privilege_and_one_per_resource() {
-        let rules = runtime_rules();
-        let mut seen = std::collections::BTreeSet::new();
-        for r in &rules {
-            assert_eq!(r.wildcard(), None, "{r:?}");
-            assert!(seen.insert((r.api_groups.clone(), r.resources.clone())), "{r:?} twice");
+        for rules in [runtime_rules(), cleanup_rules()] {
+            let mut seen = std::collections::BTreeSet::new();
+            for r in &rules {
+                assert_eq!(r.wildcard(), None, "{r:?}");
+                assert!(seen.insert((r.api_groups.clone(), r.resources.clone())), "{r:?} twice");
+            }
         }
         assert!(Requirements::none().check().is_ok());
     }
@@ -341,7 +396,7 @@ mod tests {
         }
         let back: Top = serde_yaml::from_str(&yaml).unwrap();
         assert_eq!(back.rbac, Values::new(&req).unwrap());
-        for need in RUNTIME_NEEDS {
+        for need in RUNTIME_NEEDS.iter().chain(CLEANUP_NEEDS) {
             assert!(yaml.contains(&format!("# {}", need.why)), "{}", need.why);
         }
     }

@@ -17,8 +17,9 @@ use std::{
 use common::{create_flow, eventually, ready, signal};
 use k8s_openapi::api::{
     apps::v1::Deployment,
+    batch::v1::Job,
     coordination::v1::Lease,
-    core::v1::{Namespace, Secret, Service, ServiceAccount},
+    core::v1::{Namespace, PodSpec, Secret, Service, ServiceAccount},
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{
@@ -30,7 +31,7 @@ use tiny_example_hello::GREET_FLOW;
 use tiny_runtime::{
     config::ModuleConfig,
     crd::{TinyModule, TinyNode, labels::NODE_FINALIZER},
-    rbac::{Rule, runtime_rules},
+    rbac::{Rule, cleanup_rules, runtime_rules},
 };
 use tiny_sdk::{ResourceManager as _, client::ExposePortRequest};
 use tiny_testenv::TestEnv;
@@ -182,16 +183,25 @@ fn the_charts_rbac_is_the_codes_and_least_privilege() {
     let values: Value =
         serde_yaml::from_str(&std::fs::read_to_string(repo("charts/tiny-module/values.yaml")).expect("values.yaml"))
             .expect("values.yaml parses");
-    let code = serde_json::to_value(runtime_rules()).expect("rules");
-    assert_eq!(printed["rbac"]["rules"], code);
-    assert_eq!(
-        values["rbac"]["rules"], code,
-        "charts/tiny-module/values.yaml rbac.rules drifted from tiny_runtime::rbac: run `make chart-rbac`"
-    );
-    // The rendered Role is exactly those rules; no wildcard anywhere.
+    for (key, code) in [("rules", runtime_rules()), ("cleanupRules", cleanup_rules())] {
+        let code = serde_json::to_value(code).expect("rules");
+        assert_eq!(printed["rbac"][key], code, "`hello-module rbac` {key}");
+        assert_eq!(
+            values["rbac"][key], code,
+            "charts/tiny-module/values.yaml rbac.{key} drifted from tiny_runtime::rbac: run `make chart-rbac`"
+        );
+    }
+    // The rendered Roles are exactly those rules; no wildcard anywhere.
     let docs = documents(&render(&[]));
-    let role: Vec<Rule> = serde_json::from_value(find(&docs, "Role")["rules"].clone()).expect("rules");
-    assert_eq!(role, runtime_rules());
+    let role = |name: &str| -> Vec<Rule> {
+        let doc = docs
+            .iter()
+            .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Role {name}"));
+        serde_json::from_value(doc["rules"].clone()).expect("rules")
+    };
+    assert_eq!(role("hello-tiny-module"), runtime_rules());
+    assert_eq!(role("hello-tiny-module-cleanup"), cleanup_rules());
     for doc in &docs {
         for rule in doc["rules"].as_array().into_iter().flatten() {
             let rule: Rule = serde_json::from_value(rule.clone()).expect("rule");
@@ -276,8 +286,20 @@ impl Pod {
             .as_ref()
             .and_then(|s| s.template.spec.as_ref())
             .expect("pod spec");
-        let container = &spec.containers[0];
         let namespace = deployment.namespace().expect("namespace");
+        Pod::of_spec(env, image, spec, &namespace, pod_name, args)
+    }
+
+    fn of_spec(
+        env: &TestEnv,
+        image: &Image,
+        spec: &PodSpec,
+        namespace: &str,
+        pod_name: &str,
+        args: Option<Vec<String>>,
+    ) -> Pod {
+        let container = &spec.containers[0];
+        let namespace = namespace.to_owned();
         let mut vars = BTreeMap::new();
         for e in container.env.iter().flatten() {
             let value = match (&e.value, &e.value_from) {
@@ -400,7 +422,8 @@ struct Installed {
 }
 
 impl Installed {
-    async fn new(ns: &str) -> Installed {
+    /// With `jobs`, the chart's hooks are on and their Jobs run from that image.
+    async fn new(ns: &str, jobs: Option<&Image>) -> Installed {
         let env = TestEnv::builder()
             // Owner references that block deletion need `update` on the owner's finalizers.
             .apiserver_arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
@@ -439,27 +462,54 @@ impl Installed {
         })
         .await;
         let dir = tempfile::tempdir().expect("tempdir");
-        // No kubelet runs hook Jobs here: the test runs the hooks' commands itself.
+        // No kubelet runs hook Jobs here: with `jobs`, the test runs them (helm_running_jobs).
         let values = write(
             dir.path(),
             "values.yaml",
             &format!(
-                "module: {{name: {MODULE}, version: {VERSION}}}\nhooks: {{enabled: false}}\nleaseSeconds: 4\ngrpc: {{port: {}}}\nprobes: {{port: {}}}\nlogLevel: info\n",
+                "module: {{name: {MODULE}, version: {VERSION}}}\nhooks: {{enabled: {}}}\nleaseSeconds: 4\ngrpc: {{port: {}}}\nprobes: {{port: {}}}\nlogLevel: info\n",
+                jobs.is_some(),
                 free_port(),
                 free_port()
             ),
         );
-        helm(&[
+        // `hello-module rbac > rbac.yaml`: the module's RBAC, from its code.
+        let rbac = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+            .arg("rbac")
+            .output()
+            .expect("hello-module rbac");
+        assert!(rbac.status.success());
+        let rbac_values = dir.path().join("rbac.yaml");
+        std::fs::write(&rbac_values, &rbac.stdout).expect("rbac.yaml");
+        let chart = repo("charts/tiny-module");
+        let args = [
             "install",
-            repo("charts/tiny-module").to_str().expect("utf-8"),
+            chart.to_str().expect("utf-8"),
             RELEASE,
             "--namespace",
             ns,
             "-f",
+            rbac_values.to_str().expect("utf-8"),
+            "-f",
             values.to_str().expect("utf-8"),
             "--kubeconfig",
             &kubeconfig,
-        ]);
+        ];
+        match jobs {
+            Some(image) => {
+                let ran = helm_running_jobs(&env, ns, image, &args).await;
+                let names: Vec<&str> = ran.iter().map(|j| j.name.as_str()).collect();
+                assert_eq!(
+                    names,
+                    [format!("{RELEASE}-tiny-module-pre-install")],
+                    "the pre-install hook ran"
+                );
+                assert!(ran[0].succeeded, "pre-install: {}", ran[0].log);
+            }
+            None => {
+                helm(&args);
+            }
+        }
         Installed {
             env,
             client,
@@ -485,24 +535,7 @@ impl Installed {
 
     /// The token Secret kube-controller-manager made for the chart's ServiceAccount.
     async fn token(&self) -> Secret {
-        let sa = format!("{RELEASE}-tiny-module");
-        let secrets = self.api::<Secret>();
-        eventually("the ServiceAccount's token", Duration::from_secs(30), || {
-            let (secrets, sa) = (secrets.clone(), sa.clone());
-            async move {
-                secrets
-                    .list(&ListParams::default())
-                    .await
-                    .ok()?
-                    .items
-                    .into_iter()
-                    .find(|s| {
-                        s.type_.as_deref() == Some("kubernetes.io/service-account-token")
-                            && s.annotations().get("kubernetes.io/service-account.name") == Some(&sa)
-                    })
-            }
-        })
-        .await
+        sa_token(&self.client, &self.ns, &format!("{RELEASE}-tiny-module")).await
     }
 
     /// A client with the chart ServiceAccount's token (not the admin's).
@@ -522,7 +555,7 @@ impl Installed {
 async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninstall_leaves_nothing() {
     let image = Image::build();
     let ns = "hello-helm";
-    let it = Installed::new(ns).await;
+    let it = Installed::new(ns, Some(&image)).await;
     // The chart's objects exist.
     let deployment = it.deployment().await;
     let name = format!("{RELEASE}-tiny-module");
@@ -532,6 +565,31 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     let service = it.api::<Service>().get(&name).await.expect("the gRPC Service");
     let token = it.token().await;
     image.mount_token(&token, ns);
+
+    // The pre-install hook's command: a labelled namespace passes; reserved, missing and
+    // unlabelled ones are refused with the reason.
+    it.env.create_namespace("plain").await.expect("namespace");
+    for (namespace, want) in [
+        (ns, None),
+        ("default", Some("reserved namespace `default`")),
+        ("nowhere", Some("namespace `nowhere` does not exist")),
+        (
+            "plain",
+            Some("`kubectl label namespace plain tinysystems.io/managed=true`"),
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+            .arg("pre-install")
+            .env("RELEASE_NAMESPACE", namespace)
+            .env("KUBECONFIG", it.env.kubeconfig_path())
+            .output()
+            .expect("pre-install runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        match want {
+            None => assert!(out.status.success(), "{namespace}: {err}"),
+            Some(want) => assert!(!out.status.success() && err.contains(want), "{namespace}: {err}"),
+        }
+    }
 
     let mut pod = Pod::start(&it.env, &image, &deployment, "hello-pod-0", None);
     assert!(!pod.probe.is_empty(), "the module started: {}", pod.log());
@@ -608,30 +666,28 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     let managed = ListParams::default().labels("app.kubernetes.io/managed-by=tiny-runtime");
     assert_eq!(services.list(&managed).await.expect("list").items.len(), 1);
 
-    // Uninstall: the kubelet stops the pod, the pre-delete hook cleans up, Helm deletes the rest.
+    // Uninstall: Helm deletes the release, the kubelet stops the pod, then the cleanup hook
+    // (post-delete) waits for the Lease to lapse and removes what the module left.
+    let kubeconfig = it.env.kubeconfig_path().to_str().expect("utf-8").to_owned();
     assert_eq!(pod.terminate(), Some(true), "a clean stop on SIGTERM: {}", pod.log());
-    let hook_args = [
-        "pre-delete",
-        &format!("--name={MODULE}"),
-        &format!("--version={VERSION}"),
-    ]
-    .map(String::from)
-    .to_vec();
-    let mut hook = Pod::start(&it.env, &image, &deployment, "hello-pre-delete", Some(hook_args));
-    assert_eq!(
-        hook.wait(Duration::from_secs(30)),
-        Some(true),
-        "pre-delete: {}",
-        hook.log()
-    );
-    helm(&[
-        "uninstall",
-        RELEASE,
-        "--namespace",
+    let ran = helm_running_jobs(
+        &it.env,
         ns,
-        "--kubeconfig",
-        it.env.kubeconfig_path().to_str().expect("utf-8"),
-    ]);
+        &image,
+        &["uninstall", RELEASE, "--namespace", ns, "--kubeconfig", &kubeconfig],
+    )
+    .await;
+    let names: Vec<&str> = ran.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [format!("{RELEASE}-tiny-module-cleanup")],
+        "the cleanup hook ran"
+    );
+    assert!(
+        ran[0].succeeded && ran[0].log.contains("cleaned up"),
+        "cleanup: {}",
+        ran[0].log
+    );
 
     assert!(it.api::<Deployment>().get_opt(&name).await.expect("get").is_none());
     assert!(
@@ -677,6 +733,111 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     let _ = &it.values;
 }
 
+/// The token Secret kube-controller-manager made for ServiceAccount `sa`.
+async fn sa_token(client: &Client, ns: &str, sa: &str) -> Secret {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    eventually(
+        &format!("the token of ServiceAccount {sa}"),
+        Duration::from_secs(30),
+        || {
+            let secrets = secrets.clone();
+            async move {
+                secrets
+                    .list(&ListParams::default())
+                    .await
+                    .ok()?
+                    .items
+                    .into_iter()
+                    .find(|s| {
+                        s.type_.as_deref() == Some("kubernetes.io/service-account-token")
+                            && s.annotations()
+                                .get("kubernetes.io/service-account.name")
+                                .map(String::as_str)
+                                == Some(sa)
+                    })
+            }
+        },
+    )
+    .await
+}
+
+/// A Job this test ran as a kubelet would.
+struct RanJob {
+    name: String,
+    succeeded: bool,
+    log: String,
+}
+
+/// Runs `helm args` and meanwhile acts as the kubelet for the Jobs Helm creates in `ns` (its
+/// hooks, which Helm waits for): each runs from `image`, chrooted as user 65532, with its
+/// ServiceAccount's token; its exit code becomes the Job's Complete or Failed condition.
+async fn helm_running_jobs(env: &TestEnv, ns: &str, image: &Image, args: &[&str]) -> Vec<RanJob> {
+    let owned: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let mut run = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = owned.iter().map(String::as_str).collect();
+        helm(&args)
+    });
+    let client = env.client();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let mut ran: Vec<RanJob> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        tokio::select! {
+            out = &mut run => {
+                for job in &ran {
+                    eprintln!("--- hook Job {} (succeeded: {}):\n{}", job.name, job.succeeded, job.log);
+                }
+                out.expect("helm ran");
+                return ran;
+            }
+            () = tokio::time::sleep(Duration::from_millis(300)) => {}
+        }
+        let Ok(list) = jobs.list(&ListParams::default()).await else {
+            continue;
+        };
+        for job in list.items {
+            if !seen.insert(job.uid().unwrap_or_default()) {
+                continue;
+            }
+            let name = job.name_any();
+            let spec = job
+                .spec
+                .as_ref()
+                .and_then(|s| s.template.spec.clone())
+                .expect("the Job's pod spec");
+            let sa = spec.service_account_name.clone().unwrap_or_else(|| "default".into());
+            image.mount_token(&sa_token(&client, ns, &sa).await, ns);
+            let mut pod = Pod::of_spec(env, image, &spec, ns, &format!("{name}-pod"), None);
+            let (succeeded, log) = tokio::task::spawn_blocking(move || {
+                let ok = pod.wait(Duration::from_secs(90)) == Some(true);
+                (ok, pod.log())
+            })
+            .await
+            .expect("the Job's process");
+            let now = k8s_openapi::jiff::Timestamp::now().to_string();
+            let condition = if succeeded { "Complete" } else { "Failed" };
+            let mut status = json!({
+                "conditions": [{"type": condition, "status": "True", "lastProbeTime": now, "lastTransitionTime": now}],
+                "startTime": now,
+            });
+            if succeeded {
+                status["succeeded"] = json!(1);
+                status["completionTime"] = json!(now);
+            } else {
+                status["failed"] = json!(1);
+            }
+            jobs.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await
+            .expect("Job status");
+            ran.push(RanJob { name, succeeded, log });
+        }
+    }
+}
+
 /// The Role with `resource`'s rule removed.
 async fn without_rule(it: &Installed, resource: &str) {
     let roles: Api<Role> = it.api();
@@ -701,7 +862,7 @@ async fn without_rule(it: &Installed, resource: &str) {
 async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden() {
     let image = Image::build();
     let ns = "hello-rbac";
-    let it = Installed::new(ns).await;
+    let it = Installed::new(ns, None).await;
     let deployment = it.deployment().await;
     image.mount_token(&it.token().await, ns);
     let user = format!("system:serviceaccount:{ns}:{RELEASE}-tiny-module");
