@@ -4,6 +4,10 @@
 # the OCI layout to a registry.
 set -euo pipefail
 command -v umoci >/dev/null && exit 0
+# Parallel tests may get here together: one installs, the others wait for it.
+exec 9>"${TMPDIR:-/tmp}/tiny-install-umoci.lock"
+flock 9
+command -v umoci >/dev/null && exit 0
 sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
 echo "image: installing umoci with apt-get" >&2
 export DEBIAN_FRONTEND=noninteractive
