@@ -142,7 +142,7 @@ pub async fn pre_delete(
         .map_err(api_err(HOOK, format!("listing TinyNodes in {ns}")))?
         .items
         .into_iter()
-        .filter(|n| crate::controller::node::owns(&config.name, n))
+        .filter(|n| crate::controller::node::owns(config, &n.name_any(), Some(&n.spec.module)))
         .collect();
     let names: BTreeSet<String> = ours.iter().map(ResourceExt::name_any).collect();
     for node in &ours {

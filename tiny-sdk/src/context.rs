@@ -14,6 +14,10 @@ use crate::{client::ResourceManager, component::Component, error::Result, messag
 pub trait Emitter: Send + Sync + 'static {
     /// Emits `data` on `port`, continuing `hop`, and resolves to the downstream reply.
     fn emit(&self, port: &str, data: Value, hop: Hop) -> BoxFuture<'static, Result<Reply>>;
+
+    /// Whether any edge leaves `port`: an error port nobody listens on must not
+    /// swallow errors.
+    fn connected(&self, port: &str) -> bool;
 }
 
 /// Who a node is, as the Go SDK's `NodeIdentity`.
@@ -34,6 +38,9 @@ pub struct NodeContext {
     identity: NodeIdentity,
     emitter: Arc<dyn Emitter>,
     client: Option<Arc<dyn ResourceManager>>,
+    /// Cancelled when the node is removed or replaced: handlers still running for it
+    /// are stopped.
+    stopped: CancellationToken,
 }
 
 impl NodeContext {
@@ -43,7 +50,23 @@ impl NodeContext {
             identity,
             emitter,
             client,
+            stopped: CancellationToken::new(),
         }
+    }
+
+    /// Stops the node's running handlers (it was removed or replaced).
+    pub(crate) fn stop(&self) {
+        self.stopped.cancel();
+    }
+
+    /// Resolves once the node was removed or replaced.
+    pub(crate) async fn stopped(&self) {
+        self.stopped.cancelled().await;
+    }
+
+    /// Whether any edge leaves the node's `port`.
+    pub(crate) fn connected(&self, port: &str) -> bool {
+        self.emitter.connected(port)
     }
 
     /// The node's identity.
@@ -114,9 +137,13 @@ impl<C: Component> Ctx<C> {
         self.hop.leader
     }
 
-    /// Resolves when the caller gave up on this message or the node is stopping.
+    /// Resolves when the caller gave up on this message, or the node was removed while
+    /// the handler ran (the engine then drops the handler at its next `.await`).
     pub async fn cancelled(&self) {
-        self.hop.cancel.cancelled().await;
+        tokio::select! {
+            () = self.hop.cancel.cancelled() => {}
+            () = self.node.stopped.cancelled() => {}
+        }
     }
 
     /// The runtime's resource manager (absent in-process unless a test provides one).

@@ -613,7 +613,7 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
         &it.client,
         ns,
         "greet-ada",
-        "greet.examples.hello-1",
+        "greet.examples-v0.hello-1",
         "input",
         json!({"name": "Ada"}),
     )
@@ -653,7 +653,7 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
 
     // A port exposed with the ServiceAccount's rights: a Service owned by the node.
     let sa = it.sa_client(&token).await;
-    let exposed = tiny_runtime::resources::KubeResources::new(sa, ns, "greet.examples.hello-1")
+    let exposed = tiny_runtime::resources::KubeResources::new(sa, ns, "greet.examples-v0.hello-1")
         .with_selector([("app.kubernetes.io/name".to_owned(), module.clone())].into())
         .expose_port(ExposePortRequest {
             port: 8080,
@@ -890,7 +890,7 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
     create_flow(
         &it.client,
         ns,
-        "kind: TinyNode\nmetadata: { name: r.examples.hello-1 }\nspec: { module: examples, component: hello }\n",
+        "kind: TinyNode\nmetadata: { name: r.examples-v0.hello-1 }\nspec: { module: examples, component: hello }\n",
     )
     .await;
     for (resource, verb, operation) in [
@@ -911,7 +911,7 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
             create_flow(
                 &it.client,
                 ns,
-                "kind: TinyNode\nmetadata: { name: r.examples.nosuch-1 }\nspec: { module: examples, component: nosuch }\n",
+                "kind: TinyNode\nmetadata: { name: r.examples-v0.nosuch-1 }\nspec: { module: examples, component: nosuch }\n",
             )
             .await;
         }
@@ -930,7 +930,7 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
             "without {resource}:\n{log}"
         );
         if resource == "tinynodes/status" {
-            let node = it.api::<TinyNode>().get("r.examples.hello-1").await.expect("node");
+            let node = it.api::<TinyNode>().get("r.examples-v0.hello-1").await.expect("node");
             assert_ne!(ready(&node), Some(true), "no Ready without tinynodes/status");
         }
         drop(pod);

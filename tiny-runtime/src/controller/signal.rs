@@ -10,16 +10,22 @@ use std::{sync::Arc, time::Duration};
 use futures::StreamExt as _;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
-    Api, ResourceExt as _,
+    Api, Resource as _, ResourceExt as _,
     api::{Patch, PatchParams},
-    runtime::{Controller, controller::Action, watcher},
+    runtime::{
+        controller::Action,
+        events::{Event, EventType},
+    },
 };
 use serde_json::{Value, json};
-use tiny_sdk::{Hop, flow::parse_node_name};
+use tiny_sdk::{
+    Hop,
+    flow::{module_matches, parse_node_name},
+};
 
-use super::{ReconcileError, Shared};
+use super::{ReconcileError, Shared, watch};
 use crate::{
-    crd::{TinyNode, TinySignal},
+    crd::{Decoded, TinyNode, TinySignal, Undecodable},
     metrics::Metrics,
 };
 
@@ -33,10 +39,12 @@ pub mod phase {
     pub const FAILED: &str = "Failed";
 }
 
+/// The name `/readyz` gives the TinySignal watch.
+pub const WATCH: &str = "TinySignals";
+
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let api: Api<TinySignal> = shared.api();
-    Controller::new(api, watcher::Config::default())
+    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), WATCH)
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
@@ -55,20 +63,34 @@ async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
     if shared.engine.has_node(node) {
         return Ok(Owner::Us);
     }
-    let nodes: Api<TinyNode> = shared.api();
+    // Leniently: a malformed node must not make its signals undeliverable by anyone.
+    let nodes: Api<Decoded<TinyNode>> = shared.api();
     match nodes.get_opt(node).await? {
-        Some(n) if super::node::owns(&shared.config.name, &n) => {
-            Err(ReconcileError(format!("node `{node}` is not loaded yet")))
+        Some(n) if super::node::owns(&shared.config, n.name(), spec_module(&n)) => {
+            Err(ReconcileError::NodeNotLoaded(node.to_owned()))
         }
         Some(_) => Ok(Owner::Other),
         None => Ok(Owner::Nobody(match parse_node_name(node) {
-            Some((module, _)) if module == shared.config.name => format!("module `{module}` has no node `{node}`"),
+            Some((module, _)) if module_matches(module, &shared.config.name) => {
+                format!("module `{module}` has no node `{node}`")
+            }
             _ => format!("there is no node `{node}` in namespace `{}`", shared.config.namespace),
         })),
     }
 }
 
-async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+fn spec_module(node: &Decoded<TinyNode>) -> Option<&str> {
+    match node.object() {
+        Ok(n) => Some(&n.spec.module),
+        Err(bad) => bad.string_at("/spec/module"),
+    }
+}
+
+async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+    let signal = match object.object() {
+        Ok(signal) => signal.clone(),
+        Err(bad) => return undecodable(&object, bad, &shared).await,
+    };
     let status = signal.status.clone().unwrap_or_default();
     if matches!(status.phase.as_deref(), Some(phase::DELIVERED | phase::FAILED)) {
         // Finished: a stale copy still saying `Delivering` can only fail its guarded
@@ -88,8 +110,16 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
     if status.phase.as_deref() == Some(phase::DELIVERING) {
         // Claimed by this process: it delivered (or is delivering) it, and this copy of
         // the signal is older than our own status write.
-        if claimed_here(&shared, &signal) || !matches!(who, Owner::Us) {
-            return Ok(Action::await_change());
+        match claimed_here(&shared, &signal) {
+            // Delivered here, but the write that said so failed (the API server was
+            // away): write the kept outcome now, never deliver again.
+            Some(Some(outcome)) => {
+                finish(&api, &name, outcome).await?;
+                return Ok(Action::await_change());
+            }
+            Some(None) => return Ok(Action::await_change()),
+            None if !matches!(who, Owner::Us) => return Ok(Action::await_change()),
+            None => {}
         }
         let by = status.claimed_by.unwrap_or_default();
         let why = format!(
@@ -102,7 +132,7 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
     match who {
         Owner::Other => return Ok(Action::await_change()),
         Owner::Nobody(why) => {
-            finish(&api, &name, phase::FAILED, Some(why), None).await?;
+            finish(&api, &name, Outcome::failed(why)).await?;
             return Ok(Action::await_change());
         }
         Owner::Us => {}
@@ -112,8 +142,9 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
     if !write_if_unchanged(&api, &signal, claim).await? {
         return Ok(Action::await_change());
     }
-    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), signal.uid()) {
-        claimed.insert(uid);
+    let uid = signal.uid();
+    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), uid.clone()) {
+        claimed.insert(uid, None);
     }
     let data = signal
         .spec
@@ -128,11 +159,39 @@ async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Actio
     let to = format!("{node}:{}", signal.spec.port);
     let result = shared.engine.send_with(&to, data, hop).await;
     Metrics::inc(&shared.metrics.signals_delivered);
-    match result {
-        Ok(reply) => finish(&api, &name, phase::DELIVERED, None, reply.into_value()).await?,
-        Err(e) => finish(&api, &name, phase::FAILED, Some(e.to_string()), None).await?,
+    let outcome = match result {
+        Ok(reply) => Outcome {
+            phase: phase::DELIVERED,
+            error: None,
+            reply: reply.into_value(),
+        },
+        Err(e) => Outcome::failed(e.to_string()),
+    };
+    // Kept until the write succeeds: if it fails, the retry writes this, not a second
+    // delivery's.
+    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), uid) {
+        claimed.insert(uid, Some(outcome.clone()));
     }
+    finish(&api, &name, outcome).await?;
     Ok(Action::await_change())
+}
+
+/// How a delivery ended, as the signal's status will say.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    phase: &'static str,
+    error: Option<String>,
+    reply: Option<Value>,
+}
+
+impl Outcome {
+    fn failed(error: String) -> Self {
+        Self {
+            phase: phase::FAILED,
+            error: Some(error),
+            reply: None,
+        }
+    }
 }
 
 /// Writes `status` only over the version of `signal` that was read; `false` when
@@ -149,20 +208,16 @@ async fn write_if_unchanged(api: &Api<TinySignal>, signal: &TinySignal, status: 
     }
 }
 
-fn claimed_here(shared: &Shared, signal: &TinySignal) -> bool {
+/// `Some` when this process claimed the signal, with its outcome once delivered.
+fn claimed_here(shared: &Shared, signal: &TinySignal) -> Option<Option<Outcome>> {
     match (shared.claimed.lock(), signal.uid()) {
-        (Ok(claimed), Some(uid)) => claimed.contains(&uid),
-        _ => false,
+        (Ok(claimed), Some(uid)) => claimed.get(&uid).cloned(),
+        _ => None,
     }
 }
 
-async fn finish(
-    api: &Api<TinySignal>,
-    name: &str,
-    phase: &str,
-    error: Option<String>,
-    reply: Option<Value>,
-) -> Result<(), ReconcileError> {
+async fn finish(api: &Api<TinySignal>, name: &str, outcome: Outcome) -> Result<(), ReconcileError> {
+    let Outcome { phase, error, reply } = outcome;
     let reply = reply.map(tiny_sdk::flow::RawJson);
     let patch = json!({ "status": {
         "phase": phase,
@@ -175,7 +230,52 @@ async fn finish(
     Ok(())
 }
 
-fn error_policy(_: Arc<TinySignal>, error: &ReconcileError, _: Arc<Shared>) -> Action {
+/// A TinySignal that does not decode, for a node of this module: marked `Failed` with
+/// the field that is wrong (never delivered), with an Event and a log line.
+async fn undecodable(
+    object: &Decoded<TinySignal>,
+    bad: &Undecodable,
+    shared: &Shared,
+) -> Result<Action, ReconcileError> {
+    let finished = matches!(bad.string_at("/status/phase"), Some(phase::DELIVERED | phase::FAILED));
+    if finished || !shared.leadership.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let Some(node) = bad.string_at("/spec/node") else {
+        return Ok(Action::await_change());
+    };
+    if !matches!(owner(shared, node).await?, Owner::Us) {
+        return Ok(Action::await_change());
+    }
+    let why = format!("{bad}; not delivered");
+    tracing::warn!(signal = object.name(), error = %why, "signal refused");
+    let api: Api<Decoded<TinySignal>> = shared.api();
+    let patch = json!({
+        "metadata": { "resourceVersion": object.metadata().resource_version },
+        "status": { "phase": phase::FAILED, "error": why },
+    });
+    match api
+        .patch_status(object.name(), &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(Action::await_change()),
+        Err(e) => return Err(e.into()),
+    }
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "SignalUndecodable".into(),
+        note: Some(why.chars().take(1000).collect()),
+        action: "Deliver".into(),
+        secondary: None,
+    };
+    if let Err(e) = shared.recorder.publish(&event, &object.object_ref(&())).await {
+        tracing::warn!(signal = object.name(), error = %e, "could not publish an event");
+    }
+    Ok(Action::await_change())
+}
+
+fn error_policy(_: Arc<Decoded<TinySignal>>, error: &ReconcileError, _: Arc<Shared>) -> Action {
     tracing::debug!(%error, "signal reconcile; retrying");
     Action::requeue(Duration::from_secs(1))
 }

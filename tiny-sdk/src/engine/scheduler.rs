@@ -13,8 +13,8 @@ use crate::{
     client::ResourceManager,
     component::ComponentInfo,
     context::{Emitter, Hop, NodeContext, NodeIdentity},
-    error::{Error, Result},
-    flow::{Node, PortAddress, parse_node_name},
+    error::{Error, Result, code},
+    flow::{Node, PortAddress, module_matches, parse_node_name},
     message::Reply,
     port::Position,
     system,
@@ -282,10 +282,14 @@ impl Engine {
             return Err(Error::permanent(format!(
                 "unknown component `{component}` (this module has: {})",
                 self.inner.registry.names().join(", ")
-            )));
+            ))
+            .with_code(code::UNKNOWN_COMPONENT));
         };
         let previous = self.inner.runner(name);
-        let reused = previous.filter(|r| r.node.spec.component == node.spec.component);
+        let (reused, replaced) = match previous {
+            Some(r) if r.node.spec.component == node.spec.component => (Some(r), None),
+            other => (None, other),
+        };
         let fresh = reused.is_none();
         let instance = match reused {
             Some(r) => r.instance.clone(),
@@ -308,16 +312,43 @@ impl Engine {
         }
         runner.instance.reconcile(&runner.node).await?;
         runner.instance.settings(runner.settings.as_ref()).await?;
+        if let Some(old) = replaced {
+            // Another component now runs under this name: the old one's handlers stop.
+            old.instance.stop();
+        }
         Ok(Arc::new(runner))
+    }
+
+    /// Records that `node` is refused (its name or its object is unusable) without
+    /// running it: messages for it then fail at once with `error`, rather than wait for
+    /// a node that will never load. A runner it had keeps running, as after any
+    /// rejected spec change.
+    pub fn refuse(&self, node: Node, error: Error) {
+        let name: Arc<str> = node.name.as_str().into();
+        tracing::warn!(node = %name, error = %error, "node refused");
+        let mut nodes = self.inner.nodes_mut();
+        let slot = nodes.entry(name).or_insert_with(|| Slot {
+            node: node.clone(),
+            runner: None,
+            error: None,
+        });
+        slot.node = node;
+        slot.error = Some(error);
     }
 
     /// Removes a node. With `destroyed`, the component's `on_destroy` runs first (the
     /// node was deleted, not merely stopped on this replica).
     pub async fn remove(&self, name: &str, destroyed: bool) -> Result<()> {
         let slot = self.inner.nodes_mut().remove(name);
-        match slot.and_then(|s| s.runner) {
-            Some(runner) if destroyed => runner.instance.destroy().await,
-            _ => Ok(()),
+        let Some(runner) = slot.and_then(|s| s.runner) else {
+            return Ok(());
+        };
+        // Handlers still running for the node are stopped; `on_destroy` runs after.
+        runner.instance.stop();
+        if destroyed {
+            runner.instance.destroy().await
+        } else {
+            Ok(())
         }
     }
 
@@ -368,6 +399,7 @@ impl Engine {
             .instance
             .ports()
             .iter()
+            .filter(|p| runner.instance.port_active(p.name))
             .map(|p| PortReport {
                 name: p.name.to_owned(),
                 label: p.label.to_owned(),
@@ -436,7 +468,7 @@ impl Inner {
         hop: Hop,
     ) -> Result<Reply> {
         let module = parse_node_name(node).map(|(m, _)| m);
-        let ours = module.is_some_and(|m| !self.module.is_empty() && m == self.module);
+        let ours = module.is_some_and(|m| module_matches(m, &self.module));
         let found = match self.lookup(node) {
             Some(found) => Some(found),
             None if ours => self.wait_for(node, &hop).await,
@@ -447,13 +479,24 @@ impl Inner {
             return runner
                 .deliver(port, &source, &data, hop, self.observer.as_deref())
                 .await
-                .map_err(|e| e.at(|| format!("node `{node}` port `{port}`")));
+                .map_err(|e| {
+                    // Logged once, where it arose: the hops it fails on its way up
+                    // the chain find the origin already set.
+                    let fresh = e.origin().is_none();
+                    let e = e.at(|| format!("node `{node}` port `{port}`"));
+                    if fresh {
+                        tracing::warn!(node, port, error = %e, "message failed");
+                    }
+                    e
+                });
         }
         if let Some(e) = failure {
-            return Err(Error::permanent(format!("node `{node}` is not running: {e}")));
+            return Err(
+                Error::permanent(format!("node `{node}` is not running: {e}")).with_code(code::NODE_NOT_RUNNING)
+            );
         }
         match (module, &self.router) {
-            (Some(module), Some(router)) if module != self.module => {
+            (Some(module), Some(router)) if !ours => {
                 let to = PortAddress {
                     node: node.to_owned(),
                     port: port.to_owned(),
@@ -461,13 +504,15 @@ impl Inner {
                 router.route(module, &to, source, data, hop).await
             }
             _ if ours => Err(Error::transient(format!(
-                "module `{}` has no node `{node}` (message for port `{port}`; waited {} s for it to load)",
+                "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {:.1} s for it to load)",
                 self.module,
-                self.node_wait.as_secs()
-            ))),
-            _ => Err(Error::permanent(format!(
-                "no node `{node}` in this flow (message for port `{port}`)"
-            ))),
+                self.node_wait.as_secs_f64()
+            ))
+            .with_code(code::NODE_NOT_FOUND)),
+            _ => Err(
+                Error::permanent(format!("no node `{node}` in this flow (message for port `{port}`)"))
+                    .with_code(code::NODE_NOT_FOUND),
+            ),
         }
     }
 }
@@ -492,6 +537,11 @@ struct NodeEmitter {
 }
 
 impl Emitter for NodeEmitter {
+    fn connected(&self, port: &str) -> bool {
+        let runner = self.engine.upgrade().and_then(|engine| engine.runner(&self.node));
+        runner.is_some_and(|r| r.outlets.get(port).is_some_and(|o| !o.edges.is_empty()))
+    }
+
     fn emit(&self, port: &str, data: Value, hop: Hop) -> BoxFuture<'static, Result<Reply>> {
         let Some(engine) = self.engine.upgrade() else {
             return Box::pin(async { Err(Error::permanent("the engine has stopped")) });
