@@ -615,7 +615,7 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
         "greet-ada",
         "greet.examples-v0.hello-1",
         "input",
-        json!({"name": "Ada"}),
+        json!({"name": "Ada", "context": {"user": "ada"}}),
     )
     .await;
     let status = s.status.expect("status");
