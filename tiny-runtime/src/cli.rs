@@ -9,6 +9,13 @@
 //!
 //! `my-module run --name my-module --version 1.0.0 --namespace tinysystems` runs it
 //! against the cluster of the current kubeconfig (or in-cluster configuration).
+//! Components that need Kubernetes permissions beyond the runtime's declare them:
+//! `tiny_runtime::cli::Module::new(registry).requirements(reqs).main()`; `my-module rbac`
+//! prints the chart values that grant them ([`crate::rbac`]).
+//!
+//! Bind addresses take the Go SDK's forms too (`:8081` is every IPv4 interface), so the
+//! Go operator chart's arguments work, as do its hook commands `pre-install` and
+//! `pre-delete` ([`crate::hooks`]).
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 
@@ -18,6 +25,7 @@ use tiny_sdk::engine::Registry;
 
 use crate::{
     config::ModuleConfig,
+    rbac::Requirements,
     runtime::{LEASE_DURATION, Options, Runtime},
 };
 
@@ -37,6 +45,31 @@ enum Command {
     Components,
     /// Print the CRDs as YAML.
     Crds,
+    /// Print the `rbac:` values of the tiny-module chart: the runtime's rules and the components' requirements.
+    Rbac,
+    /// Helm pre-install hook: refuse a reserved, missing or unlabelled namespace.
+    PreInstall(HookArgs),
+    /// Helm pre-delete hook: delete the TinyModule, the Lease, the nodes' finalizers and exposed Services.
+    PreDelete(HookArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct HookArgs {
+    /// Module name (as given to `run`).
+    #[arg(short = 'n', long, default_value = "")]
+    name: String,
+    /// Module version (as given to `run`).
+    #[arg(short = 'v', long, default_value = "")]
+    version: String,
+    /// Namespace of the module's resources (the Go chart's hook Jobs set RELEASE_NAMESPACE).
+    #[arg(long, env = "RELEASE_NAMESPACE", default_value = "tinysystems")]
+    namespace: String,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
+    #[arg(short = 'k', long)]
+    kubeconfig: Option<PathBuf>,
+    /// pre-delete: first wait up to this many seconds for the module to stop (its Lease to be free).
+    #[arg(long, default_value_t = 0)]
+    wait_lease_free: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -54,16 +87,16 @@ struct RunArgs {
     #[arg(short = 'k', long)]
     kubeconfig: Option<PathBuf>,
     /// Where to serve other modules' gRPC calls.
-    #[arg(short = 'g', long, default_value = "0.0.0.0:0")]
+    #[arg(short = 'g', long, default_value = "0.0.0.0:0", value_parser = parse_bind_address)]
     grpc_server_bind_address: SocketAddr,
     /// The address other modules use to reach this one (default: 127.0.0.1 and the bound port).
     #[arg(long, env = "SELF_SERVICE_HOST")]
     grpc_advertise_address: Option<String>,
-    /// Where to serve /healthz and /readyz.
-    #[arg(short = 't', long, default_value = "127.0.0.1:0")]
-    health_probe_bind_address: SocketAddr,
-    /// Where to serve /metrics (the same endpoints as the probe address).
-    #[arg(short = 'm', long)]
+    /// Where to serve /healthz, /readyz and /metrics (default: the metrics address, else 127.0.0.1, any port).
+    #[arg(short = 't', long, value_parser = parse_bind_address)]
+    health_probe_bind_address: Option<SocketAddr>,
+    /// Where to serve /metrics when no probe address is given (one server answers both).
+    #[arg(short = 'm', long, value_parser = parse_bind_address)]
     metrics_bind_address: Option<SocketAddr>,
     /// This replica's identity in leader election.
     #[arg(long, env = "HOSTNAME", default_value = "tiny")]
@@ -82,6 +115,17 @@ struct RunArgs {
     ingress_hostname_suffix: Option<String>,
 }
 
+/// A bind address: `host:port`, `[v6]:port`, or Go's `:port` (every IPv4 interface).
+fn parse_bind_address(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    let full = match s.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => s.replacen("localhost:", "127.0.0.1:", 1),
+    };
+    full.parse()
+        .map_err(|_| format!("`{s}` is not a bind address (`:8081`, `0.0.0.0:8081`, `[::]:8081`)"))
+}
+
 fn parse_labels(s: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
     s.split(',')
         .filter(|kv| !kv.trim().is_empty())
@@ -94,9 +138,69 @@ fn parse_labels(s: &str) -> Result<std::collections::BTreeMap<String, String>, S
 
 /// Parses the command line and runs the command; a module's `main` returns this.
 pub fn main(registry: Registry) -> ExitCode {
-    let cli = Cli::parse();
-    init_tracing();
-    match cli.command {
+    Module::new(registry).main()
+}
+
+/// A module's components and what they need from Kubernetes.
+#[derive(Debug)]
+pub struct Module {
+    registry: Registry,
+    requirements: Requirements,
+}
+
+impl Module {
+    /// A module of `registry`'s components, needing no more than the runtime.
+    pub fn new(registry: Registry) -> Self {
+        Self {
+            registry,
+            requirements: Requirements::none(),
+        }
+    }
+
+    /// The permissions the components need beyond the runtime's (Go's `SetRequirements`).
+    #[must_use]
+    pub fn requirements(mut self, requirements: Requirements) -> Self {
+        self.requirements = requirements;
+        self
+    }
+
+    /// Parses the command line and runs the command; a module's `main` returns this.
+    pub fn main(self) -> ExitCode {
+        let cli = Cli::parse();
+        init_tracing();
+        command(cli.command, self.registry, &self.requirements)
+    }
+}
+
+fn command(command: Command, registry: Registry, requirements: &Requirements) -> ExitCode {
+    match command {
+        Command::Rbac => match crate::rbac::values_yaml(requirements) {
+            Ok(y) => {
+                print!("{y}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        },
+        Command::PreInstall(args) => block_on(async move {
+            let client = client(args.kubeconfig.as_ref()).await?;
+            tracing::info!(namespace = %args.namespace, "pre-install: checking the namespace");
+            crate::hooks::pre_install(client, &args.namespace).await?;
+            tracing::info!(namespace = %args.namespace, "pre-install: namespace OK");
+            Ok::<(), crate::Error>(())
+        }),
+        Command::PreDelete(args) => block_on(async move {
+            if args.name.is_empty() {
+                // As Go: without a name there is nothing to clean; never block an uninstall.
+                tracing::error!("pre-delete: no --name given, nothing to clean up");
+                return Ok::<(), crate::Error>(());
+            }
+            let client = client(args.kubeconfig.as_ref()).await?;
+            let config = ModuleConfig::new(&args.name, &args.version, &args.namespace, "pre-delete");
+            let wait = Duration::from_secs(args.wait_lease_free);
+            let cleaned = crate::hooks::pre_delete(client, &config, wait).await?;
+            tracing::info!(module = %config.name, namespace = %config.namespace, ?cleaned, "pre-delete: cleaned up");
+            Ok(())
+        }),
         Command::Components => print_components(&registry),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
@@ -105,16 +209,18 @@ pub fn main(registry: Registry) -> ExitCode {
             }
             Err(e) => fail(e),
         },
-        Command::Run(args) => {
-            let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => return fail(e),
-            };
-            match rt.block_on(run(*args, registry)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(e),
-            }
-        }
+        Command::Run(args) => block_on(run(*args, registry)),
+    }
+}
+
+fn block_on<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    match rt.block_on(f) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
     }
 }
 
@@ -128,6 +234,8 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn,tower=warn,h2=warn,hyper=warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colours only on a terminal: container logs are files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }
@@ -183,7 +291,11 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
             config,
             registry,
             lease_duration: Some(Duration::from_secs(args.lease_seconds)),
-            probe_addr: Some(args.metrics_bind_address.unwrap_or(args.health_probe_bind_address)),
+            probe_addr: Some(
+                args.health_probe_bind_address
+                    .or(args.metrics_bind_address)
+                    .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
+            ),
             discovery: Some(pool.clone()),
             router: Some(pool),
         },
@@ -221,4 +333,55 @@ async fn shutdown_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn bind_addresses_take_the_go_chart_forms() {
+        for (given, want) in [
+            (":8081", "0.0.0.0:8081"),
+            ("0.0.0.0:8081", "0.0.0.0:8081"),
+            ("[::]:8081", "[::]:8081"),
+            ("127.0.0.1:8080", "127.0.0.1:8080"),
+            ("localhost:8080", "127.0.0.1:8080"),
+        ] {
+            assert_eq!(parse_bind_address(given).unwrap().to_string(), want, "{given}");
+        }
+        let err = parse_bind_address("8081").unwrap_err();
+        assert!(err.contains("`8081` is not a bind address"), "{err}");
+    }
+
+    #[test]
+    fn the_go_operator_charts_arguments_parse() {
+        let cli = Cli::try_parse_from([
+            "manager",
+            "run",
+            "--health-probe-bind-address=:8081",
+            "--metrics-bind-address=127.0.0.1:8080",
+            "--grpc-server-bind-address=:8483",
+            "--name=hello",
+            "--version=0.1.0",
+            "--namespace=tinysystems",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(
+            args.health_probe_bind_address.map(|a| a.to_string()).as_deref(),
+            Some("0.0.0.0:8081")
+        );
+        assert_eq!(args.grpc_server_bind_address.to_string(), "0.0.0.0:8483");
+        assert_eq!(
+            args.metrics_bind_address.map(|a| a.to_string()).as_deref(),
+            Some("127.0.0.1:8080")
+        );
+        for hook in ["pre-install", "pre-delete"] {
+            assert!(Cli::try_parse_from(["manager", hook]).is_ok(), "{hook}");
+        }
+    }
 }

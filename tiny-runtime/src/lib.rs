@@ -9,6 +9,7 @@
 //! - [`leader`]: leader election on a Lease.
 //! - [`resources`]: the resource manager components receive on `_client`.
 //! - [`runtime`]: everything put together; [`cli`]: the module binary's commands.
+//! - [`rbac`]: the permissions a module needs; [`hooks`]: its Helm hooks.
 
 pub mod cli;
 pub mod config;
@@ -16,8 +17,10 @@ pub mod controller;
 pub mod crd;
 pub mod grpc;
 pub mod health;
+pub mod hooks;
 pub mod leader;
 pub mod metrics;
+pub mod rbac;
 pub mod resources;
 pub mod runtime;
 pub mod status;
@@ -31,4 +34,7 @@ pub enum Error {
     /// Kubernetes configuration could not be read.
     #[error("kubeconfig: {0}")]
     Config(String),
+    /// A Helm hook (`pre-install`, `pre-delete`) failed.
+    #[error(transparent)]
+    Hook(#[from] hooks::HookError),
 }

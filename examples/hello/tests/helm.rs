@@ -1,0 +1,938 @@
+//! The Helm charts (`charts/tiny-crds`, `charts/tiny-module`) with real Helm v4
+//! (helm-python-sdk through `tools/helm/helm`), and the module's OCI image
+//! (`tools/image/build.sh`) run from its unpacked root filesystem (`chroot`, user 65532)
+//! against a real control plane with the chart's ServiceAccount token: the chart's RBAC is
+//! enough, and every rule of it is needed.
+
+mod common;
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead as _, BufReader, Read as _},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use common::{create_flow, eventually, ready, signal};
+use k8s_openapi::api::{
+    apps::v1::Deployment,
+    batch::v1::Job,
+    coordination::v1::Lease,
+    core::v1::{Namespace, PodSpec, Secret, Service, ServiceAccount},
+    rbac::v1::{Role, RoleBinding},
+};
+use kube::{
+    Api, Client, ResourceExt as _,
+    api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+use tiny_example_hello::GREET_FLOW;
+use tiny_runtime::{
+    config::ModuleConfig,
+    crd::{TinyModule, TinyNode, labels::NODE_FINALIZER},
+    rbac::{Rule, cleanup_rules, runtime_rules},
+};
+use tiny_sdk::{ResourceManager as _, client::ExposePortRequest};
+use tiny_testenv::TestEnv;
+
+const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+const MODULE: &str = "examples";
+const VERSION: &str = "0.1.0";
+const RELEASE: &str = "hello";
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(REPO).join(path)
+}
+
+/// Runs `tools/helm/helm ARGS`; its stdout, or a panic with its output.
+fn helm(args: &[&str]) -> String {
+    let out = Command::new(repo("tools/helm/helm"))
+        .args(args)
+        .output()
+        .expect("tools/helm/helm runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "helm {args:?} failed:\n{stdout}\n{stderr}");
+    stdout
+}
+
+/// `helm template` of the tiny-module chart with extra values files.
+fn render(values: &[&Path]) -> String {
+    let chart = repo("charts/tiny-module");
+    let mut args = vec![
+        "template",
+        chart.to_str().expect("utf-8 path"),
+        "--name",
+        RELEASE,
+        "--namespace",
+        "tinysystems",
+    ];
+    for v in values {
+        args.extend(["-f", v.to_str().expect("utf-8 path")]);
+    }
+    helm(&args)
+}
+
+fn documents(yaml: &str) -> Vec<Value> {
+    use serde::Deserialize as _;
+    serde_yaml::Deserializer::from_str(yaml)
+        .map(|d| Value::deserialize(d).expect("rendered YAML parses"))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn find<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} rendered"))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("written");
+    path
+}
+
+fn module_name() -> String {
+    ModuleConfig::new(MODULE, VERSION, "tinysystems", "x").name
+}
+
+#[test]
+fn both_charts_lint_and_render_and_the_rendered_manifests_are_snapshotted() {
+    for chart in ["charts/tiny-crds", "charts/tiny-module"] {
+        let report = helm(&["lint", repo(chart).to_str().expect("utf-8")]);
+        assert!(report.contains("0 problem(s)"), "{report}");
+    }
+    insta::assert_snapshot!("tiny-module-defaults", render(&[]));
+
+    // A module whose components declare rules: they land in the Role and a ClusterRole.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let extra = write(
+        dir.path(),
+        "extra.yaml",
+        "hooks: {enabled: false}\nrbac:\n  extraRules:\n  - {apiGroups: [''], resources: [configmaps], verbs: [get]}\n  extraClusterRules:\n  - {apiGroups: [''], resources: [nodes], verbs: [list]}\n",
+    );
+    let rendered = render(&[&extra]);
+    insta::assert_snapshot!("tiny-module-extra-rules", rendered);
+    let docs = documents(&rendered);
+    assert!(docs.iter().all(|d| d["kind"] != "Job"), "hooks off");
+    let role_rules = find(&docs, "Role")["rules"].as_array().expect("rules").clone();
+    assert_eq!(
+        role_rules.last(),
+        Some(&json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}))
+    );
+    assert_eq!(
+        find(&docs, "ClusterRole")["rules"],
+        json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
+    );
+
+    // values.schema.json refuses a wildcard rule, naming where it is.
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "rbac:\n  extraRules:\n  - {apiGroups: [batch], resources: [jobs], verbs: ['*']}\n",
+    );
+    let out = Command::new(repo("tools/helm/helm"))
+        .args([
+            "template",
+            repo("charts/tiny-module").to_str().expect("utf-8"),
+            "--name",
+            "x",
+            "--namespace",
+            "y",
+            "-f",
+        ])
+        .arg(&bad)
+        .output()
+        .expect("helm runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("extraRules"), "{err}");
+}
+
+#[test]
+fn the_crds_chart_holds_the_crds_generated_from_the_rust_types() {
+    let rendered = helm(&[
+        "template",
+        repo("charts/tiny-crds").to_str().expect("utf-8"),
+        "--name",
+        "crds",
+        "--namespace",
+        "x",
+    ]);
+    let want = tiny_runtime::crd::yaml().expect("CRD YAML");
+    assert_eq!(
+        documents(&rendered),
+        documents(&want),
+        "charts/tiny-crds drifted from the Rust types: run `make crds`"
+    );
+    assert_eq!(documents(&rendered).len(), 7);
+}
+
+#[test]
+fn the_charts_rbac_is_the_codes_and_least_privilege() {
+    // `hello-module rbac` prints what the chart's values hold.
+    let out = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+        .arg("rbac")
+        .output()
+        .expect("hello-module rbac");
+    assert!(out.status.success());
+    let printed: Value = serde_yaml::from_slice(&out.stdout).expect("rbac YAML");
+    let values: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(repo("charts/tiny-module/values.yaml")).expect("values.yaml"))
+            .expect("values.yaml parses");
+    for (key, code) in [("rules", runtime_rules()), ("cleanupRules", cleanup_rules())] {
+        let code = serde_json::to_value(code).expect("rules");
+        assert_eq!(printed["rbac"][key], code, "`hello-module rbac` {key}");
+        assert_eq!(
+            values["rbac"][key], code,
+            "charts/tiny-module/values.yaml rbac.{key} drifted from tiny_runtime::rbac: run `make chart-rbac`"
+        );
+    }
+    // The rendered Roles are exactly those rules; no wildcard anywhere.
+    let docs = documents(&render(&[]));
+    let role = |name: &str| -> Vec<Rule> {
+        let doc = docs
+            .iter()
+            .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Role {name}"));
+        serde_json::from_value(doc["rules"].clone()).expect("rules")
+    };
+    assert_eq!(role("hello-tiny-module"), runtime_rules());
+    assert_eq!(role("hello-tiny-module-cleanup"), cleanup_rules());
+    for doc in &docs {
+        for rule in doc["rules"].as_array().into_iter().flatten() {
+            let rule: Rule = serde_json::from_value(rule.clone()).expect("rule");
+            assert_eq!(rule.wildcard(), None, "{} {}", doc["kind"], doc["metadata"]["name"]);
+        }
+    }
+}
+
+/// The unpacked root filesystem of the module image, built by `tools/image/build.sh`.
+struct Image {
+    dir: tempfile::TempDir,
+}
+
+impl Image {
+    fn build() -> Image {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let oci = dir.path().join("oci");
+        // The binary `cargo test` built, packed as `make image` packs the release one;
+        // TINY_IMAGE_PROFILE=release builds and packs that instead.
+        let mut build = Command::new(repo("tools/image/build.sh"));
+        match std::env::var("TINY_IMAGE_PROFILE") {
+            Ok(profile) => build.args(["--profile", &profile]),
+            Err(_) => build.args(["--binary", env!("CARGO_BIN_EXE_hello-module")]),
+        };
+        let out = build
+            .arg("--out")
+            .arg(&oci)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("tools/image/build.sh runs");
+        assert!(out.status.success(), "the image builds");
+        let reference = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let tag = reference.rsplit(':').next().expect("tag").to_owned();
+        let bundle = dir.path().join("bundle");
+        let status = Command::new("umoci")
+            .args(["unpack", "--image"])
+            .arg(format!("{}:{tag}", oci.display()))
+            .arg(&bundle)
+            .stdout(Stdio::null())
+            .status()
+            .expect("umoci unpack");
+        assert!(status.success(), "umoci unpack");
+        let config: Value =
+            serde_json::from_str(&std::fs::read_to_string(bundle.join("config.json")).expect("config.json"))
+                .expect("runtime config");
+        assert_eq!(config["process"]["user"]["uid"], 65532, "non-root");
+        assert_eq!(config["process"]["args"], json!(["/manager"]));
+        let rootfs = bundle.join("rootfs");
+        assert!(!rootfs.join("bin/sh").exists(), "no shell in the image");
+        Image { dir }
+    }
+
+    fn rootfs(&self) -> PathBuf {
+        self.dir.path().join("bundle/rootfs")
+    }
+
+    /// Mounts (copies) a ServiceAccount's token where a kubelet would.
+    fn mount_token(&self, token: &Secret, namespace: &str) {
+        let dir = self.rootfs().join("var/run/secrets/kubernetes.io/serviceaccount");
+        std::fs::create_dir_all(&dir).expect("token dir");
+        let data = token.data.as_ref().expect("token data");
+        for key in ["token", "ca.crt"] {
+            std::fs::write(dir.join(key), &data.get(key).expect(key).0).expect("written");
+        }
+        std::fs::write(dir.join("namespace"), namespace).expect("written");
+    }
+}
+
+/// A module process run from the image's root filesystem, as the installed Deployment says.
+struct Pod {
+    child: Child,
+    log: PathBuf,
+    probe: String,
+}
+
+impl Pod {
+    /// Runs the Deployment's container (command, args, env with the downward API filled in)
+    /// chrooted into `image` as user 65532, with in-cluster configuration pointing at `env`.
+    fn start(env: &TestEnv, image: &Image, deployment: &Deployment, pod_name: &str, args: Option<Vec<String>>) -> Pod {
+        let spec = deployment
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .expect("pod spec");
+        let namespace = deployment.namespace().expect("namespace");
+        Pod::of_spec(env, image, spec, &namespace, pod_name, args)
+    }
+
+    fn of_spec(
+        env: &TestEnv,
+        image: &Image,
+        spec: &PodSpec,
+        namespace: &str,
+        pod_name: &str,
+        args: Option<Vec<String>>,
+    ) -> Pod {
+        let container = &spec.containers[0];
+        let namespace = namespace.to_owned();
+        let mut vars = BTreeMap::new();
+        for e in container.env.iter().flatten() {
+            let value = match (&e.value, &e.value_from) {
+                (Some(v), _) => v.clone(),
+                (None, Some(from)) => match from.field_ref.as_ref().map(|f| f.field_path.as_str()) {
+                    Some("metadata.name") => pod_name.to_owned(),
+                    Some("metadata.namespace") => namespace.clone(),
+                    other => panic!("unexpected env source {other:?}"),
+                },
+                (None, None) => String::new(),
+            };
+            vars.insert(e.name.clone(), value);
+        }
+        let expand = |s: &String| {
+            let mut s = s.clone();
+            for (k, v) in &vars {
+                s = s.replace(&format!("$({k})"), v);
+            }
+            s
+        };
+        let command: Vec<String> = container.command.iter().flatten().map(expand).collect();
+        let args: Vec<String> = args.unwrap_or_else(|| container.args.iter().flatten().map(expand).collect());
+        let url = url_port(env.server_url());
+        let log = image.dir.path().join(format!("{pod_name}.log"));
+        let mut child = Command::new(chroot())
+            .arg("--userspec=65532:65532")
+            .arg(image.rootfs())
+            .args(&command)
+            .args(&args)
+            .env_clear()
+            .envs(&vars)
+            .env("HOSTNAME", pod_name)
+            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+            .env("KUBERNETES_SERVICE_PORT", url.to_string())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("chroot runs");
+        let mut probe = String::new();
+        if args.first().map(String::as_str) == Some("run") {
+            let mut line = String::new();
+            let _ = BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line);
+            probe = line.trim().strip_prefix("probe-addr ").unwrap_or_default().to_owned();
+        }
+        Pod { child, log, probe }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits for the process to end; its success.
+    fn wait(&mut self, timeout: Duration) -> Option<bool> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status.success());
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// SIGTERM, as a kubelet stops a container; whether it exited cleanly.
+    fn terminate(&mut self) -> Option<bool> {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        self.wait(Duration::from_secs(15))
+    }
+
+    fn http_get(&self, path: &str) -> String {
+        use std::io::Write as _;
+        let mut s = std::net::TcpStream::connect(&self.probe).expect("probe port");
+        write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").expect("request");
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    }
+}
+
+impl Drop for Pod {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `chroot` from this process's PATH (the module's environment is cleared, PATH too).
+fn chroot() -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
+        .map(|dir| dir.join("chroot"))
+        .find(|p| p.is_file())
+        .expect("chroot (coreutils) is installed")
+}
+
+fn url_port(url: &str) -> u16 {
+    url.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port in the server URL")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A control plane with the charts installed as the README says, in namespace `ns`.
+struct Installed {
+    env: TestEnv,
+    client: Client,
+    ns: String,
+    values: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Installed {
+    /// With `jobs`, the chart's hooks are on and their Jobs run from that image.
+    async fn new(ns: &str, jobs: Option<&Image>) -> Installed {
+        let env = TestEnv::builder()
+            // Owner references that block deletion need `update` on the owner's finalizers.
+            .apiserver_arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
+            .start()
+            .await
+            .expect("the control plane starts");
+        let client = env.client();
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(ns.into()),
+                labels: Some([("tinysystems.io/managed".to_owned(), "true".to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        namespaces
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("namespace");
+        let kubeconfig = env.kubeconfig_path().to_str().expect("utf-8").to_owned();
+        // What the README says: the CRDs once per cluster, then the module.
+        helm(&[
+            "install",
+            repo("charts/tiny-crds").to_str().expect("utf-8"),
+            "tiny-crds",
+            "--namespace",
+            ns,
+            "--kubeconfig",
+            &kubeconfig,
+        ]);
+        let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+        eventually("the CRDs to be served", Duration::from_secs(30), || {
+            let nodes = nodes.clone();
+            async move { nodes.list(&ListParams::default()).await.ok().map(|_| ()) }
+        })
+        .await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        // No kubelet runs hook Jobs here: with `jobs`, the test runs them (helm_running_jobs).
+        let values = write(
+            dir.path(),
+            "values.yaml",
+            &format!(
+                "module: {{name: {MODULE}, version: {VERSION}}}\nhooks: {{enabled: {}}}\nleaseSeconds: 4\ngrpc: {{port: {}}}\nprobes: {{port: {}}}\nlogLevel: info\n",
+                jobs.is_some(),
+                free_port(),
+                free_port()
+            ),
+        );
+        // `hello-module rbac > rbac.yaml`: the module's RBAC, from its code.
+        let rbac = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+            .arg("rbac")
+            .output()
+            .expect("hello-module rbac");
+        assert!(rbac.status.success());
+        let rbac_values = dir.path().join("rbac.yaml");
+        std::fs::write(&rbac_values, &rbac.stdout).expect("rbac.yaml");
+        let chart = repo("charts/tiny-module");
+        let args = [
+            "install",
+            chart.to_str().expect("utf-8"),
+            RELEASE,
+            "--namespace",
+            ns,
+            "-f",
+            rbac_values.to_str().expect("utf-8"),
+            "-f",
+            values.to_str().expect("utf-8"),
+            "--kubeconfig",
+            &kubeconfig,
+        ];
+        match jobs {
+            Some(image) => {
+                let ran = helm_running_jobs(&env, ns, image, &args).await;
+                let names: Vec<&str> = ran.iter().map(|j| j.name.as_str()).collect();
+                assert_eq!(
+                    names,
+                    [format!("{RELEASE}-tiny-module-pre-install")],
+                    "the pre-install hook ran"
+                );
+                assert!(ran[0].succeeded, "pre-install: {}", ran[0].log);
+            }
+            None => {
+                helm(&args);
+            }
+        }
+        Installed {
+            env,
+            client,
+            ns: ns.into(),
+            values,
+            _dir: dir,
+        }
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    async fn deployment(&self) -> Deployment {
+        self.api::<Deployment>()
+            .get(&format!("{RELEASE}-tiny-module"))
+            .await
+            .expect("the Deployment")
+    }
+
+    /// The token Secret kube-controller-manager made for the chart's ServiceAccount.
+    async fn token(&self) -> Secret {
+        sa_token(&self.client, &self.ns, &format!("{RELEASE}-tiny-module")).await
+    }
+
+    /// A client with the chart ServiceAccount's token (not the admin's).
+    async fn sa_client(&self, token: &Secret) -> Client {
+        let mut config = self.env.config().clone();
+        let data = token.data.as_ref().expect("data");
+        let bearer = String::from_utf8(data["token"].0.clone()).expect("token");
+        config.auth_info = kube::config::AuthInfo {
+            token: Some(bearer.into()),
+            ..Default::default()
+        };
+        Client::try_from(config).expect("client")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninstall_leaves_nothing() {
+    let image = Image::build();
+    let ns = "hello-helm";
+    let it = Installed::new(ns, Some(&image)).await;
+    // The chart's objects exist.
+    let deployment = it.deployment().await;
+    let name = format!("{RELEASE}-tiny-module");
+    it.api::<ServiceAccount>().get(&name).await.expect("ServiceAccount");
+    it.api::<Role>().get(&name).await.expect("Role");
+    it.api::<RoleBinding>().get(&name).await.expect("RoleBinding");
+    let service = it.api::<Service>().get(&name).await.expect("the gRPC Service");
+    let token = it.token().await;
+    image.mount_token(&token, ns);
+
+    // The pre-install hook's command: a labelled namespace passes; reserved, missing and
+    // unlabelled ones are refused with the reason.
+    it.env.create_namespace("plain").await.expect("namespace");
+    for (namespace, want) in [
+        (ns, None),
+        ("default", Some("reserved namespace `default`")),
+        ("nowhere", Some("namespace `nowhere` does not exist")),
+        (
+            "plain",
+            Some("`kubectl label namespace plain tinysystems.io/managed=true`"),
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+            .arg("pre-install")
+            .env("RELEASE_NAMESPACE", namespace)
+            .env("KUBECONFIG", it.env.kubeconfig_path())
+            .output()
+            .expect("pre-install runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        match want {
+            None => assert!(out.status.success(), "{namespace}: {err}"),
+            Some(want) => assert!(!out.status.success() && err.contains(want), "{namespace}: {err}"),
+        }
+    }
+
+    let mut pod = Pod::start(&it.env, &image, &deployment, "hello-pod-0", None);
+    assert!(!pod.probe.is_empty(), "the module started: {}", pod.log());
+    assert!(pod.http_get("/healthz").starts_with("HTTP/1.1 200"), "healthz");
+    eventually("/readyz to answer 200", Duration::from_secs(30), || async {
+        pod.http_get("/readyz").starts_with("HTTP/1.1 200").then_some(())
+    })
+    .await;
+
+    // The hello flow: nodes Ready, a signal delivered.
+    let flow = create_flow(&it.client, ns, GREET_FLOW).await;
+    let nodes: Api<TinyNode> = it.api();
+    for n in &flow.nodes {
+        eventually(&format!("{} to be Ready", n.name), Duration::from_secs(60), || {
+            let nodes = nodes.clone();
+            async move { nodes.get(&n.name).await.ok().filter(|n| ready(n) == Some(true)) }
+        })
+        .await;
+    }
+    let s = signal(
+        &it.client,
+        ns,
+        "greet-ada",
+        "greet.examples-v0.hello-1",
+        "input",
+        json!({"name": "Ada", "context": {"user": "ada"}}),
+    )
+    .await;
+    let status = s.status.expect("status");
+    assert_eq!(
+        status.phase.as_deref(),
+        Some("Delivered"),
+        "{:?}\n{}",
+        status.error,
+        pod.log()
+    );
+    assert_eq!(status.claimed_by.as_deref(), Some("hello-pod-0"));
+
+    // The TinyModule advertises the chart's Service; the Lease is held by this pod.
+    let module = module_name();
+    let modules: Api<TinyModule> = it.api();
+    let published = eventually("the TinyModule to be published", Duration::from_secs(30), || {
+        let modules = modules.clone();
+        let module = module.clone();
+        async move { modules.get(&module).await.ok()?.status.filter(|s| !s.addr.is_empty()) }
+    })
+    .await;
+    let port = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .map(|p| p[0].port)
+        .expect("port");
+    assert_eq!(published.addr, format!("{name}.{ns}.svc.cluster.local:{port}"));
+    let leases: Api<Lease> = it.api();
+    let lease = leases.get(&format!("{module}-lock")).await.expect("the Lease");
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some("hello-pod-0")
+    );
+
+    // A port exposed with the ServiceAccount's rights: a Service owned by the node.
+    let sa = it.sa_client(&token).await;
+    let exposed = tiny_runtime::resources::KubeResources::new(sa, ns, "greet.examples-v0.hello-1")
+        .with_selector([("app.kubernetes.io/name".to_owned(), module.clone())].into())
+        .expose_port(ExposePortRequest {
+            port: 8080,
+            ..ExposePortRequest::default()
+        })
+        .await
+        .expect("exposed with the chart's RBAC");
+    assert_eq!(exposed.len(), 1);
+    let services: Api<Service> = it.api();
+    let managed = ListParams::default().labels("app.kubernetes.io/managed-by=tiny-runtime");
+    assert_eq!(services.list(&managed).await.expect("list").items.len(), 1);
+
+    // Uninstall: Helm deletes the release, the kubelet stops the pod, then the cleanup hook
+    // (post-delete) waits for the Lease to lapse and removes what the module left.
+    let kubeconfig = it.env.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    assert_eq!(pod.terminate(), Some(true), "a clean stop on SIGTERM: {}", pod.log());
+    let ran = helm_running_jobs(
+        &it.env,
+        ns,
+        &image,
+        &["uninstall", RELEASE, "--namespace", ns, "--kubeconfig", &kubeconfig],
+    )
+    .await;
+    let names: Vec<&str> = ran.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [format!("{RELEASE}-tiny-module-cleanup")],
+        "the cleanup hook ran"
+    );
+    assert!(
+        ran[0].succeeded && ran[0].log.contains("cleaned up"),
+        "cleanup: {}",
+        ran[0].log
+    );
+
+    assert!(it.api::<Deployment>().get_opt(&name).await.expect("get").is_none());
+    assert!(
+        services.get_opt(&name).await.expect("get").is_none(),
+        "the gRPC Service is gone"
+    );
+    assert!(
+        services.list(&managed).await.expect("list").items.is_empty(),
+        "no exposed Service left"
+    );
+    assert!(
+        leases.get_opt(&format!("{module}-lock")).await.expect("get").is_none(),
+        "no Lease left"
+    );
+    assert!(
+        modules.get_opt(&module).await.expect("get").is_none(),
+        "no TinyModule left"
+    );
+    for n in nodes.list(&ListParams::default()).await.expect("list").items {
+        assert!(
+            !n.finalizers().iter().any(|f| f == NODE_FINALIZER),
+            "{} keeps the finalizer",
+            n.name_any()
+        );
+    }
+    // And the nodes can be deleted with no module running.
+    for n in &flow.nodes {
+        nodes.delete(&n.name, &Default::default()).await.expect("deleted");
+    }
+    eventually("the nodes to be gone", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            nodes
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .is_empty()
+                .then_some(())
+        }
+    })
+    .await;
+    let _ = &it.values;
+}
+
+/// The token Secret kube-controller-manager made for ServiceAccount `sa`.
+async fn sa_token(client: &Client, ns: &str, sa: &str) -> Secret {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    eventually(
+        &format!("the token of ServiceAccount {sa}"),
+        Duration::from_secs(30),
+        || {
+            let secrets = secrets.clone();
+            async move {
+                secrets
+                    .list(&ListParams::default())
+                    .await
+                    .ok()?
+                    .items
+                    .into_iter()
+                    .find(|s| {
+                        s.type_.as_deref() == Some("kubernetes.io/service-account-token")
+                            && s.annotations()
+                                .get("kubernetes.io/service-account.name")
+                                .map(String::as_str)
+                                == Some(sa)
+                    })
+            }
+        },
+    )
+    .await
+}
+
+/// A Job this test ran as a kubelet would.
+struct RanJob {
+    name: String,
+    succeeded: bool,
+    log: String,
+}
+
+/// Runs `helm args` and meanwhile acts as the kubelet for the Jobs Helm creates in `ns` (its
+/// hooks, which Helm waits for): each runs from `image`, chrooted as user 65532, with its
+/// ServiceAccount's token; its exit code becomes the Job's Complete or Failed condition.
+async fn helm_running_jobs(env: &TestEnv, ns: &str, image: &Image, args: &[&str]) -> Vec<RanJob> {
+    let owned: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let mut run = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = owned.iter().map(String::as_str).collect();
+        helm(&args)
+    });
+    let client = env.client();
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let mut ran: Vec<RanJob> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        tokio::select! {
+            out = &mut run => {
+                for job in &ran {
+                    eprintln!("--- hook Job {} (succeeded: {}):\n{}", job.name, job.succeeded, job.log);
+                }
+                out.expect("helm ran");
+                return ran;
+            }
+            () = tokio::time::sleep(Duration::from_millis(300)) => {}
+        }
+        let Ok(list) = jobs.list(&ListParams::default()).await else {
+            continue;
+        };
+        for job in list.items {
+            if !seen.insert(job.uid().unwrap_or_default()) {
+                continue;
+            }
+            let name = job.name_any();
+            let spec = job
+                .spec
+                .as_ref()
+                .and_then(|s| s.template.spec.clone())
+                .expect("the Job's pod spec");
+            let sa = spec.service_account_name.clone().unwrap_or_else(|| "default".into());
+            image.mount_token(&sa_token(&client, ns, &sa).await, ns);
+            let mut pod = Pod::of_spec(env, image, &spec, ns, &format!("{name}-pod"), None);
+            let (succeeded, log) = tokio::task::spawn_blocking(move || {
+                let ok = pod.wait(Duration::from_secs(90)) == Some(true);
+                (ok, pod.log())
+            })
+            .await
+            .expect("the Job's process");
+            let now = k8s_openapi::jiff::Timestamp::now().to_string();
+            let condition = if succeeded { "Complete" } else { "Failed" };
+            let mut status = json!({
+                "conditions": [{"type": condition, "status": "True", "lastProbeTime": now, "lastTransitionTime": now}],
+                "startTime": now,
+            });
+            if succeeded {
+                status["succeeded"] = json!(1);
+                status["completionTime"] = json!(now);
+            } else {
+                status["failed"] = json!(1);
+            }
+            jobs.patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await
+            .expect("Job status");
+            ran.push(RanJob { name, succeeded, log });
+        }
+    }
+}
+
+/// The Role with `resource`'s rule removed.
+async fn without_rule(it: &Installed, resource: &str) {
+    let roles: Api<Role> = it.api();
+    let rules: Vec<Rule> = runtime_rules()
+        .into_iter()
+        .filter(|r| r.resources != [resource.to_owned()])
+        .collect();
+    assert_eq!(rules.len() + 1, runtime_rules().len(), "{resource} is a rule");
+    roles
+        .patch(
+            &format!("{RELEASE}-tiny-module"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "rules": rules })),
+        )
+        .await
+        .expect("Role patched");
+    // The authorizer watches Roles; give it a moment.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden() {
+    let image = Image::build();
+    let ns = "hello-rbac";
+    let it = Installed::new(ns, None).await;
+    let deployment = it.deployment().await;
+    image.mount_token(&it.token().await, ns);
+    let user = format!("system:serviceaccount:{ns}:{RELEASE}-tiny-module");
+
+    // Start-up needs the TinyModule and the Lease: without them the module exits, saying why.
+    for (resource, verb, operation) in [
+        ("tinymodules", "create", "registering the TinyModule"),
+        ("leases", "get", "leader election"),
+    ] {
+        without_rule(&it, resource).await;
+        let mut pod = Pod::start(&it.env, &image, &deployment, &format!("no-{resource}"), None);
+        assert_eq!(pod.wait(Duration::from_secs(30)), Some(false), "exits with failure");
+        let log = pod.log();
+        for want in [
+            operation,
+            "forbidden",
+            &format!("cannot {verb} resource \"{resource}\""),
+            &user,
+        ] {
+            assert!(log.contains(want), "without {resource}: no {want:?} in\n{log}");
+        }
+    }
+
+    // Node status and Events: the module runs, and says what it may not do.
+    create_flow(
+        &it.client,
+        ns,
+        "kind: TinyNode\nmetadata: { name: r.examples-v0.hello-1 }\nspec: { module: examples, component: hello }\n",
+    )
+    .await;
+    for (resource, verb, operation) in [
+        ("tinynodes/status", "patch", "node reconcile failed"),
+        ("events", "create", "could not publish an event"),
+    ] {
+        without_rule(&it, resource).await;
+        let pod = Pod::start(
+            &it.env,
+            &image,
+            &deployment,
+            &format!("no-{}", resource.replace('/', "-")),
+            None,
+        );
+        assert!(!pod.probe.is_empty(), "started: {}", pod.log());
+        if resource == "events" {
+            // A node error is published as an Event.
+            create_flow(
+                &it.client,
+                ns,
+                "kind: TinyNode\nmetadata: { name: r.examples-v0.nosuch-1 }\nspec: { module: examples, component: nosuch }\n",
+            )
+            .await;
+        }
+        let want = format!("cannot {verb} resource \"{resource}\"");
+        let log = eventually(
+            &format!("a Forbidden on {resource} in the log"),
+            Duration::from_secs(30),
+            || async {
+                let log = pod.log();
+                log.contains(&want).then_some(log)
+            },
+        )
+        .await;
+        assert!(
+            log.contains(operation) && log.contains(&user),
+            "without {resource}:\n{log}"
+        );
+        if resource == "tinynodes/status" {
+            let node = it.api::<TinyNode>().get("r.examples-v0.hello-1").await.expect("node");
+            assert_ne!(ready(&node), Some(true), "no Ready without tinynodes/status");
+        }
+        drop(pod);
+    }
+}
