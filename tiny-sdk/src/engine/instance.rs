@@ -16,6 +16,7 @@ use crate::{
     error::{Error, ErrorMessage, Result},
     flow::Node,
     message::Reply,
+    msg::Msg,
     port::PortSpec,
 };
 
@@ -23,8 +24,11 @@ use crate::{
 pub(crate) trait NodeInstance: Send + Sync {
     fn info(&self) -> ComponentInfo;
     fn ports(&self) -> &'static [PortSpec];
-    /// A business port: decode, run the handler, route a failure to the catch port.
-    fn handle<'a>(&'a self, port: &'a str, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
+    /// The node's context (identity, emitter, client).
+    fn node(&self) -> &Arc<NodeContext>;
+    /// A business port: take the value, run the handler, route a failure to the catch
+    /// port. The one allocation of a hop's control flow: the handler's future, boxed.
+    fn handle<'a>(&'a self, port: &'a str, input: Msg, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
     /// `_settings`: decode and, when they changed, swap them in and call the hook.
     /// `None` means the spec has no settings: the defaults apply.
     fn settings<'a>(&'a self, value: Option<&'a Value>) -> BoxFuture<'a, Result<bool>>;
@@ -88,15 +92,23 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
         C::ports()
     }
 
-    fn handle<'a>(&'a self, port: &'a str, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>> {
+    fn node(&self) -> &Arc<NodeContext> {
+        &self.node
+    }
+
+    fn handle<'a>(&'a self, port: &'a str, input: Msg, hop: Hop) -> BoxFuture<'a, Result<Reply>> {
         Box::pin(async move {
             let ctx = self.ctx(hop);
+            // A catch port reports the input that failed: keep a reference (the
+            // handler then gets a copy rather than the value itself).
+            let kept = self.component.error_port().map(|_| input.clone());
             let result = guarded("handler", self.component.handle(&ctx, port, input)).await;
-            match (result, self.component.error_port()) {
-                (Err(err), Some(catch)) if catch.name() != port && !err.undecodable => {
-                    catch.emit(&ctx, ErrorMessage::new(input, &err)).await
+            match (result, self.component.error_port(), kept) {
+                (Err(err), Some(catch), Some(input)) if catch.name() != port && !err.undecodable => {
+                    let input = input.json().cloned().unwrap_or(Value::Null);
+                    catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
                 }
-                (result, _) => result,
+                (result, _, _) => result,
             }
         })
     }
