@@ -263,7 +263,8 @@ impl Msg {
                 return Ok(value);
             }
             // A `Value` receiver of a JSON message: the tree itself.
-            if let Some(Json(tree)) = body.downcast_mut::<Json>()
+            if TypeId::of::<T>() == TypeId::of::<Value>()
+                && let Some(Json(tree)) = body.downcast_mut::<Json>()
                 && let Some(value) = cast::<T>(std::mem::take(tree))
             {
                 return Ok(value);

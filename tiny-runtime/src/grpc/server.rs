@@ -5,7 +5,7 @@
 
 use std::{fmt, future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
-use tiny_sdk::{Error, Hop, engine::Engine, flow::PortAddress, flow::parse_node_name};
+use tiny_sdk::{Error, Hop, Msg, engine::Engine, flow::PortAddress, flow::parse_node_name};
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 use tonic::{
@@ -83,7 +83,7 @@ impl Handler {
             ));
             return Err((e, Code::FailedPrecondition));
         }
-        let msg = request.into_inner();
+        let mut msg = request.into_inner();
         let to = PortAddress::parse(&msg.to).map_err(invalid)?;
         let module = self.engine.module();
         let known = self.engine.has_node(&to.node);
@@ -98,27 +98,26 @@ impl Handler {
             ));
             return Err((e, Code::NotFound));
         }
-        let data = wire::decode_payload(&msg.payload).map_err(invalid)?;
+        // Checked here (no allocation), decoded straight into the receiving port's
+        // type when it is taken: no JSON tree unless something asks for one.
+        wire::check_json(&msg.payload).map_err(invalid)?;
+        let data = Msg::from_json_bytes(std::mem::take(&mut msg.payload));
         let source = wire::source_from_wire(&msg.from, &msg.edge_id);
         // Cancelled when the caller goes away (this future is dropped) or the server stops.
         let cancel = self.stopping.child_token();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let leader = self.leader.as_ref().is_some_and(|f| f());
         let hop = Hop { depth, cancel, leader };
-        let reply = self
-            .engine
-            .deliver(&to, source, Arc::new(data), hop)
-            .await
-            .map_err(|e| {
-                // A node this module does not have: `NotFound`, unless the engine
-                // thinks it may still load (then it is transient, `Unavailable`).
-                let code = if known || e.is_retryable() {
-                    wire::default_code(&e)
-                } else {
-                    Code::NotFound
-                };
-                (e, code)
-            })?;
+        let reply = self.engine.deliver(&to, source, data, hop).await.map_err(|e| {
+            // A node this module does not have: `NotFound`, unless the engine
+            // thinks it may still load (then it is transient, `Unavailable`).
+            let code = if known || e.is_retryable() {
+                wire::default_code(&e)
+            } else {
+                Code::NotFound
+            };
+            (e, code)
+        })?;
         let data = wire::encode_reply(&reply).map_err(|e| (e, Code::Internal))?;
         wire::check_size(
             format_args!("the reply of `{}`", msg.to),

@@ -52,6 +52,16 @@ pub fn decode_payload(bytes: &[u8]) -> Result<Value> {
     serde_json::from_slice(bytes).map_err(|e| Error::permanent(format!("payload is not JSON: {e}")))
 }
 
+/// Fails unless `bytes` are JSON (or empty, which is `null`), without building a tree.
+pub fn check_json(bytes: &[u8]) -> Result<()> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+        .map(drop)
+        .map_err(|e| Error::permanent(format!("payload is not JSON: {e}")))
+}
+
 /// The bytes of a reply: none for an empty reply, else JSON (the Go SDK's rule).
 pub fn encode_reply(reply: &Reply) -> Result<Vec<u8>> {
     match reply.as_value() {
