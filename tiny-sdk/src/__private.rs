@@ -68,13 +68,18 @@ impl<T> Take<T> {
     pub const fn new() -> Self {
         Take(PhantomData)
     }
+
+    /// The probe for an input port's message type, named by the port itself.
+    pub const fn of(_: &crate::Input<T>) -> Self {
+        Take(PhantomData)
+    }
 }
 
 pub trait TakeExactClone<T> {
     fn take(&self, msg: Msg, port: &str) -> Result<T>;
 }
 
-impl<T: crate::Message + RoundTrip + Clone> TakeExactClone<T> for &&Take<T> {
+impl<T: crate::Message + RoundTrip + Clone> TakeExactClone<T> for &&&Take<T> {
     fn take(&self, msg: Msg, port: &str) -> Result<T> {
         if T::round_trip_exact(0) {
             msg.take_exact_or_clone(port)
@@ -88,7 +93,7 @@ pub trait TakeExact<T> {
     fn take(&self, msg: Msg, port: &str) -> Result<T>;
 }
 
-impl<T: crate::Message + RoundTrip> TakeExact<T> for &Take<T> {
+impl<T: crate::Message + RoundTrip> TakeExact<T> for &&Take<T> {
     fn take(&self, msg: Msg, port: &str) -> Result<T> {
         if T::round_trip_exact(0) {
             msg.take_exact(port)
@@ -102,20 +107,34 @@ pub trait TakeDecode<T> {
     fn take(&self, msg: Msg, port: &str) -> Result<T>;
 }
 
-impl<T: crate::Message> TakeDecode<T> for Take<T> {
+impl<T: crate::Message> TakeDecode<T> for &Take<T> {
     fn take(&self, msg: Msg, port: &str) -> Result<T> {
         msg.decode(port)
     }
 }
 
-/// `Result<$t>`: port `$port`'s value out of message `$msg` (see [`Take`]).
+/// Reached only for a port type that is not a message, which the port table already
+/// reports: no second error here.
+pub trait TakeNone<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+}
+
+impl<T> TakeNone<T> for Take<T> {
+    fn take(&self, _: Msg, port: &str) -> Result<T> {
+        Err(Error::permanent(format!("port `{port}` does not carry a message type")))
+    }
+}
+
+/// `Result<T>`: input port `$input`'s (an `&Input<T>`) value out of message `$msg`
+/// (see [`Take`]).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __take {
-    ($t:ty, $port:expr, $msg:expr) => {{
+    ($input:expr, $msg:expr) => {{
         #[allow(unused_imports)]
-        use $crate::__private::{TakeDecode as _, TakeExact as _, TakeExactClone as _};
-        (&&&$crate::__private::Take::<$t>::new()).take($msg, $port)
+        use $crate::__private::{TakeDecode as _, TakeExact as _, TakeExactClone as _, TakeNone as _};
+        let input: &$crate::Input<_> = $input;
+        (&&&&$crate::__private::Take::of(input)).take($msg, input.name())
     }};
 }
 pub use crate::__take as take;

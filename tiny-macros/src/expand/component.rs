@@ -239,11 +239,7 @@ fn handle_fn(c: &Component) -> TokenStream {
 
 fn handle_arm(p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
-    let message = message_type(p);
-    let take = respan(
-        quote!(::tiny_sdk::__private::take!(#message, ::tiny_sdk::Input::name(&self.#field), input)),
-        p.check_span,
-    );
+    let take = respan(quote!(::tiny_sdk::__private::take!(&self.#field, input)), p.check_span);
     // The call carries the handler's span, so a missing or mistyped method is
     // reported on the port field that asked for it (or on `handler = ...`); `msg`
     // carries the message type's span, where a handler taking another type is reported.
