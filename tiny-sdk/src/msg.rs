@@ -96,10 +96,10 @@ fn moved() -> Error {
     Error::permanent("message was already handed over")
 }
 
-fn once<'a>(
-    cell: &'a OnceLock<std::result::Result<Value, Error>>,
+fn once(
+    cell: &OnceLock<std::result::Result<Value, Error>>,
     make: impl FnOnce() -> std::result::Result<Value, Error>,
-) -> Result<&'a Value> {
+) -> Result<&Value> {
     cell.get_or_init(make).as_ref().map_err(Clone::clone)
 }
 

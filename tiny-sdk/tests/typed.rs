@@ -301,7 +301,7 @@ async fn other_types_meet_through_serde() {
     let want = dbg(&via_json::<_, Other>(&exact()));
     assert_eq!(want, r#"Other { n: 7, user: "ada" }"#);
     let got = run("send_exact", "recv_other", 1, no_retry(), json!("{{$}}"), None).await;
-    assert_eq!(got, [want.clone()]);
+    assert_eq!(got, std::slice::from_ref(&want));
     // A `Value` sender and a typed receiver, and the other way round.
     let got = run("send_value", "recv_other", 2, None, json!("{{$}}"), None).await;
     assert_eq!(got, [want.clone(), want]);

@@ -86,9 +86,8 @@ async fn attempts(engine: &Inner, from: &str, route: &Route, msg: Msg, hop: Hop)
     if route.backoff.max_attempts <= 1 && route.backoff.timeout.is_none() {
         return engine.deliver(to, source, msg, hop).await;
     }
-    let cancel = hop.cancel.clone();
     route
         .backoff
-        .run(&cancel, || engine.deliver(to, source, msg.clone(), hop.clone()))
+        .run(&hop.cancel, || engine.deliver(to, source, msg.clone(), hop.clone()))
         .await
 }
