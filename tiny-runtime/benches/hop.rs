@@ -15,6 +15,10 @@
 //! `cargo bench -p tiny-runtime --bench hop`. `HOP_SCALE=0.2` for a quicker run;
 //! `HOP_ONLY=echo|tiny|route|pool|local` runs one side alone (for a profiler).
 
+#[cfg(feature = "fast-alloc")]
+#[global_allocator]
+static ALLOC: tiny_runtime::FastAlloc = tiny_runtime::FastAlloc;
+
 use std::{
     net::SocketAddr,
     sync::Arc,

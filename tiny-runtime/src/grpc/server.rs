@@ -84,17 +84,26 @@ impl Handler {
             return Err((e, Code::FailedPrecondition));
         }
         let mut msg = request.into_inner();
-        let to = PortAddress::parse(&msg.to).map_err(invalid)?;
+        // Checked as `PortAddress::parse` does, without copying the parts.
+        let (node, port) = match msg.to.rsplit_once(':') {
+            Some((n, p)) if !n.is_empty() && !p.is_empty() => (n, p),
+            _ => {
+                return Err(invalid(
+                    PortAddress::parse(&msg.to)
+                        .err()
+                        .unwrap_or_else(|| Error::permanent("bad address")),
+                ));
+            }
+        };
         let module = self.engine.module();
-        let known = self.engine.has_node(&to.node);
+        let known = self.engine.has_node(node);
         // Only this module's nodes: forwarding would let two modules bounce a message.
         if !known
-            && let Some((owner, _)) = parse_node_name(&to.node)
+            && let Some((owner, _)) = parse_node_name(node)
             && owner != module
         {
             let e = Error::permanent(format!(
-                "module `{module}` has no node `{}`: it belongs to module `{owner}`",
-                to.node
+                "module `{module}` has no node `{node}`: it belongs to module `{owner}`"
             ));
             return Err((e, Code::NotFound));
         }
@@ -108,16 +117,20 @@ impl Handler {
         let _cancel_on_drop = cancel.clone().drop_guard();
         let leader = self.leader.as_ref().is_some_and(|f| f());
         let hop = Hop { depth, cancel, leader };
-        let reply = self.engine.deliver(&to, source, data, hop).await.map_err(|e| {
-            // A node this module does not have: `NotFound`, unless the engine
-            // thinks it may still load (then it is transient, `Unavailable`).
-            let code = if known || e.is_retryable() {
-                wire::default_code(&e)
-            } else {
-                Code::NotFound
-            };
-            (e, code)
-        })?;
+        let reply = self
+            .engine
+            .deliver_at(node, port, source, data, hop)
+            .await
+            .map_err(|e| {
+                // A node this module does not have: `NotFound`, unless the engine
+                // thinks it may still load (then it is transient, `Unavailable`).
+                let code = if known || e.is_retryable() {
+                    wire::default_code(&e)
+                } else {
+                    Code::NotFound
+                };
+                (e, code)
+            })?;
         let data = wire::encode_reply(&reply).map_err(|e| (e, Code::Internal))?;
         wire::check_size(
             format_args!("the reply of `{}`", msg.to),

@@ -267,9 +267,12 @@ impl Engine {
     /// Delivers a message that arrived from another module (the gRPC server calls
     /// this with [`Msg::from_json_bytes`], decoded straight into the port's type).
     pub async fn deliver(&self, to: &PortAddress, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
-        self.inner
-            .deliver(To::parse(&to.node, &to.port), source, data, hop)
-            .await
+        self.deliver_at(&to.node, &to.port, source, data, hop).await
+    }
+
+    /// [`deliver`](Self::deliver) to `node`'s `port`, without building an address.
+    pub async fn deliver_at(&self, node: &str, port: &str, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
+        self.inner.deliver(To::parse(node, port), source, data, hop).await
     }
 
     /// `true` when the node is in the table (running or failed).
