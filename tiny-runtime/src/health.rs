@@ -1,9 +1,12 @@
 //! The probe and metrics endpoints: `/healthz`, `/readyz`, `/metrics`. A few lines of
 //! HTTP/1.1 over a socket: probes need nothing more, and no HTTP server is linked.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use tokio::{
@@ -13,8 +16,74 @@ use tokio::{
 
 use crate::metrics::Metrics;
 
+/// What `/readyz` says: ready once the module started and every watch it depends on
+/// has listed its objects, and not while a watch cannot list (the module would then
+/// run on a partial or empty view of its nodes and signals).
+#[derive(Debug, Default)]
+pub struct Readiness {
+    started: AtomicBool,
+    watches: Mutex<BTreeMap<&'static str, WatchState>>,
+}
+
+#[derive(Debug, Clone)]
+enum WatchState {
+    Listing,
+    Listed,
+    Failing(String),
+}
+
+impl Readiness {
+    /// The module finished (or, `false`, stopped) starting.
+    pub fn set_started(&self, started: bool) {
+        self.started.store(started, Ordering::Relaxed);
+    }
+
+    fn set(&self, watch: &'static str, state: WatchState) {
+        if let Ok(mut w) = self.watches.lock() {
+            w.insert(watch, state);
+        }
+    }
+
+    /// `watch` is starting: not ready until it has listed.
+    pub fn listing(&self, watch: &'static str) {
+        self.set(watch, WatchState::Listing);
+    }
+
+    /// `watch` listed every object.
+    pub fn listed(&self, watch: &'static str) {
+        self.set(watch, WatchState::Listed);
+    }
+
+    /// `watch` could not list; `why` is shown by `/readyz`.
+    pub fn failing(&self, watch: &'static str, why: String) {
+        self.set(watch, WatchState::Failing(why));
+    }
+
+    /// `Ok` when ready, else every reason why not.
+    pub fn check(&self) -> Result<(), String> {
+        let mut reasons = Vec::new();
+        if !self.started.load(Ordering::Relaxed) {
+            reasons.push("the module is starting".to_owned());
+        }
+        if let Ok(w) = self.watches.lock() {
+            for (name, state) in w.iter() {
+                match state {
+                    WatchState::Listed => {}
+                    WatchState::Listing => reasons.push(format!("{name}: not listed yet")),
+                    WatchState::Failing(why) => reasons.push(format!("{name}: cannot list: {why}")),
+                }
+            }
+        }
+        if reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(reasons.join("\n"))
+        }
+    }
+}
+
 /// Serves probes and metrics on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, ready: Arc<AtomicBool>, metrics: Arc<Metrics>) {
+pub async fn serve(listener: TcpListener, ready: Arc<Readiness>, metrics: Arc<Metrics>) {
     loop {
         let Ok((mut socket, _)) = listener.accept().await else {
             continue;
@@ -30,8 +99,10 @@ pub async fn serve(listener: TcpListener, ready: Arc<AtomicBool>, metrics: Arc<M
             let path = request.split_whitespace().nth(1).unwrap_or("/");
             let (status, body) = match path {
                 "/healthz" => ("200 OK", "ok".to_owned()),
-                "/readyz" if ready.load(Ordering::Relaxed) => ("200 OK", "ok".to_owned()),
-                "/readyz" => ("503 Service Unavailable", "starting".to_owned()),
+                "/readyz" => match ready.check() {
+                    Ok(()) => ("200 OK", "ok".to_owned()),
+                    Err(why) => ("503 Service Unavailable", why),
+                },
                 "/metrics" => ("200 OK", metrics.render()),
                 _ => ("404 Not Found", "not found".to_owned()),
             };

@@ -2,10 +2,7 @@
 
 use std::{
     net::SocketAddr,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, atomic::Ordering},
     time::Duration,
 };
 
@@ -28,7 +25,6 @@ pub struct Runtime {
     shared: Arc<Shared>,
     stop: CancellationToken,
     tasks: Vec<tokio::task::JoinHandle<()>>,
-    ready: Arc<AtomicBool>,
     /// Where probes and metrics are served, if they are.
     pub probe_addr: Option<SocketAddr>,
 }
@@ -117,7 +113,6 @@ impl Runtime {
         controller::module::register(&shared)
             .await
             .map_err(|e| crate::Error::Startup(format!("registering the TinyModule: {e}")))?;
-        let ready = Arc::new(AtomicBool::new(false));
         let mut probe_addr = None;
         if let Some(addr) = opts.probe_addr {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -126,7 +121,7 @@ impl Runtime {
             probe_addr = listener.local_addr().ok();
             tasks.push(tokio::spawn(crate::health::serve(
                 listener,
-                ready.clone(),
+                shared.readiness.clone(),
                 metrics.clone(),
             )));
         }
@@ -152,12 +147,11 @@ impl Runtime {
             Duration::from_millis(500),
             cancelled(&stop),
         )));
-        ready.store(true, Ordering::Relaxed);
+        shared.readiness.set_started(true);
         Ok(Runtime {
             shared,
             stop,
             tasks,
-            ready,
             probe_addr,
         })
     }
@@ -172,6 +166,11 @@ impl Runtime {
         &self.shared.metrics
     }
 
+    /// `Ok` when the module is ready (what `/readyz` answers), else why not.
+    pub fn readiness(&self) -> Result<(), String> {
+        self.shared.readiness.check()
+    }
+
     /// Whether this replica leads.
     pub fn is_leader(&self) -> bool {
         self.shared.leadership.is_leader()
@@ -184,7 +183,7 @@ impl Runtime {
 
     /// Stops the controllers (nodes are not destroyed: another replica runs them).
     pub async fn stop(self) {
-        self.ready.store(false, Ordering::Relaxed);
+        self.shared.readiness.set_started(false);
         self.stop.cancel();
         for t in self.tasks {
             t.abort();

@@ -6,7 +6,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
     jiff::Timestamp,
 };
-use tiny_sdk::{Error, engine::NodeReport, flow::RawJson};
+use tiny_sdk::{Error, engine::NodeReport, error::code, flow::RawJson};
 
 use crate::{
     config::{ModuleConfig, SDK_VERSION},
@@ -57,8 +57,7 @@ pub fn node_status(
     }
     let (ready, reason, message) = match error {
         None => ("True", "Running", String::new()),
-        Some(e) if e.message().contains("unknown component") => ("False", "UnknownComponent", e.to_string()),
-        Some(e) => ("False", "SpecRejected", e.to_string()),
+        Some(e) => ("False", not_ready_reason(e), e.to_string()),
     };
     s.error = error.is_some();
     s.status = if error.is_some() { message.clone() } else { "OK".into() };
@@ -76,6 +75,16 @@ pub fn node_status(
     }];
     s.last_update_time = previous.and_then(|p| p.last_update_time.clone());
     s
+}
+
+/// The `Ready=False` reason for a node error, by its code.
+fn not_ready_reason(e: &Error) -> &'static str {
+    match e.code() {
+        Some(code::UNKNOWN_COMPONENT) => "UnknownComponent",
+        Some(code::INVALID_NAME) => "InvalidName",
+        Some(code::UNDECODABLE_OBJECT) => "Undecodable",
+        _ => "SpecRejected",
+    }
 }
 
 /// Whether `desired` must be written over `current`: it differs in anything but the

@@ -27,6 +27,9 @@ pub struct NodeContext {
     identity: NodeIdentity,
     emitter: NodeEmitter,
     client: Option<Arc<dyn ResourceManager>>,
+    /// Cancelled when the node is removed or replaced: handlers still running for it
+    /// are stopped.
+    stopped: CancellationToken,
 }
 
 impl NodeContext {
@@ -36,7 +39,23 @@ impl NodeContext {
             identity,
             emitter,
             client,
+            stopped: CancellationToken::new(),
         }
+    }
+
+    /// Stops the node's running handlers (it was removed or replaced).
+    pub(crate) fn stop(&self) {
+        self.stopped.cancel();
+    }
+
+    /// Resolves once the node was removed or replaced.
+    pub(crate) async fn stopped(&self) {
+        self.stopped.cancelled().await;
+    }
+
+    /// Whether any edge leaves the node's `port`.
+    pub(crate) fn connected(&self, port: &str) -> bool {
+        self.emitter.connected(port)
     }
 
     /// The node's identity.
@@ -112,9 +131,13 @@ impl<C: Component> Ctx<C> {
         self.hop.leader
     }
 
-    /// Resolves when the caller gave up on this message or the node is stopping.
+    /// Resolves when the caller gave up on this message, or the node was removed while
+    /// the handler ran (the engine then drops the handler at its next `.await`).
     pub async fn cancelled(&self) {
-        self.hop.cancel.cancelled().await;
+        tokio::select! {
+            () = self.hop.cancel.cancelled() => {}
+            () = self.node.stopped.cancelled() => {}
+        }
     }
 
     /// The runtime's resource manager (absent in-process unless a test provides one).

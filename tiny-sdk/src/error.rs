@@ -141,6 +141,35 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// Codes of the errors the engine itself raises, for `nonRetryableErrorCodes` and for
+/// code that must tell them apart without reading a message.
+pub mod code {
+    /// The target node was removed while its handler ran.
+    pub const NODE_REMOVED: &str = "NODE_REMOVED";
+    /// No node of that name is loaded in the module that should run it.
+    pub const NODE_NOT_FOUND: &str = "NODE_NOT_FOUND";
+    /// The node exists but does not run: its spec or its name was refused.
+    pub const NODE_NOT_RUNNING: &str = "NODE_NOT_RUNNING";
+    /// The component has no such port (or the settings switched it off).
+    pub const UNKNOWN_PORT: &str = "UNKNOWN_PORT";
+    /// The message does not decode into the port's type.
+    pub const UNDECODABLE: &str = "UNDECODABLE";
+    /// An edge mapping failed to evaluate.
+    pub const MAPPING: &str = "MAPPING";
+    /// The cycle guard stopped the message.
+    pub const CYCLE: &str = "CYCLE";
+    /// A component panicked.
+    pub const PANIC: &str = "PANIC";
+    /// The node's `spec.component` is not a component of the module.
+    pub const UNKNOWN_COMPONENT: &str = "UNKNOWN_COMPONENT";
+    /// The node's spec is wrong (a port, an expression, settings, an edge, a policy).
+    pub const INVALID_SPEC: &str = "INVALID_SPEC";
+    /// The node's name is not `{flow}.{module}.{component}-{suffix}` for its component.
+    pub const INVALID_NAME: &str = "INVALID_NAME";
+    /// The object (a TinyNode, a TinySignal) does not decode at all.
+    pub const UNDECODABLE_OBJECT: &str = "UNDECODABLE_OBJECT";
+}
+
 /// Foreign errors are transient unless marked otherwise: an I/O or HTTP failure usually is.
 macro_rules! transient_from {
     ($($t:ty),* $(,)?) => {$(
@@ -172,8 +201,9 @@ pub struct ErrorMessage {
     /// Whether a retry could succeed.
     #[serde(default)]
     pub retryable: bool,
-    /// The error's code, when it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The error's code, `null` when it has none (always present, so that an edge
+    /// reading `{{$.code}}` does not fail on errors without one).
+    #[serde(default)]
     pub code: Option<String>,
 }
 

@@ -1,5 +1,6 @@
 //! The hello component of the TinySystems README, in tiny: a name comes in, a
-//! greeting goes out, and a failure goes to the error port instead of failing the flow.
+//! greeting goes out, and a failure goes to the error port instead of failing the flow
+//! when the settings switch that port on (`enableErrorPort`, as in the Go modules).
 
 use tiny_sdk::prelude::*;
 
@@ -10,12 +11,16 @@ pub struct HelloSettings {
     /// Put before the name.
     #[tiny(title = "Greeting word")]
     pub greeting_word: String,
+    /// Send failures to the `error` port instead of failing the message.
+    #[tiny(title = "Enable error port")]
+    pub enable_error_port: bool,
 }
 
 impl Default for HelloSettings {
     fn default() -> Self {
         Self {
             greeting_word: "Hello".into(),
+            enable_error_port: false,
         }
     }
 }
@@ -44,7 +49,8 @@ pub struct Greeting {
 
 /// Greets a person by name.
 ///
-/// An empty name is an error: it goes to the `error` port with the input's context.
+/// An empty name is an error. With `enableErrorPort` on it goes to the `error` port
+/// with the input's context; with it off (the default) it fails the message.
 #[derive(Debug, Component, Default)]
 #[component(name = "hello", tags("example", "greeting"), settings = HelloSettings)]
 pub struct Hello {
@@ -54,7 +60,7 @@ pub struct Hello {
     /// The greeting.
     #[port(position = Right)]
     greeting: Output<Greeting>,
-    /// Names that could not be greeted.
+    /// Names that could not be greeted (present while `enableErrorPort` is on).
     #[port(position = Bottom, catch)]
     error: Output<ErrorMessage>,
 }

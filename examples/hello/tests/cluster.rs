@@ -38,7 +38,7 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         .await;
         let status = node.status.expect("status");
         assert_eq!(status.status, "OK");
-        assert_eq!(status.module.name, "examples");
+        assert_eq!(status.module.name, "examples-v0");
         assert_eq!(status.observed_generation, node.metadata.generation.unwrap_or(0));
         assert!(status.last_update_time.is_some(), "heartbeat");
         assert!(!status.ports.is_empty(), "{}: ports", n.name);
@@ -67,7 +67,7 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         &client,
         "flow",
         "greet-ada",
-        "greet.examples.hello-1",
+        "greet.examples-v0.hello-1",
         "input",
         json!({"name": "Ada", "context": {"user": "ada"}}),
     )
@@ -91,11 +91,17 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     // Hops are recorded when they finish: the innermost first.
     assert_eq!(
         hops,
-        [("greet.examples.shout-1", "input"), ("greet.examples.hello-1", "input")],
+        [
+            ("greet.examples-v0.shout-1", "input"),
+            ("greet.examples-v0.hello-1", "input")
+        ],
         "capped at 2"
     );
     assert!(tracked.hops.iter().all(|h| h.error.is_none() && !h.data.is_empty()));
-    assert_eq!(tracked.hops[0].from.as_deref(), Some("greet.examples.hello-1:greeting"));
+    assert_eq!(
+        tracked.hops[0].from.as_deref(),
+        Some("greet.examples-v0.hello-1:greeting")
+    );
 
     // Status is written only when it changes: metadata-only updates reconcile the
     // node again, and nothing is written.
@@ -107,7 +113,11 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     for i in 0..3 {
         let patch = json!({"metadata": {"annotations": {"touched": i.to_string()}}});
         nodes
-            .patch("greet.examples.hello-1", &PatchParams::default(), &Patch::Merge(patch))
+            .patch(
+                "greet.examples-v0.hello-1",
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
             .await
             .expect("annotated");
     }
@@ -141,12 +151,12 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     };
     let cases = [
         (
-            mk("b.examples.nosuch-1", "nosuch", vec![]),
+            mk("b.examples-v0.nosuch-1", "nosuch", vec![]),
             "unknown component `nosuch`",
         ),
         (
             mk(
-                "b.examples.shout-1",
+                "b.examples-v0.shout-1",
                 "shout",
                 vec![PortConfig {
                     from: "x:out".into(),
@@ -159,7 +169,7 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         ),
         (
             mk(
-                "b.examples.hello-2",
+                "b.examples-v0.hello-2",
                 "hello",
                 vec![PortConfig {
                     port: "_settings".into(),
@@ -173,7 +183,7 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     for (node, _) in &cases {
         bad.create(&PostParams::default(), node).await.expect("created");
     }
-    bad.create(&PostParams::default(), &mk("b.examples.hello-1", "hello", vec![]))
+    bad.create(&PostParams::default(), &mk("b.examples-v0.hello-1", "hello", vec![]))
         .await
         .expect("created");
     for (node, expected) in &cases {
@@ -218,58 +228,58 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         &client,
         "bad",
         "still-works",
-        "b.examples.hello-1",
+        "b.examples-v0.hello-1",
         "input",
         json!({"name": "Bo"}),
     )
     .await;
     assert_eq!(ok.status.and_then(|s| s.phase), Some("Delivered".into()));
     // A signal sent the moment its node is created waits for the node to load.
-    bad.create(&PostParams::default(), &mk("b.examples.hello-3", "hello", vec![]))
+    bad.create(&PostParams::default(), &mk("b.examples-v0.hello-3", "hello", vec![]))
         .await
         .expect("created");
     let early = signal(
         &client,
         "bad",
         "early",
-        "b.examples.hello-3",
+        "b.examples-v0.hello-3",
         "input",
         json!({"name": "Di"}),
     )
     .await;
     let early = early.status.expect("status");
     assert_eq!(early.phase.as_deref(), Some("Delivered"), "{:?}", early.error);
-    let unknown_port = signal(&client, "bad", "no-port", "b.examples.hello-1", "nope", json!({})).await;
+    let unknown_port = signal(&client, "bad", "no-port", "b.examples-v0.hello-1", "nope", json!({})).await;
     let st = unknown_port.status.expect("status");
     assert_eq!(st.phase.as_deref(), Some("Failed"));
     let err = st.error.unwrap_or_default();
     assert!(err.contains("has no input port `nope`"), "{err}");
-    let unknown_node = signal(&client, "bad", "no-node", "b.examples.ghost-1", "input", json!({})).await;
+    let unknown_node = signal(&client, "bad", "no-node", "b.examples-v0.ghost-1", "input", json!({})).await;
     assert!(
         unknown_node
             .status
             .and_then(|s| s.error)
             .unwrap_or_default()
-            .contains("has no node `b.examples.ghost-1`")
+            .contains("has no node `b.examples-v0.ghost-1`")
     );
 
     // Deleting a node runs its finalizer: the module removes it and the object goes.
     nodes
-        .delete("greet.examples.respond-1", &Default::default())
+        .delete("greet.examples-v0.respond-1", &Default::default())
         .await
         .expect("deleted");
     eventually("the deleted node to be gone", Duration::from_secs(30), || {
         let nodes = nodes.clone();
         async move {
             nodes
-                .get_opt("greet.examples.respond-1")
+                .get_opt("greet.examples-v0.respond-1")
                 .await
                 .ok()
                 .and_then(|n| n.is_none().then_some(()))
         }
     })
     .await;
-    assert!(!module.engine().has_node("greet.examples.respond-1"));
+    assert!(!module.engine().has_node("greet.examples-v0.respond-1"));
 
     module.stop().await;
     bad_module.stop().await;
@@ -287,7 +297,7 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
     create_flow(
         &client,
         "ha",
-        "kind: TinyNode\nmetadata: { name: ha.examples.hello-1 }\nspec: { module: examples, component: hello }\n",
+        "kind: TinyNode\nmetadata: { name: ha.examples-v0.hello-1 }\nspec: { module: examples, component: hello }\n",
     )
     .await;
     let leader = eventually("exactly one leader", Duration::from_secs(60), || async {
@@ -305,7 +315,7 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
         let nodes = nodes.clone();
         async move {
             nodes
-                .get("ha.examples.hello-1")
+                .get("ha.examples-v0.hello-1")
                 .await
                 .ok()
                 .filter(|n| ready(n) == Some(true))
@@ -322,7 +332,7 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
         &client,
         "ha",
         "handover",
-        "ha.examples.hello-1",
+        "ha.examples-v0.hello-1",
         "input",
         json!({"name": "Cy"}),
     )

@@ -13,63 +13,63 @@ use tiny_runtime::crd::{TinyModule, TinyNode};
 /// alpha.hello -> beta.shout -> alpha.respond, and edges to failure cases.
 const FLOW: &str = r#"
 kind: TinyNode
-metadata: { name: x.alpha.hello-1, labels: { tinysystems.io/flow-name: x } }
+metadata: { name: x.alpha-v0.hello-1, labels: { tinysystems.io/flow-name: x } }
 spec:
   module: alpha
   component: hello
   edges:
     - id: to-beta
       port: greeting
-      to: "x.beta.shout-1:input"
+      to: "x.beta-v0.shout-1:input"
       flowID: x
       retryPolicy: { maxAttempts: 40, initialDelayMs: 250, backoffCoefficient: "1.0" }
 ---
 kind: TinyNode
-metadata: { name: x.beta.shout-1, labels: { tinysystems.io/flow-name: x } }
+metadata: { name: x.beta-v0.shout-1, labels: { tinysystems.io/flow-name: x } }
 spec:
   module: beta
   component: shout
   ports:
-    - from: "x.alpha.hello-1:greeting"
+    - from: "x.alpha-v0.hello-1:greeting"
       port: input
       configuration: { context: "{{$.context}}", text: "{{$.greeting}}" }
   edges:
-    - { id: back, port: out, to: "x.alpha.respond-1:response", flowID: x }
+    - { id: back, port: out, to: "x.alpha-v0.respond-1:response", flowID: x }
 ---
 kind: TinyNode
-metadata: { name: x.alpha.respond-1, labels: { tinysystems.io/flow-name: x } }
+metadata: { name: x.alpha-v0.respond-1, labels: { tinysystems.io/flow-name: x } }
 spec:
   module: alpha
   component: respond
   ports:
-    - from: "x.beta.shout-1:out"
+    - from: "x.beta-v0.shout-1:out"
       port: response
       configuration: { answer: "{{$.text}}" }
 ---
 kind: TinyNode
-metadata: { name: x.alpha.shout-2 }
+metadata: { name: x.alpha-v0.shout-2 }
 spec:
   module: alpha
   component: shout
   edges:
     - id: to-beta-strict
       port: out
-      to: "x.beta.shout-3:input"
+      to: "x.beta-v0.shout-3:input"
       flowID: x
       retryPolicy: { maxAttempts: 5, initialDelayMs: 100 }
 ---
 kind: TinyNode
-metadata: { name: x.beta.shout-3 }
+metadata: { name: x.beta-v0.shout-3 }
 spec:
   module: beta
   component: shout
   ports:
-    - from: "x.alpha.shout-2:out"
+    - from: "x.alpha-v0.shout-2:out"
       port: input
       configuration: { text: "{{$.context.shape ?? $.text}}" }
 ---
 kind: TinyNode
-metadata: { name: x.alpha.shout-4 }
+metadata: { name: x.alpha-v0.shout-4 }
 spec:
   module: alpha
   component: shout
@@ -111,7 +111,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     let modules: Api<TinyModule> = Api::namespaced(client.clone(), "x");
     let announced = eventually("beta to announce its address", Duration::from_secs(30), || {
         let modules = modules.clone();
-        async move { modules.get("beta").await.ok()?.status.filter(|s| !s.addr.is_empty()) }
+        async move { modules.get("beta-v0").await.ok()?.status.filter(|s| !s.addr.is_empty()) }
     })
     .await;
     assert_eq!(announced.addr, beta_addr);
@@ -128,7 +128,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         &client,
         "x",
         "round-trip",
-        "x.alpha.hello-1",
+        "x.alpha-v0.hello-1",
         "input",
         json!({"name": "Ada"}),
     )
@@ -145,7 +145,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         &client,
         "x",
         "permanent",
-        "x.alpha.shout-2",
+        "x.alpha-v0.shout-2",
         "input",
         json!({"text": "Bo", "context": {"shape": [1]}}),
     )
@@ -155,7 +155,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     let err = st.error.unwrap_or_default();
     assert!(err.contains("field `text` does not decode"), "{err}");
     assert!(
-        err.contains("x.beta.shout-3"),
+        err.contains("x.beta-v0.shout-3"),
         "the error names the node that raised it: {err}"
     );
     tokio::time::sleep(Duration::from_secs(1)).await; // past A's retry delay
@@ -176,7 +176,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
                 &client,
                 "x",
                 "while-down",
-                "x.alpha.hello-1",
+                "x.alpha-v0.hello-1",
                 "input",
                 json!({"name": "Cy"}),
             )
@@ -200,7 +200,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         &client,
         "x",
         "nowhere",
-        "x.alpha.shout-4",
+        "x.alpha-v0.shout-4",
         "input",
         json!({"text": "Di"}),
     )

@@ -3,25 +3,46 @@
 
 use serde_json::json;
 use tiny_example_hello::{GREET_FLOW, Hello, Respond, Shout};
-use tiny_sdk::{Component, ErrorMessage, harness::Harness};
+use tiny_sdk::{Component, ErrorMessage, harness::Harness, harness::Relay};
 
-async fn hello_alone() -> Harness {
+/// A hello node `h` with `enableErrorPort` set as given, its error port wired to
+/// `sink` when `wired`.
+async fn hello_with(error_port: bool, wired: bool) -> Harness {
+    let edge = if wired {
+        "edges: [{ id: e, port: error, to: 'sink:input' }]"
+    } else {
+        ""
+    };
     Harness::builder()
         .register::<Hello>()
-        .yaml(
+        .register::<Relay>()
+        .yaml(&format!(
             r#"
 kind: TinyNode
-metadata: { name: h }
+metadata: {{ name: h }}
 spec:
   module: examples
   component: hello
   ports:
-    - { port: _settings, configuration: { greetingWord: Hi } }
-"#,
-        )
+    - {{ port: _settings, configuration: {{ greetingWord: Hi, enableErrorPort: {error_port} }} }}
+  {edge}
+---
+kind: TinyNode
+metadata: {{ name: sink }}
+spec:
+  module: examples
+  component: relay
+  ports:
+    - {{ from: "h:error", port: input, configuration: {{ error: "{{{{$.error}}}}", code: "{{{{$.code}}}}" }} }}
+"#
+        ))
         .build()
         .await
-        .expect("the node loads")
+        .expect("the nodes load")
+}
+
+async fn hello_alone() -> Harness {
+    hello_with(true, true).await
 }
 
 #[tokio::test]
@@ -50,6 +71,51 @@ async fn an_empty_name_goes_to_the_error_port_with_its_context() {
     assert_eq!(err.code.as_deref(), Some("EMPTY_NAME"));
     assert!(!err.retryable);
     assert!(h.emitted("h:greeting").is_empty());
+    // `{{$.code}}` on the edge reads the code the message always carries.
+    assert_eq!(
+        h.arrivals("sink:input"),
+        vec![json!({"error": "name is empty", "code": "EMPTY_NAME"})],
+        "the error reached the node wired to the port"
+    );
+}
+
+#[tokio::test]
+async fn an_error_port_nobody_listens_on_does_not_swallow_the_error() {
+    let h = hello_with(true, false).await;
+    let err = h
+        .send("h:input", json!({"name": "", "context": {"id": 9}}))
+        .await
+        .expect_err("an unwired error port fails the hop");
+    assert_eq!(err.code(), Some("EMPTY_NAME"));
+    assert!(err.to_string().contains("name is empty"), "{err}");
+    assert!(h.emitted("h:error").is_empty());
+}
+
+#[tokio::test]
+async fn with_the_error_port_off_errors_fail_the_hop_and_the_port_is_gone() {
+    let h = hello_with(false, true).await;
+    let err = h
+        .send("h:input", json!({"name": "", "context": {"id": 10}}))
+        .await
+        .expect_err("with enableErrorPort off the error fails the hop, as in Go");
+    assert_eq!(err.code(), Some("EMPTY_NAME"));
+    assert!(h.emitted("h:error").is_empty());
+    assert!(h.arrivals("sink:input").is_empty());
+    let ports: Vec<String> = h.report("h").expect("h").ports.into_iter().map(|p| p.name).collect();
+    assert!(!ports.contains(&"error".to_owned()), "{ports:?}");
+    let on = hello_with(true, true).await;
+    let ports: Vec<String> = on.report("h").expect("h").ports.into_iter().map(|p| p.name).collect();
+    assert!(ports.contains(&"error".to_owned()), "{ports:?}");
+}
+
+#[tokio::test]
+async fn an_error_message_always_carries_its_code_for_edge_expressions() {
+    let h = hello_alone().await;
+    h.send("h:input", json!({"name": ""})).await.expect("caught");
+    let errors = h.emitted("h:error");
+    assert_eq!(errors[0]["code"], json!("EMPTY_NAME"));
+    let uncoded = serde_json::to_value(ErrorMessage::new(&json!({}), &tiny_sdk::Error::transient("x"))).expect("json");
+    assert_eq!(uncoded.get("code"), Some(&serde_json::Value::Null), "{uncoded}");
 }
 
 #[tokio::test]
@@ -83,7 +149,7 @@ async fn the_three_node_flow_answers_its_signal() {
         .and_then(|r| r.into_value());
     assert_eq!(reply, Some(json!({"greeting": "HELLO, ADA!", "for": "ada"})));
     assert_eq!(
-        h.arrivals("greet.examples.shout-1:input"),
+        h.arrivals("greet.examples-v0.shout-1:input"),
         vec![json!({"context": {"user": "ada"}, "text": "Hello, Ada!"})]
     );
 }
@@ -122,7 +188,10 @@ async fn the_status_report_shows_schemas_and_settings() {
         .iter()
         .find(|p| p.name == "_settings")
         .expect("settings port");
-    assert_eq!(settings.configuration, json!({"greetingWord": "Hi"}));
+    assert_eq!(
+        settings.configuration,
+        json!({"greetingWord": "Hi", "enableErrorPort": true})
+    );
     let input = report.ports.iter().find(|p| p.name == "input").expect("input port");
     assert_eq!(input.schema["$ref"], "#/$defs/HelloIn");
 }

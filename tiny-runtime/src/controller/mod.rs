@@ -9,6 +9,7 @@ pub mod module;
 pub mod node;
 pub mod signal;
 pub mod tracker;
+mod watch;
 
 use std::{collections::HashMap, sync::Arc, sync::Mutex};
 
@@ -47,6 +48,8 @@ pub struct Shared {
     pub(crate) published: Mutex<HashMap<String, String>>,
     /// Uids of the signals this process claimed.
     pub(crate) claimed: Mutex<std::collections::HashSet<String>>,
+    /// What `/readyz` answers: the watches report whether they could list.
+    pub readiness: Arc<crate::health::Readiness>,
 }
 
 impl Shared {
@@ -76,6 +79,7 @@ impl Shared {
             tracking,
             published: Mutex::new(HashMap::new()),
             claimed: Mutex::new(std::collections::HashSet::new()),
+            readiness: Arc::default(),
         }
     }
 }
@@ -100,11 +104,14 @@ impl std::fmt::Debug for Shared {
 
 /// A reconcile failure: retried with a short backoff.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ReconcileError(pub String);
-
-impl From<kube::Error> for ReconcileError {
-    fn from(e: kube::Error) -> Self {
-        ReconcileError(e.to_string())
-    }
+pub enum ReconcileError {
+    /// A call to the API server failed.
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    /// Adding or removing the node finalizer, or the work behind it, failed.
+    #[error(transparent)]
+    Finalizer(Box<kube::runtime::finalizer::Error<ReconcileError>>),
+    /// A signal is for a node of this module that has not loaded yet.
+    #[error("node `{0}` is not loaded yet")]
+    NodeNotLoaded(String),
 }

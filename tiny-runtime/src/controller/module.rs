@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::{StreamExt as _, TryStreamExt as _};
 use kube::{
-    Api, ResourceExt as _,
+    Api,
     api::{ObjectMeta, Patch, PatchParams, PostParams},
     runtime::watcher,
 };
@@ -15,7 +15,7 @@ use tiny_sdk::{engine::Registry, flow::RawJson};
 use super::Shared;
 use crate::{
     config::{ModuleConfig, SDK_VERSION},
-    crd::{ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus},
+    crd::{Decoded, ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus},
 };
 
 /// The status this module publishes.
@@ -31,7 +31,7 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
                 tags: info.tags,
                 ports: (entry.ports)()
                     .iter()
-                    .filter(|p| p.name != "_reconcile" && p.name != "_client")
+                    .filter(|p| p.name != tiny_sdk::system::RECONCILE && p.name != tiny_sdk::system::CLIENT)
                     .map(|p| ModulePort {
                         name: p.name.into(),
                         label: p.label.into(),
@@ -61,7 +61,7 @@ pub async fn register(shared: &Shared) -> Result<(), kube::Error> {
             ..ObjectMeta::default()
         },
         spec: TinyModuleSpec {
-            image: format!("{}:{}", shared.config.name, shared.config.version),
+            image: shared.config.image.clone(),
         },
         status: None,
     };
@@ -88,7 +88,10 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         }
     };
     let discovery = async move {
-        let mut events = watcher(api, watcher::Config::default()).boxed();
+        // Leniently: a TinyModule another SDK wrote in a shape we do not read must not
+        // hide the modules that follow it in the list.
+        let lenient: Api<Decoded<TinyModule>> = shared.api();
+        let mut events = watcher(lenient, watcher::Config::default()).boxed();
         loop {
             match events.try_next().await {
                 Ok(Some(event)) => on_event(&shared, event),
@@ -118,20 +121,24 @@ async fn publish(shared: &Shared, api: &Api<TinyModule>) {
     }
 }
 
-fn on_event(shared: &Shared, event: watcher::Event<TinyModule>) {
+fn on_event(shared: &Shared, event: watcher::Event<Decoded<TinyModule>>) {
     let Some(discovery) = &shared.discovery else { return };
     match event {
         watcher::Event::Apply(m) | watcher::Event::InitApply(m) => {
-            let name = m.name_any();
-            let addr = m.status.as_ref().map(|s| s.addr.as_str()).unwrap_or_default();
-            if name != shared.config.name && !addr.is_empty() {
-                discovery.register(&name, addr);
+            let name = m.name();
+            // Only the address is needed: read it even when the rest does not decode.
+            let addr = match m.object() {
+                Ok(module) => module.status.as_ref().map(|s| s.addr.clone()),
+                Err(bad) => bad.string_at("/status/addr").map(str::to_owned),
+            };
+            if let Some(addr) = addr.filter(|a| !a.is_empty() && name != shared.config.name) {
+                discovery.register(name, &addr);
             }
         }
         watcher::Event::Delete(m) => {
-            let name = m.name_any();
+            let name = m.name();
             if name != shared.config.name {
-                discovery.deregister(&name);
+                discovery.deregister(name);
             }
         }
         watcher::Event::Init | watcher::Event::InitDone => {}

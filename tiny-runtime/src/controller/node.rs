@@ -1,34 +1,41 @@
 //! TinyNode: create, update and destroy engine instances; write status back.
+//!
+//! A node of this module that cannot run (an object that does not decode, a name out
+//! of form, a spec the engine rejects) is refused on its own: its status says why, an
+//! Event and a log line say it once, messages for it fail at once, and every other
+//! node runs on.
 
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
-    Api, Resource as _, ResourceExt as _,
+    Api, ResourceExt as _,
     api::{Patch, PatchParams},
     runtime::{
-        Controller,
         controller::Action,
         events::{Event, EventType},
-        finalizer::{Event as Finalizer, finalizer},
-        watcher,
+        finalizer::{self, Event as Finalizer},
     },
 };
 use serde_json::json;
-use tiny_sdk::flow::{Node, parse_node_name};
+use tiny_sdk::{
+    Error,
+    error::code,
+    flow::{Node, NodeSpec, check_node_name, module_matches, parse_node_name},
+};
 
-use super::{ReconcileError, Shared};
+use super::{ReconcileError, Shared, watch};
 use crate::{
-    crd::{TinyNode, labels::NODE_FINALIZER},
+    config::ModuleConfig,
+    crd::{Decoded, TinyNode, TinyNodeStatus, Undecodable, labels::NODE_FINALIZER},
     metrics::Metrics,
     status,
 };
 
 /// Runs the TinyNode controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let api: Api<TinyNode> = shared.api();
-    Controller::new(api, watcher::Config::default())
+    watch::controller::<TinyNode>(shared.api(), shared.readiness.clone(), "TinyNodes")
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
@@ -40,13 +47,14 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         .await;
 }
 
-/// Whether `node` belongs to this module: by the module segment of its name
-/// (`{flow}.{module}.{component}-{suffix}`), or by `spec.module` for other names.
-pub fn owns(module: &str, node: &TinyNode) -> bool {
-    let name = node.name_any();
-    match parse_node_name(&name) {
-        Some((m, _)) => m == module,
-        None => crate::config::sanitize(&node.spec.module) == module,
+/// Whether the node called `name` belongs to the module `config` describes: by the
+/// module segment of its name (`{flow}.{module}.{component}-{suffix}`, compared as the
+/// Go SDK's `NameMatches`), or, for a name without one, by `spec.module` (so that a
+/// node named out of form is still refused by its module, not ignored by all).
+pub fn owns(config: &ModuleConfig, name: &str, spec_module: Option<&str>) -> bool {
+    match parse_node_name(name) {
+        Some((module, _)) => module_matches(module, &config.name),
+        None => spec_module.is_some_and(|m| config.answers_to(m)),
     }
 }
 
@@ -61,20 +69,24 @@ pub fn to_flow_node(n: &TinyNode) -> Node {
     }
 }
 
-async fn reconcile(node: Arc<TinyNode>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
-    if !owns(&shared.config.name, &node) {
+async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+    let node = match object.object() {
+        Ok(node) => node.clone(),
+        Err(bad) => return undecodable(&object, bad, &shared).await,
+    };
+    if !owns(&shared.config, &node.name_any(), Some(&node.spec.module)) {
         return Ok(Action::await_change());
     }
     Metrics::inc(&shared.metrics.reconciles);
     let api: Api<TinyNode> = shared.api();
-    finalizer(&api, NODE_FINALIZER, node, |event| async {
+    finalizer::finalizer(&api, NODE_FINALIZER, node, |event| async {
         match event {
             Finalizer::Apply(n) => apply(&n, &shared, &api).await,
-            Finalizer::Cleanup(n) => cleanup(&n, &shared).await,
+            Finalizer::Cleanup(n) => cleanup(&n.name_any(), &shared).await,
         }
     })
     .await
-    .map_err(|e| ReconcileError(e.to_string()))
+    .map_err(|e| ReconcileError::Finalizer(Box::new(e)))
 }
 
 /// Runs the node's spec and, on the leader, writes its status when it changed.
@@ -84,53 +96,134 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
         &name,
         node.labels().get(crate::crd::labels::FLOW_NAME).map(String::as_str),
     );
-    let result = shared.engine.apply(to_flow_node(node)).await;
+    let result = match check_node_name(&name, &node.spec.component) {
+        Ok(()) => shared.engine.apply(to_flow_node(node)).await,
+        Err(e) => {
+            let error = Error::permanent(e).with_code(code::INVALID_NAME);
+            shared.engine.refuse(to_flow_node(node), error.clone());
+            Err(error)
+        }
+    };
     if !shared.leadership.is_leader() {
         return Ok(Action::requeue(Duration::from_secs(60)));
     }
     let error = result.err();
     let report = shared.engine.report(&name);
     let current = node.status.as_ref();
-    let mut desired = status::node_status(
+    let desired = status::node_status(
         &shared.config,
         report.as_ref(),
         error.as_ref(),
         node.metadata.generation.unwrap_or(0),
         current,
     );
+    write_status(api, shared, &name, current, desired).await?;
+    publish_error(shared, node, &name, error.as_ref().map(ToString::to_string)).await;
+    Ok(Action::requeue(status::HEARTBEAT))
+}
+
+/// Writes `desired` over `current` when they differ (or the heartbeat is due).
+async fn write_status<K>(
+    api: &Api<K>,
+    shared: &Shared,
+    name: &str,
+    current: Option<&TinyNodeStatus>,
+    mut desired: TinyNodeStatus,
+) -> Result<(), ReconcileError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     if status::needs_write(current, &desired) {
         desired.last_update_time = Some(Time(Timestamp::now()));
         api.patch_status(
-            &name,
+            name,
             &PatchParams::default(),
             &Patch::Merge(json!({ "status": desired })),
         )
         .await?;
         Metrics::inc(&shared.metrics.status_writes);
     }
-    publish_error(shared, node, error.as_ref()).await;
+    Ok(())
+}
+
+/// A TinyNode that does not decode: if it is ours, it is refused with the field that
+/// is wrong, in its status, an Event and the log; if it is being deleted, it goes.
+async fn undecodable(object: &Decoded<TinyNode>, bad: &Undecodable, shared: &Shared) -> Result<Action, ReconcileError> {
+    let name = object.name();
+    let spec_module = bad.string_at("/spec/module");
+    if !owns(&shared.config, name, spec_module) {
+        tracing::debug!(
+            node = name,
+            reason = bad.reason(),
+            "another module's node does not decode"
+        );
+        return Ok(Action::await_change());
+    }
+    let api: Api<Decoded<TinyNode>> = shared.api();
+    let meta = object.metadata();
+    let finalizers = meta.finalizers.clone().unwrap_or_default();
+    if meta.deletion_timestamp.is_some() {
+        if finalizers.iter().any(|f| f == NODE_FINALIZER) {
+            cleanup(name, shared).await?;
+            let rest: Vec<&String> = finalizers.iter().filter(|f| *f != NODE_FINALIZER).collect();
+            let patch = json!({ "metadata": { "finalizers": rest, "resourceVersion": meta.resource_version } });
+            api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await?;
+        }
+        return Ok(Action::await_change());
+    }
+    Metrics::inc(&shared.metrics.reconciles);
+    let error = Error::permanent(bad).with_code(code::UNDECODABLE_OBJECT);
+    let spec = NodeSpec {
+        module: spec_module.unwrap_or_default().to_owned(),
+        component: bad.string_at("/spec/component").unwrap_or_default().to_owned(),
+        ..NodeSpec::default()
+    };
+    shared.engine.refuse(
+        Node {
+            name: name.to_owned(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            labels: meta.labels.clone().unwrap_or_default(),
+            spec,
+            metadata: Default::default(),
+        },
+        error.clone(),
+    );
+    if !shared.leadership.is_leader() {
+        return Ok(Action::requeue(Duration::from_secs(60)));
+    }
+    let current: Option<TinyNodeStatus> = bad.decode_at("/status");
+    let desired = status::node_status(
+        &shared.config,
+        shared.engine.report(name).as_ref(),
+        Some(&error),
+        meta.generation.unwrap_or(0),
+        current.as_ref(),
+    );
+    write_status(&api, shared, name, current.as_ref(), desired).await?;
+    publish_error(shared, object, name, Some(error.to_string())).await;
     Ok(Action::requeue(status::HEARTBEAT))
 }
 
 /// A Kubernetes Event for a node error, once per distinct error.
-async fn publish_error(shared: &Shared, node: &TinyNode, error: Option<&tiny_sdk::Error>) {
-    let name = node.name_any();
-    let text = error.map(ToString::to_string);
+async fn publish_error<K>(shared: &Shared, node: &K, name: &str, error: Option<String>)
+where
+    K: kube::Resource<DynamicType = ()>,
+{
     let fresh = match shared.published.lock() {
-        Ok(mut map) => match &text {
-            Some(t) if map.get(&name) != Some(t) => {
-                map.insert(name.clone(), t.clone());
+        Ok(mut map) => match &error {
+            Some(t) if map.get(name) != Some(t) => {
+                map.insert(name.to_owned(), t.clone());
                 true
             }
             Some(_) => false,
             None => {
-                map.remove(&name);
+                map.remove(name);
                 false
             }
         },
         Err(_) => false,
     };
-    let Some(text) = text.filter(|_| fresh) else { return };
+    let Some(text) = error.filter(|_| fresh) else { return };
     let event = Event {
         type_: EventType::Warning,
         reason: "NodeError".into(),
@@ -144,25 +237,30 @@ async fn publish_error(shared: &Shared, node: &TinyNode, error: Option<&tiny_sdk
 }
 
 /// The node was deleted: its component releases what it created.
-async fn cleanup(node: &TinyNode, shared: &Shared) -> Result<Action, ReconcileError> {
-    let name = node.name_any();
-    if let Err(e) = shared.engine.remove(&name, true).await {
+async fn cleanup(name: &str, shared: &Shared) -> Result<Action, ReconcileError> {
+    if let Err(e) = shared.engine.remove(name, true).await {
         tracing::warn!(node = %name, error = %e, "on_destroy failed");
     }
-    shared.tracking.set_flow(&name, None);
+    shared.tracking.set_flow(name, None);
     if let Ok(mut published) = shared.published.lock() {
-        published.remove(&name);
+        published.remove(name);
     }
     Ok(Action::await_change())
 }
 
-fn error_policy(_: Arc<TinyNode>, error: &ReconcileError, _: Arc<Shared>) -> Action {
-    // A finalizer patch made from a cached copy older than our own last write fails
-    // its `test`; that is routine, not worth a warning.
-    if error.0.contains("finalizer") {
-        tracing::debug!(%error, "node reconcile raced its own write; retrying");
-    } else {
-        tracing::warn!(%error, "node reconcile failed; retrying");
+fn error_policy(_: Arc<Decoded<TinyNode>>, error: &ReconcileError, _: Arc<Shared>) -> Action {
+    match error {
+        // A finalizer patch made from a cached copy older than our own last write
+        // fails its `test`; that is routine, not worth a warning.
+        ReconcileError::Finalizer(e)
+            if matches!(
+                **e,
+                finalizer::Error::AddFinalizer(_) | finalizer::Error::RemoveFinalizer(_)
+            ) =>
+        {
+            tracing::debug!(%error, "node reconcile raced its own write; retrying");
+        }
+        _ => tracing::warn!(%error, "node reconcile failed; retrying"),
     }
     Action::requeue(Duration::from_secs(1))
 }

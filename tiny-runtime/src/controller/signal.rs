@@ -10,16 +10,22 @@ use std::{sync::Arc, time::Duration};
 use futures::StreamExt as _;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
-    Api, ResourceExt as _,
+    Api, Resource as _, ResourceExt as _,
     api::{Patch, PatchParams},
-    runtime::{Controller, controller::Action, watcher},
+    runtime::{
+        controller::Action,
+        events::{Event, EventType},
+    },
 };
 use serde_json::{Value, json};
-use tiny_sdk::{Hop, flow::parse_node_name};
+use tiny_sdk::{
+    Hop,
+    flow::{module_matches, parse_node_name},
+};
 
-use super::{ReconcileError, Shared};
+use super::{ReconcileError, Shared, watch};
 use crate::{
-    crd::{TinyNode, TinySignal},
+    crd::{Decoded, TinyNode, TinySignal, Undecodable},
     metrics::Metrics,
 };
 
@@ -35,8 +41,7 @@ pub mod phase {
 
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let api: Api<TinySignal> = shared.api();
-    Controller::new(api, watcher::Config::default())
+    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), "TinySignals")
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
@@ -55,20 +60,34 @@ async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
     if shared.engine.has_node(node) {
         return Ok(Owner::Us);
     }
-    let nodes: Api<TinyNode> = shared.api();
+    // Leniently: a malformed node must not make its signals undeliverable by anyone.
+    let nodes: Api<Decoded<TinyNode>> = shared.api();
     match nodes.get_opt(node).await? {
-        Some(n) if super::node::owns(&shared.config.name, &n) => {
-            Err(ReconcileError(format!("node `{node}` is not loaded yet")))
+        Some(n) if super::node::owns(&shared.config, n.name(), spec_module(&n)) => {
+            Err(ReconcileError::NodeNotLoaded(node.to_owned()))
         }
         Some(_) => Ok(Owner::Other),
         None => Ok(Owner::Nobody(match parse_node_name(node) {
-            Some((module, _)) if module == shared.config.name => format!("module `{module}` has no node `{node}`"),
+            Some((module, _)) if module_matches(module, &shared.config.name) => {
+                format!("module `{module}` has no node `{node}`")
+            }
             _ => format!("there is no node `{node}` in namespace `{}`", shared.config.namespace),
         })),
     }
 }
 
-async fn reconcile(signal: Arc<TinySignal>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+fn spec_module(node: &Decoded<TinyNode>) -> Option<&str> {
+    match node.object() {
+        Ok(n) => Some(&n.spec.module),
+        Err(bad) => bad.string_at("/spec/module"),
+    }
+}
+
+async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+    let signal = match object.object() {
+        Ok(signal) => signal.clone(),
+        Err(bad) => return undecodable(&object, bad, &shared).await,
+    };
     let status = signal.status.clone().unwrap_or_default();
     if matches!(status.phase.as_deref(), Some(phase::DELIVERED | phase::FAILED)) {
         // Finished: a stale copy still saying `Delivering` can only fail its guarded
@@ -175,7 +194,52 @@ async fn finish(
     Ok(())
 }
 
-fn error_policy(_: Arc<TinySignal>, error: &ReconcileError, _: Arc<Shared>) -> Action {
+/// A TinySignal that does not decode, for a node of this module: marked `Failed` with
+/// the field that is wrong (never delivered), with an Event and a log line.
+async fn undecodable(
+    object: &Decoded<TinySignal>,
+    bad: &Undecodable,
+    shared: &Shared,
+) -> Result<Action, ReconcileError> {
+    let finished = matches!(bad.string_at("/status/phase"), Some(phase::DELIVERED | phase::FAILED));
+    if finished || !shared.leadership.is_leader() {
+        return Ok(Action::await_change());
+    }
+    let Some(node) = bad.string_at("/spec/node") else {
+        return Ok(Action::await_change());
+    };
+    if !matches!(owner(shared, node).await?, Owner::Us) {
+        return Ok(Action::await_change());
+    }
+    let why = format!("{bad}; not delivered");
+    tracing::warn!(signal = object.name(), error = %why, "signal refused");
+    let api: Api<Decoded<TinySignal>> = shared.api();
+    let patch = json!({
+        "metadata": { "resourceVersion": object.metadata().resource_version },
+        "status": { "phase": phase::FAILED, "error": why },
+    });
+    match api
+        .patch_status(object.name(), &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(Action::await_change()),
+        Err(e) => return Err(e.into()),
+    }
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "SignalUndecodable".into(),
+        note: Some(why.chars().take(1000).collect()),
+        action: "Deliver".into(),
+        secondary: None,
+    };
+    if let Err(e) = shared.recorder.publish(&event, &object.object_ref(&())).await {
+        tracing::warn!(signal = object.name(), error = %e, "could not publish an event");
+    }
+    Ok(Action::await_change())
+}
+
+fn error_policy(_: Arc<Decoded<TinySignal>>, error: &ReconcileError, _: Arc<Shared>) -> Action {
     tracing::debug!(%error, "signal reconcile; retrying");
     Action::requeue(Duration::from_secs(1))
 }

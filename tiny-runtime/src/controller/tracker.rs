@@ -22,7 +22,7 @@ use serde_json::json;
 use tiny_sdk::engine::{HopEvent, HopKind, Observer};
 
 use super::Shared;
-use crate::crd::{TinyTracker, TrackedHop};
+use crate::crd::{Decoded, TinyTracker, TrackedHop};
 
 /// The most hops a tracker keeps.
 pub const MAX_HOPS: u32 = 500;
@@ -165,15 +165,23 @@ pub async fn run(
 ) {
     let api: Api<TinyTracker> = shared.api();
     let follow = {
-        let (api, tracking) = (api.clone(), tracking.clone());
+        // Leniently: one malformed tracker must not stop the others.
+        let (api, tracking) = (shared.api::<Decoded<TinyTracker>>(), tracking.clone());
         async move {
             let mut events = watcher(api, watcher::Config::default()).boxed();
             loop {
                 match events.try_next().await {
-                    Ok(Some(watcher::Event::Apply(t) | watcher::Event::InitApply(t))) => {
-                        tracking.start(&t.spec.flow_id, &t.name_any(), t.spec.max_hops.unwrap_or(DEFAULT_HOPS));
+                    Ok(Some(watcher::Event::Apply(t) | watcher::Event::InitApply(t))) => match t.object() {
+                        Ok(t) => {
+                            tracking.start(&t.spec.flow_id, &t.name_any(), t.spec.max_hops.unwrap_or(DEFAULT_HOPS));
+                        }
+                        Err(bad) => tracing::warn!(error = %bad, "TinyTracker ignored"),
+                    },
+                    Ok(Some(watcher::Event::Delete(t))) => {
+                        if let Ok(t) = t.object() {
+                            tracking.stop(&t.spec.flow_id);
+                        }
                     }
-                    Ok(Some(watcher::Event::Delete(t))) => tracking.stop(&t.spec.flow_id),
                     Ok(Some(_)) => {}
                     Ok(None) => break,
                     Err(e) => {

@@ -4,6 +4,7 @@
 //! `[]byte` fields of the Go types (`schema`, `configuration`, `data`) are base64
 //! strings here too ([`RawJson`](tiny_sdk::flow::RawJson)).
 
+mod decoded;
 mod flow;
 mod module;
 mod node;
@@ -11,6 +12,7 @@ mod signal;
 mod tracker;
 mod widget;
 
+pub use decoded::{Decoded, Undecodable};
 pub use flow::{TinyFlow, TinyFlowSpec, TinyFlowStatus, TinyProject, TinyProjectSpec, TinyProjectStatus};
 pub use module::{ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus};
 pub use node::{ComponentStatus, ModuleStatus, PortStatus, TinyNode, TinyNodeSpec, TinyNodeStatus};

@@ -198,7 +198,15 @@ impl Pool {
 
     fn peer(&self, module: &str) -> Option<Peer> {
         let state = self.read();
-        let addr = state.modules.get(module)?;
+        // Exactly first; then as the Go SDK's `NameMatches`, so a node name with a
+        // publisher prefix reaches the module announced without one (and back).
+        let addr = state.modules.get(module).or_else(|| {
+            state
+                .modules
+                .iter()
+                .find(|(name, _)| tiny_sdk::flow::module_matches(module, name))
+                .map(|(_, addr)| addr)
+        })?;
         let channel = state.channels.get(addr)?.clone();
         Some(Peer {
             addr: addr.clone(),

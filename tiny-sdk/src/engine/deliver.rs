@@ -9,8 +9,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::{
     context::Hop,
-    error::{Error, Result},
-    flow::{Node, PortAddress},
+    error::{Error, Result, code},
+    flow::{Node, PortAddress, module_matches},
     message::Reply,
     msg::Msg,
 };
@@ -124,7 +124,7 @@ impl Inner {
     /// Delivers to a local node, or hands the message to the remote router.
     pub async fn deliver(&self, to: To<'_>, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
         let To { node, port, module } = to;
-        let ours = module.is_some_and(|m| !self.module.is_empty() && m == self.module);
+        let ours = module.is_some_and(|m| module_matches(m, &self.module));
         let found = match self.lookup(node) {
             Some(found) => Some(found),
             None if ours => self.wait_for(node, &hop).await,
@@ -135,13 +135,24 @@ impl Inner {
             return runner
                 .deliver(port, &source, data, hop, self.observer.as_deref())
                 .await
-                .map_err(|e| e.at(|| format!("node `{node}` port `{port}`")));
+                .map_err(|e| {
+                    // Logged once, where it arose: the hops it fails on its way up
+                    // the chain find the origin already set.
+                    let fresh = e.origin().is_none();
+                    let e = e.at(|| format!("node `{node}` port `{port}`"));
+                    if fresh {
+                        tracing::warn!(node, port, error = %e, "message failed");
+                    }
+                    e
+                });
         }
         if let Some(e) = failure {
-            return Err(Error::permanent(format!("node `{node}` is not running: {e}")));
+            return Err(
+                Error::permanent(format!("node `{node}` is not running: {e}")).with_code(code::NODE_NOT_RUNNING)
+            );
         }
         match (module, &self.router) {
-            (Some(module), Some(router)) if module != self.module => {
+            (Some(module), Some(router)) if !ours => {
                 let to = PortAddress {
                     node: node.to_owned(),
                     port: port.to_owned(),
@@ -149,13 +160,15 @@ impl Inner {
                 router.route(module, &to, source, data, hop).await
             }
             _ if ours => Err(Error::transient(format!(
-                "module `{}` has no node `{node}` (message for port `{port}`; waited {} s for it to load)",
+                "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {} s for it to load)",
                 self.module,
                 self.node_wait.as_secs()
-            ))),
-            _ => Err(Error::permanent(format!(
-                "no node `{node}` in this flow (message for port `{port}`)"
-            ))),
+            ))
+            .with_code(code::NODE_NOT_FOUND)),
+            _ => Err(
+                Error::permanent(format!("no node `{node}` in this flow (message for port `{port}`)"))
+                    .with_code(code::NODE_NOT_FOUND),
+            ),
         }
     }
 }

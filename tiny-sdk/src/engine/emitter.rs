@@ -48,6 +48,17 @@ impl NodeEmitter {
         *self.runner.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Weak::new();
     }
 
+    /// Whether any edge leaves `port`: an error port nobody listens on must not
+    /// swallow errors.
+    pub fn connected(&self, port: &str) -> bool {
+        let runner = self
+            .runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .upgrade();
+        runner.is_some_and(|r| r.outlet(port).is_some_and(|o| !o.edges.is_empty()))
+    }
+
     /// Sends `msg` along the edges of `port`, continuing `hop`.
     pub async fn emit(&self, port: &str, msg: Msg, hop: Hop) -> Result<Reply> {
         let Some(engine) = self.engine.upgrade() else {

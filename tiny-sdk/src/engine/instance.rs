@@ -13,7 +13,7 @@ use crate::{
     client::ResourceManager,
     component::{Component, ComponentInfo, Hooks},
     context::{Ctx, Hop, NodeContext},
-    error::{Error, ErrorMessage, Result},
+    error::{Error, ErrorMessage, Result, code},
     flow::Node,
     message::Reply,
     msg::Msg,
@@ -34,6 +34,11 @@ pub(crate) trait NodeInstance: Send + Sync {
     fn settings<'a>(&'a self, value: Option<&'a Value>) -> BoxFuture<'a, Result<bool>>;
     /// The settings in force, as JSON.
     fn settings_json(&self) -> Value;
+    /// Whether `port` exists with the settings in force (an `error` catch port is
+    /// switched off by `enableErrorPort: false`, as in the Go SDK).
+    fn port_active(&self, port: &str) -> bool;
+    /// Stops handlers still running for this node: it was removed or replaced.
+    fn stop(&self);
     fn control<'a>(&'a self, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
     fn reconcile<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<()>>;
     fn client(&self, client: Arc<dyn ResourceManager>) -> BoxFuture<'_, Result<()>>;
@@ -46,25 +51,60 @@ pub(crate) trait NodeInstance: Send + Sync {
 pub(crate) struct Instance<C: Component> {
     component: C,
     node: Arc<NodeContext>,
-    /// The decoded settings and the JSON they came from (to skip unchanged ones).
-    settings: RwLock<(Arc<C::Settings>, Option<Value>)>,
+    settings: RwLock<Settings<C::Settings>>,
 }
+
+/// The settings in force.
+struct Settings<S> {
+    decoded: Arc<S>,
+    /// The JSON they came from (to skip unchanged ones); `None` for the defaults.
+    source: Option<Value>,
+    /// The Go SDK's `enableErrorPort` toggle, when the settings have one.
+    error_port: Option<bool>,
+}
+
+impl<S: serde::Serialize> Settings<S> {
+    fn new(decoded: S, source: Option<Value>) -> Self {
+        let error_port = serde_json::to_value(&decoded)
+            .ok()
+            .and_then(|v| v.get(ENABLE_ERROR_PORT).and_then(Value::as_bool));
+        Self {
+            decoded: Arc::new(decoded),
+            source,
+            error_port,
+        }
+    }
+}
+
+/// The settings key that switches a component's error port on, as in the Go SDK.
+pub(crate) const ENABLE_ERROR_PORT: &str = "enableErrorPort";
 
 impl<C: Component + Hooks> Instance<C> {
     pub(crate) fn create(node: Arc<NodeContext>) -> Arc<dyn NodeInstance> {
         Arc::new(Instance::<C> {
             component: C::instance(),
             node,
-            settings: RwLock::new((Arc::new(C::Settings::default()), None)),
+            settings: RwLock::new(Settings::new(C::Settings::default(), None)),
         })
     }
 
+    fn read_settings<T>(&self, f: impl FnOnce(&Settings<C::Settings>) -> T) -> T {
+        match self.settings.read() {
+            Ok(s) => f(&s),
+            Err(poisoned) => f(&poisoned.into_inner()),
+        }
+    }
+
     fn ctx(&self, hop: Hop) -> Ctx<C> {
-        let settings = match self.settings.read() {
-            Ok(s) => s.0.clone(),
-            Err(poisoned) => poisoned.into_inner().0.clone(),
-        };
+        let settings = self.read_settings(|s| s.decoded.clone());
         Ctx::new(self.node.clone(), settings, hop)
+    }
+
+    /// Whether a handler failure goes to the catch port `catch`: the settings leave it
+    /// on, and an edge leaves it. Otherwise the failure fails the hop, as it does in
+    /// the Go SDK with the error port off, rather than vanish into an unwired port.
+    fn catches(&self, catch: &str) -> bool {
+        self.read_settings(|s| s.error_port != Some(false)) && self.node.connected(catch)
     }
 }
 
@@ -102,13 +142,28 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
             // A catch port reports the input that failed: keep a reference (the
             // handler then gets a copy rather than the value itself).
             let kept = self.component.error_port().map(|_| input.clone());
-            let result = guarded("handler", self.component.handle(&ctx, port, input)).await;
-            match (result, self.component.error_port(), kept) {
-                (Err(err), Some(catch), Some(input)) if catch.name() != port && !err.undecodable => {
+            // Biased: a handler that finishes in its first poll never registers with
+            // the node's stop token.
+            let result = tokio::select! {
+                biased;
+                r = guarded("handler", self.component.handle(&ctx, port, input)) => r,
+                () = self.node.stopped() => Err(Error::permanent(
+                    "the node was removed while its handler ran; the handler was stopped",
+                )
+                .with_code(code::NODE_REMOVED)),
+            };
+            let err = match result {
+                Ok(reply) => return Ok(reply),
+                Err(err) => err,
+            };
+            match (self.component.error_port(), kept) {
+                (Some(catch), Some(input))
+                    if catch.name() != port && !err.undecodable && self.catches(catch.name()) =>
+                {
                     let input = input.json().cloned().unwrap_or(Value::Null);
                     catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
                 }
-                (result, _, _) => result,
+                _ => Err(err),
             }
         })
     }
@@ -116,7 +171,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
     fn settings<'a>(&'a self, value: Option<&'a Value>) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let unchanged = match self.settings.read() {
-                Ok(s) => s.1.as_ref() == value,
+                Ok(s) => s.source.as_ref() == value,
                 Err(_) => false,
             };
             if unchanged {
@@ -126,9 +181,10 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
                 Some(v) => crate::port::decode(crate::system::SETTINGS, v)?,
                 None => C::Settings::default(),
             };
-            let decoded = Arc::new(decoded);
+            let settings = Settings::new(decoded, value.cloned());
+            let decoded = settings.decoded.clone();
             if let Ok(mut s) = self.settings.write() {
-                *s = (decoded.clone(), value.cloned());
+                *s = settings;
             }
             let ctx = self.ctx(Hop::default());
             guarded("on_settings", self.component.on_settings(&ctx, &decoded)).await?;
@@ -137,10 +193,18 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
     }
 
     fn settings_json(&self) -> Value {
-        match self.settings.read() {
-            Ok(s) => serde_json::to_value(&*s.0).unwrap_or(Value::Null),
-            Err(_) => Value::Null,
+        self.read_settings(|s| serde_json::to_value(&*s.decoded).unwrap_or(Value::Null))
+    }
+
+    fn port_active(&self, port: &str) -> bool {
+        match self.component.error_port() {
+            Some(catch) if catch.name() == port => self.read_settings(|s| s.error_port != Some(false)),
+            _ => true,
         }
+    }
+
+    fn stop(&self) {
+        self.node.stop();
     }
 
     fn control<'a>(&'a self, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>> {

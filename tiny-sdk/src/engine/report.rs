@@ -53,6 +53,7 @@ impl Engine {
             .instance
             .ports()
             .iter()
+            .filter(|p| runner.instance.port_active(p.name))
             .map(|p| PortReport {
                 name: p.name.to_owned(),
                 label: p.label.to_owned(),

@@ -108,6 +108,7 @@ impl Backoff {
         Fut: Future<Output = Result<T>>,
     {
         let mut n = 1;
+        let started = tokio::time::Instant::now();
         loop {
             let result = match self.timeout {
                 Some(limit) => match tokio::time::timeout(limit, attempt()).await {
@@ -124,7 +125,12 @@ impl Backoff {
                 Err(e) => e,
             };
             if !self.should_retry(&err, n) {
-                return Err(err);
+                if n == 1 {
+                    return Err(err);
+                }
+                // Say what the whole hop cost, not only what the last attempt saw.
+                let spent = started.elapsed().as_secs_f64();
+                return Err(err.context(format_args!("gave up after {n} attempts in {spent:.1} s")));
             }
             tracing::debug!(attempt = n, error = %err, "retrying hop");
             tokio::select! {

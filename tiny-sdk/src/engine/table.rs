@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::{
     client::ResourceManager,
     context::{Hop, NodeContext, NodeIdentity},
-    error::{Error, Result},
+    error::{Error, Result, code},
     flow::{Node, PortAddress},
     message::Reply,
     msg::Msg,
@@ -205,10 +205,14 @@ impl Engine {
             return Err(Error::permanent(format!(
                 "unknown component `{component}` (this module has: {})",
                 self.inner.registry.names().join(", ")
-            )));
+            ))
+            .with_code(code::UNKNOWN_COMPONENT));
         };
         let previous = self.inner.runner(name);
-        let reused = previous.filter(|r| r.node.spec.component == node.spec.component);
+        let (reused, replaced) = match previous {
+            Some(r) if r.node.spec.component == node.spec.component => (Some(r), None),
+            other => (None, other),
+        };
         let fresh = reused.is_none();
         let instance = match reused {
             Some(r) => r.instance.clone(),
@@ -228,19 +232,46 @@ impl Engine {
         }
         runner.instance.reconcile(&runner.node).await?;
         runner.instance.settings(runner.settings.as_ref()).await?;
+        if let Some(old) = replaced {
+            // Another component now runs under this name: the old one's handlers stop.
+            old.instance.stop();
+            old.instance.node().emitter().detach();
+        }
         Ok(Arc::new(runner))
+    }
+
+    /// Records that `node` is refused (its name or its object is unusable) without
+    /// running it: messages for it then fail at once with `error`, rather than wait for
+    /// a node that will never load. A runner it had keeps running, as after any
+    /// rejected spec change.
+    pub fn refuse(&self, node: Node, error: Error) {
+        let name: Arc<str> = node.name.as_str().into();
+        tracing::warn!(node = %name, error = %error, "node refused");
+        let mut nodes = self.inner.nodes_mut();
+        let slot = nodes.entry(name).or_insert_with(|| Slot {
+            node: node.clone(),
+            runner: None,
+            error: None,
+        });
+        slot.node = node;
+        slot.error = Some(error);
     }
 
     /// Removes a node. With `destroyed`, the component's `on_destroy` runs first (the
     /// node was deleted, not merely stopped on this replica).
     pub async fn remove(&self, name: &str, destroyed: bool) -> Result<()> {
         let slot = self.inner.nodes_mut().remove(name);
-        if let Some(runner) = slot.as_ref().and_then(|s| s.runner.as_ref()) {
-            runner.instance.node().emitter().detach();
-        }
-        match slot.and_then(|s| s.runner) {
-            Some(runner) if destroyed => runner.instance.destroy().await,
-            _ => Ok(()),
+        let Some(runner) = slot.and_then(|s| s.runner) else {
+            return Ok(());
+        };
+        // Handlers still running for the node are stopped, its emits fail from now
+        // on; `on_destroy` runs after.
+        runner.instance.stop();
+        runner.instance.node().emitter().detach();
+        if destroyed {
+            runner.instance.destroy().await
+        } else {
+            Ok(())
         }
     }
 

@@ -46,3 +46,147 @@ pub fn parse_node_name(name: &str) -> Option<(&str, &str)> {
     let component = parts.next()?;
     Some((module, component))
 }
+
+/// Whether the module segment `found` of a node name identifies the module that runs
+/// as `running`, as the Go SDK's `NameMatches`: case and `/` versus `-` do not matter,
+/// and a publisher prefix may stand on either side (`http-module-v0`,
+/// `tinysystems-http-module-v0` and `tinysystems/http-module-v0` are one module).
+///
+/// ```
+/// use tiny_sdk::flow::module_matches;
+/// assert!(module_matches("http-module-v0", "tinysystems-http-module-v0"));
+/// assert!(module_matches("tinysystems/http-module-v0", "http-module-v0"));
+/// assert!(!module_matches("http-module-v0", "http-module-v1"));
+/// assert!(!module_matches("module-v0", "http-module-v0x"));
+/// ```
+pub fn module_matches(found: &str, running: &str) -> bool {
+    fn normal(s: &str) -> String {
+        s.to_ascii_lowercase().replace('/', "-")
+    }
+    let (f, r) = (normal(found), normal(running));
+    if f.is_empty() || r.is_empty() {
+        return false;
+    }
+    let prefixed = |long: &str, short: &str| long.strip_suffix(short).is_some_and(|p| p.ends_with('-'));
+    f == r || prefixed(&r, &f) || prefixed(&f, &r)
+}
+
+/// Why a TinyNode's name does not fit its spec.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeNameError {
+    /// Not `{flow}.{module}.{component}-{suffix}`.
+    #[error("node name `{name}` is not `{{flow}}.{{module}}.{{component}}-{{suffix}}`: {why}")]
+    Shape {
+        /// The name.
+        name: String,
+        /// What is missing.
+        why: &'static str,
+    },
+    /// The name's component segment names another component than `spec.component`.
+    #[error(
+        "node name `{name}` is for component `{named}`, but spec.component is `{component}` (expected a name like `{{flow}}.{{module}}.{expected}-{{suffix}}`)"
+    )]
+    ComponentMismatch {
+        /// The name.
+        name: String,
+        /// The component segment of the name, without its suffix.
+        named: String,
+        /// `spec.component`.
+        component: String,
+        /// The segment the component's name gives.
+        expected: String,
+    },
+}
+
+/// Checks that `name` is `{flow}.{module}.{component}-{suffix}` with the component
+/// segment made from `component` (sanitised as the Go SDK does: `http_server` is
+/// `http-server`), the shape the platform names nodes by and routes on.
+///
+/// ```
+/// use tiny_sdk::flow::check_node_name;
+/// assert!(check_node_name("a1b2.common-module-v0.http-server-x7k2p", "http_server").is_ok());
+/// assert!(check_node_name("badname", "hello").is_err());
+/// assert!(check_node_name("x.qa.hello", "hello").is_err());
+/// assert!(check_node_name("x.qa.shout-1", "hello").is_err());
+/// ```
+pub fn check_node_name(name: &str, component: &str) -> Result<(), NodeNameError> {
+    let shape = |why| NodeNameError::Shape {
+        name: name.to_owned(),
+        why,
+    };
+    let parts: Vec<&str> = name.split('.').collect();
+    let [flow, module, segment] = parts.as_slice() else {
+        return Err(shape("it needs exactly three dot-separated parts"));
+    };
+    if flow.is_empty() || module.is_empty() {
+        return Err(shape("the flow and module parts must not be empty"));
+    }
+    let expected = sanitize_component(component);
+    let mismatch = || {
+        let named = segment.rsplit_once('-').map_or(*segment, |(c, _)| c);
+        NodeNameError::ComponentMismatch {
+            name: name.to_owned(),
+            named: named.to_owned(),
+            component: component.to_owned(),
+            expected: expected.clone(),
+        }
+    };
+    match segment.strip_prefix(expected.as_str()) {
+        Some(rest) => match rest.strip_prefix('-') {
+            Some(suffix) if !suffix.is_empty() && !suffix.contains('-') => Ok(()),
+            Some(_) => Err(mismatch()),
+            None if rest.is_empty() => Err(shape("the component part has no `-{suffix}`")),
+            None => Err(mismatch()),
+        },
+        None if !segment.contains('-') => Err(shape("the component part has no `-{suffix}`")),
+        None => Err(mismatch()),
+    }
+}
+
+/// A component name as it appears in node names: lowercase, runs of other characters
+/// as one `-`.
+fn sanitize_component(component: &str) -> String {
+    let mut out = String::with_capacity(component.len());
+    for c in component.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_out_of_form_are_refused_with_the_reason() {
+        for (name, component) in [
+            ("badname", "hello"),
+            ("two.qa", "hello"),
+            ("x.qa.hello", "hello"),
+            ("..hello-1", "hello"),
+        ] {
+            let err = check_node_name(name, component).expect_err(name);
+            assert!(matches!(err, NodeNameError::Shape { .. }), "{name}: {err}");
+        }
+        let err = check_node_name("x.qa.shout-1", "hello").expect_err("mismatch");
+        assert!(
+            matches!(&err, NodeNameError::ComponentMismatch { named, .. } if named == "shout"),
+            "{err}"
+        );
+        // A component whose name ends like another's prefix is still a mismatch.
+        assert!(check_node_name("x.qa.hello-world-1", "hello").is_err());
+        assert!(check_node_name("x.qa.hello-world-1", "hello_world").is_ok());
+        assert!(check_node_name("greet.examples-v0.hello-1", "hello").is_ok());
+    }
+
+    #[test]
+    fn module_names_match_as_in_go() {
+        assert!(module_matches("Hello-Module-V0", "hello-module-v0"));
+        assert!(!module_matches("", "x"));
+        assert!(!module_matches("hello-module", "hello-module-v0"));
+    }
+}

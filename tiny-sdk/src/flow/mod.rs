@@ -7,7 +7,7 @@ mod document;
 mod node;
 mod raw;
 
-pub use address::{PortAddress, parse_node_name};
+pub use address::{NodeNameError, PortAddress, check_node_name, module_matches, parse_node_name};
 pub use builder::FlowBuilder;
 pub use document::{Flow, Signal};
 pub use node::{Edge, Node, NodeSpec, PortConfig, RetryPolicy};
