@@ -292,9 +292,13 @@ impl From<Value> for Msg {
 
 impl fmt::Debug for Msg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0.json() {
-            Ok(v) if self.0.as_any().is::<Json>() || self.0.raw().is_some() => write!(f, "Msg({v})"),
-            _ => write!(f, "Msg(<{}>)", self.0.type_name()),
+        // A typed message is not encoded for this.
+        if let Some(Json(v)) = self.0.as_any().downcast_ref::<Json>() {
+            return write!(f, "Msg({v})");
+        }
+        match self.0.raw() {
+            Some(bytes) => write!(f, "Msg({})", String::from_utf8_lossy(bytes)),
+            None => write!(f, "Msg(<{}>)", self.0.type_name()),
         }
     }
 }

@@ -310,7 +310,7 @@ impl Call {
             }
         };
         match result {
-            Ok(Ok(response)) => wire::decode_reply(&response.into_inner().data)
+            Ok(Ok(response)) => wire::decode_reply_owned(response.into_inner().data)
                 .map_err(|e| e.context(format_args!("module `{module}` at {}", peer.addr))),
             Ok(Err(status)) => Err(wire::status_to_error(&status, || {
                 if is_transport_failure(&status) {

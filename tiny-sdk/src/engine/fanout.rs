@@ -36,10 +36,14 @@ pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, msg: Msg, hop: Ho
     match outlet.edges.as_slice() {
         [] => Ok(Reply::empty()),
         [only] => send(engine, outlet, only, msg, next).await,
-        many => {
-            let branches = many
+        [first @ .., last] => {
+            // The last branch takes the message itself: when the others are done with
+            // their references by the time it runs, its receiver may get the value.
+            let mut branches: Vec<_> = first
                 .iter()
-                .map(|route| send(engine, outlet, route, msg.clone(), next.clone()));
+                .map(|route| send(engine, outlet, route, msg.clone(), next.clone()))
+                .collect();
+            branches.push(send(engine, outlet, last, msg, next));
             let results = join_all(branches).await;
             let mut first_error = None;
             for result in results {
