@@ -127,7 +127,8 @@ impl Inner {
         let ours = module.is_some_and(|m| module_matches(m, &self.module));
         let found = match self.lookup(node) {
             Some(found) => Some(found),
-            None if ours => self.wait_for(node, &hop).await,
+            // Rare, and its timers are large: boxed, out of the hop's inline future.
+            None if ours => Box::pin(self.wait_for(node, &hop)).await,
             None => None,
         };
         let (runner, failure) = found.unwrap_or((None, None));

@@ -87,11 +87,22 @@ async fn attempts(engine: &Inner, from: &str, route: &Route, msg: Msg, hop: Hop)
         edge_id: &route.id,
     };
     let to = route.to();
-    if route.backoff.max_attempts <= 1 && route.backoff.timeout.is_none() {
+    let backoff = &route.backoff;
+    if backoff.timeout.is_some() {
+        // Rare: kept out of the hop's inline future (a timer is large).
+        return Box::pin(backoff.run(&hop.cancel, || engine.deliver(to, source, msg.clone(), hop.clone()))).await;
+    }
+    if backoff.max_attempts <= 1 {
         return engine.deliver(to, source, msg, hop).await;
     }
-    route
-        .backoff
-        .run(&hop.cancel, || engine.deliver(to, source, msg.clone(), hop.clone()))
-        .await
+    let started = tokio::time::Instant::now();
+    match engine.deliver(to, source, msg.clone(), hop.clone()).await {
+        Ok(reply) => Ok(reply),
+        // Retrying (with its timers) is boxed, so that a hop that succeeds does not
+        // carry, and copy, the retry loop's state.
+        Err(err) => {
+            let again = || engine.deliver(to, source, msg.clone(), hop.clone());
+            Box::pin(backoff.retry_after(err, started, &hop.cancel, again)).await
+        }
+    }
 }

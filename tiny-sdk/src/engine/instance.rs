@@ -109,8 +109,11 @@ impl<C: Component + Hooks> Instance<C> {
 }
 
 /// Runs a component future, turning a panic into a permanent error for this message.
-async fn guarded<T>(what: &str, fut: impl Future<Output = Result<T>>) -> Result<T> {
-    match AssertUnwindSafe(fut).catch_unwind().await {
+///
+/// A combinator, not an `async fn`: an `async fn` would hold `fut` twice (as its
+/// argument and as the future it awaits), doubling the size of every hop's future.
+fn guarded<'a, T>(what: &'a str, fut: impl Future<Output = Result<T>> + 'a) -> impl Future<Output = Result<T>> + 'a {
+    AssertUnwindSafe(fut).catch_unwind().map(move |r| match r {
         Ok(r) => r,
         Err(panic) => {
             let msg = panic
@@ -120,7 +123,7 @@ async fn guarded<T>(what: &str, fut: impl Future<Output = Result<T>>) -> Result<
                 .unwrap_or_else(|| "a non-string panic payload".to_owned());
             Err(Error::permanent(format!("{what} panicked: {msg}")))
         }
-    }
+    })
 }
 
 impl<C: Component + Hooks> NodeInstance for Instance<C> {
@@ -144,9 +147,12 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
             let kept = self.component.error_port().map(|_| input.clone());
             // Biased: a handler that finishes in its first poll never registers with
             // the node's stop token.
+            // Pinned in place: `select!` then holds a reference, not a copy of it.
+            let work = guarded("handler", self.component.handle(&ctx, port, input));
+            tokio::pin!(work);
             let result = tokio::select! {
                 biased;
-                r = guarded("handler", self.component.handle(&ctx, port, input)) => r,
+                r = &mut work => r,
                 () = self.node.stopped() => Err(Error::permanent(
                     "the node was removed while its handler ran; the handler was stopped",
                 )

@@ -289,9 +289,17 @@ impl Engine {
     /// [`send_with`](Self::send_with) for a message that may be typed already: a
     /// receiver of its type gets it without JSON in between (see [`Msg`]).
     pub async fn send_msg(&self, to: &str, msg: Msg, hop: Hop) -> Result<Reply> {
-        let to = PortAddress::parse(to)?;
+        // Split as `PortAddress::parse` does, without copying the parts.
+        let (node, port) = match to.rsplit_once(':') {
+            Some((n, p)) if !n.is_empty() && !p.is_empty() => (n, p),
+            _ => {
+                return Err(PortAddress::parse(to)
+                    .err()
+                    .unwrap_or_else(|| Error::permanent("bad address")));
+            }
+        };
         self.inner
-            .deliver(To::parse(&to.node, &to.port), Source::Signal, msg, hop)
+            .deliver(To::parse(node, port), Source::Signal, msg, hop)
             .await
     }
 
