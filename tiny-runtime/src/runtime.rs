@@ -138,6 +138,9 @@ impl Runtime {
             let t = t.clone();
             async move { t.cancelled().await }
         };
+        // Not ready until both have listed: registered before anything can ask.
+        shared.readiness.listing(controller::node::WATCH);
+        shared.readiness.listing(controller::signal::WATCH);
         tasks.push(tokio::spawn(controller::node::run(shared.clone(), cancelled(&stop))));
         tasks.push(tokio::spawn(controller::signal::run(shared.clone(), cancelled(&stop))));
         tasks.push(tokio::spawn(controller::module::run(shared.clone(), cancelled(&stop))));

@@ -44,6 +44,81 @@ pub const fn response<R: schemars::JsonSchema>() -> Option<fn() -> Value> {
     Some(port_schema::<R>)
 }
 
+/// What the derive checks an `on_<port>` method against, so that a handler of the wrong
+/// shape is one error that shows the expected signature, not rustc's argument count.
+/// `Shape` tells the accepted shape from the refused ones (it is inferred).
+#[diagnostic::on_unimplemented(
+    message = "this is not a handler for a port carrying `{T}`",
+    label = "expected `async fn(&self, ctx: &Ctx<Self>, msg: {T}) -> R` here",
+    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {T}) -> R`, where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`",
+    note = "its future must be `Send`: hold no `Rc`, `RefCell` borrow or `MutexGuard` across an `.await`"
+)]
+pub trait Handler<'a, C: crate::Component, T, Shape> {
+    /// The handler's future.
+    type Future: Future<Output = Self::Output> + Send + 'a;
+    /// What it answers.
+    type Output: crate::IntoReply;
+    /// Runs it.
+    fn call(&self, component: &'a C, ctx: &'a crate::Ctx<C>, msg: T) -> Self::Future;
+}
+
+/// `Handler`'s shape `(&self, ctx, msg)`, the one accepted.
+#[derive(Debug)]
+pub struct WithCtx;
+
+/// `Handler`'s shape `(&self, msg)`, refused: without it, rustc would answer a
+/// handler that forgot `ctx` with its argument count instead of the signature.
+#[derive(Debug)]
+pub struct WithoutCtx;
+
+/// Never implemented: what makes the `WithoutCtx` shape fail.
+pub trait Refused<C> {}
+
+// Reported as "not a handler", with the signature, rather than as whichever of the
+// bounds below failed.
+#[diagnostic::do_not_recommend]
+impl<'a, C, T, F, Fut> Handler<'a, C, T, WithCtx> for F
+where
+    C: crate::Component,
+    F: Fn(&'a C, &'a crate::Ctx<C>, T) -> Fut,
+    Fut: Future + Send + 'a,
+    Fut::Output: crate::IntoReply,
+{
+    type Future = Fut;
+    type Output = Fut::Output;
+
+    fn call(&self, component: &'a C, ctx: &'a crate::Ctx<C>, msg: T) -> Fut {
+        self(component, ctx, msg)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<'a, C, T, F, Fut> Handler<'a, C, T, WithoutCtx> for F
+where
+    C: crate::Component,
+    F: Fn(&'a C, T) -> Fut,
+    Fut: Future + Send + 'a,
+    Fut::Output: crate::IntoReply,
+    WithoutCtx: Refused<C>,
+{
+    type Future = Fut;
+    type Output = Fut::Output;
+
+    fn call(&self, component: &'a C, _: &'a crate::Ctx<C>, msg: T) -> Fut {
+        self(component, msg)
+    }
+}
+
+/// Calls a port handler (the derive's dispatch goes through here; see [`Handler`]).
+pub fn call<'a, C: crate::Component, T, S, H: Handler<'a, C, T, S>>(
+    handler: H,
+    component: &'a C,
+    ctx: &'a crate::Ctx<C>,
+    msg: T,
+) -> H::Future {
+    handler.call(component, ctx, msg)
+}
+
 /// The answer to a message for a port the component does not have.
 pub fn unknown_port(component: &'static str, port: &str) -> Result<Reply> {
     Err(Error::permanent(format!(

@@ -81,7 +81,10 @@ pub use port::{Direction, Input, Output, PortSpec, Position};
 /// Field attributes, `#[port(...)]`, on `Input<T>` and `Output<T, R>` fields:
 /// `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`
 /// (default `on_<field>`), and `catch` on an `Output<ErrorMessage>` to receive the
-/// component's handler failures instead of failing the hop.
+/// component's handler failures instead of failing the hop. As in the Go SDK, the
+/// catch port is switched by an `enableErrorPort` settings field when the settings have
+/// one; a failure that would reach an unwired or switched-off catch port fails the hop
+/// (errors never vanish).
 pub use tiny_macros::Component;
 
 /// Derives `schemars::JsonSchema` with the editor's hints, read from `#[tiny(...)]`:

@@ -574,3 +574,124 @@ async fn on_destroy_runs_when_a_node_is_deleted_not_when_it_is_stopped() {
     let err = h.send("t2:input", json!(1)).await.expect_err("gone");
     assert!(err.to_string().contains("no node `t2`"), "{err}");
 }
+
+// ---- a node removed mid-message, honest retry errors ----
+
+/// Never answers and never looks at cancellation: only the engine can stop it.
+#[derive(Debug, Component, Default)]
+#[component(name = "stuck")]
+struct Stuck {
+    input: Input<Value>,
+}
+
+impl Stuck {
+    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> {
+        std::future::pending::<()>().await;
+        Ok(Reply::empty())
+    }
+}
+
+#[tokio::test]
+async fn a_node_removed_while_its_handler_runs_stops_the_handler() {
+    for component in ["stuck", "slow"] {
+        let h = harness()
+            .register::<Stuck>()
+            .flow(FlowBuilder::new().node("n", component).build())
+            .build()
+            .await
+            .expect("loads");
+        let engine = h.engine().clone();
+        let running = tokio::spawn(async move { engine.send("n:input", json!(1)).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!running.is_finished(), "{component} runs until its node goes");
+        h.engine().remove("n", true).await.expect("removed");
+        let result = tokio::time::timeout(Duration::from_secs(5), running)
+            .await
+            .expect("the handler stopped with its node")
+            .expect("task");
+        let err = result.expect_err("no reply from a removed node");
+        match component {
+            // Cooperative: `ctx.cancelled()` resolved and the handler said so.
+            "slow" => assert_eq!(err.message(), "cancelled", "{err}"),
+            _ => assert_eq!(err.code(), Some(tiny_sdk::error::code::NODE_REMOVED), "{err}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_hop_that_gives_up_says_how_many_attempts_and_how_long() {
+    // `b` is of this module but never loads: each attempt waits for it, then the edge
+    // policy retries; the final error tells the whole story.
+    let flow = FlowBuilder::new()
+        .node("f.m.relay-1", "relay")
+        .edge_with("f.m.relay-1:out", "f.m.relay-2:input", json!("{{$}}"), fast_retry(3))
+        .build();
+    let engine = tiny_sdk::engine::Engine::builder()
+        .module("m")
+        .register::<Relay>()
+        .node_wait(Duration::from_millis(100))
+        .build();
+    for n in flow.nodes {
+        engine.apply(n).await.expect("applies");
+    }
+    let err = engine
+        .send("f.m.relay-1:input", json!(1))
+        .await
+        .expect_err("nobody to deliver to");
+    let text = err.to_string();
+    assert!(text.contains("gave up after 3 attempts in "), "{text}");
+    assert!(text.contains("this attempt waited 0.1 s"), "{text}");
+    assert_eq!(err.code(), Some(tiny_sdk::error::code::NODE_NOT_FOUND));
+}
+
+/// Log lines written while the returned guard lives (this thread only).
+fn capture_logs() -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    tracing::subscriber::DefaultGuard,
+) {
+    #[derive(Clone)]
+    struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if let Ok(mut b) = self.0.lock() {
+                b.extend_from_slice(buf);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Sink(buf.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || sink.clone())
+        .finish();
+    (buf, tracing::subscriber::set_default(subscriber))
+}
+
+#[tokio::test]
+async fn an_error_that_fails_a_chain_is_logged_once_where_it_arose() {
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "relay")
+        .node("f", "flaky")
+        .settings(json!({"failures": 9, "permanent": true}))
+        .edge("a:out", "b:input", json!("{{$}}"))
+        .edge("b:out", "f:input", json!("{{$}}"))
+        .build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let (logs, _guard) = capture_logs();
+    let err = h.send("a:input", json!(1)).await.expect_err("f fails for good");
+    assert_eq!(err.origin(), Some("node `f` port `input`"), "{err}");
+    let text = String::from_utf8(logs.lock().map(|l| l.clone()).unwrap_or_default()).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("message failed")).collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(
+        lines[0].contains("node=\"f\"") || lines[0].contains("node=f"),
+        "{}",
+        lines[0]
+    );
+}

@@ -299,6 +299,8 @@ impl TestEnvBuilder {
             controller_manager,
             apiserver,
             etcd,
+            etcd_port,
+            ready_timeout: self.ready_timeout,
             client,
             config,
             kubeconfig,
@@ -313,6 +315,17 @@ impl TestEnvBuilder {
     }
 }
 
+/// A process of the control plane, for [`TestEnv::pause`] and [`TestEnv::resume`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component {
+    /// etcd.
+    Etcd,
+    /// kube-apiserver.
+    ApiServer,
+    /// kube-controller-manager.
+    ControllerManager,
+}
+
 /// A running control plane: `etcd`, `kube-apiserver` and (unless disabled)
 /// `kube-controller-manager`, each with its own log in [`TestEnv::dir`]. Dropping it kills
 /// the processes and removes the folder.
@@ -321,6 +334,8 @@ pub struct TestEnv {
     controller_manager: Option<Proc>,
     apiserver: Proc,
     etcd: Proc,
+    etcd_port: u16,
+    ready_timeout: Duration,
     client: kube::Client,
     config: kube::Config,
     kubeconfig: Kubeconfig,
@@ -394,6 +409,65 @@ impl TestEnv {
     /// Whether `kube-controller-manager` runs.
     pub fn has_controller_manager(&self) -> bool {
         self.controller_manager.is_some()
+    }
+
+    /// Kills the API server and starts it again on the same address with the same
+    /// certificate, so that clients made before reconnect; returns once it is ready.
+    pub async fn restart_apiserver(&mut self) -> Result<(), Error> {
+        self.apiserver.restart()?;
+        self.wait_apiserver_ready().await
+    }
+
+    /// Kills etcd and the API server, starts etcd again on its data, then the API
+    /// server; returns once it is ready. Watches see their streams end.
+    pub async fn restart_etcd_and_apiserver(&mut self) -> Result<(), Error> {
+        self.apiserver.kill();
+        self.etcd.restart()?;
+        wait_for_port(&mut self.etcd, self.etcd_port, self.ready_timeout).await?;
+        self.restart_apiserver().await
+    }
+
+    /// Freezes a component (`SIGSTOP`): it keeps its connections but answers nothing,
+    /// as a hung peer does. [`resume`](Self::resume) thaws it.
+    pub fn pause(&self, component: Component) -> Result<(), Error> {
+        self.proc(component)?.signal("STOP")
+    }
+
+    /// Thaws a component frozen by [`pause`](Self::pause).
+    pub fn resume(&self, component: Component) -> Result<(), Error> {
+        self.proc(component)?.signal("CONT")
+    }
+
+    fn proc(&self, component: Component) -> Result<&Proc, Error> {
+        match component {
+            Component::Etcd => Ok(&self.etcd),
+            Component::ApiServer => Ok(&self.apiserver),
+            Component::ControllerManager => self.controller_manager.as_ref().ok_or_else(|| Error::Io {
+                context: "kube-controller-manager".into(),
+                source: std::io::Error::other("this control plane runs without it"),
+            }),
+        }
+    }
+
+    async fn wait_apiserver_ready(&mut self) -> Result<(), Error> {
+        let deadline = Instant::now() + self.ready_timeout;
+        loop {
+            if let Some(status) = self.apiserver.exited() {
+                return Err(not_ready(&self.apiserver, format!("exited with {status}")));
+            }
+            let last = match readyz(&self.client).await {
+                Ok(body) if body.trim() == "ok" => return Ok(()),
+                Ok(body) => format!("/readyz answered {body:?}"),
+                Err(e) => format!("/readyz: {e}"),
+            };
+            if Instant::now() >= deadline {
+                return Err(not_ready(
+                    &self.apiserver,
+                    format!("not ready after {:?}; last: {last}", self.ready_timeout),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// The last `lines` lines of a component's log (`etcd`, `kube-apiserver`,

@@ -16,26 +16,102 @@ pub(crate) struct Proc {
     pub(crate) name: &'static str,
     child: Child,
     pub(crate) log: PathBuf,
+    /// How it was started, to start it again the same way.
+    recipe: Recipe,
+}
+
+/// A command's program, arguments and folder (a `Command` cannot be cloned).
+#[derive(Debug, Clone)]
+struct Recipe {
+    program: std::ffi::OsString,
+    args: Vec<std::ffi::OsString>,
+    dir: Option<PathBuf>,
+}
+
+impl Recipe {
+    fn of(cmd: &Command) -> Self {
+        Self {
+            program: cmd.get_program().to_owned(),
+            args: cmd.get_args().map(ToOwned::to_owned).collect(),
+            dir: cmd.get_current_dir().map(Path::to_path_buf),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args);
+        if let Some(dir) = &self.dir {
+            cmd.current_dir(dir);
+        }
+        cmd
+    }
 }
 
 impl Proc {
     /// Starts `cmd` with stdout and stderr going to `log`.
-    pub(crate) fn spawn(name: &'static str, mut cmd: Command, log: PathBuf) -> Result<Self, Error> {
-        let io_err = |context: String| move |source| Error::Io { context, source };
-        let out = File::create(&log).map_err(io_err(format!("creating {}", log.display())))?;
-        let err = out.try_clone().map_err(io_err(format!("opening {}", log.display())))?;
-        cmd.stdin(Stdio::null()).stdout(out).stderr(err);
-        {
-            use std::os::unix::process::CommandExt;
-            // Own process group: a Ctrl-C meant for the test runner or `up` does not reach the
-            // children; the owner stops them.
-            cmd.process_group(0);
-        }
-        die_with_parent(&mut cmd);
-        let child = spawn_from_long_lived_thread(cmd).map_err(io_err(format!("starting {name}")))?;
-        Ok(Self { name, child, log })
+    pub(crate) fn spawn(name: &'static str, cmd: Command, log: PathBuf) -> Result<Self, Error> {
+        let recipe = Recipe::of(&cmd);
+        let child = start(name, cmd, &log, false)?;
+        Ok(Self {
+            name,
+            child,
+            log,
+            recipe,
+        })
     }
 
+    /// Kills the process and starts it again with the same command, appending to its log.
+    pub(crate) fn restart(&mut self) -> Result<(), Error> {
+        self.kill();
+        self.child = start(self.name, self.recipe.command(), &self.log, true)?;
+        Ok(())
+    }
+
+    /// Stops (`SIGSTOP`) or continues (`SIGCONT`) the process: a hung peer, not a dead one.
+    pub(crate) fn signal(&self, signal: &str) -> Result<(), Error> {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .map_err(|source| Error::Io {
+                context: format!("sending SIG{signal} to {}", self.name),
+                source,
+            })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error::Io {
+                context: format!("sending SIG{signal} to {}", self.name),
+                source: io::Error::other(format!("kill exited with {status}")),
+            })
+        }
+    }
+}
+
+/// Starts `cmd` with its output in `log` (appended to, or truncated), in its own
+/// process group, dying with this process.
+fn start(name: &'static str, mut cmd: Command, log: &Path, append: bool) -> Result<Child, Error> {
+    let io_err = |context: String| move |source| Error::Io { context, source };
+    let out = File::options()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(log)
+        .map_err(io_err(format!("creating {}", log.display())))?;
+    let err = out.try_clone().map_err(io_err(format!("opening {}", log.display())))?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    {
+        use std::os::unix::process::CommandExt;
+        // Own process group: a Ctrl-C meant for the test runner or `up` does not reach the
+        // children; the owner stops them.
+        cmd.process_group(0);
+    }
+    die_with_parent(&mut cmd);
+    spawn_from_long_lived_thread(cmd).map_err(io_err(format!("starting {name}")))
+}
+
+impl Proc {
     /// `Some(status)` if the process has exited.
     pub(crate) fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()

@@ -131,10 +131,55 @@ impl Respond {
     }
 }
 
+/// What arrives on a delay's `input`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+pub struct DelayIn {
+    /// Passed on unchanged.
+    #[tiny(configurable)]
+    #[serde(default)]
+    pub context: serde_json::Value,
+    /// How long to wait, in milliseconds.
+    #[tiny(configurable, title = "Delay (ms)")]
+    #[serde(default)]
+    pub delay: u64,
+}
+
+/// What leaves a delay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+pub struct Delayed {
+    /// The context that came in.
+    #[tiny(shared)]
+    pub context: serde_json::Value,
+}
+
+/// Waits, then passes the context on (the Go common module's `delay`): a message that
+/// takes time, for flows that have something in flight.
+#[derive(Debug, Component, Default)]
+#[component(name = "delay", tags("example", "time"))]
+pub struct Delay {
+    #[port(position = Left)]
+    input: Input<DelayIn>,
+    #[port(position = Right)]
+    out: Output<Delayed>,
+}
+
+impl Delay {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: DelayIn) -> Result<Reply> {
+        tokio::select! {
+            () = tokio::time::sleep(std::time::Duration::from_millis(msg.delay)) => {}
+            () = ctx.cancelled() => return Err(Error::permanent("cancelled while waiting")),
+        }
+        self.out.emit(ctx, Delayed { context: msg.context }).await
+    }
+}
+
 /// The components of this module.
 pub fn registry() -> tiny_sdk::engine::Registry {
     let mut r = tiny_sdk::engine::Registry::default();
-    r.register::<Hello>().register::<Shout>().register::<Respond>();
+    r.register::<Hello>()
+        .register::<Shout>()
+        .register::<Respond>()
+        .register::<Delay>();
     r
 }
 

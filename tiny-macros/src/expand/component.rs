@@ -245,7 +245,11 @@ fn handle_arm(p: &Port) -> TokenStream {
     // carries the message type's span, where a handler taking another type is reported.
     let msg = Ident::new("msg", p.check_span);
     let args = quote!(self, ctx, #msg);
-    let call = quote_spanned!(handler.span()=> Self::#handler(#args).await);
+    // Through `__private::call`, whose `Handler` bound names the expected signature
+    // when the method has another shape.
+    let ty = &p.ty;
+    let message = quote!(<#ty as ::tiny_sdk::__private::PortType>::Message);
+    let call = quote_spanned!(handler.span()=> ::tiny_sdk::__private::call::<Self, #message, _, _>(Self::#handler, #args).await);
     let into_reply = quote_spanned!(handler.span()=> ::tiny_sdk::IntoReply::into_reply);
     quote! {
         #name => {

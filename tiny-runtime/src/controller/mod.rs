@@ -46,8 +46,9 @@ pub struct Shared {
     pub tracking: Arc<tracker::Tracking>,
     /// The last error published as an Event, per node, so it is published once.
     pub(crate) published: Mutex<HashMap<String, String>>,
-    /// Uids of the signals this process claimed.
-    pub(crate) claimed: Mutex<std::collections::HashSet<String>>,
+    /// Uids of the signals this process claimed, with how their delivery ended once it
+    /// has (kept until the signal's status says so).
+    pub(crate) claimed: Mutex<HashMap<String, Option<signal::Outcome>>>,
     /// What `/readyz` answers: the watches report whether they could list.
     pub readiness: Arc<crate::health::Readiness>,
 }
@@ -78,7 +79,7 @@ impl Shared {
             discovery,
             tracking,
             published: Mutex::new(HashMap::new()),
-            claimed: Mutex::new(std::collections::HashSet::new()),
+            claimed: Mutex::new(HashMap::new()),
             readiness: Arc::default(),
         }
     }

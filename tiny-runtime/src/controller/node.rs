@@ -33,9 +33,12 @@ use crate::{
     status,
 };
 
+/// The name `/readyz` gives the TinyNode watch.
+pub const WATCH: &str = "TinyNodes";
+
 /// Runs the TinyNode controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    watch::controller::<TinyNode>(shared.api(), shared.readiness.clone(), "TinyNodes")
+    watch::controller::<TinyNode>(shared.api(), shared.readiness.clone(), WATCH)
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)

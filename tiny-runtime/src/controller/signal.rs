@@ -39,9 +39,12 @@ pub mod phase {
     pub const FAILED: &str = "Failed";
 }
 
+/// The name `/readyz` gives the TinySignal watch.
+pub const WATCH: &str = "TinySignals";
+
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), "TinySignals")
+    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), WATCH)
         .reconcile_all_on(shared.leadership.gained())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
@@ -107,8 +110,16 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
     if status.phase.as_deref() == Some(phase::DELIVERING) {
         // Claimed by this process: it delivered (or is delivering) it, and this copy of
         // the signal is older than our own status write.
-        if claimed_here(&shared, &signal) || !matches!(who, Owner::Us) {
-            return Ok(Action::await_change());
+        match claimed_here(&shared, &signal) {
+            // Delivered here, but the write that said so failed (the API server was
+            // away): write the kept outcome now, never deliver again.
+            Some(Some(outcome)) => {
+                finish(&api, &name, outcome).await?;
+                return Ok(Action::await_change());
+            }
+            Some(None) => return Ok(Action::await_change()),
+            None if !matches!(who, Owner::Us) => return Ok(Action::await_change()),
+            None => {}
         }
         let by = status.claimed_by.unwrap_or_default();
         let why = format!(
@@ -121,7 +132,7 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
     match who {
         Owner::Other => return Ok(Action::await_change()),
         Owner::Nobody(why) => {
-            finish(&api, &name, phase::FAILED, Some(why), None).await?;
+            finish(&api, &name, Outcome::failed(why)).await?;
             return Ok(Action::await_change());
         }
         Owner::Us => {}
@@ -131,8 +142,9 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
     if !write_if_unchanged(&api, &signal, claim).await? {
         return Ok(Action::await_change());
     }
-    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), signal.uid()) {
-        claimed.insert(uid);
+    let uid = signal.uid();
+    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), uid.clone()) {
+        claimed.insert(uid, None);
     }
     let data = signal
         .spec
@@ -147,11 +159,39 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
     let to = format!("{node}:{}", signal.spec.port);
     let result = shared.engine.send_with(&to, data, hop).await;
     Metrics::inc(&shared.metrics.signals_delivered);
-    match result {
-        Ok(reply) => finish(&api, &name, phase::DELIVERED, None, reply.into_value()).await?,
-        Err(e) => finish(&api, &name, phase::FAILED, Some(e.to_string()), None).await?,
+    let outcome = match result {
+        Ok(reply) => Outcome {
+            phase: phase::DELIVERED,
+            error: None,
+            reply: reply.into_value(),
+        },
+        Err(e) => Outcome::failed(e.to_string()),
+    };
+    // Kept until the write succeeds: if it fails, the retry writes this, not a second
+    // delivery's.
+    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), uid) {
+        claimed.insert(uid, Some(outcome.clone()));
     }
+    finish(&api, &name, outcome).await?;
     Ok(Action::await_change())
+}
+
+/// How a delivery ended, as the signal's status will say.
+#[derive(Debug, Clone)]
+pub(crate) struct Outcome {
+    phase: &'static str,
+    error: Option<String>,
+    reply: Option<Value>,
+}
+
+impl Outcome {
+    fn failed(error: String) -> Self {
+        Self {
+            phase: phase::FAILED,
+            error: Some(error),
+            reply: None,
+        }
+    }
 }
 
 /// Writes `status` only over the version of `signal` that was read; `false` when
@@ -168,20 +208,16 @@ async fn write_if_unchanged(api: &Api<TinySignal>, signal: &TinySignal, status: 
     }
 }
 
-fn claimed_here(shared: &Shared, signal: &TinySignal) -> bool {
+/// `Some` when this process claimed the signal, with its outcome once delivered.
+fn claimed_here(shared: &Shared, signal: &TinySignal) -> Option<Option<Outcome>> {
     match (shared.claimed.lock(), signal.uid()) {
-        (Ok(claimed), Some(uid)) => claimed.contains(&uid),
-        _ => false,
+        (Ok(claimed), Some(uid)) => claimed.get(&uid).cloned(),
+        _ => None,
     }
 }
 
-async fn finish(
-    api: &Api<TinySignal>,
-    name: &str,
-    phase: &str,
-    error: Option<String>,
-    reply: Option<Value>,
-) -> Result<(), ReconcileError> {
+async fn finish(api: &Api<TinySignal>, name: &str, outcome: Outcome) -> Result<(), ReconcileError> {
+    let Outcome { phase, error, reply } = outcome;
     let reply = reply.map(tiny_sdk::flow::RawJson);
     let patch = json!({ "status": {
         "phase": phase,

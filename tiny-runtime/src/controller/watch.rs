@@ -31,7 +31,8 @@ where
     Controller::for_stream(objects, reader)
 }
 
-/// The raw watch events of `api`, with list outcomes reported to `readiness`.
+/// The raw watch events of `api`, with list outcomes reported to `readiness` (where
+/// `watch` was registered as listing before the module said it started).
 pub(crate) fn events<K>(
     api: Api<Decoded<K>>,
     readiness: Arc<Readiness>,
@@ -40,18 +41,37 @@ pub(crate) fn events<K>(
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
-    readiness.listing(watch);
-    watcher(api, watcher::Config::default())
-        .default_backoff()
-        .inspect(move |event| match event {
-            Ok(Event::InitDone) => readiness.listed(watch),
-            // Only a failed LIST leaves the module without a view of its objects; a
-            // watch that drops after one resumes from what it has.
-            Err(watcher::Error::InitialListFailed(e)) => {
-                tracing::warn!(watch, error = %e, "cannot list");
-                readiness.failing(watch, e.to_string());
+    // A watcher whose watch cannot start again (the API server is gone, the resource
+    // was removed) would retry the watch forever without listing, and so without ever
+    // telling whether it works again. Each such failure ends the session instead; the
+    // next one starts with a LIST, whose outcome is what `/readyz` reports.
+    let sessions = futures::stream::unfold(false, move |restarted| {
+        let api = api.clone();
+        async move {
+            if restarted {
+                tokio::time::sleep(RESTART_PAUSE).await;
             }
-            Err(e) => tracing::debug!(watch, error = %e, "watch interrupted; resuming"),
-            Ok(_) => {}
-        })
+            let session = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .scan(false, |ended, event| {
+                    let end_after = matches!(event, Err(watcher::Error::WatchStartFailed(_)));
+                    let item = (!*ended).then_some(event);
+                    *ended |= end_after;
+                    std::future::ready(item)
+                });
+            Some((session, true))
+        }
+    });
+    sessions.flatten().inspect(move |event| match event {
+        Ok(Event::InitDone) => readiness.listed(watch),
+        Err(watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e)) => {
+            tracing::warn!(watch, error = %e, "cannot list or watch");
+            readiness.failing(watch, e.to_string());
+        }
+        Err(e) => tracing::debug!(watch, error = %e, "watch interrupted; resuming"),
+        Ok(_) => {}
+    })
 }
+
+/// The pause before a new watch session after one whose watch could not start.
+const RESTART_PAUSE: std::time::Duration = std::time::Duration::from_secs(1);

@@ -161,9 +161,9 @@ impl Inner {
                 router.route(module, &to, source, data, hop).await
             }
             _ if ours => Err(Error::transient(format!(
-                "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {} s for it to load)",
+                "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {:.1} s for it to load)",
                 self.module,
-                self.node_wait.as_secs()
+                self.node_wait.as_secs_f64()
             ))
             .with_code(code::NODE_NOT_FOUND)),
             _ => Err(

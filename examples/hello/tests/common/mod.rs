@@ -156,14 +156,15 @@ impl Replica {
         }
     }
 
-    /// A counter or gauge from its `/metrics`.
-    pub async fn metric(&self, name: &str) -> Option<u64> {
-        let body = tokio::task::spawn_blocking({
+    /// `GET path` on its probe address: the status code and the body.
+    pub async fn probe(&self, path: &str) -> Option<(u16, String)> {
+        let request = format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n");
+        let response = tokio::task::spawn_blocking({
             let addr = self.metrics.clone();
             move || {
                 use std::io::{Read as _, Write as _};
                 let mut s = std::net::TcpStream::connect(&addr).ok()?;
-                s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
+                s.write_all(request.as_bytes()).ok()?;
                 let mut out = String::new();
                 s.read_to_string(&mut out).ok()?;
                 Some(out)
@@ -171,6 +172,14 @@ impl Replica {
         })
         .await
         .ok()??;
+        let code = response.split_whitespace().nth(1)?.parse().ok()?;
+        let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())?;
+        Some((code, body))
+    }
+
+    /// A counter or gauge from its `/metrics`.
+    pub async fn metric(&self, name: &str) -> Option<u64> {
+        let (_, body) = self.probe("/metrics").await?;
         let values: BTreeMap<&str, u64> = body
             .lines()
             .filter(|l| !l.starts_with('#'))
