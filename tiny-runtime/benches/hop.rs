@@ -15,6 +15,10 @@
 //! `cargo bench -p tiny-runtime --bench hop`. `HOP_SCALE=0.2` for a quicker run;
 //! `HOP_ONLY=echo|tiny|route|pool|local` runs one side alone (for a profiler).
 
+#[cfg(feature = "fast-alloc")]
+#[global_allocator]
+static ALLOC: tiny_runtime::FastAlloc = tiny_runtime::FastAlloc;
+
 use std::{
     net::SocketAddr,
     sync::Arc,
@@ -92,7 +96,7 @@ impl Target for Tiny {
 struct PoolOnly {
     pool: Arc<Pool>,
     to: tiny_sdk::flow::PortAddress,
-    payload: Value,
+    payload: tiny_sdk::Msg,
 }
 
 impl Target for PoolOnly {
@@ -103,7 +107,7 @@ impl Target for PoolOnly {
         };
         let reply = self
             .pool
-            .send("b", &self.to, source, &self.payload, tiny_sdk::Hop::default())
+            .send_msg("b", &self.to, source, &self.payload, tiny_sdk::Hop::default())
             .await;
         assert!(reply.is_ok_and(|r| !r.is_empty()), "pool hop failed");
     }
@@ -205,7 +209,7 @@ async fn tiny(addr: SocketAddr) -> (Tiny, PoolOnly, tiny_runtime::grpc::ServerHa
         PoolOnly {
             pool: pool_a,
             to,
-            payload: payload(),
+            payload: tiny_sdk::Msg::from_json(payload()),
         },
         server,
     )

@@ -25,6 +25,19 @@ pub mod resources;
 pub mod runtime;
 pub mod status;
 
+/// A fast global allocator (mimalloc), for module binaries that choose it with the
+/// `fast-alloc` feature and one line:
+///
+/// ```ignore
+/// #[global_allocator]
+/// static ALLOC: tiny_runtime::FastAlloc = tiny_runtime::FastAlloc;
+/// ```
+///
+/// A library never picks the allocator; the binary does. `cargo bench -p tiny-runtime
+/// --bench hop --features fast-alloc` measures the difference.
+#[cfg(feature = "fast-alloc")]
+pub use mimalloc::MiMalloc as FastAlloc;
+
 /// Why the runtime could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -7,6 +7,8 @@ pub use futures::future::BoxFuture;
 pub use schemars;
 pub use serde_json::Value;
 
+pub use crate::msg::{Msg, RoundTrip};
+
 use crate::{
     error::{Error, Result},
     message::Reply,
@@ -118,9 +120,155 @@ pub fn call<'a, C: crate::Component, T, S, H: Handler<'a, C, T, S>>(
 }
 
 /// The answer to a message for a port the component does not have.
-pub fn unknown_port<'a>(component: &'static str, port: &str) -> BoxFuture<'a, Result<Reply>> {
-    let err = Error::permanent(format!("component `{component}` has no input port `{port}`"));
-    Box::pin(async move { Err(err) })
+pub fn unknown_port(component: &'static str, port: &str) -> Result<Reply> {
+    Err(Error::permanent(format!(
+        "component `{component}` has no input port `{port}`"
+    )))
+}
+
+/// Takes an input port's value out of a message, choosing the cheapest sound way for
+/// the (concrete) message type at the call site by autoref specialisation:
+/// [`RoundTrip`]-exact and `Clone` types are moved or cloned, exact types are moved
+/// (else decoded), every other type is decoded from JSON.
+#[derive(Debug)]
+pub struct Take<T>(PhantomData<fn() -> T>);
+
+impl<T> Default for Take<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Take<T> {
+    pub const fn new() -> Self {
+        Take(PhantomData)
+    }
+
+    /// The probe for an input port's message type, named by the port itself.
+    pub const fn of(_: &crate::Input<T>) -> Self {
+        Take(PhantomData)
+    }
+}
+
+pub trait TakeExactClone<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+}
+
+impl<T: crate::Message + RoundTrip + Clone> TakeExactClone<T> for &&&Take<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T> {
+        if T::round_trip_exact(0) {
+            msg.take_exact_or_clone(port)
+        } else {
+            msg.decode(port)
+        }
+    }
+}
+
+pub trait TakeExact<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+}
+
+impl<T: crate::Message + RoundTrip> TakeExact<T> for &&Take<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T> {
+        if T::round_trip_exact(0) {
+            msg.take_exact(port)
+        } else {
+            msg.decode(port)
+        }
+    }
+}
+
+pub trait TakeDecode<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+}
+
+impl<T: crate::Message> TakeDecode<T> for &Take<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T> {
+        msg.decode(port)
+    }
+}
+
+/// Reached only for a port type that is not a message, which the port table already
+/// reports: no second error here.
+pub trait TakeNone<T> {
+    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+}
+
+impl<T> TakeNone<T> for Take<T> {
+    fn take(&self, _: Msg, port: &str) -> Result<T> {
+        Err(Error::permanent(format!("port `{port}` does not carry a message type")))
+    }
+}
+
+/// `Result<T>`: input port `$input`'s (an `&Input<T>`) value out of message `$msg`
+/// (see [`Take`]).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __take {
+    ($input:expr, $msg:expr) => {{
+        #[allow(unused_imports)]
+        use $crate::__private::{TakeDecode as _, TakeExact as _, TakeExactClone as _, TakeNone as _};
+        let input: &$crate::Input<_> = $input;
+        (&&&&$crate::__private::Take::of(input)).take($msg, input.name())
+    }};
+}
+pub use crate::__take as take;
+
+/// Whether `$t` is [`RoundTrip`]-exact, `false` when it does not say (for the fields
+/// of a `#[derive(Schema)]` type; `$depth` guards recursive types).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __round_trip {
+    ($t:ty, $depth:expr) => {{
+        #[allow(unused_imports)]
+        use $crate::__private::{ExactNo as _, ExactYes as _};
+        (&&$crate::__private::Exact::<$t>::new()).round_trip_exact($depth)
+    }};
+}
+pub use crate::__round_trip as round_trip;
+
+/// The probe behind [`round_trip!`].
+#[derive(Debug)]
+pub struct Exact<T>(PhantomData<fn() -> T>);
+
+impl<T> Default for Exact<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Exact<T> {
+    pub const fn new() -> Self {
+        Exact(PhantomData)
+    }
+}
+
+pub trait ExactYes {
+    fn round_trip_exact(&self, depth: u32) -> bool;
+    fn may_be_null(&self) -> bool;
+}
+
+impl<T: RoundTrip> ExactYes for &Exact<T> {
+    fn round_trip_exact(&self, depth: u32) -> bool {
+        T::round_trip_exact(depth)
+    }
+    fn may_be_null(&self) -> bool {
+        T::may_be_null()
+    }
+}
+
+pub trait ExactNo {
+    fn round_trip_exact(&self, depth: u32) -> bool;
+    fn may_be_null(&self) -> bool;
+}
+
+impl<T> ExactNo for Exact<T> {
+    fn round_trip_exact(&self, _: u32) -> bool {
+        false
+    }
+    fn may_be_null(&self) -> bool {
+        true
+    }
 }
 
 /// Picks `T::default()` as a port's default configuration when `T: Default`, `null`

@@ -2,9 +2,7 @@
 
 use std::{future::Future, sync::Arc};
 
-use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::{
     client::ResourceManager,
@@ -12,6 +10,7 @@ use crate::{
     error::{ErrorMessage, Result},
     flow::Node,
     message::{Message, Reply},
+    msg::Msg,
     port::{Output, PortSpec},
 };
 
@@ -82,8 +81,14 @@ pub trait Component: Sized + Send + Sync + 'static {
     /// A fresh instance for one node, with its port handles named.
     fn instance() -> Self;
 
-    /// Decodes `payload` for `port` and runs the port's handler.
-    fn handle<'a>(&'a self, ctx: &'a Ctx<Self>, port: &'a str, payload: &'a Value) -> BoxFuture<'a, Result<Reply>>;
+    /// Takes `port`'s value out of `input` (see [`Msg`] for when it is moved, cloned
+    /// or decoded) and runs the port's handler.
+    fn handle<'a>(
+        &'a self,
+        ctx: &'a Ctx<Self>,
+        port: &'a str,
+        input: Msg,
+    ) -> impl Future<Output = Result<Reply>> + Send + 'a;
 
     /// The port that receives handler failures as [`ErrorMessage`]s instead of failing
     /// the hop (`#[port(catch)]`), if any.

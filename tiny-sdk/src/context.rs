@@ -2,23 +2,12 @@
 
 use std::{fmt, sync::Arc};
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{client::ResourceManager, component::Component, error::Result, message::Reply};
-
-/// Sends what a node emits on one of its ports along that port's edges.
-///
-/// The engine gives every node its own emitter; authors never implement this.
-pub trait Emitter: Send + Sync + 'static {
-    /// Emits `data` on `port`, continuing `hop`, and resolves to the downstream reply.
-    fn emit(&self, port: &str, data: Value, hop: Hop) -> BoxFuture<'static, Result<Reply>>;
-
-    /// Whether any edge leaves `port`: an error port nobody listens on must not
-    /// swallow errors.
-    fn connected(&self, port: &str) -> bool;
-}
+use crate::{
+    client::ResourceManager, component::Component, engine::NodeEmitter, error::Result, message::Reply, msg::Msg,
+};
 
 /// Who a node is, as the Go SDK's `NodeIdentity`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,7 +25,7 @@ pub struct NodeIdentity {
 /// What stays the same for every message a node handles.
 pub struct NodeContext {
     identity: NodeIdentity,
-    emitter: Arc<dyn Emitter>,
+    emitter: NodeEmitter,
     client: Option<Arc<dyn ResourceManager>>,
     /// Cancelled when the node is removed or replaced: handlers still running for it
     /// are stopped.
@@ -45,7 +34,7 @@ pub struct NodeContext {
 
 impl NodeContext {
     /// Built by the engine.
-    pub fn new(identity: NodeIdentity, emitter: Arc<dyn Emitter>, client: Option<Arc<dyn ResourceManager>>) -> Self {
+    pub(crate) fn new(identity: NodeIdentity, emitter: NodeEmitter, client: Option<Arc<dyn ResourceManager>>) -> Self {
         Self {
             identity,
             emitter,
@@ -77,6 +66,11 @@ impl NodeContext {
     /// The node's resource manager, if the runtime gave it one.
     pub fn client(&self) -> Option<&Arc<dyn ResourceManager>> {
         self.client.as_ref()
+    }
+
+    /// The node's way out.
+    pub(crate) fn emitter(&self) -> &NodeEmitter {
+        &self.emitter
     }
 }
 
@@ -154,7 +148,13 @@ impl<C: Component> Ctx<C> {
     /// Emits an already-encoded message; prefer [`Output::emit`](crate::Output::emit),
     /// which checks the port and the type at compile time.
     pub async fn emit_value(&self, port: &str, data: Value) -> Result<Reply> {
-        self.node.emitter.emit(port, data, self.hop.clone()).await
+        self.emit_msg(port, Msg::from_json(data)).await
+    }
+
+    /// Emits a message as it is (typed or JSON); prefer
+    /// [`Output::emit`](crate::Output::emit).
+    pub async fn emit_msg(&self, port: &str, msg: Msg) -> Result<Reply> {
+        self.node.emitter.emit(port, msg, self.hop.clone()).await
     }
 }
 

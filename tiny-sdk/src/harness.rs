@@ -45,10 +45,7 @@ use serde_json::Value;
 use crate::{
     Component, Hooks,
     client::ResourceManager,
-    engine::{
-        Engine, EngineBuilder, NodeReport,
-        observe::{HopEvent, HopKind, Observer},
-    },
+    engine::{Engine, EngineBuilder, HopEvent, HopKind, NodeReport, Observer},
     error::{Error, Result},
     flow::Flow,
     message::Reply,
@@ -242,7 +239,9 @@ impl Observer for Recorder {
             f.push((at.clone(), err.clone()));
         }
         if let Ok(mut e) = self.events.lock() {
-            e.entry((event.kind, at)).or_default().push(event.data.clone());
+            e.entry((event.kind, at))
+                .or_default()
+                .push(event.data.json().cloned().unwrap_or(Value::Null));
         }
     }
 }

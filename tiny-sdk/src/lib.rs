@@ -50,6 +50,7 @@ pub mod error;
 pub mod flow;
 pub mod harness;
 pub mod message;
+pub mod msg;
 pub mod port;
 pub mod schema;
 pub mod system;
@@ -65,6 +66,7 @@ pub use component::{Component, ComponentInfo, Hooks};
 pub use context::{Ctx, Hop, NodeIdentity};
 pub use error::{Error, ErrorKind, ErrorMessage, Result};
 pub use message::{IntoReply, Message, Reply};
+pub use msg::{Msg, RoundTrip};
 pub use port::{Direction, Input, Output, PortSpec, Position};
 
 /// Derives [`Component`]: the port table, the instance constructor and the dispatch

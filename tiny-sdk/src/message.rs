@@ -1,9 +1,14 @@
 //! Port messages and the replies that travel back up a blocking chain.
 
+use std::fmt;
+
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    msg::Msg,
+};
 
 /// A type that can travel through a port: serialisable, decodable and described by a
 /// JSON Schema. Implemented for every type with `Serialize`, `Deserialize` and
@@ -24,8 +29,11 @@ impl<T> Message for T where T: Serialize + DeserializeOwned + schemars::JsonSche
 ///
 /// In a blocking chain the reply of the last node travels back to the first one: an
 /// HTTP server emits a request and gets the response as the reply of its `emit`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reply(Option<Value>);
+///
+/// Like a port message it is a [`Msg`]: a reply that came back from another module
+/// stays bytes until something reads it as JSON or decodes it.
+#[derive(Clone, Default)]
+pub struct Reply(Option<Msg>);
 
 impl Reply {
     /// No reply.
@@ -35,12 +43,17 @@ impl Reply {
 
     /// A reply carrying a JSON value.
     pub fn value(value: Value) -> Self {
-        Reply(Some(value))
+        Reply(Some(Msg::from_json(value)))
     }
 
     /// A reply carrying any serialisable value.
     pub fn json<T: Serialize>(value: &T) -> Result<Self> {
-        Ok(Reply(Some(serde_json::to_value(value)?)))
+        Ok(Reply::value(serde_json::to_value(value)?))
+    }
+
+    /// A reply carrying a message as it is (typed or JSON), encoded only if needed.
+    pub fn msg(msg: Msg) -> Self {
+        Reply(Some(msg))
     }
 
     /// `true` when there is nothing in it.
@@ -48,23 +61,48 @@ impl Reply {
         self.0.is_none()
     }
 
-    /// The carried value, if any.
+    /// The carried value as JSON, if any (made on first use; `None` too when it does
+    /// not encode).
     pub fn as_value(&self) -> Option<&Value> {
+        self.0.as_ref().and_then(|m| m.json().ok())
+    }
+
+    /// The carried value as JSON, if any.
+    pub fn into_value(self) -> Option<Value> {
+        self.0.and_then(|m| m.take_exact::<Value>("reply").ok())
+    }
+
+    /// The carried message, if any.
+    pub fn as_msg(&self) -> Option<&Msg> {
         self.0.as_ref()
     }
 
-    /// The carried value, if any.
-    pub fn into_value(self) -> Option<Value> {
-        self.0
-    }
-
     /// Decodes the carried value; an empty reply is an error.
-    pub fn decode<T: DeserializeOwned>(self) -> Result<T> {
+    pub fn decode<T: DeserializeOwned + 'static>(self) -> Result<T> {
         match self.0 {
-            Some(v) => {
-                serde_path_to_error::deserialize(v).map_err(|e| Error::permanent(format!("reply does not decode: {e}")))
-            }
+            Some(m) => match m.decode("reply") {
+                Ok(v) => Ok(v),
+                // Worded from the JSON, with the failing field's path.
+                Err(_) => serde_path_to_error::deserialize(m.json()?.clone())
+                    .map_err(|e| Error::permanent(format!("reply does not decode: {e}"))),
+            },
             None => Err(Error::permanent("expected a reply, got none")),
+        }
+    }
+}
+
+impl PartialEq for Reply {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_value() == other.as_value() && self.is_empty() == other.is_empty()
+    }
+}
+
+impl fmt::Debug for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.as_value() {
+            Some(v) => write!(f, "Reply({v})"),
+            None if self.is_empty() => f.write_str("Reply(empty)"),
+            None => write!(f, "Reply({:?})", self.0),
         }
     }
 }

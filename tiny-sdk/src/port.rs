@@ -15,6 +15,7 @@ use crate::{
     context::Ctx,
     error::{Error, Result},
     message::{Message, Reply},
+    msg::Msg,
 };
 
 /// Where a port's handle sits on the node in the editor.
@@ -147,6 +148,15 @@ impl<T> Input<T> {
     {
         decode(self.name, payload)
     }
+
+    /// The port's value out of a message, the way JSON would decode it (no fast path;
+    /// the derive's dispatch takes the typed value over when that is sound).
+    pub fn take(&self, msg: &Msg) -> Result<T>
+    where
+        T: Message,
+    {
+        msg.decode(self.name)
+    }
 }
 
 /// An output port emitting messages of type `T`, answered with a `R` downstream.
@@ -177,10 +187,11 @@ impl<T: Message, R: Message> Output<T, R> {
     /// downstream chain. Returns the first non-empty reply, or the first error.
     ///
     /// Return it from a handler to pass the downstream reply up the chain.
+    ///
+    /// The message travels as it is: it is encoded only if something downstream needs
+    /// its JSON (see [`Msg`]).
     pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<Reply> {
-        let value = serde_json::to_value(&msg)
-            .map_err(|e| Error::permanent(format!("port `{}`: message does not serialise: {e}", self.name)))?;
-        ctx.emit_value(self.name, value).await
+        ctx.emit_msg(self.name, Msg::new(msg)).await
     }
 
     /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.

@@ -211,7 +211,8 @@ fn instance_fn(c: &Component) -> TokenStream {
     }
 }
 
-/// `match port { "name" => decode, call on_name }`.
+/// `async move { match port { "name" => take the value, call on_name } }`: one future
+/// for all ports, which the engine boxes once per hop.
 fn handle_fn(c: &Component) -> TokenStream {
     let name = &c.name;
     let arms = c.ports.iter().filter(|p| p.kind == Kind::Input).map(handle_arm);
@@ -221,12 +222,17 @@ fn handle_fn(c: &Component) -> TokenStream {
             &'a self,
             ctx: &'a ::tiny_sdk::Ctx<Self>,
             port: &'a str,
-            payload: &'a ::tiny_sdk::__private::Value,
-        ) -> ::tiny_sdk::__private::BoxFuture<'a, ::tiny_sdk::Result<::tiny_sdk::Reply>> {
+            input: ::tiny_sdk::__private::Msg,
+        ) -> impl ::core::future::Future<Output = ::tiny_sdk::Result<::tiny_sdk::Reply>> + ::core::marker::Send + 'a {
             #check
-            match port {
-                #(#arms)*
-                _ => ::tiny_sdk::__private::unknown_port(#name, port),
+            async move {
+                match port {
+                    #(#arms)*
+                    _ => {
+                        ::core::mem::drop(input);
+                        ::tiny_sdk::__private::unknown_port(#name, port)
+                    }
+                }
             }
         }
     }
@@ -234,7 +240,7 @@ fn handle_fn(c: &Component) -> TokenStream {
 
 fn handle_arm(p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
-    let decode = respan(quote!(::tiny_sdk::Input::decode(&self.#field, payload)), p.check_span);
+    let take = respan(quote!(::tiny_sdk::__private::take!(&self.#field, input)), p.check_span);
     // The call carries the handler's span, so a missing or mistyped method is
     // reported on the port field that asked for it (or on `handler = ...`); `msg`
     // carries the message type's span, where a handler taking another type is reported.
@@ -247,10 +253,10 @@ fn handle_arm(p: &Port) -> TokenStream {
     let call = quote_spanned!(handler.span()=> ::tiny_sdk::__private::call::<Self, #message, _, _>(Self::#handler, #args).await);
     let into_reply = quote_spanned!(handler.span()=> ::tiny_sdk::IntoReply::into_reply);
     quote! {
-        #name => ::std::boxed::Box::pin(async move {
-            let #msg = #decode?;
+        #name => {
+            let #msg = #take?;
             #into_reply(#call)
-        }),
+        }
     }
 }
 
@@ -311,9 +317,9 @@ fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
                 &'a self,
                 _: &'a ::tiny_sdk::Ctx<Self>,
                 _: &'a str,
-                _: &'a ::tiny_sdk::__private::Value,
-            ) -> ::tiny_sdk::__private::BoxFuture<'a, ::tiny_sdk::Result<::tiny_sdk::Reply>> {
-                ::core::unreachable!()
+                _: ::tiny_sdk::__private::Msg,
+            ) -> impl ::core::future::Future<Output = ::tiny_sdk::Result<::tiny_sdk::Reply>> + ::core::marker::Send + 'a {
+                async { ::core::unreachable!() }
             }
         }
         #hooks

@@ -30,11 +30,13 @@ pub fn derive(input: TokenStream) -> TokenStream {
     let twin_def = twin_type(&attrs, &twin, &default_fn);
     let default = has_container_default(&attrs.attrs).then(|| default_fn_item(&attrs, &default_fn));
     let json_schema_impl = json_schema_impl(&attrs, &twin);
+    let round_trip_impl = super::round_trip::round_trip_impl(&attrs);
     quote! {
         const _: () = {
             #twin_def
             #default
             #json_schema_impl
+            #round_trip_impl
         };
     }
 }

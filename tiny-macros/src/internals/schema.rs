@@ -24,6 +24,9 @@ pub struct SchemaAttrs {
     pub attrs: Vec<Attribute>,
     pub title: Option<String>,
     pub description: Option<String>,
+    /// The type's serde impls do not keep `decode(encode(x)) == x` (hand-written
+    /// ones, say): the engine then always passes it through JSON.
+    pub lossy: Flag,
 }
 
 /// One enum variant.

@@ -121,7 +121,13 @@ impl Observer for Tracking {
             },
             Err(_) => return,
         };
-        let mut data = event.data.to_string();
+        // Only a tracked flow pays for the payload's JSON, written straight from the value.
+        let mut data = event
+            .data
+            .to_json_bytes()
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default();
         if data.len() > PREVIEW_BYTES {
             let mut cut = PREVIEW_BYTES;
             while !data.is_char_boundary(cut) {

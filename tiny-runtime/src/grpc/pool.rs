@@ -9,9 +9,8 @@ use std::{
 };
 
 use futures::future::BoxFuture;
-use serde_json::Value;
 use tiny_sdk::{
-    Error, Hop, Reply, Result,
+    Error, Hop, Msg, Reply, Result,
     engine::{RemoteRouter, Source},
     flow::PortAddress,
 };
@@ -222,7 +221,21 @@ impl Pool {
         module: &str,
         to: &PortAddress,
         source: Source<'_>,
-        data: &Value,
+        data: &serde_json::Value,
+        hop: Hop,
+    ) -> Result<Reply> {
+        self.send_msg(module, to, source, &Msg::from_json(data.clone()), hop)
+            .await
+    }
+
+    /// [`send`](Self::send) for a message that may be typed: it is written to the
+    /// wire straight from its value.
+    pub async fn send_msg(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: &Msg,
         hop: Hop,
     ) -> Result<Reply> {
         self.prepare(module, to, source, data, &hop)?.run(hop).await
@@ -230,7 +243,7 @@ impl Pool {
 
     /// Everything that can fail before the network: the module's address, the
     /// payload's encoding and size.
-    fn prepare(&self, module: &str, to: &PortAddress, source: Source<'_>, data: &Value, hop: &Hop) -> Result<Call> {
+    fn prepare(&self, module: &str, to: &PortAddress, source: Source<'_>, data: &Msg, hop: &Hop) -> Result<Call> {
         let Some(peer) = self.peer(module) else {
             // The module may still be starting: worth another attempt.
             return Err(Error::transient(format!(
@@ -243,7 +256,8 @@ impl Pool {
             id: String::new(),
             from,
             to: to.to_string(),
-            payload: wire::encode_payload(data)?,
+            // Straight from the typed value to bytes: no JSON tree on the way.
+            payload: data.to_json_bytes()?,
             edge_id,
         };
         let size = prost::Message::encoded_len(&message);
@@ -296,7 +310,7 @@ impl Call {
             }
         };
         match result {
-            Ok(Ok(response)) => wire::decode_reply(&response.into_inner().data)
+            Ok(Ok(response)) => wire::decode_reply_owned(response.into_inner().data)
                 .map_err(|e| e.context(format_args!("module `{module}` at {}", peer.addr))),
             Ok(Err(status)) => Err(wire::status_to_error(&status, || {
                 if is_transport_failure(&status) {
@@ -349,7 +363,7 @@ impl RemoteRouter for Pool {
         module: &str,
         to: &PortAddress,
         source: Source<'_>,
-        data: Arc<Value>,
+        data: Msg,
         hop: Hop,
     ) -> BoxFuture<'static, Result<Reply>> {
         match self.prepare(module, to, source, &data, &hop) {

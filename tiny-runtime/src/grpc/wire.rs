@@ -52,22 +52,41 @@ pub fn decode_payload(bytes: &[u8]) -> Result<Value> {
     serde_json::from_slice(bytes).map_err(|e| Error::permanent(format!("payload is not JSON: {e}")))
 }
 
-/// The bytes of a reply: none for an empty reply, else JSON (the Go SDK's rule).
+/// Fails unless `bytes` are JSON (or empty, which is `null`), without building a tree.
+pub fn check_json(bytes: &[u8]) -> Result<()> {
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+        .map(drop)
+        .map_err(|e| Error::permanent(format!("payload is not JSON: {e}")))
+}
+
+/// The bytes of a reply: none for an empty reply, else JSON (the Go SDK's rule),
+/// written straight from a typed reply.
 pub fn encode_reply(reply: &Reply) -> Result<Vec<u8>> {
-    match reply.as_value() {
+    match reply.as_msg() {
         None => Ok(Vec::new()),
-        Some(v) => serde_json::to_vec(v).map_err(|e| Error::permanent(format!("reply does not encode as JSON: {e}"))),
+        Some(m) => m
+            .to_json_bytes()
+            .map_err(|e| Error::permanent(format!("reply does not encode as JSON: {}", e.message()))),
     }
 }
 
-/// A reply from its bytes: none is an empty reply, anything else must be JSON.
+/// A reply from its bytes: none is an empty reply, anything else must be JSON. The
+/// bytes are checked, not parsed: the reply becomes a tree only if someone reads it.
 pub fn decode_reply(bytes: &[u8]) -> Result<Reply> {
+    decode_reply_owned(bytes.to_vec())
+}
+
+/// [`decode_reply`] keeping the bytes it is given.
+pub fn decode_reply_owned(bytes: Vec<u8>) -> Result<Reply> {
     if bytes.is_empty() {
         return Ok(Reply::empty());
     }
-    serde_json::from_slice(bytes)
-        .map(Reply::value)
-        .map_err(|e| Error::permanent(format!("reply is not JSON: {e}")))
+    serde_json::from_slice::<serde::de::IgnoredAny>(&bytes)
+        .map_err(|e| Error::permanent(format!("reply is not JSON: {e}")))?;
+    Ok(Reply::msg(tiny_sdk::Msg::from_json_bytes(bytes)))
 }
 
 /// Fails when `size` bytes of `what` exceed the message size limit `limit`.

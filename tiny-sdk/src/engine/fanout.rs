@@ -1,28 +1,28 @@
-//! Emitting along a port's edges: in parallel, sharing one payload, with retries.
+//! Emitting along a port's edges: in parallel, sharing one message, with retries.
 
 use std::sync::Arc;
 
 use futures::future::join_all;
-use serde_json::Value;
 
 use crate::{
     context::Hop,
     error::{Error, Result},
     message::Reply,
+    msg::Msg,
 };
 
 use super::{
     MAX_DEPTH,
+    deliver::{Inner, Source},
     runner::{Outlet, Route},
-    scheduler::{Inner, Source},
 };
 
-/// Sends `data` along every edge of `outlet` and waits for all of them. The payload is
-/// shared, never copied per branch; each target's mapping builds its own input.
+/// Sends `msg` along every edge of `outlet` and waits for all of them. The message is
+/// shared, never copied per branch; each target takes (or maps) its own input.
 ///
 /// Returns the first non-empty reply in edge order, else the first error, else an
 /// empty reply (the Go SDK's rule).
-pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, data: Arc<Value>, hop: Hop) -> Result<Reply> {
+pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, msg: Msg, hop: Hop) -> Result<Reply> {
     if hop.depth >= MAX_DEPTH {
         return Err(Error::permanent(format!(
             "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
@@ -35,11 +35,15 @@ pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, data: Arc<Value>,
     };
     match outlet.edges.as_slice() {
         [] => Ok(Reply::empty()),
-        [only] => send(engine, outlet, only, data, next).await,
-        many => {
-            let branches = many
+        [only] => send(engine, outlet, only, msg, next).await,
+        [first @ .., last] => {
+            // The last branch takes the message itself: when the others are done with
+            // their references by the time it runs, its receiver may get the value.
+            let mut branches: Vec<_> = first
                 .iter()
-                .map(|route| send(engine, outlet, route, data.clone(), next.clone()));
+                .map(|route| send(engine, outlet, route, msg.clone(), next.clone()))
+                .collect();
+            branches.push(send(engine, outlet, last, msg, next));
             let results = join_all(branches).await;
             let mut first_error = None;
             for result in results {
@@ -63,35 +67,42 @@ pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, data: Arc<Value>,
 /// calls is polled recursively, and 256 hops of it would overflow a thread's stack.
 const STACK_RESET_EVERY: u32 = 16;
 
-async fn send(engine: &Arc<Inner>, outlet: &Outlet, route: &Route, data: Arc<Value>, hop: Hop) -> Result<Reply> {
-    let cancel = hop.cancel.clone();
+async fn send(engine: &Arc<Inner>, outlet: &Outlet, route: &Arc<Route>, msg: Msg, hop: Hop) -> Result<Reply> {
     if !hop.depth.is_multiple_of(STACK_RESET_EVERY) {
-        let source = Source::Edge {
-            from: &outlet.from,
-            edge_id: &route.id,
-        };
-        return route
-            .backoff
-            .run(&cancel, || {
-                engine.deliver(&route.node, &route.port, source, data.clone(), hop.clone())
-            })
-            .await;
+        return attempts(engine, &outlet.from, route, msg, hop).await;
     }
-    let (engine, from, id) = (engine.clone(), outlet.from.clone(), route.id.clone());
-    let (node, port, backoff) = (route.node.clone(), route.port.clone(), route.backoff.clone());
-    let task = tokio::spawn(async move {
-        let source = Source::Edge {
-            from: &from,
-            edge_id: &id,
-        };
-        backoff
-            .run(&cancel, || {
-                engine.deliver(&node, &port, source, data.clone(), hop.clone())
-            })
-            .await
-    });
+    let (engine, from, route) = (engine.clone(), outlet.from.clone(), route.clone());
+    let task = tokio::spawn(async move { attempts(&engine, &from, &route, msg, hop).await });
     match task.await {
         Ok(result) => result,
         Err(e) => Err(Error::permanent(format!("delivery task failed: {e}"))),
+    }
+}
+
+/// Delivers along one edge. An edge that may retry keeps the message for the next
+/// attempt (so its receiver gets a copy); one that may not hands the message over.
+async fn attempts(engine: &Inner, from: &str, route: &Route, msg: Msg, hop: Hop) -> Result<Reply> {
+    let source = Source::Edge {
+        from,
+        edge_id: &route.id,
+    };
+    let to = route.to();
+    let backoff = &route.backoff;
+    if backoff.timeout.is_some() {
+        // Rare: kept out of the hop's inline future (a timer is large).
+        return Box::pin(backoff.run(&hop.cancel, || engine.deliver(to, source, msg.clone(), hop.clone()))).await;
+    }
+    if backoff.max_attempts <= 1 {
+        return engine.deliver(to, source, msg, hop).await;
+    }
+    let started = tokio::time::Instant::now();
+    match engine.deliver(to, source, msg.clone(), hop.clone()).await {
+        Ok(reply) => Ok(reply),
+        // Retrying (with its timers) is boxed, so that a hop that succeeds does not
+        // carry, and copy, the retry loop's state.
+        Err(err) => {
+            let again = || engine.deliver(to, source, msg.clone(), hop.clone());
+            Box::pin(backoff.retry_after(err, started, &hop.cancel, again)).await
+        }
     }
 }

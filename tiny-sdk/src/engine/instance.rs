@@ -16,6 +16,7 @@ use crate::{
     error::{Error, ErrorMessage, Result, code},
     flow::Node,
     message::Reply,
+    msg::Msg,
     port::PortSpec,
 };
 
@@ -23,8 +24,11 @@ use crate::{
 pub(crate) trait NodeInstance: Send + Sync {
     fn info(&self) -> ComponentInfo;
     fn ports(&self) -> &'static [PortSpec];
-    /// A business port: decode, run the handler, route a failure to the catch port.
-    fn handle<'a>(&'a self, port: &'a str, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
+    /// The node's context (identity, emitter, client).
+    fn node(&self) -> &Arc<NodeContext>;
+    /// A business port: take the value, run the handler, route a failure to the catch
+    /// port. The one allocation of a hop's control flow: the handler's future, boxed.
+    fn handle<'a>(&'a self, port: &'a str, input: Msg, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
     /// `_settings`: decode and, when they changed, swap them in and call the hook.
     /// `None` means the spec has no settings: the defaults apply.
     fn settings<'a>(&'a self, value: Option<&'a Value>) -> BoxFuture<'a, Result<bool>>;
@@ -105,8 +109,11 @@ impl<C: Component + Hooks> Instance<C> {
 }
 
 /// Runs a component future, turning a panic into a permanent error for this message.
-async fn guarded<T>(what: &str, fut: impl Future<Output = Result<T>>) -> Result<T> {
-    match AssertUnwindSafe(fut).catch_unwind().await {
+///
+/// A combinator, not an `async fn`: an `async fn` would hold `fut` twice (as its
+/// argument and as the future it awaits), doubling the size of every hop's future.
+fn guarded<'a, T>(what: &'a str, fut: impl Future<Output = Result<T>> + 'a) -> impl Future<Output = Result<T>> + 'a {
+    AssertUnwindSafe(fut).catch_unwind().map(move |r| match r {
         Ok(r) => r,
         Err(panic) => {
             let msg = panic
@@ -116,7 +123,7 @@ async fn guarded<T>(what: &str, fut: impl Future<Output = Result<T>>) -> Result<
                 .unwrap_or_else(|| "a non-string panic payload".to_owned());
             Err(Error::permanent(format!("{what} panicked: {msg}")))
         }
-    }
+    })
 }
 
 impl<C: Component + Hooks> NodeInstance for Instance<C> {
@@ -128,14 +135,24 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
         C::ports()
     }
 
-    fn handle<'a>(&'a self, port: &'a str, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>> {
+    fn node(&self) -> &Arc<NodeContext> {
+        &self.node
+    }
+
+    fn handle<'a>(&'a self, port: &'a str, input: Msg, hop: Hop) -> BoxFuture<'a, Result<Reply>> {
         Box::pin(async move {
             let ctx = self.ctx(hop);
+            // A catch port reports the input that failed: keep a reference (the
+            // handler then gets a copy rather than the value itself).
+            let kept = self.component.error_port().map(|_| input.clone());
             // Biased: a handler that finishes in its first poll never registers with
             // the node's stop token.
+            // Pinned in place: `select!` then holds a reference, not a copy of it.
+            let work = guarded("handler", self.component.handle(&ctx, port, input));
+            tokio::pin!(work);
             let result = tokio::select! {
                 biased;
-                r = guarded("handler", self.component.handle(&ctx, port, input)) => r,
+                r = &mut work => r,
                 () = self.node.stopped() => Err(Error::permanent(
                     "the node was removed while its handler ran; the handler was stopped",
                 )
@@ -145,9 +162,12 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
                 Ok(reply) => return Ok(reply),
                 Err(err) => err,
             };
-            match self.component.error_port() {
-                Some(catch) if catch.name() != port && !err.undecodable && self.catches(catch.name()) => {
-                    catch.emit(&ctx, ErrorMessage::new(input, &err)).await
+            match (self.component.error_port(), kept) {
+                (Some(catch), Some(input))
+                    if catch.name() != port && !err.undecodable && self.catches(catch.name()) =>
+                {
+                    let input = input.json().cloned().unwrap_or(Value::Null);
+                    catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
                 }
                 _ => Err(err),
             }

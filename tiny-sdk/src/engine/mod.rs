@@ -6,26 +6,38 @@
 //! and inside a module on Kubernetes (through `tiny-runtime`, which feeds it TinyNodes
 //! and routes other modules' traffic over gRPC with a [`RemoteRouter`]).
 //!
-//! - [`registry`]: which components this module can run.
-//! - [`instance`]: a component instance behind a type-erased handle.
-//! - [`runner`]: one node: its instance, compiled mappings, settings and edges.
-//! - [`scheduler`]: the node table and message delivery.
-//! - [`fanout`]: emitting along edges, in parallel, with retries.
-//! - [`retry`]: retry policies and backoff.
-//! - [`observe`]: hooks that see every hop (test collectors, tracers, TinyTracker).
+//! Messages travel as [`Msg`](crate::Msg): the typed value a port declared, JSON only
+//! when something needs it (see [`msg`](crate::msg) for the rule).
+//!
+//! - `table`: the public [`Engine`], its builder and the node table.
+//! - `deliver`: routing and delivery to a local node or another module.
+//! - `emitter`: a node's way out, resolved when the node loads.
+//! - `report`: what a node's status shows.
+//! - `registry`: which components this module can run.
+//! - `instance`: a component instance behind a type-erased handle.
+//! - `runner`: one node: its instance, compiled mappings, settings and edges.
+//! - `fanout`: emitting along edges, in parallel, with retries.
+//! - `retry`: retry policies and backoff.
+//! - `observe`: hooks that see every hop (test collectors, tracers, TinyTracker).
 
-pub mod fanout;
-pub mod instance;
-pub mod observe;
-pub mod registry;
-pub mod retry;
-pub mod runner;
-pub mod scheduler;
+mod deliver;
+mod emitter;
+mod fanout;
+mod instance;
+mod observe;
+mod registry;
+mod report;
+mod retry;
+mod runner;
+mod table;
 
+pub use deliver::{NODE_WAIT, RemoteRouter, Source};
+pub(crate) use emitter::NodeEmitter;
 pub use observe::{HopEvent, HopKind, Observer};
-pub use registry::Registry;
+pub use registry::{ComponentEntry, Registry};
+pub use report::{NodeReport, PortReport};
 pub use retry::Backoff;
-pub use scheduler::{ClientFactory, Engine, EngineBuilder, NODE_WAIT, NodeReport, PortReport, RemoteRouter, Source};
+pub use table::{ClientFactory, Engine, EngineBuilder};
 
 /// The cycle guard: a message that has made this many hops is refused (the Go SDK's
 /// `MaxMessageDepth`).

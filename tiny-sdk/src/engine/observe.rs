@@ -3,9 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde_json::Value;
-
-use crate::error::Error;
+use crate::{error::Error, msg::Msg};
 
 /// What happened at a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,8 +27,10 @@ pub struct HopEvent<'a> {
     pub from: Option<&'a str>,
     /// For deliveries along an edge: the edge's id.
     pub edge_id: Option<&'a str>,
-    /// The payload (for deliveries, the port's input after mapping).
-    pub data: &'a Value,
+    /// The payload (for deliveries, the port's input after mapping). Typed or JSON:
+    /// [`Msg::json`] makes (and keeps) its JSON, so an observer that does not read the
+    /// payload costs no encoding.
+    pub data: &'a Msg,
     /// When it started.
     pub started: SystemTime,
     /// How long the handler (and everything downstream of it) took; zero for emits.

@@ -107,23 +107,46 @@ impl Backoff {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut n = 1;
         let started = tokio::time::Instant::now();
+        match self.attempt(1, &mut attempt).await {
+            Ok(v) => Ok(v),
+            Err(err) => self.retry_after(err, started, cancel, attempt).await,
+        }
+    }
+
+    /// One attempt, under the per-attempt deadline if there is one.
+    async fn attempt<T, F, Fut>(&self, n: u32, attempt: &mut F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        match self.timeout {
+            Some(limit) => match tokio::time::timeout(limit, attempt()).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::transient(format!(
+                    "attempt {n} timed out after {} ms",
+                    limit.as_millis()
+                ))),
+            },
+            None => attempt().await,
+        }
+    }
+
+    /// Goes on after the first attempt, started at `started`, failed with `err`: the
+    /// slow path, which the engine keeps out of a hop's (inline) future.
+    pub(crate) async fn retry_after<T, F, Fut>(
+        &self,
+        mut err: Error,
+        started: tokio::time::Instant,
+        cancel: &CancellationToken,
+        mut attempt: F,
+    ) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut n = 1;
         loop {
-            let result = match self.timeout {
-                Some(limit) => match tokio::time::timeout(limit, attempt()).await {
-                    Ok(r) => r,
-                    Err(_) => Err(Error::transient(format!(
-                        "attempt {n} timed out after {} ms",
-                        limit.as_millis()
-                    ))),
-                },
-                None => attempt().await,
-            };
-            let err = match result {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
             if !self.should_retry(&err, n) {
                 if n == 1 {
                     return Err(err);
@@ -140,6 +163,10 @@ impl Backoff {
                 }
             }
             n += 1;
+            match self.attempt(n, &mut attempt).await {
+                Ok(v) => return Ok(v),
+                Err(e) => err = e,
+            }
         }
     }
 }

@@ -1,8 +1,6 @@
 //! One node: its component instance, compiled edge mappings, settings and edges.
 
-use std::{borrow::Cow, sync::Arc};
-
-use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 use tiny_expr::Template;
@@ -12,15 +10,16 @@ use crate::{
     error::{Error, Result},
     flow::{Node, PortAddress},
     message::Reply,
+    msg::Msg,
     port::{Direction, PortSpec},
     system,
 };
 
 use super::{
+    deliver::{Source, To},
     instance::NodeInstance,
     observe::{HopEvent, HopKind, Observer},
     retry::Backoff,
-    scheduler::Source,
 };
 
 /// A node ready to take messages. Rebuilt on every spec change; the instance (and so
@@ -29,12 +28,23 @@ pub(crate) struct Runner {
     pub name: Arc<str>,
     pub node: Node,
     pub instance: Arc<dyn NodeInstance>,
-    /// Edge mappings, `(from, port)`: a handful per node, so a scan beats hashing.
-    mappings: Vec<(String, String, Mapping)>,
+    /// The business input ports, each with its mappings and default.
+    inputs: Vec<Inlet>,
     /// The settings JSON from the spec, already rendered.
     pub settings: Option<Value>,
-    /// Source port -> where its messages go.
-    pub outlets: HashMap<String, Arc<Outlet>>,
+    /// Source ports with edges, and where their messages go: a handful per node, so
+    /// a scan beats hashing.
+    outlets: Vec<Arc<Outlet>>,
+}
+
+/// One input port, resolved when the node loads.
+struct Inlet {
+    spec: &'static PortSpec,
+    /// Edge mappings by sender (`"<node>:<port>"`).
+    mappings: Vec<(String, Mapping)>,
+    /// What an edge without a mapping delivers: the port's default configuration,
+    /// encoded once.
+    default: Msg,
 }
 
 /// How an edge's configuration turns the sender's message into the target's input.
@@ -60,9 +70,11 @@ impl Mapping {
 
 /// The edges leaving one source port.
 pub(crate) struct Outlet {
+    /// The source port.
+    pub port: String,
     /// `"<node>:<port>"`, the `from` the targets see.
     pub from: Arc<str>,
-    pub edges: Vec<Route>,
+    pub edges: Vec<Arc<Route>>,
 }
 
 /// One edge, parsed.
@@ -70,7 +82,19 @@ pub(crate) struct Route {
     pub id: Arc<str>,
     pub node: Arc<str>,
     pub port: Arc<str>,
+    /// The module part of the target's name, parsed once.
+    pub module: Option<Arc<str>>,
     pub backoff: Backoff,
+}
+
+impl Route {
+    pub fn to(&self) -> To<'_> {
+        To {
+            node: &self.node,
+            port: &self.port,
+            module: self.module.as_deref(),
+        }
+    }
 }
 
 impl Runner {
@@ -79,7 +103,15 @@ impl Runner {
     pub fn build(node: Node, instance: Arc<dyn NodeInstance>) -> Result<Runner> {
         let ports = instance.ports();
         let name: Arc<str> = node.name.as_str().into();
-        let mut mappings = Vec::new();
+        let mut inputs: Vec<Inlet> = ports
+            .iter()
+            .filter(|p| p.direction == Direction::Target && !p.is_system())
+            .map(|spec| Inlet {
+                spec,
+                mappings: Vec::new(),
+                default: Msg::from_json((spec.default_config)()),
+            })
+            .collect();
         let mut settings = None;
         for pc in &node.spec.ports {
             let Some(spec) = ports.iter().find(|p| p.name == pc.port) else {
@@ -115,11 +147,11 @@ impl Runner {
                         .map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
                 };
                 settings = Some(rendered);
-            } else {
-                mappings.push((pc.from.clone(), pc.port.clone(), mapping));
+            } else if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
+                inlet.mappings.push((pc.from.clone(), mapping));
             }
         }
-        let mut outlets: HashMap<String, Outlet> = HashMap::default();
+        let mut outlets: Vec<Outlet> = Vec::new();
         for edge in &node.spec.edges {
             match ports.iter().find(|p| p.name == edge.port) {
                 Some(p) if p.is_source() => {}
@@ -136,48 +168,61 @@ impl Runner {
             let to = PortAddress::parse(&edge.to).map_err(|e| e.context(format_args!("edge `{}`", edge.id)))?;
             let backoff = Backoff::from_policy(edge.retry_policy.as_ref())
                 .map_err(|e| e.context(format_args!("edge `{}`", edge.id)))?;
-            let outlet = outlets.entry(edge.port.clone()).or_insert_with(|| Outlet {
-                from: format!("{name}:{}", edge.port).into(),
-                edges: Vec::new(),
-            });
+            let outlet = match outlets.iter().position(|o| o.port == edge.port) {
+                Some(i) => &mut outlets[i],
+                None => {
+                    outlets.push(Outlet {
+                        port: edge.port.clone(),
+                        from: format!("{name}:{}", edge.port).into(),
+                        edges: Vec::new(),
+                    });
+                    let last = outlets.len() - 1;
+                    &mut outlets[last]
+                }
+            };
             // Several flows may hold the same edge: send once.
             if outlet.edges.iter().any(|r| *r.node == to.node && *r.port == to.port) {
                 continue;
             }
-            outlet.edges.push(Route {
+            let module = crate::flow::parse_node_name(&to.node).map(|(m, _)| Arc::from(m));
+            outlet.edges.push(Arc::new(Route {
                 id: edge.id.as_str().into(),
                 node: to.node.into(),
                 port: to.port.into(),
+                module,
                 backoff,
-            });
+            }));
         }
-        let outlets = outlets.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+        let outlets = outlets.into_iter().map(Arc::new).collect();
         Ok(Runner {
             name,
             node,
             instance,
-            mappings,
+            inputs,
             settings,
             outlets,
         })
     }
 
-    /// The input for `port` from a message that came from `source`.
-    fn input<'a>(&self, spec: &PortSpec, source: &Source<'_>, data: &'a Value) -> Result<Cow<'a, Value>> {
+    /// Where messages emitted on `port` go, if it has edges.
+    pub fn outlet(&self, port: &str) -> Option<&Arc<Outlet>> {
+        self.outlets.iter().find(|o| o.port == port)
+    }
+
+    /// The input for `inlet` from a message that came from `source`.
+    fn input(inlet: &Inlet, source: &Source<'_>, data: Msg) -> Result<Msg> {
         match source {
-            Source::Signal => Ok(Cow::Borrowed(data)),
-            Source::Edge { from, .. } => {
-                match self.mappings.iter().find(|(f, p, _)| p == spec.name && f == from) {
-                    Some((_, _, Mapping::Identity)) => Ok(Cow::Borrowed(data)),
-                    Some((_, _, Mapping::Template(template))) => template
-                        .render(data)
-                        .map(Cow::Owned)
-                        .map_err(|e| Error::permanent(format!("edge mapping from `{from}`: {e}"))),
-                    // As in the Go SDK: an edge without a mapping delivers the port's
-                    // default configuration, not the sender's payload.
-                    None => Ok(Cow::Owned((spec.default_config)())),
-                }
-            }
+            Source::Signal => Ok(data),
+            Source::Edge { from, .. } => match inlet.mappings.iter().find(|(f, _)| f == from) {
+                Some((_, Mapping::Identity)) => Ok(data),
+                Some((_, Mapping::Template(template))) => template
+                    .render(data.json()?)
+                    .map(Msg::from_json)
+                    .map_err(|e| Error::permanent(format!("edge mapping from `{from}`: {e}"))),
+                // As in the Go SDK: an edge without a mapping delivers the port's
+                // default configuration, not the sender's payload.
+                None => Ok(inlet.default.clone()),
+            },
         }
     }
 
@@ -186,40 +231,40 @@ impl Runner {
         &self,
         port: &str,
         source: &Source<'_>,
-        data: &Value,
+        data: Msg,
         hop: Hop,
         observer: Option<&dyn Observer>,
     ) -> Result<Reply> {
         match port {
             system::SETTINGS => {
-                self.instance.settings(Some(data)).await?;
+                self.instance.settings(Some(data.json()?)).await?;
                 return Ok(Reply::empty());
             }
-            system::CONTROL => return self.instance.control(data, hop).await,
+            system::CONTROL => return self.instance.control(data.json()?, hop).await,
             system::RECONCILE => {
                 self.instance.reconcile(&self.node).await?;
                 return Ok(Reply::empty());
             }
             _ => {}
         }
-        let ports = self.instance.ports();
-        let Some(spec) = ports
-            .iter()
-            .find(|p| p.name == port && p.direction == Direction::Target)
-        else {
+        let Some(inlet) = self.inputs.iter().find(|i| i.spec.name == port) else {
+            let ports = self.instance.ports();
             return Err(Error::permanent(format!(
                 "component `{}` has no input port `{port}` (inputs: {})",
                 self.node.spec.component,
                 port_list(ports, |p| !p.is_source() && !p.is_system())
             )));
         };
-        let input = self.input(spec, source, data)?;
+        let input = Self::input(inlet, source, data)?;
         let Some(observer) = observer else {
-            return self.instance.handle(port, &input, hop).await;
+            return self.instance.handle(inlet.spec.name, input, hop).await;
         };
+        // The observer sees the input after the handler ran: keep a reference (the
+        // handler then gets a copy; the JSON is made only if the observer asks).
+        let seen = input.clone();
         let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
         let depth = hop.depth;
-        let result = self.instance.handle(port, &input, hop).await;
+        let result = self.instance.handle(inlet.spec.name, input, hop).await;
         let (from, edge_id) = match source {
             Source::Signal => (None, None),
             Source::Edge { from, edge_id } => (Some(*from), Some(*edge_id)),
@@ -230,7 +275,7 @@ impl Runner {
             port,
             from,
             edge_id,
-            data: &input,
+            data: &seen,
             started,
             duration: clock.elapsed(),
             depth,

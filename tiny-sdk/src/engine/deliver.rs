@@ -1,0 +1,175 @@
+//! Routing and delivery: a message for `node:port` goes to a local node (waiting a
+//! little for one of this module that has not loaded yet), or to another module
+//! through the [`RemoteRouter`].
+
+use std::sync::{Arc, RwLock};
+
+use futures::future::BoxFuture;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::{
+    context::Hop,
+    error::{Error, Result, code},
+    flow::{Node, PortAddress, module_matches},
+    message::Reply,
+    msg::Msg,
+};
+
+use super::{observe::Observer, registry::Registry, runner::Runner, table::ClientFactory};
+
+/// Where a delivered message came from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// From outside the flow (a signal, a test, another process): the payload is
+    /// decoded as it is.
+    Signal,
+    /// Along an edge: the target's mapping for `from` shapes the input.
+    Edge {
+        /// `"<node>:<port>"` of the sender.
+        from: &'a str,
+        /// The edge's id.
+        edge_id: &'a str,
+    },
+}
+
+/// Carries messages to nodes of other modules (gRPC in `tiny-runtime`).
+pub trait RemoteRouter: Send + Sync + 'static {
+    /// Delivers `data` to `to` (`node:port`) in `module`. The message is typed or
+    /// JSON; [`Msg::to_json_bytes`] writes it for the wire without a JSON tree.
+    fn route(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+    ) -> BoxFuture<'static, Result<Reply>>;
+}
+
+/// How long a message for a node of this module waits for the node to load (the Go
+/// SDK's 30 s): a module that just started gets messages before it read its nodes.
+pub const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// One row of the node table.
+pub(crate) struct Slot {
+    pub node: Node,
+    pub runner: Option<Arc<Runner>>,
+    pub error: Option<Error>,
+}
+
+/// Where a message goes, with the receiving node's module parsed once (when the
+/// edge loaded, or once per signal).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct To<'a> {
+    pub node: &'a str,
+    pub port: &'a str,
+    /// The module part of the node's name, when it has one.
+    pub module: Option<&'a str>,
+}
+
+impl<'a> To<'a> {
+    pub fn parse(node: &'a str, port: &'a str) -> Self {
+        let module = crate::flow::parse_node_name(node).map(|(m, _)| m);
+        To { node, port, module }
+    }
+}
+
+/// What the engine's handles share.
+pub(crate) struct Inner {
+    pub module: String,
+    pub registry: Registry,
+    pub nodes: RwLock<HashMap<Arc<str>, Slot>>,
+    pub router: Option<Arc<dyn RemoteRouter>>,
+    pub observer: Option<Arc<dyn Observer>>,
+    pub client: Option<ClientFactory>,
+    pub node_wait: std::time::Duration,
+}
+
+impl Inner {
+    pub fn nodes_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Arc<str>, Slot>> {
+        self.nodes.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn nodes_mut(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Arc<str>, Slot>> {
+        self.nodes.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn runner(&self, name: &str) -> Option<Arc<Runner>> {
+        self.nodes_read().get(name).and_then(|s| s.runner.clone())
+    }
+
+    fn lookup(&self, node: &str) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+        self.nodes_read()
+            .get(node)
+            .map(|slot| (slot.runner.clone(), slot.error.clone()))
+    }
+
+    /// Waits (bounded, with backoff) for a node of this module that is not loaded yet.
+    async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+        let deadline = tokio::time::Instant::now() + self.node_wait;
+        let mut pause = std::time::Duration::from_millis(20);
+        while tokio::time::Instant::now() < deadline {
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = hop.cancel.cancelled() => return None,
+            }
+            if let Some(found) = self.lookup(node) {
+                return Some(found);
+            }
+            pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        }
+        None
+    }
+
+    /// Delivers to a local node, or hands the message to the remote router.
+    pub async fn deliver(&self, to: To<'_>, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
+        let To { node, port, module } = to;
+        let ours = module.is_some_and(|m| module_matches(m, &self.module));
+        let found = match self.lookup(node) {
+            Some(found) => Some(found),
+            // Rare, and its timers are large: boxed, out of the hop's inline future.
+            None if ours => Box::pin(self.wait_for(node, &hop)).await,
+            None => None,
+        };
+        let (runner, failure) = found.unwrap_or((None, None));
+        if let Some(runner) = runner {
+            return runner
+                .deliver(port, &source, data, hop, self.observer.as_deref())
+                .await
+                .map_err(|e| {
+                    // Logged once, where it arose: the hops it fails on its way up
+                    // the chain find the origin already set.
+                    let fresh = e.origin().is_none();
+                    let e = e.at(|| format!("node `{node}` port `{port}`"));
+                    if fresh {
+                        tracing::warn!(node, port, error = %e, "message failed");
+                    }
+                    e
+                });
+        }
+        if let Some(e) = failure {
+            return Err(
+                Error::permanent(format!("node `{node}` is not running: {e}")).with_code(code::NODE_NOT_RUNNING)
+            );
+        }
+        match (module, &self.router) {
+            (Some(module), Some(router)) if !ours => {
+                let to = PortAddress {
+                    node: node.to_owned(),
+                    port: port.to_owned(),
+                };
+                router.route(module, &to, source, data, hop).await
+            }
+            _ if ours => Err(Error::transient(format!(
+                "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {:.1} s for it to load)",
+                self.module,
+                self.node_wait.as_secs_f64()
+            ))
+            .with_code(code::NODE_NOT_FOUND)),
+            _ => Err(
+                Error::permanent(format!("no node `{node}` in this flow (message for port `{port}`)"))
+                    .with_code(code::NODE_NOT_FOUND),
+            ),
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! A node's way out: what its handlers' `emit` calls go through.
+//!
+//! The emitter belongs to the node's context and so outlives any one spec of the node:
+//! the engine points it at the node's current [`Runner`] whenever the node loads, so
+//! that an emit finds its edges without looking the node up by name. It needs nothing
+//! from a handler call but the hop, so an owned handle can emit through it too.
+
+use std::sync::{Arc, RwLock, Weak};
+
+use crate::{
+    context::Hop,
+    error::{Error, Result},
+    message::Reply,
+    msg::Msg,
+};
+
+use super::{
+    deliver::Inner,
+    fanout,
+    observe::{HopEvent, HopKind},
+    runner::Runner,
+};
+
+/// The way out of one node.
+pub(crate) struct NodeEmitter {
+    engine: Weak<Inner>,
+    node: Arc<str>,
+    /// The node's current runner; empty before it first loads and after it is removed.
+    runner: RwLock<Weak<Runner>>,
+}
+
+impl NodeEmitter {
+    pub fn new(engine: Weak<Inner>, node: Arc<str>) -> Self {
+        Self {
+            engine,
+            node,
+            runner: RwLock::new(Weak::new()),
+        }
+    }
+
+    /// From now on, emits follow `runner`'s edges.
+    pub fn attach(&self, runner: &Arc<Runner>) {
+        *self.runner.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::downgrade(runner);
+    }
+
+    /// The node was removed: emits fail from now on.
+    pub fn detach(&self) {
+        *self.runner.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Weak::new();
+    }
+
+    /// Whether any edge leaves `port`: an error port nobody listens on must not
+    /// swallow errors.
+    pub fn connected(&self, port: &str) -> bool {
+        let runner = self
+            .runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .upgrade();
+        runner.is_some_and(|r| r.outlet(port).is_some_and(|o| !o.edges.is_empty()))
+    }
+
+    /// Sends `msg` along the edges of `port`, continuing `hop`.
+    pub async fn emit(&self, port: &str, msg: Msg, hop: Hop) -> Result<Reply> {
+        let Some(engine) = self.engine.upgrade() else {
+            return Err(Error::permanent("the engine has stopped"));
+        };
+        let runner = self
+            .runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .upgrade();
+        let Some(runner) = runner else {
+            return Err(Error::permanent(format!("node `{}` was removed", self.node)));
+        };
+        if let Some(observer) = &engine.observer {
+            observer.on_hop(&HopEvent {
+                kind: HopKind::Emitted,
+                node: &self.node,
+                port,
+                from: None,
+                edge_id: None,
+                data: &msg,
+                started: std::time::SystemTime::now(),
+                duration: std::time::Duration::ZERO,
+                depth: hop.depth,
+                error: None,
+            });
+        }
+        let Some(outlet) = runner.outlet(port).cloned() else {
+            let known = runner.instance.ports().iter().any(|p| p.name == port && p.is_source());
+            return if known {
+                Ok(Reply::empty())
+            } else {
+                Err(Error::permanent(format!("no output port `{port}`")).at(|| format!("node `{}`", self.node)))
+            };
+        };
+        drop(runner);
+        fanout::emit(&engine, &outlet, msg, hop).await
+    }
+}

@@ -1,0 +1,77 @@
+//! What a node's status shows: [`NodeReport`].
+
+use serde_json::Value;
+
+use crate::{component::ComponentInfo, error::Error, port::Position, system};
+
+use super::table::Engine;
+
+/// What a node's status shows: its component, ports and health.
+#[derive(Debug, Clone)]
+pub struct NodeReport {
+    /// The component, when it is known.
+    pub component: Option<ComponentInfo>,
+    /// Ports sorted by name, system ports `_settings`/`_control` included.
+    pub ports: Vec<PortReport>,
+    /// Why the node does not run as specified, if it does not.
+    pub error: Option<Error>,
+}
+
+/// One port in a [`NodeReport`].
+#[derive(Debug, Clone)]
+pub struct PortReport {
+    /// Port name.
+    pub name: String,
+    /// Label.
+    pub label: String,
+    /// Handle position.
+    pub position: Position,
+    /// `true` for outputs.
+    pub source: bool,
+    /// Editor schema.
+    pub schema: Value,
+    /// Current configuration (settings in force, or the port's default).
+    pub configuration: Value,
+}
+
+impl Engine {
+    /// The status of a node, for `TinyNode.status`.
+    pub fn report(&self, name: &str) -> Option<NodeReport> {
+        let nodes = self.inner.nodes_read();
+        let slot = nodes.get(name)?;
+        let error = slot.error.clone();
+        let Some(runner) = &slot.runner else {
+            let component = self.inner.registry.get(&slot.node.spec.component).map(|e| (e.info)());
+            return Some(NodeReport {
+                component,
+                ports: Vec::new(),
+                error,
+            });
+        };
+        let settings = runner.instance.settings_json();
+        let mut ports: Vec<PortReport> = runner
+            .instance
+            .ports()
+            .iter()
+            .filter(|p| runner.instance.port_active(p.name))
+            .map(|p| PortReport {
+                name: p.name.to_owned(),
+                label: p.label.to_owned(),
+                position: p.position,
+                source: p.is_source(),
+                schema: (p.schema)(),
+                configuration: if p.name == system::SETTINGS {
+                    settings.clone()
+                } else {
+                    (p.default_config)()
+                },
+            })
+            .collect();
+        ports.sort_by(|a, b| a.name.cmp(&b.name));
+        Some(NodeReport {
+            component: Some(runner.instance.info()),
+            ports,
+            error,
+        })
+    }
+}

@@ -1,0 +1,339 @@
+//! The public [`Engine`]: its builder and the node table (apply, remove, send).
+
+use std::{
+    fmt,
+    sync::{Arc, RwLock},
+};
+
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::Value;
+
+use crate::{
+    client::ResourceManager,
+    context::{Hop, NodeContext, NodeIdentity},
+    error::{Error, Result, code},
+    flow::{Node, PortAddress},
+    message::Reply,
+    msg::Msg,
+};
+
+use super::{
+    deliver::{Inner, NODE_WAIT, RemoteRouter, Slot, Source, To},
+    emitter::NodeEmitter,
+    observe::Observer,
+    registry::Registry,
+    runner::Runner,
+};
+
+/// Makes the resource manager a node's `_client` hook receives.
+pub type ClientFactory = Arc<dyn Fn(&NodeIdentity) -> Arc<dyn ResourceManager> + Send + Sync>;
+
+/// The flow engine of one module.
+///
+/// ```
+/// # use tiny_sdk::prelude::*;
+/// # #[derive(Component, Default)] #[component(name = "noop")] struct Noop;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let engine = tiny_sdk::engine::Engine::builder().register::<Noop>().build();
+/// let node: tiny_sdk::flow::Node = serde_json::from_value(serde_json::json!({
+///     "name": "n1", "spec": {"module": "m", "component": "noop"}
+/// })).unwrap();
+/// engine.apply(node).await.unwrap();
+/// assert!(engine.report("n1").unwrap().error.is_none());
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Engine {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("module", &self.inner.module)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`Engine`].
+#[derive(Default)]
+pub struct EngineBuilder {
+    module: String,
+    registry: Registry,
+    router: Option<Arc<dyn RemoteRouter>>,
+    observer: Option<Arc<dyn Observer>>,
+    client: Option<ClientFactory>,
+    node_wait: Option<std::time::Duration>,
+}
+
+impl fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EngineBuilder")
+            .field("module", &self.module)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineBuilder {
+    /// The module's (sanitised) name; nodes of other modules are routed remotely.
+    #[must_use]
+    pub fn module(mut self, name: impl Into<String>) -> Self {
+        self.module = name.into();
+        self
+    }
+
+    /// Adds a component.
+    #[must_use]
+    pub fn register<C: crate::Component + crate::Hooks>(mut self) -> Self {
+        self.registry.register::<C>();
+        self
+    }
+
+    /// Uses a whole registry.
+    #[must_use]
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// How to reach other modules.
+    #[must_use]
+    pub fn router(mut self, router: Arc<dyn RemoteRouter>) -> Self {
+        self.router = Some(router);
+        self
+    }
+
+    /// Sees every hop.
+    #[must_use]
+    pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The resource manager handed to every component on `_client`.
+    #[must_use]
+    pub fn client(mut self, client: Arc<dyn ResourceManager>) -> Self {
+        self.client = Some(Arc::new(move |_: &NodeIdentity| client.clone()));
+        self
+    }
+
+    /// A resource manager per node (one that knows which node it acts for).
+    #[must_use]
+    pub fn client_factory(mut self, factory: ClientFactory) -> Self {
+        self.client = Some(factory);
+        self
+    }
+
+    /// How long a message for a not-yet-loaded node of this module waits for it
+    /// (default [`NODE_WAIT`]).
+    #[must_use]
+    pub fn node_wait(mut self, wait: std::time::Duration) -> Self {
+        self.node_wait = Some(wait);
+        self
+    }
+
+    /// The module name.
+    pub fn module_name(&self) -> &str {
+        &self.module
+    }
+
+    /// The engine.
+    pub fn build(self) -> Engine {
+        Engine {
+            inner: Arc::new(Inner {
+                module: self.module,
+                registry: self.registry,
+                nodes: RwLock::new(HashMap::default()),
+                router: self.router,
+                observer: self.observer,
+                client: self.client,
+                node_wait: self.node_wait.unwrap_or(NODE_WAIT),
+            }),
+        }
+    }
+}
+
+impl Engine {
+    /// Starts configuring an engine.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    /// The module this engine runs nodes of.
+    pub fn module(&self) -> &str {
+        &self.inner.module
+    }
+
+    /// The components this engine runs.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Creates or updates a node. On a mistake in the spec (unknown component, an
+    /// expression that does not parse, settings that do not decode...) the error is
+    /// returned, recorded for [`report`](Self::report), and the node keeps running
+    /// its previous spec if it had one; no other node is affected.
+    pub async fn apply(&self, node: Node) -> Result<()> {
+        let name: Arc<str> = node.name.as_str().into();
+        let result = self.build_runner(&name, node.clone()).await;
+        let mut nodes = self.inner.nodes_mut();
+        let slot = nodes.entry(name.clone()).or_insert_with(|| Slot {
+            node: node.clone(),
+            runner: None,
+            error: None,
+        });
+        slot.node = node;
+        match result {
+            Ok(runner) => {
+                runner.instance.node().emitter().attach(&runner);
+                slot.runner = Some(runner);
+                slot.error = None;
+                Ok(())
+            }
+            Err(e) => {
+                let e = e.at(|| format!("node `{name}`"));
+                tracing::warn!(node = %name, error = %e, "node spec rejected");
+                slot.error = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    async fn build_runner(&self, name: &Arc<str>, node: Node) -> Result<Arc<Runner>> {
+        let component = node.spec.component.as_str();
+        let Some(entry) = self.inner.registry.get(component) else {
+            return Err(Error::permanent(format!(
+                "unknown component `{component}` (this module has: {})",
+                self.inner.registry.names().join(", ")
+            ))
+            .with_code(code::UNKNOWN_COMPONENT));
+        };
+        let previous = self.inner.runner(name);
+        let (reused, replaced) = match previous {
+            Some(r) if r.node.spec.component == node.spec.component => (Some(r), None),
+            other => (None, other),
+        };
+        let fresh = reused.is_none();
+        let instance = match reused {
+            Some(r) => r.instance.clone(),
+            None => {
+                let emitter = NodeEmitter::new(Arc::downgrade(&self.inner), name.clone());
+                let id = identity(&node);
+                let client = self.inner.client.as_ref().map(|factory| factory(&id));
+                let ctx = NodeContext::new(id, emitter, client);
+                (entry.create)(Arc::new(ctx))
+            }
+        };
+        let runner = Runner::build(node, instance)?;
+        // The Go SDK's order: client, reconcile, then settings before any business
+        // message (the runner is not reachable until it is in the table).
+        if let Some(client) = runner.instance.node_client().filter(|_| fresh) {
+            runner.instance.client(client).await?;
+        }
+        runner.instance.reconcile(&runner.node).await?;
+        runner.instance.settings(runner.settings.as_ref()).await?;
+        if let Some(old) = replaced {
+            // Another component now runs under this name: the old one's handlers stop.
+            old.instance.stop();
+            old.instance.node().emitter().detach();
+        }
+        Ok(Arc::new(runner))
+    }
+
+    /// Records that `node` is refused (its name or its object is unusable) without
+    /// running it: messages for it then fail at once with `error`, rather than wait for
+    /// a node that will never load. A runner it had keeps running, as after any
+    /// rejected spec change.
+    pub fn refuse(&self, node: Node, error: Error) {
+        let name: Arc<str> = node.name.as_str().into();
+        tracing::warn!(node = %name, error = %error, "node refused");
+        let mut nodes = self.inner.nodes_mut();
+        let slot = nodes.entry(name).or_insert_with(|| Slot {
+            node: node.clone(),
+            runner: None,
+            error: None,
+        });
+        slot.node = node;
+        slot.error = Some(error);
+    }
+
+    /// Removes a node. With `destroyed`, the component's `on_destroy` runs first (the
+    /// node was deleted, not merely stopped on this replica).
+    pub async fn remove(&self, name: &str, destroyed: bool) -> Result<()> {
+        let slot = self.inner.nodes_mut().remove(name);
+        let Some(runner) = slot.and_then(|s| s.runner) else {
+            return Ok(());
+        };
+        // Handlers still running for the node are stopped, its emits fail from now
+        // on; `on_destroy` runs after.
+        runner.instance.stop();
+        runner.instance.node().emitter().detach();
+        if destroyed {
+            runner.instance.destroy().await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends `data` to `to` (`"<node>:<port>"`) from outside the flow, as a signal
+    /// does, and waits for the whole chain's reply.
+    pub async fn send(&self, to: &str, data: Value) -> Result<Reply> {
+        self.send_with(to, data, Hop::default()).await
+    }
+
+    /// [`send`](Self::send) with explicit hop facts (depth, cancellation, leadership).
+    pub async fn send_with(&self, to: &str, data: Value, hop: Hop) -> Result<Reply> {
+        self.send_msg(to, Msg::from_json(data), hop).await
+    }
+
+    /// [`send_with`](Self::send_with) for a message that may be typed already: a
+    /// receiver of its type gets it without JSON in between (see [`Msg`]).
+    pub async fn send_msg(&self, to: &str, msg: Msg, hop: Hop) -> Result<Reply> {
+        // Split as `PortAddress::parse` does, without copying the parts.
+        let (node, port) = match to.rsplit_once(':') {
+            Some((n, p)) if !n.is_empty() && !p.is_empty() => (n, p),
+            _ => {
+                return Err(PortAddress::parse(to)
+                    .err()
+                    .unwrap_or_else(|| Error::permanent("bad address")));
+            }
+        };
+        self.inner
+            .deliver(To::parse(node, port), Source::Signal, msg, hop)
+            .await
+    }
+
+    /// Delivers a message that arrived from another module (the gRPC server calls
+    /// this with [`Msg::from_json_bytes`], decoded straight into the port's type).
+    pub async fn deliver(&self, to: &PortAddress, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
+        self.deliver_at(&to.node, &to.port, source, data, hop).await
+    }
+
+    /// [`deliver`](Self::deliver) to `node`'s `port`, without building an address.
+    pub async fn deliver_at(&self, node: &str, port: &str, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
+        self.inner.deliver(To::parse(node, port), source, data, hop).await
+    }
+
+    /// `true` when the node is in the table (running or failed).
+    pub fn has_node(&self, name: &str) -> bool {
+        self.inner.nodes_read().contains_key(name)
+    }
+
+    /// Names of all nodes.
+    pub fn node_names(&self) -> Vec<String> {
+        self.inner.nodes_read().keys().map(|k| k.to_string()).collect()
+    }
+}
+
+fn identity(node: &Node) -> NodeIdentity {
+    NodeIdentity {
+        node_name: node.name.clone(),
+        namespace: node.namespace.clone(),
+        flow_name: node.labels.get("tinysystems.io/flow-name").cloned().unwrap_or_default(),
+        project_name: node
+            .labels
+            .get("tinysystems.io/project-name")
+            .cloned()
+            .unwrap_or_default(),
+    }
+}

@@ -1,0 +1,454 @@
+//! Typed messages: what a receiver sees is what it would have decoded from the
+//! sender's JSON, on every kind of edge (same type moved, same type shared by a
+//! fan-out, an edge that may retry, an observer; another type; a template; no mapping;
+//! from the wire's bytes), including types whose serde round trip is lossy.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tiny_sdk::{
+    Hop, Msg, RoundTrip,
+    engine::{Engine, HopEvent, Observer},
+    flow::{FlowBuilder, RetryPolicy},
+    prelude::*,
+};
+
+/// Round-trips exactly: moved or cloned on a same-type edge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+struct Exact {
+    n: u64,
+    user_name: String,
+    tags: Vec<String>,
+    #[serde(rename = "inner")]
+    nested: Inner,
+    maybe: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+struct Inner {
+    ok: bool,
+    extra: Value,
+}
+
+/// Loses things on the way through JSON: a skipped field, a field read under another
+/// name than it is written, `Some(null)`, a float.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+struct Lossy {
+    n: u64,
+    #[serde(skip_serializing, default)]
+    secret: String,
+    #[serde(rename(serialize = "written", deserialize = "read"), default)]
+    renamed: u32,
+    maybe: Option<Value>,
+    ratio: f32,
+}
+
+/// A hand-written serde impl the derive cannot see: the author says `lossy`.
+#[derive(Debug, Clone, Default, PartialEq, Schema)]
+#[tiny(lossy)]
+struct Shouting {
+    word: String,
+}
+
+impl Serialize for Shouting {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.word.to_uppercase())
+    }
+}
+
+impl<'de> Deserialize<'de> for Shouting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        String::deserialize(d).map(|word| Shouting { word })
+    }
+}
+
+/// Another type, meeting `Exact` through serde.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+struct Other {
+    n: u64,
+    #[serde(rename = "userName")]
+    user: String,
+}
+
+fn exact() -> Exact {
+    Exact {
+        n: 7,
+        user_name: "ada".into(),
+        tags: vec!["a".into(), "b".into()],
+        nested: Inner {
+            ok: true,
+            extra: json!({"k": [1, 2.5, null]}),
+        },
+        maybe: Some("x".into()),
+    }
+}
+
+fn lossy() -> Lossy {
+    Lossy {
+        n: 1,
+        secret: "hidden".into(),
+        renamed: 9,
+        maybe: Some(Value::Null),
+        ratio: 0.1,
+    }
+}
+
+fn shouting() -> Shouting {
+    Shouting { word: "quiet".into() }
+}
+
+/// What JSON makes of `v` for a receiver of type `U`.
+fn via_json<T: Serialize, U: DeserializeOwned>(v: &T) -> U {
+    serde_json::from_value(serde_json::to_value(v).expect("encodes")).expect("decodes")
+}
+
+type Seen = Arc<Mutex<HashMap<String, Vec<String>>>>;
+
+fn seen() -> &'static Seen {
+    static SEEN: std::sync::OnceLock<Seen> = std::sync::OnceLock::new();
+    SEEN.get_or_init(Default::default)
+}
+
+fn record(node: &str, what: String) {
+    if let Ok(mut s) = seen().lock() {
+        s.entry(node.to_owned()).or_default().push(what);
+    }
+}
+
+fn take_seen(node: &str) -> Vec<String> {
+    seen().lock().ok().and_then(|mut s| s.remove(node)).unwrap_or_default()
+}
+
+macro_rules! components {
+    ($($send:ident / $recv:ident: $t:ty = $sample:expr, $sname:literal, $rname:literal;)*) => {$(
+        /// Emits the sample value on any input.
+        #[derive(Debug, Component, Default)]
+        #[component(name = $sname)]
+        struct $send {
+            go: Input<Value>,
+            out: Output<$t>,
+        }
+
+        impl $send {
+            async fn on_go(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+                self.out.emit(ctx, $sample).await
+            }
+        }
+
+        /// Records what it received, as `Debug`.
+        #[derive(Debug, Component, Default)]
+        #[component(name = $rname)]
+        struct $recv {
+            input: Input<$t>,
+        }
+
+        impl $recv {
+            async fn on_input(&self, ctx: &Ctx<Self>, msg: $t) -> Reply {
+                record(ctx.node_name(), format!("{msg:?}"));
+                Reply::value(json!("ok"))
+            }
+        }
+    )*};
+}
+
+components! {
+    SendExact / RecvExact: Exact = exact(), "send_exact", "recv_exact";
+    SendLossy / RecvLossy: Lossy = lossy(), "send_lossy", "recv_lossy";
+    SendShouting / RecvShouting: Shouting = shouting(), "send_shouting", "recv_shouting";
+    SendOther / RecvOther: Other = Other::default(), "send_other", "recv_other";
+    SendValue / RecvValue: Value = json!({"n": 7, "userName": "ada", "inner": {"ok": true}}), "send_value", "recv_value";
+}
+
+fn engine(observer: Option<Arc<dyn Observer>>) -> Engine {
+    let mut b = Engine::builder()
+        .register::<SendExact>()
+        .register::<RecvExact>()
+        .register::<SendLossy>()
+        .register::<RecvLossy>()
+        .register::<SendShouting>()
+        .register::<RecvShouting>()
+        .register::<SendOther>()
+        .register::<RecvOther>()
+        .register::<SendValue>()
+        .register::<RecvValue>();
+    if let Some(o) = observer {
+        b = b.observer(o);
+    }
+    b.build()
+}
+
+fn no_retry() -> Option<RetryPolicy> {
+    Some(RetryPolicy {
+        max_attempts: Some(1),
+        ..RetryPolicy::default()
+    })
+}
+
+/// One sender, `receivers` of component `recv`, all on edges with `mapping` (`null`:
+/// none) and `retry`.
+async fn run(
+    sender: &str,
+    recv: &str,
+    receivers: usize,
+    retry: Option<RetryPolicy>,
+    mapping: Value,
+    observer: Option<Arc<dyn Observer>>,
+) -> Vec<String> {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let e = engine(observer);
+    let prefix = format!("run{}", RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let mut b = FlowBuilder::new().node("src", sender);
+    let mut names = Vec::new();
+    for i in 0..receivers {
+        let name = format!("{prefix}-r{i}");
+        b = b
+            .node(&name, recv)
+            .edge_with("src:out", &format!("{name}:input"), mapping.clone(), retry.clone());
+        names.push(name);
+    }
+    for mut node in b.build().nodes {
+        if mapping.is_null() {
+            // An edge without a mapping.
+            node.spec.ports.clear();
+        }
+        e.apply(node).await.expect("loads");
+    }
+    e.send("src:go", json!({})).await.expect("delivered");
+    names.iter().flat_map(|n| take_seen(n)).collect()
+}
+
+fn dbg<T: std::fmt::Debug>(v: &T) -> String {
+    format!("{v:?}")
+}
+
+#[tokio::test]
+async fn the_derive_knows_which_types_round_trip_exactly() {
+    assert!(Exact::round_trip_exact(0));
+    assert!(Inner::round_trip_exact(0));
+    assert!(Other::round_trip_exact(0));
+    assert!(
+        !Lossy::round_trip_exact(0),
+        "skip_serializing, a split rename, Option<Value>, f32"
+    );
+    assert!(!Shouting::round_trip_exact(0), "#[tiny(lossy)]");
+    assert!(!Option::<Value>::round_trip_exact(0), "Some(null) comes back as None");
+    assert!(Option::<String>::round_trip_exact(0));
+}
+
+#[tokio::test]
+async fn same_type_edges_give_what_json_would() {
+    let want = dbg(&via_json::<_, Exact>(&exact()));
+    assert_eq!(want, dbg(&exact()), "an exact type is its own round trip");
+    for (receivers, retry) in [(1, no_retry()), (1, None), (3, no_retry()), (3, None)] {
+        let got = run(
+            "send_exact",
+            "recv_exact",
+            receivers,
+            retry.clone(),
+            json!("{{$}}"),
+            None,
+        )
+        .await;
+        assert_eq!(
+            got,
+            vec![want.clone(); receivers],
+            "{receivers} receivers, retry {retry:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn lossy_types_travel_through_json_even_on_same_type_edges() {
+    let want = dbg(&via_json::<_, Lossy>(&lossy()));
+    assert_ne!(want, dbg(&lossy()), "the sample must show the loss");
+    let want_shout = dbg(&via_json::<_, Shouting>(&shouting()));
+    assert_eq!(want_shout, r#"Shouting { word: "QUIET" }"#);
+    for (receivers, retry) in [(1, no_retry()), (1, None), (3, no_retry())] {
+        let got = run(
+            "send_lossy",
+            "recv_lossy",
+            receivers,
+            retry.clone(),
+            json!("{{$}}"),
+            None,
+        )
+        .await;
+        assert_eq!(
+            got,
+            vec![want.clone(); receivers],
+            "{receivers} receivers, retry {retry:?}"
+        );
+        let got = run(
+            "send_shouting",
+            "recv_shouting",
+            receivers,
+            retry.clone(),
+            json!("{{$}}"),
+            None,
+        )
+        .await;
+        assert_eq!(got, vec![want_shout.clone(); receivers]);
+    }
+}
+
+#[tokio::test]
+async fn other_types_meet_through_serde() {
+    let want = dbg(&via_json::<_, Other>(&exact()));
+    assert_eq!(want, r#"Other { n: 7, user: "ada" }"#);
+    let got = run("send_exact", "recv_other", 1, no_retry(), json!("{{$}}"), None).await;
+    assert_eq!(got, std::slice::from_ref(&want));
+    // A `Value` sender and a typed receiver, and the other way round.
+    let got = run("send_value", "recv_other", 2, None, json!("{{$}}"), None).await;
+    assert_eq!(got, [want.clone(), want]);
+    let got = run("send_exact", "recv_value", 1, no_retry(), json!("{{$}}"), None).await;
+    assert_eq!(got, [dbg(&serde_json::to_value(exact()).expect("encodes"))]);
+}
+
+#[tokio::test]
+async fn templates_and_unmapped_edges_see_the_json() {
+    let mapping = json!({"n": "{{$.n + 1}}", "userName": "{{$.userName}}", "tags": [], "inner": "{{$.inner}}"});
+    let mut sent = serde_json::to_value(exact()).expect("encodes");
+    sent["n"] = json!(8);
+    sent["tags"] = json!([]);
+    sent.as_object_mut().map(|o| o.remove("maybe"));
+    let want = dbg(&serde_json::from_value::<Exact>(sent).expect("decodes"));
+    let got = run("send_exact", "recv_exact", 1, no_retry(), mapping, None).await;
+    assert_eq!(got, [want]);
+    // No mapping: the port's default configuration, as in the Go SDK.
+    let got = run("send_exact", "recv_exact", 1, no_retry(), Value::Null, None).await;
+    assert_eq!(got, [dbg(&Exact::default())]);
+}
+
+/// Reads every payload as JSON, as TinyTracker does.
+#[derive(Debug, Default)]
+struct Reader(Mutex<Vec<Value>>);
+
+impl Observer for Reader {
+    fn on_hop(&self, event: &HopEvent<'_>) {
+        if let (Ok(v), Ok(mut seen)) = (event.data.json(), self.0.lock()) {
+            seen.push(v.clone());
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_observer_sees_json_and_the_receiver_still_gets_the_value() {
+    let reader = Arc::new(Reader::default());
+    let got = run(
+        "send_exact",
+        "recv_exact",
+        1,
+        no_retry(),
+        json!("{{$}}"),
+        Some(reader.clone()),
+    )
+    .await;
+    assert_eq!(got, [dbg(&exact())]);
+    let json = serde_json::to_value(exact()).expect("encodes");
+    let seen = reader.0.lock().map(|s| s.clone()).unwrap_or_default();
+    assert!(seen.contains(&json), "{seen:?}");
+}
+
+#[tokio::test]
+async fn bytes_from_the_wire_decode_straight_into_the_port_type() {
+    let e = engine(None);
+    let flow = FlowBuilder::new().node("wire-r", "recv_exact").build();
+    for node in flow.nodes {
+        e.apply(node).await.expect("loads");
+    }
+    let bytes = serde_json::to_vec(&exact()).expect("encodes");
+    let to = tiny_sdk::flow::PortAddress::parse("wire-r:input").expect("address");
+    e.deliver(
+        &to,
+        tiny_sdk::engine::Source::Signal,
+        Msg::from_json_bytes(bytes),
+        Hop::default(),
+    )
+    .await
+    .expect("delivered");
+    assert_eq!(take_seen("wire-r"), [dbg(&exact())]);
+    let err = e
+        .deliver(
+            &to,
+            tiny_sdk::engine::Source::Signal,
+            Msg::from_json_bytes(br#"{"n":"seven"}"#.to_vec()),
+            Hop::default(),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("field `n` does not decode"), "{err}");
+}
+
+/// Where the sender's and the receiver's strings live: the same heap block when the
+/// value was handed over, not copied.
+static ADDRESSES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+struct Big {
+    text: String,
+}
+
+#[derive(Debug, Component, Default)]
+#[component(name = "send_big")]
+struct SendBig {
+    go: Input<Value>,
+    out: Output<Big>,
+}
+
+impl SendBig {
+    async fn on_go(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        let big = Big { text: "x".repeat(64) };
+        if let Ok(mut a) = ADDRESSES.lock() {
+            a.push(big.text.as_ptr() as usize);
+        }
+        self.out.emit(ctx, big).await
+    }
+}
+
+#[derive(Debug, Component, Default)]
+#[component(name = "recv_big")]
+struct RecvBig {
+    input: Input<Big>,
+}
+
+impl RecvBig {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Big) -> Reply {
+        if let Ok(mut a) = ADDRESSES.lock() {
+            a.push(msg.text.as_ptr() as usize);
+        }
+        Reply::empty()
+    }
+}
+
+#[tokio::test]
+async fn a_lone_receiver_on_an_edge_without_retries_gets_the_value_itself() {
+    let e = Engine::builder().register::<SendBig>().register::<RecvBig>().build();
+    for (retry, moved) in [(no_retry(), true), (None, false)] {
+        let flow = FlowBuilder::new()
+            .node("big-src", "send_big")
+            .node("big-dst", "recv_big")
+            .edge_with("big-src:out", "big-dst:input", json!("{{$}}"), retry)
+            .build();
+        for node in flow.nodes {
+            e.apply(node).await.expect("loads");
+        }
+        e.send("big-src:go", json!({})).await.expect("delivered");
+        let a = ADDRESSES
+            .lock()
+            .map(|mut a| std::mem::take(&mut *a))
+            .unwrap_or_default();
+        assert_eq!(a.len(), 2);
+        assert_eq!(
+            a[0] == a[1],
+            moved,
+            "moved: {moved} (an edge that may retry keeps the message)"
+        );
+    }
+}
