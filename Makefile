@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help run demo test lint fmt expand crds bench-flow bench-expr ci
+.PHONY: help run demo test lint fmt expand crds bench-flow bench-expr fuzz fuzz-smoke ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -37,5 +37,11 @@ bench-flow: ## flow engine benchmark beside Node-RED, with ratios
 
 bench-expr: ## expression evaluation micro-benchmark
 	$(CARGO) run --release -p tiny-expr --example bench
+
+fuzz: ## run every fuzz target FUZZ_SECONDS (default 600) after another, niced (README "Fuzzing")
+	tools/fuzz.sh $(FUZZ_TARGETS)
+
+fuzz-smoke: ## every fuzz target for 20 s: the harness builds and runs
+	FUZZ_SECONDS=20 tools/fuzz.sh $(FUZZ_TARGETS)
 
 ci: lint test ## what .ci/run does
