@@ -31,7 +31,7 @@ export PATH="$cache/cargo-fuzz/bin:$PATH"
 # with RUSTC_BOOTSTRAP, since only the machine's stable toolchain is available.
 export RUSTC_BOOTSTRAP=1
 fuzz=(cargo fuzz)
-common=(--fuzz-dir "$root/fuzz" --target-dir "$cache/target-fuzz-sanitizer")
+common=(--fuzz-dir "$root/fuzz" --target-dir "$cache/target-fuzz-san")
 
 if [ $# -gt 0 ]; then
     targets=("$@")

@@ -21,8 +21,11 @@ pub mod schema;
 
 use serde_json::Value;
 
+/// What a fuzz target runs on one input.
+pub type Target = fn(&[u8]);
+
 /// The fuzz targets by name, with their function, as `fuzz/fuzz_targets/` has them.
-pub const TARGETS: [(&str, fn(&[u8])); 4] = [
+pub const TARGETS: [(&str, Target); 4] = [
     ("expr", expr::run),
     ("flow", flow::run),
     ("grpc", grpc::run),
