@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help run demo test lint fmt expand crds chart-rbac image helm-lint bench-flow bench-expr ci
+.PHONY: help run demo test lint fmt expand crds chart-rbac image helm-lint bench-flow bench-expr fuzz fuzz-smoke load ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -53,5 +53,14 @@ bench-flow: ## flow engine benchmark beside Node-RED, with ratios
 
 bench-expr: ## expression evaluation micro-benchmark
 	$(CARGO) run --release -p tiny-expr --example bench
+
+fuzz: ## run every fuzz target FUZZ_SECONDS (default 600) after another, niced (README "Fuzzing")
+	tools/fuzz.sh $(FUZZ_TARGETS)
+
+fuzz-smoke: ## every fuzz target for 20 s: the harness builds and runs
+	FUZZ_SECONDS=20 tools/fuzz.sh $(FUZZ_TARGETS)
+
+load: ## 1,000 signals and 5,000 nodes on the local control plane beside bare kube-rs baselines; prints the figures
+	TINY_LOAD_SIGNALS=1000 TINY_LOAD_NODES=5000 $(CARGO) test --release -p tiny-example-hello --test load -- --nocapture --test-threads=1
 
 ci: lint test ## what .ci/run does

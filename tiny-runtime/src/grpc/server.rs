@@ -152,6 +152,25 @@ impl ModuleService for Handler {
     }
 }
 
+/// The `module.ModuleService` that [`serve`] runs, without a transport: the fuzz
+/// targets call it in-process with raw HTTP/2 requests. `stopping` cancels in-flight hops.
+#[doc(hidden)]
+pub fn module_service(
+    engine: Engine,
+    opts: &ServerOptions,
+    stopping: CancellationToken,
+) -> ModuleServiceServer<impl ModuleService> {
+    let handler = Handler {
+        engine,
+        max_message_size: opts.max_message_size,
+        leader: opts.leader.clone(),
+        stopping,
+    };
+    ModuleServiceServer::new(handler)
+        .max_decoding_message_size(opts.max_message_size)
+        .max_encoding_message_size(opts.max_message_size)
+}
+
 /// Serves `engine` on `listener` until `shutdown` resolves, then stops taking
 /// connections, cancels in-flight hops and waits for them to answer.
 pub async fn serve(
@@ -161,15 +180,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
     let stopping = CancellationToken::new();
-    let handler = Handler {
-        engine,
-        max_message_size: opts.max_message_size,
-        leader: opts.leader.clone(),
-        stopping: stopping.clone(),
-    };
-    let service = ModuleServiceServer::new(handler)
-        .max_decoding_message_size(opts.max_message_size)
-        .max_encoding_message_size(opts.max_message_size);
+    let service = module_service(engine, &opts, stopping.clone());
     // The reporter starts with the whole server SERVING and is never changed.
     let (_reporter, health) = tonic_health::server::health_reporter();
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));

@@ -1,0 +1,54 @@
+//! Target `expr`: compile and render templates and expressions.
+//!
+//! Input: `template [NUL root]`. The template part is compiled as a JSON template
+//! when it is JSON, and always as one template string and as a bare expression; each
+//! compiled form is rendered against the root part (JSON), or against a fixed
+//! document with a bit of everything when there is none or it is not JSON.
+
+use serde_json::{Value, json};
+use tiny_expr::{Expr, Template};
+
+/// Compiles and renders whatever `data` holds; errors are expected, panics are bugs.
+pub fn run(data: &[u8]) {
+    let (template, root) = crate::split(data);
+    let root = root
+        .and_then(|r| serde_json::from_slice::<Value>(r).ok())
+        .unwrap_or_else(default_root);
+    if let Ok(config) = serde_json::from_slice::<Value>(template) {
+        render(&config, &root);
+    }
+    let Ok(text) = std::str::from_utf8(template) else {
+        return;
+    };
+    render(&Value::String(text.to_owned()), &root);
+    if let Ok(expr) = Expr::parse(text) {
+        let _ = expr.eval(&root);
+        let _ = expr.source();
+    }
+}
+
+fn render(config: &Value, root: &Value) {
+    match Template::compile(config) {
+        Ok(t) => {
+            let _ = t.is_constant();
+            if let Err(e) = t.render(root) {
+                // Errors print on one line with their place.
+                let _ = e.to_string();
+            }
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+}
+
+fn default_root() -> Value {
+    json!({
+        "a": 1, "b": 2.5, "s": "text", "t": true, "n": null,
+        "big": 9007199254740993i64, "neg": -3,
+        "arr": [1, "two", {"x": 3}, [4, 5], null],
+        "items": [{"id": 1, "price": 5}, {"id": 2, "price": 15}],
+        "user": {"name": "Ann", "email": "ann@example.com", "tags": ["a", "b"]},
+        "b64": "aGVsbG8=", "time": 1700000000
+    })
+}
