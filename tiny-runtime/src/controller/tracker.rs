@@ -121,13 +121,22 @@ impl Observer for Tracking {
             },
             Err(_) => return,
         };
-        // Only a tracked flow pays for the payload's JSON, written straight from the value.
-        let mut data = event
-            .data
-            .to_json_bytes()
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_default();
+        // Only a tracked flow pays for the payload's JSON, written straight from the
+        // value unless the port has secret fields to mask first.
+        let mut data = if event.secrets.is_empty() {
+            event
+                .data
+                .to_json_bytes()
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default()
+        } else {
+            event
+                .redacted_json()
+                .ok()
+                .and_then(|v| serde_json::to_string(&*v).ok())
+                .unwrap_or_default()
+        };
         if data.len() > PREVIEW_BYTES {
             let mut cut = PREVIEW_BYTES;
             while !data.is_char_boundary(cut) {

@@ -145,7 +145,18 @@ impl Handler {
 #[tonic::async_trait]
 impl ModuleService for Handler {
     async fn message(&self, request: Request<MessageRequest>) -> Result<Response<MessageResponse>, Status> {
-        match self.handle(request).await {
+        let result = if crate::telemetry::tracing_enabled() {
+            // The receiving hop's span continues the sender's trace: its parent is the
+            // sender's call span, from the `traceparent` metadata.
+            use opentelemetry::context::FutureExt as _;
+            let parent = crate::telemetry::extract(request.metadata());
+            self.handle(request).with_context(parent).await
+        } else {
+            self.handle(request).await
+        };
+        let code = result.as_ref().err().map(|(_, code)| *code);
+        crate::metrics::grpc().server_call(crate::metrics::outcome(code));
+        match result {
             Ok(response) => Ok(Response::new(response)),
             Err((err, code)) => Err(wire::error_to_status(&err, code)),
         }

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::{component::ComponentInfo, error::Error, port::Position, system};
+use crate::{component::ComponentInfo, error::Error, port::Position, redact::Secrets, system};
 
 use super::table::Engine;
 
@@ -30,12 +30,22 @@ pub struct PortReport {
     pub source: bool,
     /// Editor schema.
     pub schema: Value,
-    /// Current configuration (settings in force, or the port's default).
+    /// Current configuration (settings in force, or the port's default), with the
+    /// fields the schema marks secret masked (see [`crate::redact`]): a status is
+    /// readable by anyone who may read TinyNodes.
     pub configuration: Value,
 }
 
 impl Engine {
-    /// The status of a node, for `TinyNode.status`.
+    /// How many nodes run, and how many are refused or run an older spec because
+    /// their current one was rejected: `(running, failed)`.
+    pub fn node_counts(&self) -> (usize, usize) {
+        let nodes = self.inner.nodes_read();
+        let failed = nodes.values().filter(|s| s.error.is_some()).count();
+        (nodes.len() - failed, failed)
+    }
+
+    /// The status of a node, for `TinyNode.status`. Secret fields are masked.
     pub fn report(&self, name: &str) -> Option<NodeReport> {
         let nodes = self.inner.nodes_read();
         let slot = nodes.get(name)?;
@@ -54,17 +64,22 @@ impl Engine {
             .ports()
             .iter()
             .filter(|p| runner.instance.port_active(p.name))
-            .map(|p| PortReport {
-                name: p.name.to_owned(),
-                label: p.label.to_owned(),
-                position: p.position,
-                source: p.is_source(),
-                schema: (p.schema)(),
-                configuration: if p.name == system::SETTINGS {
+            .map(|p| {
+                let schema = (p.schema)();
+                let mut configuration = if p.name == system::SETTINGS {
                     settings.clone()
                 } else {
                     (p.default_config)()
-                },
+                };
+                Secrets::from_schema(&schema).mask(&mut configuration);
+                PortReport {
+                    name: p.name.to_owned(),
+                    label: p.label.to_owned(),
+                    position: p.position,
+                    source: p.is_source(),
+                    schema,
+                    configuration,
+                }
             })
             .collect();
         ports.sort_by(|a, b| a.name.cmp(&b.name));
