@@ -90,17 +90,42 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
         let rows = [
-            ("tiny_status_writes_total", "counter", "TinyNode status writes.", &self.status_writes),
+            (
+                "tiny_status_writes_total",
+                "counter",
+                "TinyNode status writes.",
+                &self.status_writes,
+            ),
             (
                 "tiny_signals_delivered_total",
                 "counter",
                 "TinySignals this replica delivered.",
                 &self.signals_delivered,
             ),
-            ("tiny_node_reconciles_total", "counter", "Node reconciles.", &self.reconciles),
-            ("tiny_leader", "gauge", "1 while this replica leads its module.", &self.leader),
-            ("tiny_hops_total", "counter", "Messages handled by this replica's nodes.", &self.hops),
-            ("tiny_hop_errors_total", "counter", "Messages whose handler failed.", &self.hop_errors),
+            (
+                "tiny_node_reconciles_total",
+                "counter",
+                "Node reconciles.",
+                &self.reconciles,
+            ),
+            (
+                "tiny_leader",
+                "gauge",
+                "1 while this replica leads its module.",
+                &self.leader,
+            ),
+            (
+                "tiny_hops_total",
+                "counter",
+                "Messages handled by this replica's nodes.",
+                &self.hops,
+            ),
+            (
+                "tiny_hop_errors_total",
+                "counter",
+                "Messages whose handler failed.",
+                &self.hop_errors,
+            ),
         ];
         for (name, kind, help, v) in rows {
             header(&mut out, name, kind, help);
@@ -160,10 +185,8 @@ impl PortStats {
         let secs = took.as_secs_f64();
         let bucket = BUCKETS.iter().position(|b| secs <= *b).unwrap_or(BUCKETS.len());
         Metrics::inc(&self.buckets[bucket]);
-        self.sum_micros.fetch_add(
-            u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
+        self.sum_micros
+            .fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
         if let Some(code) = error {
             let code = code.unwrap_or("none");
             let mut errors = self.errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -342,7 +365,11 @@ impl GrpcMetrics {
             names.dedup();
             names.len()
         };
-        let module = if !known && modules >= MAX_MODULES { OTHER } else { module };
+        let module = if !known && modules >= MAX_MODULES {
+            OTHER
+        } else {
+            module
+        };
         match calls.iter_mut().find(|(m, o, _)| m == module && *o == outcome) {
             Some(row) => row.2 += 1,
             None => calls.push((module.to_owned(), outcome, 1)),
@@ -446,7 +473,10 @@ mod tests {
             m.record_hop("n", "in", Duration::ZERO, 1, Some(Some(&code)));
         }
         let text = m.render();
-        let codes = text.lines().filter(|l| l.starts_with("tiny_node_errors_total{")).count();
+        let codes = text
+            .lines()
+            .filter(|l| l.starts_with("tiny_node_errors_total{"))
+            .count();
         assert_eq!(codes, MAX_CODES + 1);
         assert!(text.contains("code=\"_other\"} 84"), "{text}");
     }

@@ -134,7 +134,11 @@ fn walk(root: &Value, schema: &Value, at: &mut Vec<Step>, out: &mut Vec<Vec<Step
         // Everything under a secret is masked with it.
         return;
     }
-    if let Some(target) = schema.get("$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
+    if let Some(target) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve(root, r))
+    {
         walk(root, target, at, out, depth + 1);
     }
     for key in ["anyOf", "oneOf", "allOf"] {
@@ -299,7 +303,12 @@ mod tests {
     fn expressions_nulls_and_empty_strings_are_not_secrets() {
         let schema = json!({ "properties": { "p": { "secret": true } } });
         let secrets = Secrets::from_schema(&schema);
-        for kept in [json!({"p": "{{$.password}}"}), json!({"p": null}), json!({"p": ""}), json!({})] {
+        for kept in [
+            json!({"p": "{{$.password}}"}),
+            json!({"p": null}),
+            json!({"p": ""}),
+            json!({}),
+        ] {
             assert_eq!(*secrets.masked(&kept), kept);
         }
         assert_eq!(*secrets.masked(&json!({"p": {"a": 1}})), json!({"p": MASK}));

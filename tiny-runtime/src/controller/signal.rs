@@ -18,11 +18,11 @@ use kube::{
     },
 };
 use serde_json::{Value, json};
-use tracing::{Instrument as _, field::Empty};
 use tiny_sdk::{
     Hop,
     flow::{module_matches, parse_node_name},
 };
+use tracing::{Instrument as _, field::Empty};
 
 use super::{ReconcileError, Shared, watch};
 use crate::{
@@ -171,7 +171,7 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
         tiny.module = shared.config.name.as_str(),
         tiny.outcome = Empty,
         otel.status_code = Empty,
-        otel.status_message = Empty,
+        otel.status_description = Empty,
     );
     let result = shared.engine.send_with(&to, data, hop).instrument(span.clone()).await;
     if !span.is_disabled() {
@@ -182,7 +182,7 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
             Err(e) => {
                 span.record("tiny.outcome", "error");
                 span.record("otel.status_code", "ERROR");
-                span.record("otel.status_message", tracing::field::display(e));
+                span.record("otel.status_description", tracing::field::display(e));
             }
         }
     }

@@ -288,7 +288,7 @@ impl Pool {
             rpc.grpc.status_code = Empty,
             tiny.outcome = Empty,
             otel.status_code = Empty,
-            otel.status_message = Empty,
+            otel.status_description = Empty,
         );
         crate::telemetry::inject(&span, request.metadata_mut());
         Ok(Call {
@@ -329,7 +329,7 @@ impl Call {
                 Err(e) => {
                     span.record("tiny.outcome", "error");
                     span.record("otel.status_code", "ERROR");
-                    span.record("otel.status_message", tracing::field::display(e));
+                    span.record("otel.status_description", tracing::field::display(e));
                 }
             }
         }

@@ -62,7 +62,7 @@ pub(crate) fn hop_span(module: &str, node: &Node, port: &str, source: &Source<'_
         tiny.outcome = Empty,
         tiny.error.code = Empty,
         otel.status_code = Empty,
-        otel.status_message = Empty,
+        otel.status_description = Empty,
     )
 }
 
@@ -79,7 +79,7 @@ pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
         Err(e) => {
             span.record("tiny.outcome", "error");
             span.record("otel.status_code", "ERROR");
-            span.record("otel.status_message", tracing::field::display(e));
+            span.record("otel.status_description", tracing::field::display(e));
             if let Some(code) = e.code() {
                 span.record("tiny.error.code", code);
             }
