@@ -203,10 +203,13 @@ impl PortStats {
     }
 }
 
+/// A node's ports and their counters: a handful, so a scan beats hashing.
+type NodePorts = Vec<(Box<str>, Arc<PortStats>)>;
+
 /// Node -> port -> counters. Read-locked on the hot path; written once per new pair.
 #[derive(Debug, Default)]
 struct PortTable {
-    nodes: RwLock<HashMap<Box<str>, Vec<(Box<str>, Arc<PortStats>)>>>,
+    nodes: RwLock<HashMap<Box<str>, NodePorts>>,
     series: AtomicU64,
 }
 

@@ -245,7 +245,9 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("bench"))
-        .with_filter(tracing_subscriber::filter::filter_fn(|m| m.target().starts_with("tiny::flow")));
+        .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+            m.target().starts_with("tiny::flow")
+        }));
     let filter = tracing_subscriber::EnvFilter::new("info,tiny::flow=info");
     tracing_subscriber::registry()
         .with(filter)
@@ -268,8 +270,9 @@ fn tracing_ratio(rt: &tokio::runtime::Runtime, a: &Args) -> ((f64, f64, f64), f6
         let without = tracing::subscriber::with_default(runtime_subscriber_without_exporter(), || {
             rt.block_on(throughput(&e, n, a.window))
         });
-        let recorded =
-            tracing::subscriber::with_default(runtime_subscriber_recording(), || rt.block_on(throughput(&e, n, a.window)));
+        let recorded = tracing::subscriber::with_default(runtime_subscriber_recording(), || {
+            rt.block_on(throughput(&e, n, a.window))
+        });
         quiet.push(off / without);
         recording.push(off / recorded);
     }
