@@ -35,6 +35,9 @@ pub(crate) struct Runner {
     /// Source ports with edges, and where their messages go: a handful per node, so
     /// a scan beats hashing.
     outlets: Vec<Arc<Outlet>>,
+    /// What is wrong with a spec that runs anyway: edges that leave ports the
+    /// settings switched off or removed (see [`settle`](Self::settle)).
+    pub problem: Option<Error>,
 }
 
 /// One input port, resolved when the node loads.
@@ -153,7 +156,7 @@ impl Runner {
         }
         let mut outlets: Vec<Outlet> = Vec::new();
         for edge in &node.spec.edges {
-            match ports.iter().find(|p| p.name == edge.port) {
+            match ports.iter().find(|p| p.name == edge.port || is_member(p, &edge.port)) {
                 Some(p) if p.is_source() => {}
                 _ => {
                     return Err(Error::permanent(format!(
@@ -201,7 +204,38 @@ impl Runner {
             inputs,
             settings,
             outlets,
+            problem: None,
         })
+    }
+
+    /// Fits the runner to the ports the node has with its settings (applied after
+    /// `build`): inputs the settings switched off go, and so do edges leaving ports
+    /// the settings switched off or removed, each named in [`problem`](Self::problem)
+    /// while the rest of the node runs.
+    pub fn settle(&mut self) {
+        let live = self.instance.live_ports();
+        let has = |name: &str| live.iter().any(|p| p.name == name);
+        self.inputs.retain(|i| has(i.spec.name));
+        let mut cut = Vec::new();
+        self.outlets.retain(|o| {
+            if has(&o.port) {
+                return true;
+            }
+            cut.extend(o.edges.iter().map(|e| format!("edge `{}` from port `{}`", e.id, o.port)));
+            false
+        });
+        if cut.is_empty() {
+            return;
+        }
+        let ports: Vec<&str> = live.iter().filter(|p| p.spec.is_source()).map(|p| &*p.name).collect();
+        self.problem = Some(
+            Error::permanent(format!(
+                "{} cannot run: the settings in force removed the port (outputs now: {})",
+                cut.join(", "),
+                if ports.is_empty() { "none".to_owned() } else { ports.join(", ") }
+            ))
+            .with_code(crate::error::code::PORT_REMOVED),
+        );
     }
 
     /// Where messages emitted on `port` go, if it has edges.
@@ -249,6 +283,13 @@ impl Runner {
         }
         let Some(inlet) = self.inputs.iter().find(|i| i.spec.name == port) else {
             let ports = self.instance.ports();
+            if ports.iter().any(|p| p.name == port && !p.is_source()) {
+                return Err(Error::permanent(format!(
+                    "input port `{port}` of `{}` is switched off by the node's settings",
+                    self.node.spec.component
+                ))
+                .with_code(crate::error::code::UNKNOWN_PORT));
+            }
             return Err(Error::permanent(format!(
                 "component `{}` has no input port `{port}` (inputs: {})",
                 self.node.spec.component,
@@ -283,6 +324,15 @@ impl Runner {
         });
         result
     }
+}
+
+/// Whether `port` is a member (`<family>_<key>`) of the family `spec`.
+fn is_member(spec: &PortSpec, port: &str) -> bool {
+    spec.family
+        && port
+            .strip_prefix(spec.name)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|key| !key.is_empty())
 }
 
 fn port_list(ports: &[PortSpec], keep: impl Fn(&PortSpec) -> bool) -> String {
