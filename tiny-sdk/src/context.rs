@@ -271,7 +271,12 @@ impl<C: Component> Ctx<C> {
         let fut = work(ctx);
         let weak = Arc::downgrade(node);
         let node_name = node.identity.node_name.clone();
+        // The work starts once it is on the books, so that it sees itself running.
+        let (booked, on_books) = tokio::sync::oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
+            if on_books.await.is_err() {
+                return;
+            }
             match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(node = %node_name, work = name, error = %e, "node work failed"),
@@ -282,6 +287,42 @@ impl<C: Component> Ctx<C> {
             }
         });
         node.work.insert(name, generation, leader_only, token, handle);
+        let _ = booked.send(());
+    }
+
+    /// Runs `work` on its own, fire and forget (Go's `go Emit(...)`): the call returns
+    /// at once and `work`'s result is logged, not returned. Unlike [`spawn`](Self::spawn)
+    /// the work has no name, so many may run at once; they all stop with the node.
+    /// The message depth carries over, so a loop through detached work still meets
+    /// the cycle guard.
+    pub fn detach<F, Fut>(&self, work: F)
+    where
+        F: FnOnce(Ctx<C>) -> Fut,
+        Fut: Future<Output = Result<()>> + Send + 'static,
+    {
+        let node = &self.node;
+        let ctx = Ctx {
+            node: node.clone(),
+            settings: self.settings.clone(),
+            hop: Hop {
+                depth: self.hop.depth,
+                cancel: node.stopped.child_token(),
+                leader: node.leads(),
+            },
+        };
+        let fut = work(ctx);
+        let stopped = node.stopped.clone();
+        let node_name = node.identity.node_name.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stopped.cancelled() => {}
+                r = std::panic::AssertUnwindSafe(fut).catch_unwind() => match r {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(node = %node_name, error = %e, "detached work failed"),
+                    Err(_) => tracing::error!(node = %node_name, "detached work panicked"),
+                },
+            }
+        });
     }
 
     /// Stops the node's work called `name`; `true` if it was running.
