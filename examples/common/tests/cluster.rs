@@ -323,7 +323,10 @@ async fn living_components_on_one_replica() {
     );
     let shown = eventually("the Go-shaped flow's debug node to show a routed tick", Duration::from_secs(60), || {
         let nodes = nodes.clone();
-        async move { port_config(&nodes.get("gof.common-module-v0.debug-1").await.ok()?, "_control") }
+        async move {
+            port_config(&nodes.get("gof.common-module-v0.debug-1").await.ok()?, "_control")
+                .filter(|c| !c["context"].is_null())
+        }
     })
     .await;
     assert_eq!(shown["context"], json!({"source": "go-editor"}), "{shown}");
