@@ -425,6 +425,15 @@ async fn flows_nodes_metadata_and_signals() {
     env.create_namespace(ns).await.unwrap();
     make_node(&client, ns, "keeper").await;
     let rm = KubeResources::new(client.clone(), ns, "keeper");
+    // A component that manages Kubernetes objects itself gets the runtime's client and
+    // its namespace through the resource manager.
+    assert_eq!(ResourceManager::namespace(&rm), ns);
+    let raw = rm.kube_client().expect("the runtime hands out its client");
+    let listed = Api::<TinyNode>::namespaced(raw, ResourceManager::namespace(&rm))
+        .list(&ListParams::default())
+        .await
+        .expect("the raw client lists");
+    assert_eq!(listed.items.len(), 1, "{:?}", listed.items);
     rm.update_metadata(vec![("http-server-port".into(), Some("8080".into()))])
         .await
         .unwrap();
