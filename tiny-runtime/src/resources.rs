@@ -399,11 +399,15 @@ impl KubeResources {
         delete_if_exists(&services, &name, &format!("Service {}/{name}", self.namespace)).await
     }
 
-    async fn update_meta(&self, metadata: Vec<(String, String)>) -> Result<()> {
+    async fn update_meta(&self, metadata: Vec<(String, Option<String>)>) -> Result<()> {
         if metadata.is_empty() {
             return Ok(());
         }
-        let map: serde_json::Map<String, Value> = metadata.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
+        // A merge patch removes a key given `null`.
+        let map: serde_json::Map<String, Value> = metadata
+            .into_iter()
+            .map(|(k, v)| (k, v.map_or(Value::Null, Value::String)))
+            .collect();
         let patch = Patch::Merge(json!({ "status": { "metadata": map } }));
         let what = format!("status of TinyNode {}/{}", self.namespace, self.node);
         let nodes = self.nodes();
@@ -544,8 +548,16 @@ impl ResourceManager for KubeResources {
         self.unexpose(port).boxed()
     }
 
-    fn update_metadata(&self, metadata: Vec<(String, String)>) -> BoxFuture<'_, Result<()>> {
+    fn update_metadata(&self, metadata: Vec<(String, Option<String>)>) -> BoxFuture<'_, Result<()>> {
         self.update_meta(metadata).boxed()
+    }
+
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    fn kube_client(&self) -> Option<kube::Client> {
+        Some(self.client.clone())
     }
 
     fn create_signal(&self, node: &str, port: &str, data: Value) -> BoxFuture<'_, Result<String>> {

@@ -77,7 +77,12 @@ impl Runtime {
             None => Leadership::fixed(true),
         };
         let (node_client, cfg) = (client.clone(), opts.config.clone());
+        // Nodes whose `_control` view changed; their status is rewritten by the leader.
+        let (changes, changed) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut engine = Engine::builder()
+            .on_change(move |node: &str| {
+                let _ = changes.send(node.to_owned());
+            })
             .module(opts.config.name.clone())
             .registry(opts.registry)
             .client_factory(Arc::new(
@@ -94,6 +99,10 @@ impl Runtime {
             ));
         if let Some(router) = opts.router {
             engine = engine.router(router);
+        }
+        if opts.lease_duration.is_some() {
+            // Leads once the election says so (the task below).
+            engine = engine.follower();
         }
         let tracking = Arc::new(controller::tracker::Tracking::default());
         let engine = engine
@@ -126,10 +135,14 @@ impl Runtime {
             )));
         }
         {
-            let (metrics, mut l) = (metrics.clone(), leadership.clone());
+            let (metrics, mut l, engine) = (metrics.clone(), leadership.clone(), shared.engine.clone());
             tasks.push(tokio::spawn(async move {
                 loop {
-                    metrics.leader.store(u64::from(l.is_leader()), Ordering::Relaxed);
+                    let leads = l.is_leader();
+                    metrics.leader.store(u64::from(leads), Ordering::Relaxed);
+                    // Losing the lease stops leader-only work at once; gaining it
+                    // lets components restart theirs from node state.
+                    engine.set_leader(leads).await;
                     l.changed().await;
                 }
             }));
@@ -144,6 +157,11 @@ impl Runtime {
         tasks.push(tokio::spawn(controller::node::run(shared.clone(), cancelled(&stop))));
         tasks.push(tokio::spawn(controller::signal::run(shared.clone(), cancelled(&stop))));
         tasks.push(tokio::spawn(controller::module::run(shared.clone(), cancelled(&stop))));
+        tasks.push(tokio::spawn(controller::node::write_changes(
+            shared.clone(),
+            changed,
+            cancelled(&stop),
+        )));
         tasks.push(tokio::spawn(controller::tracker::run(
             shared.clone(),
             tracking,
@@ -187,6 +205,9 @@ impl Runtime {
     /// Stops the controllers (nodes are not destroyed: another replica runs them).
     pub async fn stop(self) {
         self.shared.readiness.set_started(false);
+        // Node work (loops, listeners) ends here; the nodes' state lets the next
+        // leader pick it up.
+        self.shared.engine.shutdown();
         self.stop.cancel();
         for t in self.tasks {
             t.abort();

@@ -83,6 +83,7 @@ fn not_ready_reason(e: &Error) -> &'static str {
         Some(code::UNKNOWN_COMPONENT) => "UnknownComponent",
         Some(code::INVALID_NAME) => "InvalidName",
         Some(code::UNDECODABLE_OBJECT) => "Undecodable",
+        Some(code::PORT_REMOVED) => "PortRemoved",
         _ => "SpecRejected",
     }
 }

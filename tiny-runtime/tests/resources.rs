@@ -425,12 +425,21 @@ async fn flows_nodes_metadata_and_signals() {
     env.create_namespace(ns).await.unwrap();
     make_node(&client, ns, "keeper").await;
     let rm = KubeResources::new(client.clone(), ns, "keeper");
-    rm.update_metadata(vec![("http-server-port".into(), "8080".into())])
+    // A component that manages Kubernetes objects itself gets the runtime's client and
+    // its namespace through the resource manager.
+    assert_eq!(ResourceManager::namespace(&rm), ns);
+    let raw = rm.kube_client().expect("the runtime hands out its client");
+    let listed = Api::<TinyNode>::namespaced(raw, ResourceManager::namespace(&rm))
+        .list(&ListParams::default())
+        .await
+        .expect("the raw client lists");
+    assert_eq!(listed.items.len(), 1, "{:?}", listed.items);
+    rm.update_metadata(vec![("http-server-port".into(), Some("8080".into()))])
         .await
         .unwrap();
     rm.update_metadata(vec![
-        ("exposed-at".into(), "2026-08-01T10:00:00Z".into()),
-        ("other".into(), "x".into()),
+        ("exposed-at".into(), Some("2026-08-01T10:00:00Z".into())),
+        ("other".into(), Some("x".into())),
     ])
     .await
     .unwrap();
@@ -445,14 +454,22 @@ async fn flows_nodes_metadata_and_signals() {
     .collect();
     assert_eq!(got, want);
     // A key written again takes the new value; the others stay.
-    rm.update_metadata(vec![("other".into(), "y".into())]).await.unwrap();
+    rm.update_metadata(vec![("other".into(), Some("y".into()))]).await.unwrap();
     let got = rm.get_node("keeper").await.unwrap().metadata;
     assert_eq!(got.get("other").map(String::as_str), Some("y"));
     assert_eq!(got.len(), 3, "{got:?}");
+    // `None` removes a key (node state's delete); removing a missing key is fine.
+    rm.update_metadata(vec![("other".into(), None), ("never".into(), None)])
+        .await
+        .unwrap();
+    let got = rm.get_node("keeper").await.unwrap().metadata;
+    assert_eq!(got.get("other"), None, "{got:?}");
+    assert_eq!(got.len(), 2, "{got:?}");
+    rm.update_metadata(vec![("other".into(), Some("y".into()))]).await.unwrap();
     // Concurrent writers of different keys all land (conflicts, if any, are retried).
     let writers = (0..8).map(|i| {
         let rm = rm.clone();
-        async move { rm.update_metadata(vec![(format!("k{i}"), i.to_string())]).await }
+        async move { rm.update_metadata(vec![(format!("k{i}"), Some(i.to_string()))]).await }
     });
     for result in futures::future::join_all(writers).await {
         result.unwrap();
@@ -460,7 +477,7 @@ async fn flows_nodes_metadata_and_signals() {
     let got = rm.get_node("keeper").await.unwrap().metadata;
     assert_eq!(got.len(), 11, "{got:?}");
     let err = KubeResources::new(client.clone(), ns, "gone")
-        .update_metadata(vec![("a".into(), "b".into())])
+        .update_metadata(vec![("a".into(), Some("b".into()))])
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Permanent, "{err}");

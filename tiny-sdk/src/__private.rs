@@ -36,7 +36,19 @@ pub const fn port<T: crate::Message>(
         schema: port_schema::<T>,
         default_config,
         response_schema,
+        family: false,
     }
+}
+
+/// A port family's row of the port table (see [`Outputs`](crate::port::Outputs)).
+pub const fn family(mut spec: PortSpec) -> PortSpec {
+    spec.family = true;
+    spec
+}
+
+/// The keys of a port family, from the component's `keys = method`.
+pub fn port_keys<S, K: IntoIterator<Item = impl Into<String>>>(keys: fn(&S) -> K, settings: &S) -> Vec<String> {
+    keys(settings).into_iter().map(Into::into).collect()
 }
 
 /// The schema function of a response type.
@@ -340,6 +352,11 @@ impl<T: crate::Message> PortType for crate::Input<T> {
 }
 
 impl<T: crate::Message, R: crate::Message> PortType for crate::Output<T, R> {
+    type Message = T;
+    type Response = R;
+}
+
+impl<T: crate::Message, R: crate::Message> PortType for crate::port::Outputs<T, R> {
     type Message = T;
     type Response = R;
 }

@@ -52,8 +52,9 @@ pub trait ResourceManager: Send + Sync + 'static {
     fn expose_port(&self, req: ExposePortRequest) -> BoxFuture<'_, Result<Vec<String>>>;
     /// Removes what `expose_port` created for `port`.
     fn unexpose_port(&self, port: u16) -> BoxFuture<'_, Result<()>>;
-    /// Merges `metadata` into the calling node's `status.metadata`.
-    fn update_metadata(&self, metadata: Vec<(String, String)>) -> BoxFuture<'_, Result<()>>;
+    /// Merges `metadata` into the calling node's `status.metadata`; a `None` value
+    /// removes its key. (Node state goes through here: see [`NodeState`](crate::state::NodeState).)
+    fn update_metadata(&self, metadata: Vec<(String, Option<String>)>) -> BoxFuture<'_, Result<()>>;
     /// Sends `data` to `node:port` through a TinySignal.
     fn create_signal(&self, node: &str, port: &str, data: Value) -> BoxFuture<'_, Result<String>>;
     /// Creates a node; returns its name.
@@ -62,4 +63,17 @@ pub trait ResourceManager: Send + Sync + 'static {
     fn get_node(&self, name: &str) -> BoxFuture<'_, Result<Node>>;
     /// Creates a flow in `project`; returns its name.
     fn create_flow(&self, project: &str, name: &str) -> BoxFuture<'_, Result<String>>;
+
+    /// The namespace the module runs in (and its nodes live in).
+    fn namespace(&self) -> &str {
+        ""
+    }
+
+    /// The runtime's own Kubernetes client, for components that watch or manage
+    /// Kubernetes objects themselves (Go's raw controller-runtime client). `None`
+    /// in-process. The module's RBAC must allow what the component does with it.
+    #[cfg(feature = "kube")]
+    fn kube_client(&self) -> Option<kube::Client> {
+        None
+    }
 }

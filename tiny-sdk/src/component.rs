@@ -11,7 +11,7 @@ use crate::{
     flow::Node,
     message::{Message, Reply},
     msg::Msg,
-    port::{Output, PortSpec},
+    port::{Output, PortShape, PortSpec},
 };
 
 /// Name, description and tags of a component, as shown in the editor's catalogue.
@@ -95,6 +95,20 @@ pub trait Component: Sized + Send + Sync + 'static {
     fn error_port(&self) -> Option<&Output<ErrorMessage>> {
         None
     }
+
+    /// Whether `port` exists with `settings` (`#[port(enabled_by = field)]`; the
+    /// derive writes it).
+    fn port_enabled(settings: &Self::Settings, port: &str) -> bool {
+        let _ = (settings, port);
+        true
+    }
+
+    /// The keys of the port family `family` with `settings` (`#[port(keys = method)]`;
+    /// the derive writes it).
+    fn port_keys(settings: &Self::Settings, family: &str) -> Vec<String> {
+        let _ = (settings, family);
+        Vec::new()
+    }
 }
 
 /// Lifecycle hooks behind the system ports. Every method has a no-op default; the
@@ -129,6 +143,13 @@ pub trait Hooks: Component {
     fn on_reconcile(&self, ctx: &Ctx<Self>, node: &Node) -> impl Future<Output = Result<()>> + Send {
         let _ = (ctx, node);
         async { Ok(()) }
+    }
+
+    /// Adjusts a port to the settings in force, as status shows it and the editor
+    /// reads it: its schema (a router's route enum), default configuration or label.
+    /// Called for every port the node has, family ports included.
+    fn shape_port(&self, settings: &Self::Settings, port: &mut PortShape) {
+        let _ = (settings, port);
     }
 
     /// `_client`: the runtime hands over its resource manager.

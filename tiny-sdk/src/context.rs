@@ -1,12 +1,17 @@
 //! The context a handler runs in: its node, settings, hop and the way out.
 
-use std::{fmt, sync::Arc};
+use std::{
+    fmt,
+    sync::{Arc, Mutex, PoisonError},
+};
 
+use futures::FutureExt as _;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     client::ResourceManager, component::Component, engine::NodeEmitter, error::Result, message::Reply, msg::Msg,
+    state::NodeState, work::NodeWork,
 };
 
 /// Who a node is, as the Go SDK's `NodeIdentity`.
@@ -30,22 +35,62 @@ pub struct NodeContext {
     /// Cancelled when the node is removed or replaced: handlers still running for it
     /// are stopped.
     stopped: CancellationToken,
+    /// Work that outlives the calls that started it.
+    work: NodeWork,
+    state: NodeState,
+    /// The `_control` view the component last showed (JSON), if it showed one.
+    control: Mutex<Option<Value>>,
 }
 
 impl NodeContext {
     /// Built by the engine.
     pub(crate) fn new(identity: NodeIdentity, emitter: NodeEmitter, client: Option<Arc<dyn ResourceManager>>) -> Self {
+        let state = NodeState::new(&identity.node_name, client.clone());
         Self {
             identity,
             emitter,
             client,
             stopped: CancellationToken::new(),
+            work: NodeWork::default(),
+            state,
+            control: Mutex::new(None),
         }
     }
 
-    /// Stops the node's running handlers (it was removed or replaced).
+    /// Stops the node's running handlers and its work (it was removed or replaced).
     pub(crate) fn stop(&self) {
         self.stopped.cancel();
+        self.work.stop_all();
+    }
+
+    /// The node's work, by name.
+    pub(crate) fn work(&self) -> &NodeWork {
+        &self.work
+    }
+
+    /// The node's state.
+    pub(crate) fn state(&self) -> &NodeState {
+        &self.state
+    }
+
+    /// The `_control` view the component shows, if it showed one.
+    pub(crate) fn control_view(&self) -> Option<Value> {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Whether this replica leads its module (always, in-process).
+    pub(crate) fn leads(&self) -> bool {
+        self.emitter.leads()
+    }
+
+    /// A hop for a call the engine makes on its own (hooks, work): depth 0, stopped
+    /// with the node, and this replica's leadership.
+    pub(crate) fn system_hop(&self) -> Hop {
+        Hop {
+            depth: 0,
+            cancel: self.stopped.child_token(),
+            leader: self.leads(),
+        }
     }
 
     /// Resolves once the node was removed or replaced.
@@ -93,11 +138,21 @@ pub struct Hop {
     pub leader: bool,
 }
 
-/// The context of one handler call.
+/// The context of one handler call, or of a node's [work](crate::work).
 pub struct Ctx<C: Component> {
     node: Arc<NodeContext>,
     settings: Arc<C::Settings>,
     hop: Hop,
+}
+
+impl<C: Component> Clone for Ctx<C> {
+    fn clone(&self) -> Self {
+        Self {
+            node: self.node.clone(),
+            settings: self.settings.clone(),
+            hop: self.hop.clone(),
+        }
+    }
 }
 
 impl<C: Component> Ctx<C> {
@@ -126,9 +181,178 @@ impl<C: Component> Ctx<C> {
         &self.hop
     }
 
-    /// `true` when this replica leads its module.
+    /// `true` when this replica leads its module (always in-process). Every replica
+    /// runs every node; work that must happen once, such as a ticker's loop or a
+    /// listener, belongs to the leader (see [`spawn_on_leader`](Self::spawn_on_leader)).
     pub fn is_leader(&self) -> bool {
-        self.hop.leader
+        self.node.leads()
+    }
+
+    /// The node's state: typed values kept on the TinyNode, across restarts and
+    /// replicas (see [`NodeState`]).
+    pub fn state(&self) -> &NodeState {
+        &self.node.state
+    }
+
+    /// Starts `work` as the node's work called `name`, and returns at once. The work
+    /// runs until it returns, [`stop_work`](Self::stop_work) stops it, the node is
+    /// removed or replaced, or the module shuts down. Work already running under
+    /// `name` is stopped first. An error it returns is logged with the node and name.
+    ///
+    /// The work gets its own context: depth 0, [`cancelled`](Self::cancelled) when it
+    /// is stopped, the settings in force now. Emit from it as from a handler.
+    ///
+    /// ```
+    /// # use tiny_sdk::prelude::*;
+    /// # use std::time::Duration;
+    /// #[derive(Component, Default)]
+    /// #[component(name = "beat", control = Start, hooks)]
+    /// struct Beat {
+    ///     #[port(position = Right)]
+    ///     out: Output<u64>,
+    /// }
+    /// # #[derive(Debug, Default, Serialize, Deserialize, Schema)] struct Start { start: bool }
+    ///
+    /// impl Hooks for Beat {
+    ///     async fn on_control(&self, ctx: &Ctx<Self>, _: Start) -> Result<Reply> {
+    ///         let out = self.out; // handles are `Copy`: the work owns its own
+    ///         ctx.spawn("beat", move |ctx| async move {
+    ///             for n in 0.. {
+    ///                 out.emit(&ctx, n).await?;
+    ///                 tokio::time::sleep(Duration::from_secs(1)).await;
+    ///             }
+    ///             Ok(())
+    ///         });
+    ///         Ok(Reply::empty())
+    ///     }
+    /// }
+    /// ```
+    pub fn spawn<F, Fut>(&self, name: &'static str, work: F)
+    where
+        F: FnOnce(Ctx<C>) -> Fut,
+        Fut: Future<Output = Result<()>> + Send + 'static,
+    {
+        self.start_work(name, false, work);
+    }
+
+    /// [`spawn`](Self::spawn) for work that only the leader may do: it does not start
+    /// on a replica that does not lead (`false` then), and stops when this replica
+    /// stops leading. The new leader starts it again, typically from
+    /// [`Hooks::on_reconcile`](crate::Hooks::on_reconcile), which runs on every node
+    /// when a replica gains leadership, with what the node's [state](Self::state) says.
+    pub fn spawn_on_leader<F, Fut>(&self, name: &'static str, work: F) -> bool
+    where
+        F: FnOnce(Ctx<C>) -> Fut,
+        Fut: Future<Output = Result<()>> + Send + 'static,
+    {
+        if !self.is_leader() {
+            return false;
+        }
+        self.start_work(name, true, work);
+        true
+    }
+
+    fn start_work<F, Fut>(&self, name: &'static str, leader_only: bool, work: F)
+    where
+        F: FnOnce(Ctx<C>) -> Fut,
+        Fut: Future<Output = Result<()>> + Send + 'static,
+    {
+        let node = &self.node;
+        let (generation, token) = node.work.prepare();
+        let ctx = Ctx {
+            node: node.clone(),
+            settings: self.settings.clone(),
+            hop: Hop {
+                depth: 0,
+                cancel: token.clone(),
+                leader: node.leads(),
+            },
+        };
+        let fut = work(ctx);
+        let weak = Arc::downgrade(node);
+        let node_name = node.identity.node_name.clone();
+        // The work starts once it is on the books, so that it sees itself running.
+        let (booked, on_books) = tokio::sync::oneshot::channel::<()>();
+        let handle = tokio::spawn(async move {
+            if on_books.await.is_err() {
+                return;
+            }
+            match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(node = %node_name, work = name, error = %e, "node work failed"),
+                Err(_) => tracing::error!(node = %node_name, work = name, "node work panicked"),
+            }
+            if let Some(node) = weak.upgrade() {
+                node.work.finished(name, generation);
+            }
+        });
+        node.work.insert(name, generation, leader_only, token, handle);
+        let _ = booked.send(());
+    }
+
+    /// Runs `work` on its own, fire and forget (Go's `go Emit(...)`): the call returns
+    /// at once and `work`'s result is logged, not returned. Unlike [`spawn`](Self::spawn)
+    /// the work has no name, so many may run at once; they all stop with the node.
+    /// The message depth carries over, so a loop through detached work still meets
+    /// the cycle guard.
+    pub fn detach<F, Fut>(&self, work: F)
+    where
+        F: FnOnce(Ctx<C>) -> Fut,
+        Fut: Future<Output = Result<()>> + Send + 'static,
+    {
+        let node = &self.node;
+        let ctx = Ctx {
+            node: node.clone(),
+            settings: self.settings.clone(),
+            hop: Hop {
+                depth: self.hop.depth,
+                cancel: node.stopped.child_token(),
+                leader: node.leads(),
+            },
+        };
+        let fut = work(ctx);
+        let stopped = node.stopped.clone();
+        let node_name = node.identity.node_name.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stopped.cancelled() => {}
+                r = std::panic::AssertUnwindSafe(fut).catch_unwind() => match r {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(node = %node_name, error = %e, "detached work failed"),
+                    Err(_) => tracing::error!(node = %node_name, "detached work panicked"),
+                },
+            }
+        });
+    }
+
+    /// Stops the node's work called `name`; `true` if it was running.
+    pub fn stop_work(&self, name: &str) -> bool {
+        self.node.work.stop(name)
+    }
+
+    /// Whether the node's work called `name` runs.
+    pub fn work_running(&self, name: &str) -> bool {
+        self.node.work.running(name)
+    }
+
+    /// Shows `view` as the node's `_control` in the editor: its values become the
+    /// port's configuration, and properties that `view` leaves out (an `Option` that
+    /// is `None`, with `skip_serializing_if`) leave the schema, which is how a Start
+    /// button turns into a Stop button. The leader writes it to the TinyNode status,
+    /// only when it changed.
+    pub fn show_control(&self, view: &C::Control) {
+        let Ok(view) = serde_json::to_value(view) else {
+            return;
+        };
+        let changed = {
+            let mut control = self.node.control.lock().unwrap_or_else(PoisonError::into_inner);
+            let changed = control.as_ref() != Some(&view);
+            *control = Some(view);
+            changed
+        };
+        if changed {
+            self.node.emitter.changed();
+        }
     }
 
     /// Resolves when the caller gave up on this message, or the node was removed while

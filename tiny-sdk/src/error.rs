@@ -180,6 +180,15 @@ pub mod code {
     pub const INVALID_NAME: &str = "INVALID_NAME";
     /// The object (a TinyNode, a TinySignal) does not decode at all.
     pub const UNDECODABLE_OBJECT: &str = "UNDECODABLE_OBJECT";
+    /// An edge leaves a port that the node's settings switched off or removed (a
+    /// router's `out_<route>` after the route went): the node runs, the edge does not.
+    pub const PORT_REMOVED: &str = "PORT_REMOVED";
+    /// A node state value is not what the reader expects (not base64, not that type).
+    pub const STATE_UNDECODABLE: &str = "STATE_UNDECODABLE";
+    /// A node state write would take the node's state over its cap.
+    pub const STATE_TOO_LARGE: &str = "STATE_TOO_LARGE";
+    /// A node state key has characters a metadata key cannot hold.
+    pub const STATE_KEY: &str = "STATE_KEY";
 }
 
 /// Foreign errors are transient unless marked otherwise: an I/O or HTTP failure usually is.

@@ -54,7 +54,9 @@ pub mod msg;
 pub mod port;
 pub mod redact;
 pub mod schema;
+pub mod state;
 pub mod system;
+pub mod work;
 
 #[doc(hidden)]
 pub mod __private;
@@ -68,7 +70,8 @@ pub use context::{Ctx, Hop, NodeIdentity};
 pub use error::{Error, ErrorKind, ErrorMessage, Result};
 pub use message::{IntoReply, Message, Reply};
 pub use msg::{Msg, RoundTrip};
-pub use port::{Direction, Input, Output, PortSpec, Position};
+pub use port::{Direction, Input, Output, Outputs, PortShape, PortSpec, Position};
+pub use state::NodeState;
 
 /// Derives [`Component`]: the port table, the instance constructor and the dispatch
 /// from `Input`/`Output` fields to `on_<port>` methods.
@@ -79,13 +82,22 @@ pub use port::{Direction, Input, Output, PortSpec, Position};
 /// - `control = Type`: typed dashboard controls on `_control` ([`Hooks::on_control`]);
 /// - `hooks`: the component implements [`Hooks`] itself.
 ///
-/// Field attributes, `#[port(...)]`, on `Input<T>` and `Output<T, R>` fields:
-/// `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`
+/// Field attributes, `#[port(...)]`, on `Input<T>`, `Output<T, R>` and `Outputs<T, R>`
+/// fields: `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`
 /// (default `on_<field>`), and `catch` on an `Output<ErrorMessage>` to receive the
 /// component's handler failures instead of failing the hop. As in the Go SDK, the
 /// catch port is switched by an `enableErrorPort` settings field when the settings have
 /// one; a failure that would reach an unwired or switched-off catch port fails the hop
 /// (errors never vanish).
+///
+/// Ports shaped by settings:
+/// - `enabled_by = field`: the port exists only while the settings' `bool` field
+///   `field` is true (Go's `enableStopPort`, `enableDefaultPort` pattern).
+/// - `keys = method` on an [`Outputs<T>`](Outputs) field: a family of ports
+///   `<field>_<key>`, one per key that `fn method(&Settings) -> Vec<String>` gives (a
+///   router's `out_<route>`).
+/// - [`Hooks::shape_port`] adjusts a port's schema, default and label to the settings
+///   (a router's route enum).
 pub use tiny_macros::Component;
 
 /// Derives `schemars::JsonSchema` with the editor's hints, read from `#[tiny(...)]`:

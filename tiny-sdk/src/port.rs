@@ -93,6 +93,9 @@ pub struct PortSpec {
     pub default_config: fn() -> Value,
     /// For source ports: the editor schema of the expected response, if any.
     pub response_schema: Option<fn() -> Value>,
+    /// A port family ([`Outputs`]): `name` is the family, and the node has one port
+    /// `<name>_<key>` for each key its settings give.
+    pub family: bool,
 }
 
 impl PortSpec {
@@ -116,6 +119,21 @@ impl fmt::Debug for PortSpec {
             .field("position", &self.position)
             .finish_non_exhaustive()
     }
+}
+
+/// A port as one node has it with its settings in force: what its status shows. See
+/// [`Hooks::shape_port`](crate::Hooks::shape_port).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortShape {
+    /// The port's name (`out_a` for a family member).
+    pub name: String,
+    /// Its label (a family member's key, by default).
+    pub label: String,
+    /// The editor schema.
+    pub schema: Value,
+    /// The current configuration: the settings for `_settings`, the shown view for
+    /// `_control`, else the default.
+    pub configuration: Value,
 }
 
 /// An input port receiving messages of type `T`.
@@ -203,6 +221,75 @@ impl<T: Message, R: Message> Output<T, R> {
     }
 }
 
+/// A family of output ports built from settings, each carrying `T`: a router's
+/// `out_<route>`, one port per route. The field names the family; the component says
+/// which keys exist with `#[port(keys = method)]`, a `fn(&Settings) -> Vec<String>`,
+/// and the node then has the ports `<field>_<key>`. Edges may leave any of them; an
+/// edge from a port that a settings change removed is reported on the node.
+///
+/// ```
+/// # use tiny_sdk::prelude::*;
+/// # use tiny_sdk::Outputs;
+/// #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+/// pub struct Routes { pub routes: Vec<String> }
+///
+/// #[derive(Component, Default)]
+/// #[component(name = "fork", settings = Routes)]
+/// struct Fork {
+///     #[port]
+///     input: Input<String>,
+///     /// `out_<route>` for each route.
+///     #[port(keys = route_keys)]
+///     out: Outputs<String>,
+/// }
+///
+/// impl Fork {
+///     fn route_keys(settings: &Routes) -> Vec<String> {
+///         settings.routes.iter().map(|r| r.to_lowercase()).collect()
+///     }
+///     async fn on_input(&self, ctx: &Ctx<Self>, msg: String) -> Result<Reply> {
+///         self.out.emit(ctx, &msg.to_lowercase(), msg.clone()).await
+///     }
+/// }
+/// ```
+pub struct Outputs<T, R = Value> {
+    name: &'static str,
+    _message: PhantomData<fn() -> (T, R)>,
+}
+
+impl<T, R> Outputs<T, R> {
+    /// A handle for the family called `name`; the derive creates these.
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            _message: PhantomData,
+        }
+    }
+
+    /// The family's name (the prefix of its ports).
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The name of the family's port for `key`: `<family>_<key>`.
+    pub fn port(&self, key: &str) -> String {
+        family_port(self.name, key)
+    }
+}
+
+impl<T: Message, R: Message> Outputs<T, R> {
+    /// Sends `msg` on the family's port for `key` (see [`Output::emit`]). A key the
+    /// settings do not give has no port: the emit fails, naming the ports there are.
+    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, key: &str, msg: T) -> Result<Reply> {
+        ctx.emit_msg(&self.port(key), Msg::new(msg)).await
+    }
+}
+
+/// `<family>_<key>`.
+pub(crate) fn family_port(family: &str, key: &str) -> String {
+    format!("{family}_{key}")
+}
+
 /// Decodes `payload` for `port`. Plain serde first (the hot path); only a failure is
 /// decoded again with path tracking, to say which field was wrong.
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(port: &str, payload: &Value) -> Result<T> {
@@ -252,3 +339,4 @@ macro_rules! handle_impls {
 }
 handle_impls!(Input<T>);
 handle_impls!(Output<T, R>);
+handle_impls!(Outputs<T, R>);

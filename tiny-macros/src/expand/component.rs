@@ -37,6 +37,8 @@ fn component_impl(c: &Component) -> TokenStream {
     let instance = instance_fn(c);
     let handle = handle_fn(c);
     let error_port = error_port_fn(c);
+    let port_enabled = port_enabled_fn(c);
+    let port_keys = port_keys_fn(c);
     let hooks = match c.hooks {
         // No hooks: nothing to run on deletion, so nodes need no finalizer.
         None => quote!(impl ::tiny_sdk::Hooks for #ident { const DESTROYS: bool = false; }),
@@ -51,6 +53,8 @@ fn component_impl(c: &Component) -> TokenStream {
             #instance
             #handle
             #error_port
+            #port_enabled
+            #port_keys
         }
         #hooks
     }
@@ -92,7 +96,7 @@ fn ports_fn(c: &Component) -> TokenStream {
     let fields = c.ports.iter().map(|p| {
         let response = match p.kind {
             Kind::Input => quote!(::core::option::Option::None),
-            Kind::Output => {
+            Kind::Output | Kind::Family => {
                 let r = p
                     .response
                     .as_ref()
@@ -110,7 +114,12 @@ fn ports_fn(c: &Component) -> TokenStream {
             message: message_type(p),
             response,
         };
-        row.to_tokens()
+        let row = row.to_tokens();
+        if p.kind == Kind::Family {
+            quote!(::tiny_sdk::__private::family(#row))
+        } else {
+            row
+        }
     });
     let check = messages_check(c);
     quote! {
@@ -194,6 +203,7 @@ fn instance_fn(c: &Component) -> TokenStream {
         let handle = match p.kind {
             Kind::Input => quote!(::tiny_sdk::Input::new(#name)),
             Kind::Output => quote!(::tiny_sdk::Output::new(#name)),
+            Kind::Family => quote!(::tiny_sdk::Outputs::new(#name)),
         };
         let handle = respan(handle, p.check_span);
         quote!(#field: #handle)
@@ -272,6 +282,64 @@ fn error_port_fn(c: &Component) -> Option<TokenStream> {
         fn error_port(&self) -> ::core::option::Option<&::tiny_sdk::Output<::tiny_sdk::ErrorMessage>> {
             let port: #expected = #found;
             ::core::option::Option::Some(port)
+        }
+    })
+}
+
+/// `match port { "stop" => settings.enable_stop_port, .. }` for `enabled_by` ports. The
+/// field access carries the field's span: a missing field or one that is not `bool`
+/// is reported on the name the author wrote.
+fn port_enabled_fn(c: &Component) -> Option<TokenStream> {
+    let arms: Vec<TokenStream> = c
+        .ports
+        .iter()
+        .filter_map(|p| {
+            let field = p.enabled_by.as_ref()?;
+            let name = &p.name;
+            let read = quote_spanned!(field.span()=> settings.#field);
+            let expect_bool = quote_spanned!(field.span()=> bool);
+            Some(quote!(#name => { let on: #expect_bool = #read; on }))
+        })
+        .collect();
+    if arms.is_empty() {
+        return None;
+    }
+    Some(quote! {
+        fn port_enabled(settings: &Self::Settings, port: &str) -> bool {
+            match port {
+                #(#arms)*
+                _ => true,
+            }
+        }
+    })
+}
+
+/// `match family { "out" => keys(Self::routes, settings), .. }` for port families.
+fn port_keys_fn(c: &Component) -> Option<TokenStream> {
+    let arms: Vec<TokenStream> = c
+        .ports
+        .iter()
+        .filter_map(|p| {
+            let keys = p.keys.as_ref()?;
+            let name = &p.name;
+            let path = if keys.leading_colon.is_none() && keys.segments.len() == 1 {
+                quote_spanned!(keys.span()=> Self::#keys)
+            } else {
+                quote!(#keys)
+            };
+            let call = quote_spanned!(keys.span()=> ::tiny_sdk::__private::port_keys(#path, settings));
+            Some(quote!(#name => #call,))
+        })
+        .collect();
+    if arms.is_empty() {
+        return None;
+    }
+    Some(quote! {
+        fn port_keys(settings: &Self::Settings, family: &str) -> ::std::vec::Vec<::std::string::String> {
+            match family {
+                #(#arms)*
+                _ => ::std::vec::Vec::new(),
+            }
         }
     })
 }

@@ -50,6 +50,10 @@ pub struct FieldAttrs {
     pub position: Option<PositionArg>,
     pub handler: Option<Ident>,
     pub catch: Flag,
+    /// The settings' `bool` field that switches the port on.
+    pub enabled_by: Option<Ident>,
+    /// For an `Outputs<T>` family: the `fn(&Settings) -> Vec<String>` giving its keys.
+    pub keys: Option<syn::Path>,
 }
 
 /// `position = Left`.
@@ -77,12 +81,16 @@ impl FromMeta for PositionArg {
     }
 }
 
-/// Input or output, read from the field's type (`Input<T>`, `Output<T, R>`).
+/// Input or output, read from the field's type (`Input<T>`, `Output<T, R>`,
+/// `Outputs<T, R>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Input,
     Output,
+    /// A family of outputs, one per key the settings give.
+    Family,
 }
+
 
 /// A checked port.
 pub struct Port {
@@ -104,6 +112,10 @@ pub struct Port {
     pub handler: Ident,
     /// The span of `catch`, when the port catches the component's errors.
     pub catch: Option<Span>,
+    /// The settings field that switches the port on.
+    pub enabled_by: Option<Ident>,
+    /// A family's keys function.
+    pub keys: Option<syn::Path>,
 }
 
 /// A field that is not a port: initialised with `Default::default()`.
@@ -286,7 +298,7 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
             }
             None if written.get(i).copied().unwrap_or(false) => errors.push(
                 Error::custom(
-                    "`#[port]` is for port fields, of type `Input<T>`, `Output<T>` or `Output<T, R>`; \
+                    "`#[port]` is for port fields, of type `Input<T>`, `Output<T>`, `Output<T, R>` or `Outputs<T>`; \
                      other fields are the component's state and take no attribute",
                 )
                 .with_span(&field.ty),
@@ -295,6 +307,28 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
                 field: ident,
                 ty: field.ty,
             }),
+        }
+    }
+    if attrs.settings.is_none() {
+        for p in &ports {
+            if let Some(field) = &p.enabled_by {
+                errors.push(
+                    Error::custom(
+                        "`enabled_by` names a `bool` field of the component's settings, and this component has \
+                         none: add `#[component(settings = YourSettings)]`",
+                    )
+                    .with_span(field),
+                );
+            }
+            if let Some(keys) = &p.keys {
+                errors.push(
+                    Error::custom(
+                        "a port family's `keys` are read from the component's settings, and this component has \
+                         none: add `#[component(settings = YourSettings)]`",
+                    )
+                    .with_span(keys),
+                );
+            }
         }
     }
     let catches: Vec<_> = ports
@@ -347,7 +381,35 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
             .with_span(&field.catch.span()),
         );
     }
-    if let (Some(h), Kind::Output) = (&field.handler, kind) {
+    match (&field.keys, kind) {
+        (None, Kind::Family) => errors.push(
+            Error::custom(format!(
+                "a port family needs its keys: add `keys = method`, where `fn method(settings: &Settings) -> \
+                 Vec<String>` gives one key per port (`{name}_<key>`)"
+            ))
+            .with_span(&field.ty),
+        ),
+        (Some(keys), Kind::Input | Kind::Output) => errors.push(
+            Error::custom(
+                "`keys` is for a port family, a field of type `Outputs<T>`; a single port has no keys",
+            )
+            .with_span(keys),
+        ),
+        _ => {}
+    }
+    if let (Some(field_name), Kind::Family) = (&field.enabled_by, kind) {
+        errors.push(
+            Error::custom("a port family is switched by its keys: return none from `keys` instead of `enabled_by`")
+                .with_span(field_name),
+        );
+    }
+    if field.catch.is_present() && kind == Kind::Family {
+        errors.push(
+            Error::custom("`catch` belongs on a single `Output<ErrorMessage>`, not on a port family")
+                .with_span(&field.catch.span()),
+        );
+    }
+    if let (Some(h), Kind::Output | Kind::Family) = (&field.handler, kind) {
         errors.push(
             Error::custom("`handler` is for input ports: an output port has no handler, the component emits on it")
                 .with_span(h),
@@ -380,6 +442,8 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
         position: field.position.map_or(default_position, |p| p.0),
         handler,
         catch: field.catch.is_present().then(|| field.catch.span()),
+        enabled_by: field.enabled_by,
+        keys: field.keys,
     })
 }
 
@@ -390,6 +454,7 @@ pub fn port_kind(ty: &Type) -> Option<Kind> {
     match last.ident.to_string().as_str() {
         "Input" => Some(Kind::Input),
         "Output" => Some(Kind::Output),
+        "Outputs" => Some(Kind::Family),
         _ => None,
     }
 }

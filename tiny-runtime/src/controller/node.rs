@@ -126,8 +126,9 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     if !shared.leadership.is_leader() {
         return Ok(Action::requeue(Duration::from_secs(60)));
     }
-    let error = result.err();
     let report = shared.engine.report(&name);
+    // A spec that runs may still report a problem (an edge the settings cut off).
+    let error = result.err().or_else(|| report.as_ref().and_then(|r| r.error.clone()));
     let current = node.status.as_ref();
     let desired = status::node_status(
         &shared.config,
@@ -154,15 +155,78 @@ where
 {
     if status::needs_write(current, &desired) {
         desired.last_update_time = Some(Time(Timestamp::now()));
+        let mut status = serde_json::to_value(&desired).map_err(|e| ReconcileError::Kube(kube::Error::SerdeError(e)))?;
+        // `metadata` holds node state, which components write themselves: leaving it
+        // out of the patch keeps a stale copy from overwriting a newer value.
+        if let Some(map) = status.as_object_mut() {
+            map.remove("metadata");
+        }
         api.patch_status(
             name,
             &PatchParams::default(),
-            &Patch::Merge(json!({ "status": desired })),
+            &Patch::Merge(json!({ "status": status })),
         )
         .await?;
         Metrics::inc(&shared.metrics.status_writes);
     }
     Ok(())
+}
+
+/// How long status rewrites for changed `_control` views gather before they are
+/// written: a debug node that shows every message writes at most this often.
+const CHANGE_WINDOW: Duration = Duration::from_millis(250);
+
+/// Rewrites, on the leader, the status of nodes whose `_control` view changed (the
+/// engine names them on `changed`), gathering changes for [`CHANGE_WINDOW`].
+pub async fn write_changes(
+    shared: Arc<Shared>,
+    mut changed: tokio::sync::mpsc::UnboundedReceiver<String>,
+    shutdown: impl Future<Output = ()> + Send,
+) {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut pending = std::collections::BTreeSet::new();
+    loop {
+        tokio::select! {
+            () = &mut shutdown => return,
+            name = changed.recv() => match name {
+                Some(name) => pending.insert(name),
+                None => return,
+            },
+        };
+        tokio::time::sleep(CHANGE_WINDOW).await;
+        while let Ok(name) = changed.try_recv() {
+            pending.insert(name);
+        }
+        let names = std::mem::take(&mut pending);
+        if !shared.leadership.is_leader() {
+            continue;
+        }
+        for name in names {
+            if let Err(e) = refresh_status(&shared, &name).await {
+                tracing::debug!(node = %name, error = %e, "could not rewrite a changed status");
+            }
+        }
+    }
+}
+
+/// Writes the status the engine reports for `name` now, if it changed.
+async fn refresh_status(shared: &Shared, name: &str) -> Result<(), ReconcileError> {
+    let api: Api<TinyNode> = shared.api();
+    let Some(node) = api.get_opt(name).await? else {
+        return Ok(());
+    };
+    let Some(report) = shared.engine.report(name) else {
+        return Ok(());
+    };
+    let current = node.status.as_ref();
+    let desired = status::node_status(
+        &shared.config,
+        Some(&report),
+        report.error.as_ref(),
+        node.metadata.generation.unwrap_or(0),
+        current,
+    );
+    write_status(&api, shared, name, current, desired).await
 }
 
 /// A TinyNode that does not decode: if it is ours, it is refused with the field that

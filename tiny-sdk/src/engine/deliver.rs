@@ -84,7 +84,15 @@ pub(crate) struct Inner {
     pub observer: Option<Arc<dyn Observer>>,
     pub client: Option<ClientFactory>,
     pub node_wait: std::time::Duration,
+    /// Whether this replica leads its module.
+    pub leader: std::sync::atomic::AtomicBool,
+    /// Told the name of a node whose status should be rewritten (its `_control` view
+    /// changed).
+    pub on_change: Option<ChangeFn>,
 }
+
+/// Told the name of a node whose status changed outside a reconcile.
+pub type ChangeFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Inner {
     pub fn nodes_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Arc<str>, Slot>> {

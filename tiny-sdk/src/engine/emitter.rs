@@ -48,6 +48,21 @@ impl NodeEmitter {
         *self.runner.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Weak::new();
     }
 
+    /// Whether this replica leads its module (in-process, an engine always leads).
+    pub fn leads(&self) -> bool {
+        self.engine
+            .upgrade()
+            .is_some_and(|e| e.leader.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// The node's status changed outside a reconcile (its `_control` view): tell the
+    /// runtime, which rewrites it on the leader.
+    pub fn changed(&self) {
+        if let Some(f) = self.engine.upgrade().and_then(|e| e.on_change.clone()) {
+            f(&self.node);
+        }
+    }
+
     /// Whether any edge leaves `port`: an error port nobody listens on must not
     /// swallow errors.
     pub fn connected(&self, port: &str) -> bool {
@@ -89,11 +104,17 @@ impl NodeEmitter {
             });
         }
         let Some(outlet) = runner.outlet(port).cloned() else {
-            let known = runner.instance.ports().iter().any(|p| p.name == port && p.is_source());
-            return if known {
+            let live = runner.instance.live_ports();
+            return if live.iter().any(|p| p.name == port && p.spec.is_source()) {
                 Ok(Reply::empty())
             } else {
-                Err(Error::permanent(format!("no output port `{port}`")).at(|| format!("node `{}`", self.node)))
+                let outputs: Vec<&str> = live.iter().filter(|p| p.spec.is_source()).map(|p| &*p.name).collect();
+                Err(Error::permanent(format!(
+                    "no output port `{port}` with the settings in force (outputs: {})",
+                    outputs.join(", ")
+                ))
+                .with_code(crate::error::code::UNKNOWN_PORT)
+                .at(|| format!("node `{}`", self.node)))
             };
         };
         drop(runner);

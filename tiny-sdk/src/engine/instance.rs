@@ -17,8 +17,17 @@ use crate::{
     flow::Node,
     message::Reply,
     msg::Msg,
-    port::PortSpec,
+    port::{PortShape, PortSpec, family_port},
+    system,
 };
+
+/// A port one node has now.
+pub(crate) struct LivePort {
+    pub spec: &'static PortSpec,
+    pub name: std::borrow::Cow<'static, str>,
+    /// The family key, for a family member.
+    pub key: Option<String>,
+}
 
 /// What the engine needs from any component instance.
 pub(crate) trait NodeInstance: Send + Sync {
@@ -32,11 +41,13 @@ pub(crate) trait NodeInstance: Send + Sync {
     /// `_settings`: decode and, when they changed, swap them in and call the hook.
     /// `None` means the spec has no settings: the defaults apply.
     fn settings<'a>(&'a self, value: Option<&'a Value>) -> BoxFuture<'a, Result<bool>>;
-    /// The settings in force, as JSON.
-    fn settings_json(&self) -> Value;
-    /// Whether `port` exists with the settings in force (an `error` catch port is
-    /// switched off by `enableErrorPort: false`, as in the Go SDK).
-    fn port_active(&self, port: &str) -> bool;
+    /// The ports the node has with the settings in force: an `error` catch port is
+    /// switched off by `enableErrorPort: false` (as in the Go SDK), `enabled_by`
+    /// ports by their settings field, and families give one port per key.
+    fn live_ports(&self) -> Vec<LivePort>;
+    /// The live ports as status shows them: schema, configuration, label, adjusted
+    /// by the component to its settings and `_control` view.
+    fn shaped_ports(&self) -> Vec<(&'static PortSpec, PortShape)>;
     /// Stops handlers still running for this node: it was removed or replaced.
     fn stop(&self);
     fn control<'a>(&'a self, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
@@ -98,6 +109,11 @@ impl<C: Component + Hooks> Instance<C> {
     fn ctx(&self, hop: Hop) -> Ctx<C> {
         let settings = self.read_settings(|s| s.decoded.clone());
         Ctx::new(self.node.clone(), settings, hop)
+    }
+
+    /// The context of a hook: the node's own hop (leadership, stopped with the node).
+    fn hook_ctx(&self) -> Ctx<C> {
+        self.ctx(self.node.system_hop())
     }
 
     /// Whether a handler failure goes to the catch port `catch`: the settings leave it
@@ -192,21 +208,66 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
             if let Ok(mut s) = self.settings.write() {
                 *s = settings;
             }
-            let ctx = self.ctx(Hop::default());
+            let ctx = self.hook_ctx();
             guarded("on_settings", self.component.on_settings(&ctx, &decoded)).await?;
             Ok(true)
         })
     }
 
-    fn settings_json(&self) -> Value {
-        self.read_settings(|s| serde_json::to_value(&*s.decoded).unwrap_or(Value::Null))
+
+    fn live_ports(&self) -> Vec<LivePort> {
+        let (settings, error_port) = self.read_settings(|s| (s.decoded.clone(), s.error_port));
+        let catch = self.component.error_port().map(|c| c.name());
+        let mut live = Vec::with_capacity(C::ports().len());
+        for spec in C::ports() {
+            if spec.family {
+                live.extend(C::port_keys(&settings, spec.name).into_iter().map(|key| LivePort {
+                    spec,
+                    name: family_port(spec.name, &key).into(),
+                    key: Some(key),
+                }));
+                continue;
+            }
+            let switched_off =
+                (catch == Some(spec.name) && error_port == Some(false)) || !C::port_enabled(&settings, spec.name);
+            if !switched_off {
+                live.push(LivePort {
+                    spec,
+                    name: spec.name.into(),
+                    key: None,
+                });
+            }
+        }
+        live
     }
 
-    fn port_active(&self, port: &str) -> bool {
-        match self.component.error_port() {
-            Some(catch) if catch.name() == port => self.read_settings(|s| s.error_port != Some(false)),
-            _ => true,
-        }
+    fn shaped_ports(&self) -> Vec<(&'static PortSpec, PortShape)> {
+        let settings = self.read_settings(|s| s.decoded.clone());
+        let control = self.node.control_view();
+        self.live_ports()
+            .into_iter()
+            .map(|p| {
+                let mut schema = (p.spec.schema)();
+                let configuration = match (p.spec.name, &control) {
+                    (system::SETTINGS, _) => serde_json::to_value(&*settings).unwrap_or(Value::Null),
+                    (system::CONTROL, Some(view)) => {
+                        // What the view leaves out is not shown: a Start button
+                        // becomes a Stop button.
+                        crate::schema::retain_properties(&mut schema, |k| view.get(k).is_some());
+                        view.clone()
+                    }
+                    _ => (p.spec.default_config)(),
+                };
+                let mut shape = PortShape {
+                    name: p.name.into_owned(),
+                    label: p.key.unwrap_or_else(|| p.spec.label.to_owned()),
+                    schema,
+                    configuration,
+                };
+                self.component.shape_port(&settings, &mut shape);
+                (p.spec, shape)
+            })
+            .collect()
     }
 
     fn stop(&self) {
@@ -223,14 +284,14 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
 
     fn reconcile<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let ctx = self.ctx(Hop::default());
+            let ctx = self.hook_ctx();
             guarded("on_reconcile", self.component.on_reconcile(&ctx, node)).await
         })
     }
 
     fn client(&self, client: Arc<dyn ResourceManager>) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
-            let ctx = self.ctx(Hop::default());
+            let ctx = self.hook_ctx();
             guarded("on_client", self.component.on_client(&ctx, client)).await
         })
     }
@@ -241,7 +302,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
 
     fn destroy(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
-            let ctx = self.ctx(Hop::default());
+            let ctx = self.hook_ctx();
             guarded("on_destroy", self.component.on_destroy(&ctx)).await
         })
     }

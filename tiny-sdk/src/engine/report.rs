@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::{component::ComponentInfo, error::Error, port::Position, redact::Secrets, system};
+use crate::{component::ComponentInfo, error::Error, port::Position, redact::Secrets};
 
 use super::table::Engine;
 
@@ -58,31 +58,26 @@ impl Engine {
                 error,
             });
         };
-        let settings = runner.instance.settings_json();
         let mut ports: Vec<PortReport> = runner
             .instance
-            .ports()
-            .iter()
-            .filter(|p| runner.instance.port_active(p.name))
-            .map(|p| {
-                let schema = (p.schema)();
-                let mut configuration = if p.name == system::SETTINGS {
-                    settings.clone()
-                } else {
-                    (p.default_config)()
-                };
-                Secrets::from_schema(&schema).mask(&mut configuration);
+            .shaped_ports()
+            .into_iter()
+            .map(|(spec, shape)| {
+                let mut configuration = shape.configuration;
+                Secrets::from_schema(&shape.schema).mask(&mut configuration);
                 PortReport {
-                    name: p.name.to_owned(),
-                    label: p.label.to_owned(),
-                    position: p.position,
-                    source: p.is_source(),
-                    schema,
+                    name: shape.name,
+                    label: shape.label,
+                    position: spec.position,
+                    source: spec.is_source(),
+                    schema: shape.schema,
                     configuration,
                 }
             })
             .collect();
         ports.sort_by(|a, b| a.name.cmp(&b.name));
+        // A spec that runs, but with an edge the settings cut off, still says so.
+        let error = error.or_else(|| runner.problem.clone());
         Some(NodeReport {
             component: Some(runner.instance.info()),
             ports,

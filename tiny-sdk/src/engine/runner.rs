@@ -41,6 +41,9 @@ pub(crate) struct Runner {
     /// The secret values of the settings in the spec, searched for in this node's
     /// error messages (see [`crate::redact`]).
     secret_values: Vec<String>,
+    /// What is wrong with a spec that runs anyway: edges that leave ports the
+    /// settings switched off or removed (see [`settle`](Self::settle)).
+    pub problem: Option<Error>,
 }
 
 /// One input port, resolved when the node loads.
@@ -162,7 +165,7 @@ impl Runner {
         }
         let mut outlets: Vec<Outlet> = Vec::new();
         for edge in &node.spec.edges {
-            match ports.iter().find(|p| p.name == edge.port) {
+            match ports.iter().find(|p| p.name == edge.port || is_member(p, &edge.port)) {
                 Some(p) if p.is_source() => {}
                 _ => {
                     return Err(Error::permanent(format!(
@@ -221,6 +224,7 @@ impl Runner {
             outlets,
             settings_secrets,
             secret_values,
+            problem: None,
         })
     }
 
@@ -242,6 +246,36 @@ impl Runner {
         }
         values.extend(self.secret_values.iter().cloned());
         e.redact(&values)
+    }
+
+    /// Fits the runner to the ports the node has with its settings (applied after
+    /// `build`): inputs the settings switched off go, and so do edges leaving ports
+    /// the settings switched off or removed, each named in [`problem`](Self::problem)
+    /// while the rest of the node runs.
+    pub fn settle(&mut self) {
+        let live = self.instance.live_ports();
+        let has = |name: &str| live.iter().any(|p| p.name == name);
+        self.inputs.retain(|i| has(i.spec.name));
+        let mut cut = Vec::new();
+        self.outlets.retain(|o| {
+            if has(&o.port) {
+                return true;
+            }
+            cut.extend(o.edges.iter().map(|e| format!("edge `{}` from port `{}`", e.id, o.port)));
+            false
+        });
+        if cut.is_empty() {
+            return;
+        }
+        let ports: Vec<&str> = live.iter().filter(|p| p.spec.is_source()).map(|p| &*p.name).collect();
+        self.problem = Some(
+            Error::permanent(format!(
+                "{} cannot run: the settings in force removed the port (outputs now: {})",
+                cut.join(", "),
+                if ports.is_empty() { "none".to_owned() } else { ports.join(", ") }
+            ))
+            .with_code(crate::error::code::PORT_REMOVED),
+        );
     }
 
     /// Where messages emitted on `port` go, if it has edges.
@@ -294,6 +328,13 @@ impl Runner {
         }
         let Some(inlet) = self.inputs.iter().find(|i| i.spec.name == port) else {
             let ports = self.instance.ports();
+            if ports.iter().any(|p| p.name == port && !p.is_source()) {
+                return Err(Error::permanent(format!(
+                    "input port `{port}` of `{}` is switched off by the node's settings",
+                    self.node.spec.component
+                ))
+                .with_code(crate::error::code::UNKNOWN_PORT));
+            }
             return Err(Error::permanent(format!(
                 "component `{}` has no input port `{port}` (inputs: {})",
                 self.node.spec.component,
@@ -342,6 +383,15 @@ impl Runner {
         });
         result
     }
+}
+
+/// Whether `port` is a member (`<family>_<key>`) of the family `spec`.
+fn is_member(spec: &PortSpec, port: &str) -> bool {
+    spec.family
+        && port
+            .strip_prefix(spec.name)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|key| !key.is_empty())
 }
 
 fn port_list(ports: &[PortSpec], keep: impl Fn(&PortSpec) -> bool) -> String {

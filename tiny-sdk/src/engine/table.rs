@@ -18,7 +18,7 @@ use crate::{
 };
 
 use super::{
-    deliver::{Inner, NODE_WAIT, RemoteRouter, Slot, Source, To},
+    deliver::{ChangeFn, Inner, NODE_WAIT, RemoteRouter, Slot, Source, To},
     emitter::NodeEmitter,
     observe::{Observer, Observers},
     registry::Registry,
@@ -64,6 +64,8 @@ pub struct EngineBuilder {
     observers: Observers,
     client: Option<ClientFactory>,
     node_wait: Option<std::time::Duration>,
+    follower: bool,
+    on_change: Option<ChangeFn>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -132,6 +134,23 @@ impl EngineBuilder {
         self
     }
 
+    /// Starts as a replica that does not lead (a runtime then calls
+    /// [`Engine::set_leader`] as leader election decides). By default an engine
+    /// leads: in-process it is the only replica.
+    #[must_use]
+    pub fn follower(mut self) -> Self {
+        self.follower = true;
+        self
+    }
+
+    /// Called with a node's name when its status changed outside a reconcile (a
+    /// component showed a new `_control` view): the runtime rewrites its status.
+    #[must_use]
+    pub fn on_change(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_change = Some(Arc::new(f));
+        self
+    }
+
     /// The module name.
     pub fn module_name(&self) -> &str {
         &self.module
@@ -148,6 +167,8 @@ impl EngineBuilder {
                 observer: self.observers.into_observer(),
                 client: self.client,
                 node_wait: self.node_wait.unwrap_or(NODE_WAIT),
+                leader: std::sync::atomic::AtomicBool::new(!self.follower),
+                on_change: self.on_change,
             }),
         }
     }
@@ -224,7 +245,8 @@ impl Engine {
                 (entry.create)(Arc::new(ctx))
             }
         };
-        let runner = Runner::build(node, instance)?;
+        instance.node().state().observe(&node.metadata);
+        let mut runner = Runner::build(node, instance)?;
         // The Go SDK's order: client, reconcile, then settings before any business
         // message (the runner is not reachable until it is in the table).
         if let Some(client) = runner.instance.node_client().filter(|_| fresh) {
@@ -236,6 +258,7 @@ impl Engine {
             .settings(runner.settings.as_ref())
             .await
             .map_err(|e| e.redact(runner.secret_values()))?;
+        runner.settle();
         if let Some(old) = replaced {
             // Another component now runs under this name: the old one's handlers stop.
             old.instance.stop();
@@ -316,6 +339,46 @@ impl Engine {
     /// [`deliver`](Self::deliver) to `node`'s `port`, without building an address.
     pub async fn deliver_at(&self, node: &str, port: &str, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
         self.inner.deliver(To::parse(node, port), source, data, hop).await
+    }
+
+    /// Whether this replica leads its module.
+    pub fn is_leader(&self) -> bool {
+        self.inner.leader.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// This replica gained or lost leadership. Losing it stops every node's
+    /// leader-only work at once ([`Ctx::spawn_on_leader`](crate::Ctx::spawn_on_leader));
+    /// gaining it runs every node's `on_reconcile`, where a component restarts the work
+    /// its state says was running.
+    pub async fn set_leader(&self, leads: bool) {
+        let was = self.inner.leader.swap(leads, std::sync::atomic::Ordering::SeqCst);
+        if was == leads {
+            return;
+        }
+        let runners = self.runners();
+        if !leads {
+            for r in &runners {
+                r.instance.node().work().stop_leader_only();
+            }
+            return;
+        }
+        for r in runners {
+            if let Err(e) = r.instance.reconcile(&r.node).await {
+                tracing::warn!(node = %r.name, error = %e, "on_reconcile failed after gaining leadership");
+            }
+        }
+    }
+
+    /// Stops every node's work, as the module shuts down (nothing is destroyed:
+    /// another replica or the next start takes over from the nodes' state).
+    pub fn shutdown(&self) {
+        for r in self.runners() {
+            r.instance.node().work().stop_all();
+        }
+    }
+
+    fn runners(&self) -> Vec<Arc<Runner>> {
+        self.inner.nodes_read().values().filter_map(|s| s.runner.clone()).collect()
     }
 
     /// `true` when the node is in the table (running or failed).

@@ -69,3 +69,66 @@ pub fn port_schema<T: schemars::JsonSchema + ?Sized>() -> Value {
     }
     editor_shape(&T::schema_name(), root)
 }
+
+/// The root definition of an editor schema (what its top-level `$ref` names), to
+/// adjust it to settings in [`Hooks::shape_port`](crate::Hooks::shape_port).
+pub fn root_mut(schema: &mut Value) -> Option<&mut Value> {
+    let name = schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned();
+    schema.get_mut("$defs")?.get_mut(&name)
+}
+
+/// The definition at `path` (`$.conditions[0].route`), or the property schema when
+/// the property has no definition of its own: where to set an enum or a default that
+/// the settings decide.
+///
+/// ```
+/// # use tiny_sdk::prelude::*;
+/// #[derive(Serialize, Deserialize, Schema)]
+/// struct Pick { route: String }
+/// let mut s = tiny_sdk::schema::port_schema::<Pick>();
+/// tiny_sdk::schema::at_path_mut(&mut s, "$.route").unwrap()["enum"] = serde_json::json!(["a", "b"]);
+/// assert_eq!(s["$defs"]["Pick"]["properties"]["route"]["enum"][1], "b");
+/// ```
+pub fn at_path_mut<'a>(schema: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    // A definition that carries this path, when the property was extracted.
+    let found = schema
+        .get("$defs")?
+        .as_object()?
+        .iter()
+        .find(|(_, d)| d.get("path").and_then(Value::as_str) == Some(path))
+        .map(|(name, _)| name.clone());
+    if let Some(name) = found {
+        return schema.get_mut("$defs")?.get_mut(&name);
+    }
+    // Otherwise walk the properties from the root, following `$ref`s and items.
+    let steps: Vec<String> = path
+        .strip_prefix('$')?
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| s.split('[').next().unwrap_or(s).to_owned())
+        .collect();
+    let (last, parents) = steps.split_last()?;
+    let mut def = root_name(schema)?;
+    for step in parents {
+        let prop = schema.get("$defs")?.get(&def)?.get("properties")?.get(step)?;
+        let target = prop.get("items").unwrap_or(prop);
+        def = target.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned();
+    }
+    schema.get_mut("$defs")?.get_mut(&def)?.get_mut("properties")?.get_mut(last)
+}
+
+fn root_name(schema: &Value) -> Option<String> {
+    Some(schema.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned())
+}
+
+/// Removes the root's properties that `keep` refuses (and their `required` entries):
+/// how a `_control` view hides the button it does not show.
+pub fn retain_properties(schema: &mut Value, keep: impl Fn(&str) -> bool) {
+    let Some(root) = root_mut(schema) else { return };
+    if let Some(Value::Object(props)) = root.get_mut("properties") {
+        props.retain(|k, _| keep(k));
+    }
+    if let Some(Value::Array(required)) = root.get_mut("required") {
+        required.retain(|k| k.as_str().is_none_or(&keep));
+    }
+}

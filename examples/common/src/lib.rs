@@ -1,0 +1,42 @@
+//! `common-module`: the Go common module's everyday components, written with tiny.
+//!
+//! Names, ports and settings keys are Go's, so a flow built for the Go module loads
+//! unchanged. Where tiny does more (a ticker's tick count, node state that any SDK
+//! reads), the extra is opt-in or additive; the README lists each component's ports.
+//!
+//! | component | what it shows of the SDK |
+//! |---|---|
+//! | [`ticker`] | leader-only node work, node state, a Start/Stop `_control` view |
+//! | [`cron`] | the same on a cron schedule, with the next run in the view |
+//! | [`signal`] | detached emits from a control button |
+//! | [`debug`] | a `_control` view of the last message |
+//! | [`delay`] | a blocking pause that the caller can cancel |
+//! | [`router`] | a port family from settings (`out_<route>`), a port switched by settings, a schema from settings |
+//! | [`array_split`] | several emits per input |
+//! | [`async`](mod@asynchronous) | detached emits with bounded concurrency |
+//! | [`kv`] | node state as a store, a settings-switched ack port |
+
+pub mod array_split;
+pub mod asynchronous;
+pub mod cron;
+pub mod debug;
+pub mod delay;
+pub mod kv;
+pub mod router;
+pub mod signal;
+pub mod ticker;
+
+/// Every component of the module.
+pub fn registry() -> tiny_sdk::engine::Registry {
+    let mut r = tiny_sdk::engine::Registry::default();
+    r.register::<ticker::Ticker>()
+        .register::<cron::Cron>()
+        .register::<signal::Signal>()
+        .register::<debug::Debug>()
+        .register::<delay::Delay>()
+        .register::<router::Router>()
+        .register::<array_split::ArraySplit>()
+        .register::<asynchronous::Async>()
+        .register::<kv::Kv>();
+    r
+}

@@ -1,0 +1,196 @@
+//! `ticker`: emits its context every `delay` milliseconds between Start and Stop.
+//!
+//! The loop is leader-only node work. What it needs to go on elsewhere is node state
+//! (`running`, `context`, `ticks`), so when the leader dies the new leader's
+//! `on_reconcile` starts it again, counting on from the last tick. A tick is counted
+//! in state before it is sent: a leader that dies in between skips a tick rather
+//! than let its successor send it twice.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tiny_sdk::{PortShape, flow::Node, prelude::*};
+
+/// Settings, as Go's ticker.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+pub struct TickerSettings {
+    /// Arbitrary message to be sent each period of time.
+    #[tiny(configurable, title = "Context")]
+    #[serde(default)]
+    pub context: Value,
+    /// Delay between signals, in milliseconds.
+    #[tiny(title = "Delay (ms)")]
+    pub delay: u64,
+    /// Send `{"context": ..., "tick": n}` instead of the bare context (tiny only; off,
+    /// a flow built for the Go module sees what Go sends).
+    #[tiny(title = "Count ticks")]
+    #[serde(default)]
+    pub count_ticks: bool,
+}
+
+impl Default for TickerSettings {
+    fn default() -> Self {
+        Self {
+            context: Value::Null,
+            delay: 1000,
+            count_ticks: false,
+        }
+    }
+}
+
+/// The dashboard: Start while stopped, Stop while running.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct TickerControl {
+    /// What each tick sends.
+    #[tiny(title = "Context")]
+    #[serde(default)]
+    pub context: Value,
+    #[tiny(title = "Status", readonly)]
+    #[serde(default)]
+    pub status: String,
+    #[tiny(title = "Start", format = "button")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<bool>,
+    #[tiny(title = "Stop", format = "button")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<bool>,
+    /// Ticks sent so far.
+    #[tiny(title = "Ticks", readonly)]
+    #[serde(default)]
+    pub ticks: u64,
+}
+
+/// What `out` carries with `countTicks` on.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+pub struct Tick {
+    #[tiny(title = "Context")]
+    pub context: Value,
+    /// 1 for the first tick after the ticker was first started.
+    #[tiny(title = "Tick")]
+    pub tick: u64,
+}
+
+/// Periodic emitter: Start sends the context on Out, then again every `delay` ms
+/// (each send waits for the flow downstream); Stop ends it. It survives restarts and
+/// moves to a new leader with its count.
+#[derive(Component, Default, Debug)]
+#[component(name = "ticker", description = "Ticker", tags("SDK"), settings = TickerSettings, control = TickerControl, hooks)]
+pub struct Ticker {
+    /// The context, each period.
+    #[port(position = Right)]
+    out: Output<Value>,
+}
+
+/// Node state keys.
+const RUNNING: &str = "running";
+const CONTEXT: &str = "context";
+const TICKS: &str = "ticks";
+const WORK: &str = "tick";
+
+impl Ticker {
+    /// The view for the state the node is in.
+    fn show(ctx: &Ctx<Self>) {
+        let running = ctx.work_running(WORK);
+        let context = ctx
+            .state()
+            .get::<Value>(CONTEXT)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| ctx.settings().context.clone());
+        let ticks = ctx.state().get(TICKS).ok().flatten().unwrap_or(0);
+        ctx.show_control(&TickerControl {
+            context,
+            status: if running { "Running" } else { "Not running" }.into(),
+            start: (!running).then_some(true),
+            stop: running.then_some(true),
+            ticks,
+        });
+    }
+
+    /// Starts the loop on the leader; `false` elsewhere.
+    fn start(&self, ctx: &Ctx<Self>) -> bool {
+        let out = self.out;
+        let started = ctx.spawn_on_leader(WORK, move |ctx| async move {
+            let delay = Duration::from_millis(ctx.settings().delay);
+            loop {
+                let n = ctx.state().get::<u64>(TICKS)?.unwrap_or(0) + 1;
+                ctx.state().set(TICKS, &n).await?;
+                let context: Value = ctx.state().get(CONTEXT)?.unwrap_or_else(|| ctx.settings().context.clone());
+                Ticker::show(&ctx);
+                let msg = if ctx.settings().count_ticks {
+                    json!({ "context": context, "tick": n })
+                } else {
+                    context
+                };
+                // As Go: a failure downstream is the flow's, not the ticker's.
+                if let Err(e) = out.emit(&ctx, msg).await {
+                    tracing::debug!(node = ctx.node_name(), error = %e, "tick failed downstream");
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = ctx.cancelled() => return Ok(()),
+                }
+            }
+        });
+        Self::show(ctx);
+        started
+    }
+}
+
+impl Hooks for Ticker {
+    async fn on_reconcile(&self, ctx: &Ctx<Self>, _: &Node) -> Result<()> {
+        // The new leader (or a restarted one) picks up a ticker that was running.
+        if ctx.state().get::<bool>(RUNNING)?.unwrap_or(false) && !ctx.work_running(WORK) {
+            self.start(ctx);
+        } else {
+            Self::show(ctx);
+        }
+        Ok(())
+    }
+
+    async fn on_settings(&self, ctx: &Ctx<Self>, _: &TickerSettings) -> Result<()> {
+        // A running loop goes on with the new delay.
+        if ctx.work_running(WORK) {
+            self.start(ctx);
+        }
+        Ok(())
+    }
+
+    async fn on_control(&self, ctx: &Ctx<Self>, control: TickerControl) -> Result<Reply> {
+        if !ctx.is_leader() {
+            return Ok(Reply::empty());
+        }
+        if control.stop == Some(true) {
+            ctx.stop_work(WORK);
+            ctx.state().set(RUNNING, &false).await?;
+            Self::show(ctx);
+            return Ok(Reply::empty());
+        }
+        if !ctx.work_running(WORK) {
+            if !control.context.is_null() {
+                ctx.state().set(CONTEXT, &control.context).await?;
+            }
+            ctx.state().set(RUNNING, &true).await?;
+            self.start(ctx);
+        }
+        Ok(Reply::empty())
+    }
+
+    async fn on_destroy(&self, ctx: &Ctx<Self>) -> Result<()> {
+        ctx.stop_work(WORK);
+        Ok(())
+    }
+
+    fn shape_port(&self, settings: &TickerSettings, port: &mut PortShape) {
+        if port.name == "out" && settings.count_ticks {
+            port.schema = tiny_sdk::schema::port_schema::<Tick>();
+        }
+        if port.name == tiny_sdk::system::CONTROL && port.configuration.get("stop").is_some() {
+            // Running: the context shows what is being sent, it is not edited.
+            if let Some(context) = tiny_sdk::schema::at_path_mut(&mut port.schema, "$.context") {
+                context["readonly"] = Value::Bool(true);
+            }
+        }
+    }
+}

@@ -1,0 +1,522 @@
+//! The common module on a real control plane: living components (a ticker moved
+//! between replicas, a router whose ports follow its settings, a kv store that
+//! outlives the module) and a flow written the way the Go module's editor writes it.
+
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use base64::{Engine as _, engine::general_purpose::STANDARD};
+use kube::{
+    Api, Client,
+    api::{Patch, PatchParams, PostParams},
+};
+use serde_json::{Value, json};
+use tiny_runtime::{
+    config::ModuleConfig,
+    crd::{TinyNode, TinySignal, TinySignalSpec},
+    runtime::{Options, Runtime},
+};
+use tiny_sdk::flow::RawJson;
+use tiny_testenv::TestEnv;
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
+/// `--name common-module --version 0.1.0` owns nodes named `*.common-module-v0.*`.
+const MODULE: &str = "common-module";
+
+async fn env() -> TestEnv {
+    TestEnv::builder()
+        .crds_dir(CRDS)
+        .start()
+        .await
+        .expect("the control plane starts")
+}
+
+async fn start_module(client: &Client, ns: &str) -> Runtime {
+    Runtime::start(
+        client.clone(),
+        Options {
+            config: ModuleConfig::new(MODULE, "0.1.0", ns, "test-0"),
+            registry: tiny_example_common::registry(),
+            lease_duration: None,
+            probe_addr: None,
+            discovery: None,
+            router: None,
+        },
+    )
+    .await
+    .expect("the module starts")
+}
+
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Creates the TinyNodes of a YAML stream of whole objects (as `kubectl apply` would).
+async fn apply_yaml(client: &Client, ns: &str, yaml: &str) {
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    for doc in yaml.split("\n---\n").filter(|d| !d.trim().is_empty()) {
+        let node: TinyNode = serde_yaml::from_str(doc).expect("a TinyNode");
+        nodes.create(&PostParams::default(), &node).await.expect("node created");
+    }
+}
+
+/// Sends `data` to `node:port` through a TinySignal and waits for it to finish.
+async fn signal(client: &Client, ns: &str, name: &str, node: &str, port: &str, data: Value) -> TinySignal {
+    let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
+    let spec = TinySignalSpec {
+        node: node.into(),
+        port: port.into(),
+        data: Some(RawJson(data)),
+        ..Default::default()
+    };
+    signals
+        .create(&PostParams::default(), &TinySignal::new(name, spec))
+        .await
+        .expect("signal created");
+    eventually(&format!("signal {name} to finish"), Duration::from_secs(60), || {
+        let signals = signals.clone();
+        async move {
+            let s = signals.get(name).await.ok()?;
+            let phase = s.status.as_ref()?.phase.clone()?;
+            (phase == "Delivered" || phase == "Failed").then_some(s)
+        }
+    })
+    .await
+}
+
+fn delivered(s: &TinySignal) {
+    let st = s.status.as_ref().expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+}
+
+/// The configuration that `node`'s status shows for `port`, decoded.
+fn port_config(node: &TinyNode, port: &str) -> Option<Value> {
+    let p = node.status.as_ref()?.ports.iter().find(|p| p.name == port)?;
+    p.configuration.as_ref()?.decode().ok()
+}
+
+fn port_schema(node: &TinyNode, port: &str) -> Option<Value> {
+    let p = node.status.as_ref()?.ports.iter().find(|p| p.name == port)?;
+    p.schema.as_ref()?.decode().ok()
+}
+
+fn port_names(node: &TinyNode) -> Vec<String> {
+    node.status
+        .as_ref()
+        .map(|s| s.ports.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// A node's state value, read as the Go SDK stores it (`_state/<key>`, base64 JSON).
+fn state(node: &TinyNode, key: &str) -> Option<Value> {
+    let raw = node.status.as_ref()?.metadata.get(&format!("_state/{key}"))?;
+    serde_json::from_slice(&STANDARD.decode(raw).ok()?).ok()
+}
+
+/// The tick number a debug node shows as its last message.
+async fn last_tick(nodes: &Api<TinyNode>, debug: &str) -> Option<u64> {
+    let node = nodes.get(debug).await.ok()?;
+    port_config(&node, "_control")?["context"]["tick"].as_u64()
+}
+
+fn b64(v: &Value) -> String {
+    STANDARD.encode(serde_json::to_vec(v).expect("json"))
+}
+
+/// A ticker feeding a debug node.
+fn ticker_flow(flow: &str, delay_ms: u64) -> String {
+    let settings = b64(&json!({"context": {"flow": flow}, "delay": delay_ms, "countTicks": true}));
+    let mapping = b64(&json!("{{$}}"));
+    format!(
+        "apiVersion: operator.tinysystems.io/v1alpha1\nkind: TinyNode\n\
+         metadata: {{ name: {flow}.common-module-v0.ticker-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}\n\
+         spec:\n  module: common-module-v0\n  component: ticker\n\
+         \x20 ports: [ {{ port: _settings, configuration: {settings} }} ]\n\
+         \x20 edges: [ {{ id: t-d, port: out, to: '{flow}.common-module-v0.debug-1:in' }} ]\n\
+         ---\n\
+         apiVersion: operator.tinysystems.io/v1alpha1\nkind: TinyNode\n\
+         metadata: {{ name: {flow}.common-module-v0.debug-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}\n\
+         spec:\n  module: common-module-v0\n  component: debug\n\
+         \x20 ports: [ {{ port: in, from: '{flow}.common-module-v0.ticker-1:out', configuration: {mapping} }} ]\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn living_components_on_one_replica() {
+    let env = env().await;
+    let client = env.client();
+    let ns = "common";
+    env.create_namespace(ns).await.expect("namespace");
+    let module = start_module(&client, ns).await;
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+
+    // --- A signal presses Start on a ticker and is finished at once ----------------------
+    apply_yaml(&client, ns, &ticker_flow("tick", 200)).await;
+    let (ticker, debug) = ("tick.common-module-v0.ticker-1", "tick.common-module-v0.debug-1");
+    let view = eventually("the ticker to show Start", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
+    })
+    .await;
+    assert_eq!(view["status"], "Not running", "{view}");
+    let started = Instant::now();
+    let s = signal(&client, ns, "start", ticker, "_control", json!({"start": true})).await;
+    delivered(&s);
+    assert!(started.elapsed() < Duration::from_secs(10), "the Start signal was held open");
+    // The ticks reach the debug node, whose `_control` status shows the last message.
+    eventually("ticks at the debug node", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move { last_tick(&nodes, debug).await.filter(|t| *t >= 3) }
+    })
+    .await;
+    let shown = nodes.get(debug).await.expect("debug node");
+    assert_eq!(port_config(&shown, "_control").expect("view")["context"]["context"], json!({"flow": "tick"}));
+    // The ticker's view swapped Start for Stop, and the schema with it.
+    let running = nodes.get(ticker).await.expect("ticker");
+    let view = port_config(&running, "_control").expect("view");
+    assert_eq!((view["status"].as_str(), view.get("start"), &view["stop"]), (Some("Running"), None, &json!(true)));
+    let schema = port_schema(&running, "_control").expect("schema");
+    let props = &schema["$defs"]["TickerControl"]["properties"];
+    assert!(props.get("stop").is_some() && props.get("start").is_none(), "{schema}");
+    assert_eq!(state(&running, "running"), Some(json!(true)));
+    // Stop ends the ticks.
+    delivered(&signal(&client, ns, "stop", ticker, "_control", json!({"stop": true})).await);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let after_stop = last_tick(&nodes, debug).await.expect("a tick");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(last_tick(&nodes, debug).await, Some(after_stop), "ticks went on after Stop");
+    let stopped = nodes.get(ticker).await.expect("ticker");
+    assert_eq!(state(&stopped, "running"), Some(json!(false)));
+    // Counted before it is sent: a Stop between the two leaves one tick counted, unsent.
+    let counted = state(&stopped, "ticks").and_then(|v| v.as_u64()).expect("ticks in state");
+    assert!(counted == after_stop || counted == after_stop + 1, "state {counted}, shown {after_stop}");
+
+    // --- A router's ports follow its settings -------------------------------------------
+    let router = "route.common-module-v0.router-1";
+    let settings = |routes: Value| b64(&json!({"routes": routes, "enableDefaultPort": false}));
+    let router_yaml = format!(
+        "apiVersion: operator.tinysystems.io/v1alpha1\nkind: TinyNode\n\
+         metadata: {{ name: {router}, labels: {{ tinysystems.io/flow-name: route }} }}\n\
+         spec:\n  module: common-module-v0\n  component: router\n\
+         \x20 ports: [ {{ port: _settings, configuration: {} }} ]\n\
+         \x20 edges:\n\
+         \x20 - {{ id: to-a, port: out_a, to: 'route.common-module-v0.debug-a:in' }}\n\
+         \x20 - {{ id: to-c, port: out_c, to: 'route.common-module-v0.debug-c:in' }}\n\
+         ---\n\
+         apiVersion: operator.tinysystems.io/v1alpha1\nkind: TinyNode\n\
+         metadata: {{ name: route.common-module-v0.debug-a }}\n\
+         spec: {{ module: common-module-v0, component: debug, ports: [ {{ port: in, from: '{router}:out_a', configuration: {} }} ] }}\n",
+        settings(json!(["A", "B", "C"])),
+        b64(&json!("{{$.context}}")),
+    );
+    apply_yaml(&client, ns, &router_yaml).await;
+    let outs = |n: &TinyNode| -> Vec<String> { port_names(n).into_iter().filter(|p| p.starts_with("out_")).collect() };
+    let three = eventually("three route ports", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move { nodes.get(router).await.ok().filter(|n| outs(n).len() == 3) }
+    })
+    .await;
+    assert_eq!(outs(&three), ["out_a", "out_b", "out_c"]);
+    let labels: Vec<&str> = three.status.as_ref().expect("status").ports.iter().map(|p| p.label.as_str()).collect();
+    assert!(labels.contains(&"A") && labels.contains(&"C"), "{labels:?}");
+    let input = port_schema(&three, "input").expect("input schema");
+    assert!(input.to_string().contains(r#"["A","B","C"]"#), "the route enum follows the settings: {input}");
+    // A settings change to two routes removes `out_c`: its edge is reported on the node,
+    // which goes on routing to the others.
+    let patch = json!({"spec": {"ports": [{"port": "_settings", "configuration": settings(json!(["A", "B"]))}]}});
+    nodes
+        .patch(router, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("settings changed");
+    let two = eventually("two route ports and an edge error", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move {
+            nodes
+                .get(router)
+                .await
+                .ok()
+                .filter(|n| outs(n).len() == 2 && n.status.as_ref().is_some_and(|s| s.error))
+        }
+    })
+    .await;
+    let status = two.status.as_ref().expect("status");
+    assert!(status.status.contains("edge `to-c` from port `out_c`"), "{}", status.status);
+    let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
+    assert_eq!(ready.reason, "PortRemoved");
+    let routed = signal(
+        &client,
+        ns,
+        "route-a",
+        router,
+        "input",
+        json!({"context": {"via": "a"}, "conditions": [{"route": "a", "condition": true}]}),
+    )
+    .await;
+    delivered(&routed);
+    eventually("the routed message at debug-a", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get("route.common-module-v0.debug-a").await.ok()?;
+            (port_config(&n, "_control")?["context"] == json!({"via": "a"})).then_some(())
+        }
+    })
+    .await;
+
+    // --- kv keeps its records across a module restart ------------------------------------
+    let kv = "store.common-module-v0.kv-1";
+    apply_yaml(
+        &client,
+        ns,
+        &format!(
+            "apiVersion: operator.tinysystems.io/v1alpha1\nkind: TinyNode\n\
+             metadata: {{ name: {kv} }}\nspec: {{ module: common-module-v0, component: kv }}\n"
+        ),
+    )
+    .await;
+    let store = |name: &str, id: &str, op: &str| {
+        let (client, name) = (client.clone(), name.to_owned());
+        let doc = json!({"operation": op, "document": {"id": id, "status": "DOWN"}});
+        async move { signal(&client, ns, &name, kv, "store", doc).await }
+    };
+    delivered(&store("kv-1", "one", "store").await);
+    delivered(&store("kv-2", "two", "store").await);
+    delivered(&store("kv-3", "three", "store").await);
+    delivered(&store("kv-4", "two", "delete").await);
+    module.stop().await;
+    let stored = nodes.get(kv).await.expect("kv node");
+    let keys: Vec<&String> = stored.status.as_ref().expect("status").metadata.keys().collect();
+    assert_eq!(keys, ["_state/one", "_state/three"], "as the Go SDK stores them");
+    assert_eq!(state(&stored, "one"), Some(json!({"id": "one", "status": "DOWN"})));
+    // A new module process reads them back.
+    let module = start_module(&client, ns).await;
+    let queried = signal(&client, ns, "kv-query", kv, "query", json!({"query": "$.status == 'DOWN'"})).await;
+    delivered(&queried);
+    let reply = queried.status.as_ref().and_then(|s| s.reply.as_ref()).map(|r| r.0.clone());
+    // No edge leaves `query_result`, so the answer is empty; the records count shows
+    // in the view instead.
+    let _ = reply;
+    let view = eventually("kv to show two records", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move { port_config(&nodes.get(kv).await.ok()?, "_control").filter(|c| c["records"] == 2) }
+    })
+    .await;
+    assert_eq!(view["records"], 2);
+
+    // --- A flow written as the Go module's editor writes it loads and runs unchanged ----
+    apply_yaml(&client, ns, GO_FLOW).await;
+    delivered(
+        &signal(&client, ns, "go-start", "gof.common-module-v0.ticker-1", "_control", json!({"start": true})).await,
+    );
+    let shown = eventually("the Go-shaped flow's debug node to show a routed tick", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move {
+            port_config(&nodes.get("gof.common-module-v0.debug-1").await.ok()?, "_control")
+                .filter(|c| !c["context"].is_null())
+        }
+    })
+    .await;
+    assert_eq!(shown["context"], json!({"source": "go-editor"}), "{shown}");
+    for name in ["gof.common-module-v0.ticker-1", "gof.common-module-v0.router-1", "gof.common-module-v0.debug-1"] {
+        let n = nodes.get(name).await.expect("node");
+        let st = n.status.as_ref().expect("status");
+        assert!(!st.error, "{name}: {}", st.status);
+    }
+    module.stop().await;
+}
+
+/// ticker → router → debug, as the Go editor stores it: Go's port names, settings and
+/// edge configurations as base64 of JSON, Go's labels.
+const GO_FLOW: &str = r#"apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata:
+  name: gof.common-module-v0.ticker-1
+  labels:
+    tinysystems.io/flow-name: gof
+    tinysystems.io/project-name: demo
+spec:
+  module: common-module-v0
+  component: ticker
+  ports:
+  - port: _settings
+    configuration: eyJjb250ZXh0Ijp7InNvdXJjZSI6ImdvLWVkaXRvciJ9LCJkZWxheSI6NTAwfQ==
+  edges:
+  - id: e-ticker-router
+    port: out
+    to: gof.common-module-v0.router-1:input
+---
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata:
+  name: gof.common-module-v0.router-1
+  labels:
+    tinysystems.io/flow-name: gof
+    tinysystems.io/project-name: demo
+spec:
+  module: common-module-v0
+  component: router
+  ports:
+  - port: _settings
+    configuration: eyJyb3V0ZXMiOlsiQSIsIkIiXSwiZW5hYmxlRGVmYXVsdFBvcnQiOmZhbHNlfQ==
+  - port: input
+    from: gof.common-module-v0.ticker-1:out
+    configuration: eyJjb250ZXh0Ijoie3skfX0iLCJjb25kaXRpb25zIjpbeyJyb3V0ZSI6IkEiLCJjb25kaXRpb24iOnRydWV9XX0=
+  edges:
+  - id: e-router-debug
+    port: out_a
+    to: gof.common-module-v0.debug-1:in
+---
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata:
+  name: gof.common-module-v0.debug-1
+  labels:
+    tinysystems.io/flow-name: gof
+    tinysystems.io/project-name: demo
+spec:
+  module: common-module-v0
+  component: debug
+  ports:
+  - port: in
+    from: gof.common-module-v0.router-1:out_a
+    configuration: Int7JC5jb250ZXh0fX0i
+"#;
+
+/// A `common-module run` process.
+struct Replica {
+    child: Child,
+    probe: String,
+}
+
+impl Replica {
+    fn start(env: &TestEnv, ns: &str, identity: &str) -> Replica {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_common-module"))
+            .args(["run", "--name", MODULE, "--version", "0.1.0", "--namespace", ns])
+            .args(["--lease-seconds", "4", "--identity", identity])
+            .args(["--grpc-server-bind-address", "127.0.0.1:0"])
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("common-module starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let probe = line
+            .trim()
+            .strip_prefix("probe-addr ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_owned();
+        Replica { child, probe }
+    }
+
+    /// Whether it leads, from its `/metrics`.
+    async fn leads(&self) -> bool {
+        let addr = self.probe.clone();
+        let body = tokio::task::spawn_blocking(move || {
+            use std::io::{Read as _, Write as _};
+            let mut s = std::net::TcpStream::connect(&addr).ok()?;
+            s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
+            let mut out = String::new();
+            s.read_to_string(&mut out).ok()?;
+            Some(out)
+        })
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+        body.lines().any(|l| l.trim() == "tiny_leader 1")
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
+    let env = env().await;
+    let client = env.client();
+    let ns = "ha";
+    env.create_namespace(ns).await.expect("namespace");
+    let mut replicas = vec![Replica::start(&env, ns, "replica-a"), Replica::start(&env, ns, "replica-b")];
+    apply_yaml(&client, ns, &ticker_flow("ha", 300)).await;
+    let (ticker, debug) = ("ha.common-module-v0.ticker-1", "ha.common-module-v0.debug-1");
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    let leader = eventually("exactly one leader", Duration::from_secs(60), || async {
+        let mut leaders = Vec::new();
+        for (i, r) in replicas.iter().enumerate() {
+            if r.leads().await {
+                leaders.push(i);
+            }
+        }
+        (leaders.len() == 1).then(|| leaders[0])
+    })
+    .await;
+    eventually("the ticker to show Start", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
+    })
+    .await;
+    delivered(&signal(&client, ns, "start", ticker, "_control", json!({"start": true})).await);
+    eventually("a few ticks", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move { last_tick(&nodes, debug).await.filter(|t| *t >= 4) }
+    })
+    .await;
+
+    // Kill the leader without letting it release the lease.
+    drop(replicas.remove(leader));
+    let killed_at = Instant::now();
+    let counted = state(&nodes.get(ticker).await.expect("ticker"), "ticks")
+        .and_then(|v| v.as_u64())
+        .expect("ticks in state");
+    // Every tick shown from now on is a new one: none is sent twice.
+    let mut seen: Vec<u64> = Vec::new();
+    let resumed = loop {
+        assert!(killed_at.elapsed() < Duration::from_secs(30), "no tick from a new leader: {seen:?}");
+        if let Some(t) = last_tick(&nodes, debug).await {
+            if seen.last() != Some(&t) {
+                seen.push(t);
+            }
+            if t > counted + 1 {
+                break killed_at.elapsed();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(replicas[0].leads().await, "the survivor leads");
+    assert!(resumed <= Duration::from_secs(4 + 8), "resumed {resumed:?} after the kill; the lease is 4 s");
+    let after: Vec<u64> = seen.iter().copied().filter(|t| *t > counted).collect();
+    assert!(after.windows(2).all(|w| w[0] < w[1]), "ticks out of order or doubled: {seen:?}");
+    assert!(
+        seen.iter().all(|t| *t >= counted.saturating_sub(1)),
+        "an old tick was sent again: {seen:?} (state said {counted})"
+    );
+    let moved = nodes.get(ticker).await.expect("ticker");
+    assert_eq!(state(&moved, "running"), Some(json!(true)), "still running, on the new leader");
+    let view = eventually("the new leader to show the ticker running", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["status"] == "Running") }
+    })
+    .await;
+    assert_eq!(view["stop"], true);
+    println!("ticker resumed on the new leader {resumed:?} after the kill (lease 4 s)");
+}
