@@ -76,8 +76,7 @@ const WORK: &str = "cron";
 
 /// Parses a schedule, saying what is wrong with it.
 pub fn parse(schedule: &str) -> std::result::Result<croner::Cron, Error> {
-    croner::Cron::from_str(schedule.trim())
-        .map_err(|e| Error::permanent(format!("invalid schedule {schedule:?}: {e}")))
+    croner::Cron::from_str(schedule.trim()).map_err(|e| Error::permanent(format!("invalid schedule {schedule:?}: {e}")))
 }
 
 impl Cron {
@@ -125,7 +124,10 @@ impl Cron {
                     () = tokio::time::sleep(wait) => {}
                     () = ctx.cancelled() => return Ok(()),
                 }
-                let context: Value = ctx.state().get(CONTEXT)?.unwrap_or_else(|| ctx.settings().context.clone());
+                let context: Value = ctx
+                    .state()
+                    .get(CONTEXT)?
+                    .unwrap_or_else(|| ctx.settings().context.clone());
                 if let Err(e) = out.emit(&ctx, context).await {
                     tracing::debug!(node = ctx.node_name(), error = %e, "scheduled emit failed downstream");
                 }
@@ -138,7 +140,10 @@ impl Cron {
 impl Hooks for Cron {
     async fn on_reconcile(&self, ctx: &Ctx<Self>, _: &Node) -> Result<()> {
         if ctx.state().get::<bool>(RUNNING)?.unwrap_or(false) && !ctx.work_running(WORK) {
-            let schedule: String = ctx.state().get(SCHEDULE)?.unwrap_or_else(|| ctx.settings().schedule.clone());
+            let schedule: String = ctx
+                .state()
+                .get(SCHEDULE)?
+                .unwrap_or_else(|| ctx.settings().schedule.clone());
             match parse(&schedule) {
                 Ok(s) => self.start(ctx, s),
                 Err(e) => ctx.state().set(ERROR, &e.to_string()).await?,

@@ -116,7 +116,10 @@ impl Ticker {
             loop {
                 let n = ctx.state().get::<u64>(TICKS)?.unwrap_or(0) + 1;
                 ctx.state().set(TICKS, &n).await?;
-                let context: Value = ctx.state().get(CONTEXT)?.unwrap_or_else(|| ctx.settings().context.clone());
+                let context: Value = ctx
+                    .state()
+                    .get(CONTEXT)?
+                    .unwrap_or_else(|| ctx.settings().context.clone());
                 Ticker::show(&ctx);
                 let msg = if ctx.settings().count_ticks {
                     json!({ "context": context, "tick": n })

@@ -378,7 +378,11 @@ impl Engine {
     }
 
     fn runners(&self) -> Vec<Arc<Runner>> {
-        self.inner.nodes_read().values().filter_map(|s| s.runner.clone()).collect()
+        self.inner
+            .nodes_read()
+            .values()
+            .filter_map(|s| s.runner.clone())
+            .collect()
     }
 
     /// `true` when the node is in the table (running or failed).
