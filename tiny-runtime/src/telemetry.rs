@@ -141,7 +141,9 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
-        .event_format(Lines { format, ansi });
+        .event_format(Lines { format, ansi })
+        // The flow's span events (`data`, `exception`) belong to the trace, not the log.
+        .with_filter(filter_fn(|m| !(m.is_event() && m.target().starts_with("tiny::flow"))));
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer("tiny"))

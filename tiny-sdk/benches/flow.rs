@@ -249,10 +249,13 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
             m.target().starts_with("tiny::flow")
         }));
     let filter = tracing_subscriber::EnvFilter::new("info,tiny::flow=info");
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(otel)
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink))
+    let logs =
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::sink)
+            .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+                !(m.is_event() && m.target().starts_with("tiny::flow"))
+            }));
+    tracing_subscriber::registry().with(filter).with(otel).with(logs)
 }
 
 /// The cost of tracing on the 10-node chain: throughput with no subscriber at all

@@ -51,6 +51,12 @@ impl Received {
     }
 }
 
+/// The attribute `key` of the span's event `name`.
+fn event_attr(span: &Received, name: &str, key: &str) -> Option<String> {
+    let event = span.span.events.iter().find(|e| e.name == name)?;
+    attr(&event.attributes, key)
+}
+
 fn attr(attributes: &[KeyValue], key: &str) -> Option<String> {
     let value = attributes
         .iter()
@@ -355,6 +361,10 @@ async fn a_flow_run_across_two_modules_is_one_trace() {
         assert_eq!(span.attr("tiny.outcome").as_deref(), Some("ok"), "{to}");
         assert_eq!(span.attr("tiny.module"), Some(span.service.clone()), "{to}");
     }
+    // Each hop records its input, as the Go SDK's `data` event.
+    let payload = |s: &Received| event_attr(s, "data", "payload").and_then(|p| serde_json::from_str::<Value>(&p).ok());
+    assert_eq!(payload(hello), Some(json!({"name": "Ada"})));
+    assert_eq!(payload(shout), Some(json!({"context": null, "text": "Hello, Ada!"})));
     // Blocking: each span ends after what it waited for (the reply came back through it).
     let contains = |outer: &Received, inner: &Received| {
         outer.span.start_time_unix_nano <= inner.span.start_time_unix_nano
@@ -642,6 +652,23 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
         .expect("the settings port has a configuration");
     assert_eq!(settings, json!({"user": "ada", "password": "<redacted>"}));
 
+    // A tracker records the hops made once the module follows it: probe until it does
+    // (a module under load may list trackers a moment after its nodes are Ready).
+    let mut probes = 0;
+    eventually("the module to follow the tracker", Duration::from_secs(60), || {
+        probes += 1;
+        let (client, trackers) = (client.clone(), trackers.clone());
+        let name = format!("probe-{probes}");
+        async move {
+            let data = json!({"password": SETTINGS_SECRET});
+            signal(&client, "s", &name, "s.alpha-v0.login-1", "input", data).await;
+            tokio::time::sleep(Duration::from_secs(1)).await; // past a flush
+            let t = trackers.get("s-tracker").await.ok()?;
+            (t.status?.total > 0).then_some(())
+        }
+    })
+    .await;
+
     // The component gets the real values: the right password passes...
     let s = signal(
         &client,
@@ -674,11 +701,11 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     );
 
     // The tracker recorded the hops, inputs masked.
-    let tracker = eventually("the tracker to record 3 hops", Duration::from_secs(30), || {
+    let tracker = eventually("the tracker to record the failure", Duration::from_secs(30), || {
         let trackers = trackers.clone();
         async move {
             let t = trackers.get("s-tracker").await.ok()?;
-            (t.status.as_ref()?.hops.len() >= 3).then_some(t)
+            t.status.as_ref()?.hops.iter().any(|h| h.error.is_some()).then_some(t)
         }
     })
     .await;
@@ -688,7 +715,12 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
         .filter(|h| h.node == "s.alpha-v0.login-1")
         .map(|h| h.data.as_str())
         .collect();
-    assert_eq!(login_inputs.len(), 2);
+    assert!(
+        login_inputs.len() >= 3,
+        "a probe, the right and the wrong password: {hops:?}"
+    );
+    let failure = hops.iter().find(|h| h.error.is_some()).and_then(|h| h.error.clone());
+    assert!(failure.is_some_and(|e| e.contains("`<redacted>` expected")));
     for data in login_inputs {
         let data: Value = serde_json::from_str(data).expect("a whole preview");
         assert_eq!(data["password"], "<redacted>");
@@ -713,6 +745,13 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
         .map(|s| s.message.clone())
         .unwrap_or_default();
     assert!(message.contains("<redacted>"), "{message}");
+    let exception = event_attr(failed, "exception", "exception.message").unwrap_or_default();
+    assert!(exception.contains("password `<redacted>` is wrong"), "{exception}");
+    let payload = event_attr(failed, "data", "payload").expect("the input is recorded");
+    assert_eq!(
+        serde_json::from_str::<Value>(&payload).ok(),
+        Some(json!({"password": "<redacted>"}))
+    );
     let trace_id: String = failed.span.trace_id.iter().map(|b| format!("{b:02x}")).collect();
 
     // The logs: JSON lines; the failure's line carries the trace id.

@@ -350,6 +350,7 @@ impl Runner {
             )));
         };
         let input = Self::input(inlet, source, data)?;
+        super::trace::data(&input, &inlet.secrets);
         let Some(observer) = observer else {
             if inlet.secrets.is_empty() && self.secret_values.is_empty() {
                 return self.instance.handle(inlet.spec.name, input, hop).await;

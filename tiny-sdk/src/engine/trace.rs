@@ -15,12 +15,15 @@ use std::fmt;
 
 use tracing::{Span, field::Empty};
 
-use crate::{error::Error, flow::Node, message::Reply};
+use crate::{error::Error, flow::Node, message::Reply, msg::Msg, redact::Secrets};
 
 use super::deliver::Source;
 
 /// The `tracing` target of every span the flow engine makes.
 pub const TARGET: &str = "tiny::flow";
+
+/// The most bytes of a payload a `data` event keeps.
+pub const MAX_PAYLOAD: usize = 16 * 1024;
 
 /// The label naming a node's flow.
 const FLOW_LABEL: &str = "tinysystems.io/flow-name";
@@ -77,6 +80,15 @@ pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
             span.record("tiny.outcome", "ok");
         }
         Err(e) => {
+            // As OpenTelemetry's `RecordError` (which the Go SDK calls): an `exception`
+            // event with the message, before the status says the same.
+            tracing::event!(
+                target: "tiny::flow",
+                parent: span,
+                tracing::Level::ERROR,
+                exception.message = %e,
+                "exception"
+            );
             span.record("tiny.outcome", "error");
             span.record("otel.status_code", "ERROR");
             span.record("otel.status_description", tracing::field::display(e));
@@ -84,5 +96,42 @@ pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
                 span.record("tiny.error.code", code);
             }
         }
+    }
+}
+
+/// Records a hop's input on its span as a `data` event with the JSON in `payload`
+/// (the Go SDK's event), secret fields masked and cut at [`MAX_PAYLOAD`] bytes. Nothing
+/// is encoded unless the span is recorded.
+pub(crate) fn data(input: &Msg, secrets: &Secrets) {
+    tracing::event!(
+        target: "tiny::flow",
+        tracing::Level::INFO,
+        payload = %Payload(input, secrets),
+        "data"
+    );
+}
+
+/// A message's masked JSON, written when a recorded event asks for it.
+struct Payload<'a>(&'a Msg, &'a Secrets);
+
+impl fmt::Display for Payload<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = if self.1.is_empty() {
+            self.0.to_json_bytes().ok().and_then(|b| String::from_utf8(b).ok())
+        } else {
+            self.0.json().ok().map(|v| self.1.masked(v).to_string())
+        };
+        let Some(mut text) = text else {
+            return f.write_str("<not JSON>");
+        };
+        if text.len() > MAX_PAYLOAD {
+            let mut cut = MAX_PAYLOAD;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        f.write_str(&text)
     }
 }
