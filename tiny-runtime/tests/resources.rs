@@ -454,7 +454,9 @@ async fn flows_nodes_metadata_and_signals() {
     .collect();
     assert_eq!(got, want);
     // A key written again takes the new value; the others stay.
-    rm.update_metadata(vec![("other".into(), Some("y".into()))]).await.unwrap();
+    rm.update_metadata(vec![("other".into(), Some("y".into()))])
+        .await
+        .unwrap();
     let got = rm.get_node("keeper").await.unwrap().metadata;
     assert_eq!(got.get("other").map(String::as_str), Some("y"));
     assert_eq!(got.len(), 3, "{got:?}");
@@ -465,7 +467,9 @@ async fn flows_nodes_metadata_and_signals() {
     let got = rm.get_node("keeper").await.unwrap().metadata;
     assert_eq!(got.get("other"), None, "{got:?}");
     assert_eq!(got.len(), 2, "{got:?}");
-    rm.update_metadata(vec![("other".into(), Some("y".into()))]).await.unwrap();
+    rm.update_metadata(vec![("other".into(), Some("y".into()))])
+        .await
+        .unwrap();
     // Concurrent writers of different keys all land (conflicts, if any, are retried).
     let writers = (0..8).map(|i| {
         let rm = rm.clone();

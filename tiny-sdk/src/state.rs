@@ -113,7 +113,9 @@ impl NodeState {
             .collect();
         let mut cache = self.cache();
         // A pending write the node now shows (or one too old to trust) is done.
-        cache.pending.retain(|k, (v, at)| at.elapsed() < OVERLAY && seen.get(k) != v.as_ref());
+        cache
+            .pending
+            .retain(|k, (v, at)| at.elapsed() < OVERLAY && seen.get(k) != v.as_ref());
         cache.seen = seen;
     }
 
@@ -126,8 +128,11 @@ impl NodeState {
             return Ok(None);
         };
         serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            Error::permanent(format!("node state `{key}` of node `{}` does not decode: {e}", self.node))
-                .with_code(code::STATE_UNDECODABLE)
+            Error::permanent(format!(
+                "node state `{key}` of node `{}` does not decode: {e}",
+                self.node
+            ))
+            .with_code(code::STATE_UNDECODABLE)
         })
     }
 
@@ -151,7 +156,8 @@ impl NodeState {
     /// Stores `value` (as JSON) under `key`.
     pub async fn set<T: Serialize + ?Sized>(&self, key: &str, value: &T) -> Result<()> {
         let bytes = serde_json::to_vec(value).map_err(|e| {
-            Error::permanent(format!("node state `{key}`: value does not encode: {e}")).with_code(code::STATE_UNDECODABLE)
+            Error::permanent(format!("node state `{key}`: value does not encode: {e}"))
+                .with_code(code::STATE_UNDECODABLE)
         })?;
         self.set_bytes(key, &bytes).await
     }

@@ -76,12 +76,17 @@ const WORK: &str = "cron";
 
 /// Parses a schedule, saying what is wrong with it.
 pub fn parse(schedule: &str) -> std::result::Result<croner::Cron, Error> {
-    croner::Cron::from_str(schedule.trim())
-        .map_err(|e| Error::permanent(format!("invalid schedule {schedule:?}: {e}")))
+    croner::Cron::from_str(schedule.trim()).map_err(|e| Error::permanent(format!("invalid schedule {schedule:?}: {e}")))
 }
 
 impl Cron {
     fn show(&self, ctx: &Ctx<Self>) {
+        Self::view(ctx, &self.next);
+    }
+
+    /// Shows the view for the state the node is in (also from the loop, which has
+    /// no `self`, each time the next run changes).
+    fn view(ctx: &Ctx<Self>, next: &std::sync::Mutex<Option<String>>) {
         let running = ctx.work_running(WORK);
         let state = ctx.state();
         let error: Option<String> = state.get(ERROR).ok().flatten();
@@ -96,7 +101,7 @@ impl Cron {
                 .ok()
                 .flatten()
                 .unwrap_or_else(|| ctx.settings().schedule.clone()),
-            next_run: running.then(|| self.next.lock().ok().and_then(|n| n.clone()).unwrap_or_default()),
+            next_run: running.then(|| next.lock().ok().and_then(|n| n.clone()).unwrap_or_default()),
             status: match (running, error) {
                 (true, _) => "Running".into(),
                 (false, Some(e)) => e,
@@ -119,13 +124,18 @@ impl Cron {
                 if let Ok(mut n) = shown.lock() {
                     *n = Some(at.timestamp().to_string());
                 }
+                // As Go's status refresh after each tick: the view shows the next run.
+                Cron::view(&ctx, &shown);
                 let wait = at.timestamp().duration_since(now.timestamp());
                 let wait = std::time::Duration::try_from(wait).unwrap_or_default();
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     () = ctx.cancelled() => return Ok(()),
                 }
-                let context: Value = ctx.state().get(CONTEXT)?.unwrap_or_else(|| ctx.settings().context.clone());
+                let context: Value = ctx
+                    .state()
+                    .get(CONTEXT)?
+                    .unwrap_or_else(|| ctx.settings().context.clone());
                 if let Err(e) = out.emit(&ctx, context).await {
                     tracing::debug!(node = ctx.node_name(), error = %e, "scheduled emit failed downstream");
                 }
@@ -138,12 +148,21 @@ impl Cron {
 impl Hooks for Cron {
     async fn on_reconcile(&self, ctx: &Ctx<Self>, _: &Node) -> Result<()> {
         if ctx.state().get::<bool>(RUNNING)?.unwrap_or(false) && !ctx.work_running(WORK) {
-            let schedule: String = ctx.state().get(SCHEDULE)?.unwrap_or_else(|| ctx.settings().schedule.clone());
+            let schedule: String = ctx
+                .state()
+                .get(SCHEDULE)?
+                .unwrap_or_else(|| ctx.settings().schedule.clone());
             match parse(&schedule) {
                 Ok(s) => self.start(ctx, s),
                 Err(e) => ctx.state().set(ERROR, &e.to_string()).await?,
             }
         }
+        self.show(ctx);
+        Ok(())
+    }
+
+    async fn on_settings(&self, ctx: &Ctx<Self>, _: &CronSettings) -> Result<()> {
+        // The view shown at load predates the settings: show their schedule and context.
         self.show(ctx);
         Ok(())
     }

@@ -49,7 +49,10 @@ pub struct Delay {
 impl Delay {
     async fn on_in(&self, ctx: &Ctx<Self>, msg: DelayRequest) -> Result<Reply> {
         let Ok(ms) = u64::try_from(msg.delay) else {
-            return Err(Error::permanent(format!("invalid delay {} ms: it must be above 0", msg.delay)));
+            return Err(Error::permanent(format!(
+                "invalid delay {} ms: it must be above 0",
+                msg.delay
+            )));
         };
         if ms == 0 {
             return Err(Error::permanent("invalid delay 0 ms: it must be above 0"));

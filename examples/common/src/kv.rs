@@ -178,7 +178,10 @@ impl Kv {
                     .unwrap_or(DEFAULT_MAX_RECORDS);
                 let keys = state.keys();
                 if !keys.contains(&key) && keys.len() >= max {
-                    return Err(Error::permanent(format!("store full: {} records (max {max})", keys.len())));
+                    return Err(Error::permanent(format!(
+                        "store full: {} records (max {max})",
+                        keys.len()
+                    )));
                 }
                 state.set_bytes(&key, &bytes).await?;
             }
@@ -209,7 +212,9 @@ impl Kv {
             };
             let keep = match &filter {
                 None => true,
-                Some(f) => f.eval(&Value::Object(document.clone())).is_ok_and(|v| v == Value::Bool(true)),
+                Some(f) => f
+                    .eval(&Value::Object(document.clone()))
+                    .is_ok_and(|v| v == Value::Bool(true)),
             };
             if keep {
                 results.push(Record { key, document });

@@ -116,7 +116,10 @@ impl Ticker {
             loop {
                 let n = ctx.state().get::<u64>(TICKS)?.unwrap_or(0) + 1;
                 ctx.state().set(TICKS, &n).await?;
-                let context: Value = ctx.state().get(CONTEXT)?.unwrap_or_else(|| ctx.settings().context.clone());
+                let context: Value = ctx
+                    .state()
+                    .get(CONTEXT)?
+                    .unwrap_or_else(|| ctx.settings().context.clone());
                 Ticker::show(&ctx);
                 let msg = if ctx.settings().count_ticks {
                     json!({ "context": context, "tick": n })
@@ -150,9 +153,12 @@ impl Hooks for Ticker {
     }
 
     async fn on_settings(&self, ctx: &Ctx<Self>, _: &TickerSettings) -> Result<()> {
-        // A running loop goes on with the new delay.
+        // A running loop goes on with the new delay; a stopped one shows the new
+        // context (the view shown at load predates the settings).
         if ctx.work_running(WORK) {
             self.start(ctx);
+        } else {
+            Self::show(ctx);
         }
         Ok(())
     }

@@ -60,7 +60,10 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -176,7 +179,10 @@ async fn living_components_on_one_replica() {
     let started = Instant::now();
     let s = signal(&client, ns, "start", ticker, "_control", json!({"start": true})).await;
     delivered(&s);
-    assert!(started.elapsed() < Duration::from_secs(10), "the Start signal was held open");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the Start signal was held open"
+    );
     // The ticks reach the debug node, whose `_control` status shows the last message.
     eventually("ticks at the debug node", Duration::from_secs(30), || {
         let nodes = nodes.clone();
@@ -184,11 +190,17 @@ async fn living_components_on_one_replica() {
     })
     .await;
     let shown = nodes.get(debug).await.expect("debug node");
-    assert_eq!(port_config(&shown, "_control").expect("view")["context"]["context"], json!({"flow": "tick"}));
+    assert_eq!(
+        port_config(&shown, "_control").expect("view")["context"]["context"],
+        json!({"flow": "tick"})
+    );
     // The ticker's view swapped Start for Stop, and the schema with it.
     let running = nodes.get(ticker).await.expect("ticker");
     let view = port_config(&running, "_control").expect("view");
-    assert_eq!((view["status"].as_str(), view.get("start"), &view["stop"]), (Some("Running"), None, &json!(true)));
+    assert_eq!(
+        (view["status"].as_str(), view.get("start"), &view["stop"]),
+        (Some("Running"), None, &json!(true))
+    );
     let schema = port_schema(&running, "_control").expect("schema");
     let props = &schema["$defs"]["TickerControl"]["properties"];
     assert!(props.get("stop").is_some() && props.get("start").is_none(), "{schema}");
@@ -198,12 +210,21 @@ async fn living_components_on_one_replica() {
     tokio::time::sleep(Duration::from_millis(800)).await;
     let after_stop = last_tick(&nodes, debug).await.expect("a tick");
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(last_tick(&nodes, debug).await, Some(after_stop), "ticks went on after Stop");
+    assert_eq!(
+        last_tick(&nodes, debug).await,
+        Some(after_stop),
+        "ticks went on after Stop"
+    );
     let stopped = nodes.get(ticker).await.expect("ticker");
     assert_eq!(state(&stopped, "running"), Some(json!(false)));
     // Counted before it is sent: a Stop between the two leaves one tick counted, unsent.
-    let counted = state(&stopped, "ticks").and_then(|v| v.as_u64()).expect("ticks in state");
-    assert!(counted == after_stop || counted == after_stop + 1, "state {counted}, shown {after_stop}");
+    let counted = state(&stopped, "ticks")
+        .and_then(|v| v.as_u64())
+        .expect("ticks in state");
+    assert!(
+        counted == after_stop || counted == after_stop + 1,
+        "state {counted}, shown {after_stop}"
+    );
 
     // --- A router's ports follow its settings -------------------------------------------
     let router = "route.common-module-v0.router-1";
@@ -231,10 +252,20 @@ async fn living_components_on_one_replica() {
     })
     .await;
     assert_eq!(outs(&three), ["out_a", "out_b", "out_c"]);
-    let labels: Vec<&str> = three.status.as_ref().expect("status").ports.iter().map(|p| p.label.as_str()).collect();
+    let labels: Vec<&str> = three
+        .status
+        .as_ref()
+        .expect("status")
+        .ports
+        .iter()
+        .map(|p| p.label.as_str())
+        .collect();
     assert!(labels.contains(&"A") && labels.contains(&"C"), "{labels:?}");
     let input = port_schema(&three, "input").expect("input schema");
-    assert!(input.to_string().contains(r#"["A","B","C"]"#), "the route enum follows the settings: {input}");
+    assert!(
+        input.to_string().contains(r#"["A","B","C"]"#),
+        "the route enum follows the settings: {input}"
+    );
     // A settings change to two routes removes `out_c`: its edge is reported on the node,
     // which goes on routing to the others.
     let patch = json!({"spec": {"ports": [{"port": "_settings", "configuration": settings(json!(["A", "B"]))}]}});
@@ -254,7 +285,11 @@ async fn living_components_on_one_replica() {
     })
     .await;
     let status = two.status.as_ref().expect("status");
-    assert!(status.status.contains("edge `to-c` from port `out_c`"), "{}", status.status);
+    assert!(
+        status.status.contains("edge `to-c` from port `out_c`"),
+        "{}",
+        status.status
+    );
     let ready = status.conditions.iter().find(|c| c.type_ == "Ready").expect("Ready");
     assert_eq!(ready.reason, "PortRemoved");
     let routed = signal(
@@ -303,9 +338,21 @@ async fn living_components_on_one_replica() {
     assert_eq!(state(&stored, "one"), Some(json!({"id": "one", "status": "DOWN"})));
     // A new module process reads them back.
     let module = start_module(&client, ns).await;
-    let queried = signal(&client, ns, "kv-query", kv, "query", json!({"query": "$.status == 'DOWN'"})).await;
+    let queried = signal(
+        &client,
+        ns,
+        "kv-query",
+        kv,
+        "query",
+        json!({"query": "$.status == 'DOWN'"}),
+    )
+    .await;
     delivered(&queried);
-    let reply = queried.status.as_ref().and_then(|s| s.reply.as_ref()).map(|r| r.0.clone());
+    let reply = queried
+        .status
+        .as_ref()
+        .and_then(|s| s.reply.as_ref())
+        .map(|r| r.0.clone());
     // No edge leaves `query_result`, so the answer is empty; the records count shows
     // in the view instead.
     let _ = reply;
@@ -319,18 +366,34 @@ async fn living_components_on_one_replica() {
     // --- A flow written as the Go module's editor writes it loads and runs unchanged ----
     apply_yaml(&client, ns, GO_FLOW).await;
     delivered(
-        &signal(&client, ns, "go-start", "gof.common-module-v0.ticker-1", "_control", json!({"start": true})).await,
+        &signal(
+            &client,
+            ns,
+            "go-start",
+            "gof.common-module-v0.ticker-1",
+            "_control",
+            json!({"start": true}),
+        )
+        .await,
     );
-    let shown = eventually("the Go-shaped flow's debug node to show a routed tick", Duration::from_secs(60), || {
-        let nodes = nodes.clone();
-        async move {
-            port_config(&nodes.get("gof.common-module-v0.debug-1").await.ok()?, "_control")
-                .filter(|c| !c["context"].is_null())
-        }
-    })
+    let shown = eventually(
+        "the Go-shaped flow's debug node to show a routed tick",
+        Duration::from_secs(60),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                port_config(&nodes.get("gof.common-module-v0.debug-1").await.ok()?, "_control")
+                    .filter(|c| !c["context"].is_null())
+            }
+        },
+    )
     .await;
     assert_eq!(shown["context"], json!({"source": "go-editor"}), "{shown}");
-    for name in ["gof.common-module-v0.ticker-1", "gof.common-module-v0.router-1", "gof.common-module-v0.debug-1"] {
+    for name in [
+        "gof.common-module-v0.ticker-1",
+        "gof.common-module-v0.router-1",
+        "gof.common-module-v0.debug-1",
+    ] {
         let n = nodes.get(name).await.expect("node");
         let st = n.status.as_ref().expect("status");
         assert!(!st.error, "{name}: {}", st.status);
@@ -456,7 +519,10 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     let client = env.client();
     let ns = "ha";
     env.create_namespace(ns).await.expect("namespace");
-    let mut replicas = vec![Replica::start(&env, ns, "replica-a"), Replica::start(&env, ns, "replica-b")];
+    let mut replicas = vec![
+        Replica::start(&env, ns, "replica-a"),
+        Replica::start(&env, ns, "replica-b"),
+    ];
     apply_yaml(&client, ns, &ticker_flow("ha", 300)).await;
     let (ticker, debug) = ("ha.common-module-v0.ticker-1", "ha.common-module-v0.debug-1");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
@@ -491,7 +557,10 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     // Every tick shown from now on is a new one: none is sent twice.
     let mut seen: Vec<u64> = Vec::new();
     let resumed = loop {
-        assert!(killed_at.elapsed() < Duration::from_secs(30), "no tick from a new leader: {seen:?}");
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(30),
+            "no tick from a new leader: {seen:?}"
+        );
         if let Some(t) = last_tick(&nodes, debug).await {
             if seen.last() != Some(&t) {
                 seen.push(t);
@@ -503,19 +572,33 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(replicas[0].leads().await, "the survivor leads");
-    assert!(resumed <= Duration::from_secs(4 + 8), "resumed {resumed:?} after the kill; the lease is 4 s");
+    assert!(
+        resumed <= Duration::from_secs(4 + 8),
+        "resumed {resumed:?} after the kill; the lease is 4 s"
+    );
     let after: Vec<u64> = seen.iter().copied().filter(|t| *t > counted).collect();
-    assert!(after.windows(2).all(|w| w[0] < w[1]), "ticks out of order or doubled: {seen:?}");
+    assert!(
+        after.windows(2).all(|w| w[0] < w[1]),
+        "ticks out of order or doubled: {seen:?}"
+    );
     assert!(
         seen.iter().all(|t| *t >= counted.saturating_sub(1)),
         "an old tick was sent again: {seen:?} (state said {counted})"
     );
     let moved = nodes.get(ticker).await.expect("ticker");
-    assert_eq!(state(&moved, "running"), Some(json!(true)), "still running, on the new leader");
-    let view = eventually("the new leader to show the ticker running", Duration::from_secs(30), || {
-        let nodes = nodes.clone();
-        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["status"] == "Running") }
-    })
+    assert_eq!(
+        state(&moved, "running"),
+        Some(json!(true)),
+        "still running, on the new leader"
+    );
+    let view = eventually(
+        "the new leader to show the ticker running",
+        Duration::from_secs(30),
+        || {
+            let nodes = nodes.clone();
+            async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["status"] == "Running") }
+        },
+    )
     .await;
     assert_eq!(view["stop"], true);
     println!("ticker resumed on the new leader {resumed:?} after the kill (lease 4 s)");

@@ -91,7 +91,6 @@ pub enum Kind {
     Family,
 }
 
-
 /// A checked port.
 pub struct Port {
     pub field: Ident,
@@ -390,10 +389,8 @@ fn check_port(field: FieldAttrs, ident: Ident, kind: Kind) -> Result<Port> {
             .with_span(&field.ty),
         ),
         (Some(keys), Kind::Input | Kind::Output) => errors.push(
-            Error::custom(
-                "`keys` is for a port family, a field of type `Outputs<T>`; a single port has no keys",
-            )
-            .with_span(keys),
+            Error::custom("`keys` is for a port family, a field of type `Outputs<T>`; a single port has no keys")
+                .with_span(keys),
         ),
         _ => {}
     }

@@ -155,7 +155,8 @@ where
 {
     if status::needs_write(current, &desired) {
         desired.last_update_time = Some(Time(Timestamp::now()));
-        let mut status = serde_json::to_value(&desired).map_err(|e| ReconcileError::Kube(kube::Error::SerdeError(e)))?;
+        let mut status =
+            serde_json::to_value(&desired).map_err(|e| ReconcileError::Kube(kube::Error::SerdeError(e)))?;
         // `metadata` holds node state, which components write themselves: leaving it
         // out of the patch keeps a stale copy from overwriting a newer value.
         if let Some(map) = status.as_object_mut() {

@@ -214,7 +214,6 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
         })
     }
 
-
     fn live_ports(&self) -> Vec<LivePort> {
         let (settings, error_port) = self.read_settings(|s| (s.decoded.clone(), s.error_port));
         let catch = self.component.error_port().map(|c| c.name());

@@ -221,7 +221,11 @@ impl Runner {
             if has(&o.port) {
                 return true;
             }
-            cut.extend(o.edges.iter().map(|e| format!("edge `{}` from port `{}`", e.id, o.port)));
+            cut.extend(
+                o.edges
+                    .iter()
+                    .map(|e| format!("edge `{}` from port `{}`", e.id, o.port)),
+            );
             false
         });
         if cut.is_empty() {
@@ -232,7 +236,11 @@ impl Runner {
             Error::permanent(format!(
                 "{} cannot run: the settings in force removed the port (outputs now: {})",
                 cut.join(", "),
-                if ports.is_empty() { "none".to_owned() } else { ports.join(", ") }
+                if ports.is_empty() {
+                    "none".to_owned()
+                } else {
+                    ports.join(", ")
+                }
             ))
             .with_code(crate::error::code::PORT_REMOVED),
         );

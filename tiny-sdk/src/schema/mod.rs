@@ -114,7 +114,11 @@ pub fn at_path_mut<'a>(schema: &'a mut Value, path: &str) -> Option<&'a mut Valu
         let target = prop.get("items").unwrap_or(prop);
         def = target.get("$ref")?.as_str()?.strip_prefix("#/$defs/")?.to_owned();
     }
-    schema.get_mut("$defs")?.get_mut(&def)?.get_mut("properties")?.get_mut(last)
+    schema
+        .get_mut("$defs")?
+        .get_mut(&def)?
+        .get_mut("properties")?
+        .get_mut(last)
 }
 
 fn root_name(schema: &Value) -> Option<String> {
