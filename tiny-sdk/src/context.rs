@@ -35,6 +35,9 @@ pub struct NodeContext {
     /// Cancelled when the node is removed or replaced: handlers still running for it
     /// are stopped.
     stopped: CancellationToken,
+    /// Cancelled once the node first loaded (its edges are in place): work started
+    /// by its first hooks waits for it, so that its first emits are not lost.
+    loaded: CancellationToken,
     /// Work that outlives the calls that started it.
     work: NodeWork,
     state: NodeState,
@@ -51,6 +54,7 @@ impl NodeContext {
             emitter,
             client,
             stopped: CancellationToken::new(),
+            loaded: CancellationToken::new(),
             work: NodeWork::default(),
             state,
             control: Mutex::new(None),
@@ -61,6 +65,11 @@ impl NodeContext {
     pub(crate) fn stop(&self) {
         self.stopped.cancel();
         self.work.stop_all();
+    }
+
+    /// The node loaded: its edges are in place, and work waiting for them starts.
+    pub(crate) fn mark_loaded(&self) {
+        self.loaded.cancel();
     }
 
     /// The node's work, by name.
@@ -271,12 +280,16 @@ impl<C: Component> Ctx<C> {
         let fut = work(ctx);
         let weak = Arc::downgrade(node);
         let node_name = node.identity.node_name.clone();
-        // The work starts once it is on the books, so that it sees itself running.
+        let loaded = node.loaded.clone();
+        // The work starts once it is on the books, so that it sees itself running, and
+        // once the node loaded: work that a new node's first hooks start (a ticker
+        // its state says was running) would otherwise emit before the node has edges.
         let (booked, on_books) = tokio::sync::oneshot::channel::<()>();
         let handle = tokio::spawn(async move {
             if on_books.await.is_err() {
                 return;
             }
+            loaded.cancelled().await;
             match std::panic::AssertUnwindSafe(fut).catch_unwind().await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::warn!(node = %node_name, work = name, error = %e, "node work failed"),
@@ -312,11 +325,16 @@ impl<C: Component> Ctx<C> {
         };
         let fut = work(ctx);
         let stopped = node.stopped.clone();
+        let loaded = node.loaded.clone();
         let node_name = node.identity.node_name.clone();
         tokio::spawn(async move {
             tokio::select! {
                 () = stopped.cancelled() => {}
-                r = std::panic::AssertUnwindSafe(fut).catch_unwind() => match r {
+                // As for named work: not before the node has its edges.
+                r = async move {
+                    loaded.cancelled().await;
+                    std::panic::AssertUnwindSafe(fut).catch_unwind().await
+                } => match r {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => tracing::warn!(node = %node_name, error = %e, "detached work failed"),
                     Err(_) => tracing::error!(node = %node_name, "detached work panicked"),

@@ -81,6 +81,12 @@ pub fn parse(schedule: &str) -> std::result::Result<croner::Cron, Error> {
 
 impl Cron {
     fn show(&self, ctx: &Ctx<Self>) {
+        Self::view(ctx, &self.next);
+    }
+
+    /// Shows the view for the state the node is in (also from the loop, which has
+    /// no `self`, each time the next run changes).
+    fn view(ctx: &Ctx<Self>, next: &std::sync::Mutex<Option<String>>) {
         let running = ctx.work_running(WORK);
         let state = ctx.state();
         let error: Option<String> = state.get(ERROR).ok().flatten();
@@ -95,7 +101,7 @@ impl Cron {
                 .ok()
                 .flatten()
                 .unwrap_or_else(|| ctx.settings().schedule.clone()),
-            next_run: running.then(|| self.next.lock().ok().and_then(|n| n.clone()).unwrap_or_default()),
+            next_run: running.then(|| next.lock().ok().and_then(|n| n.clone()).unwrap_or_default()),
             status: match (running, error) {
                 (true, _) => "Running".into(),
                 (false, Some(e)) => e,
@@ -118,6 +124,8 @@ impl Cron {
                 if let Ok(mut n) = shown.lock() {
                     *n = Some(at.timestamp().to_string());
                 }
+                // As Go's status refresh after each tick: the view shows the next run.
+                Cron::view(&ctx, &shown);
                 let wait = at.timestamp().duration_since(now.timestamp());
                 let wait = std::time::Duration::try_from(wait).unwrap_or_default();
                 tokio::select! {
@@ -149,6 +157,12 @@ impl Hooks for Cron {
                 Err(e) => ctx.state().set(ERROR, &e.to_string()).await?,
             }
         }
+        self.show(ctx);
+        Ok(())
+    }
+
+    async fn on_settings(&self, ctx: &Ctx<Self>, _: &CronSettings) -> Result<()> {
+        // The view shown at load predates the settings: show their schedule and context.
         self.show(ctx);
         Ok(())
     }

@@ -83,11 +83,12 @@ impl Router {
         let settings = ctx.settings();
         let first = msg.conditions.iter().find(|c| c.condition);
         // As Go: only the first true condition counts.
-        if let Some(c) = first {
-            if settings.routes.iter().any(|r| r.eq_ignore_ascii_case(&c.route)) {
-                let out = RouterOut { context: msg.context };
-                return self.out.emit(ctx, &c.route.to_lowercase(), out).await;
-            }
+        // Compared as the port names are made (lower case), so that a route that
+        // matches always has its port.
+        let key = first.map(|c| c.route.to_lowercase());
+        if let Some(key) = key.filter(|k| settings.routes.iter().any(|r| r.to_lowercase() == *k)) {
+            let out = RouterOut { context: msg.context };
+            return self.out.emit(ctx, &key, out).await;
         }
         if settings.enable_default_port {
             return self.default.emit(ctx, RouterOut { context: msg.context }).await;

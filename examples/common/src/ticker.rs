@@ -153,9 +153,12 @@ impl Hooks for Ticker {
     }
 
     async fn on_settings(&self, ctx: &Ctx<Self>, _: &TickerSettings) -> Result<()> {
-        // A running loop goes on with the new delay.
+        // A running loop goes on with the new delay; a stopped one shows the new
+        // context (the view shown at load predates the settings).
         if ctx.work_running(WORK) {
             self.start(ctx);
+        } else {
+            Self::show(ctx);
         }
         Ok(())
     }

@@ -327,7 +327,12 @@ fn port_keys_fn(c: &Component) -> Option<TokenStream> {
             } else {
                 quote!(#keys)
             };
-            let call = quote_spanned!(keys.span()=> ::tiny_sdk::__private::port_keys(#path, settings));
+            // Coerced to a fn pointer first: a method of another shape is then one
+            // error on the author's token that shows the expected `fn(&Settings)`.
+            let call = quote_spanned!(keys.span()=> {
+                let keys: fn(&Self::Settings) -> _ = #path;
+                ::tiny_sdk::__private::port_keys(keys, settings)
+            });
             Some(quote!(#name => #call,))
         })
         .collect();

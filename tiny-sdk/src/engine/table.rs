@@ -207,6 +207,7 @@ impl Engine {
         match result {
             Ok(runner) => {
                 runner.instance.node().emitter().attach(&runner);
+                runner.instance.node().mark_loaded();
                 slot.runner = Some(runner);
                 slot.error = None;
                 Ok(())
@@ -249,15 +250,25 @@ impl Engine {
         let mut runner = Runner::build(node, instance)?;
         // The Go SDK's order: client, reconcile, then settings before any business
         // message (the runner is not reachable until it is in the table).
-        if let Some(client) = runner.instance.node_client().filter(|_| fresh) {
-            runner.instance.client(client).await?;
+        let hooks = async {
+            if let Some(client) = runner.instance.node_client().filter(|_| fresh) {
+                runner.instance.client(client).await?;
+            }
+            runner.instance.reconcile(&runner.node).await?;
+            runner
+                .instance
+                .settings(runner.settings.as_ref())
+                .await
+                .map_err(|e| e.redact(runner.secret_values()))
+        };
+        if let Err(e) = hooks.await {
+            if fresh {
+                // A new node that does not load: work its hooks started (waiting for
+                // the node to load) stops with it.
+                runner.instance.stop();
+            }
+            return Err(e);
         }
-        runner.instance.reconcile(&runner.node).await?;
-        runner
-            .instance
-            .settings(runner.settings.as_ref())
-            .await
-            .map_err(|e| e.redact(runner.secret_values()))?;
         runner.settle();
         if let Some(old) = replaced {
             // Another component now runs under this name: the old one's handlers stop.
