@@ -9,7 +9,8 @@
 //! module's name as `service.name`. Otherwise the `tiny::flow` target is switched off
 //! and a hop pays one cached check. W3C trace context (`traceparent`, `tracestate`,
 //! `baggage`, as the Go SDK's otelgrpc) travels in gRPC metadata, so a flow run that
-//! crosses modules is one trace.
+//! crosses modules is one trace. Only OTLP over gRPC is built in (`OTEL_EXPORTER_OTLP_PROTOCOL`
+//! other than `grpc` is reported and ignored).
 //!
 //! **Logs.** On stderr, filtered by `RUST_LOG`, as text or as one JSON object a line
 //! (`--log-format json` or `TINY_LOG_FORMAT=json`). While a trace is recorded each line
@@ -158,6 +159,16 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         .try_init()
         .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
     TRACING.store(provider.is_some(), Ordering::Relaxed);
+    if provider.is_some() {
+        for key in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            if let Ok(protocol) = std::env::var(key)
+                && !protocol.trim().is_empty()
+                && protocol.trim() != "grpc"
+            {
+                tracing::warn!(key, protocol = %protocol, "only OTLP over gRPC is built in: exporting with gRPC");
+            }
+        }
+    }
     Ok(Telemetry { provider })
 }
 
