@@ -116,13 +116,16 @@ impl HarnessBuilder {
             return Err(e);
         }
         let log = Arc::new(Recorder::default());
-        let engine = self.engine.observer(log.clone()).build();
+        // As a module does: load every node, then lead. Leader-only work a node's
+        // state says is running (a ticker) starts once the nodes it emits to are there.
+        let engine = self.engine.observer(log.clone()).follower().build();
         let mut errors = Vec::new();
         for node in &self.flow.nodes {
             if let Err(e) = engine.apply(node.clone()).await {
                 errors.push((node.name.clone(), e));
             }
         }
+        engine.set_leader(true).await;
         Ok((
             Harness {
                 engine,

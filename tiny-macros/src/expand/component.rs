@@ -77,16 +77,18 @@ fn info_fn(c: &Component) -> TokenStream {
 /// The port table: system ports first, then the fields in declaration order.
 fn ports_fn(c: &Component) -> TokenStream {
     let system = [
-        ("_settings", "Settings", &c.settings),
-        ("_control", "Control", &c.control),
+        ("_settings", "Settings", "Target", &c.settings),
+        // A source, as in the Go SDK: the editor draws the dashboard from it, and
+        // the engine delivers control messages to it all the same.
+        ("_control", "Control", "Source", &c.control),
     ];
-    let system = system.iter().filter_map(|(name, label, ty)| {
+    let system = system.iter().filter_map(|(name, label, direction, ty)| {
         let ty = (*ty).as_ref()?;
         let row = Row {
             name,
             label,
             description: "",
-            direction: "Target",
+            direction,
             position: "Top",
             message: quote!(#ty),
             response: quote!(::core::option::Option::None),

@@ -105,10 +105,17 @@ impl NodeEmitter {
         }
         let Some(outlet) = runner.outlet(port).cloned() else {
             let live = runner.instance.live_ports();
-            return if live.iter().any(|p| p.name == port && p.spec.is_source()) {
+            return if live
+                .iter()
+                .any(|p| p.name == port && p.spec.is_source() && !p.spec.is_system())
+            {
                 Ok(Reply::empty())
             } else {
-                let outputs: Vec<&str> = live.iter().filter(|p| p.spec.is_source()).map(|p| &*p.name).collect();
+                let outputs: Vec<&str> = live
+                    .iter()
+                    .filter(|p| p.spec.is_source() && !p.spec.is_system())
+                    .map(|p| &*p.name)
+                    .collect();
                 Err(Error::permanent(format!(
                     "no output port `{port}` with the settings in force (outputs: {})",
                     outputs.join(", ")

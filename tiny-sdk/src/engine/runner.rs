@@ -134,6 +134,11 @@ impl Runner {
                     port_list(ports, |_| true)
                 )));
             };
+            if spec.name == system::CONTROL {
+                // The editor may keep a schema for the dashboard here; controls
+                // arrive as messages, so there is nothing to run.
+                continue;
+            }
             if spec.is_source() {
                 return Err(Error::permanent(format!(
                     "ports[] configures `{}`, an output port; only inputs take configuration",
@@ -271,7 +276,11 @@ impl Runner {
         if cut.is_empty() {
             return;
         }
-        let ports: Vec<&str> = live.iter().filter(|p| p.spec.is_source()).map(|p| &*p.name).collect();
+        let ports: Vec<&str> = live
+            .iter()
+            .filter(|p| p.spec.is_source() && !p.spec.is_system())
+            .map(|p| &*p.name)
+            .collect();
         self.problem = Some(
             Error::permanent(format!(
                 "{} cannot run: the settings in force removed the port (outputs now: {})",
