@@ -411,6 +411,25 @@ spec:
     - { port: _settings, configuration: { failures: 2 } }
 ---
 kind: TinyNode
+metadata: { name: t.alpha-v0.hello-3 }
+spec:
+  module: alpha
+  component: hello
+  edges:
+    - id: to-remote-flaky
+      port: greeting
+      to: "t.beta-v0.flaky-2:input"
+      retryPolicy: { maxAttempts: 3, initialDelayMs: 50, backoffCoefficient: "1.0" }
+---
+kind: TinyNode
+metadata: { name: t.beta-v0.flaky-2 }
+spec:
+  module: beta
+  component: flaky
+  ports:
+    - { port: _settings, configuration: { failures: 1 } }
+---
+kind: TinyNode
 metadata: { name: t.alpha-v0.nosuch-1 }
 spec:
   module: alpha
@@ -515,6 +534,18 @@ async fn metrics_count_a_known_flow_run_exactly() {
     .await;
     let st = s.status.expect("status");
     assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    // A retry across modules: beta's flaky node fails once, alpha's edge tries again.
+    let s = signal(
+        &client,
+        "t",
+        "m5",
+        "t.alpha-v0.hello-3",
+        "input",
+        json!({"name": "Remy"}),
+    )
+    .await;
+    let st = s.status.expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
     let (a, b) = (scrape(&alpha).await, scrape(&beta).await);
 
     let port = |node: &'static str, port: &'static str| [("node", node), ("port", port)];
@@ -539,7 +570,13 @@ async fn metrics_count_a_known_flow_run_exactly() {
     assert_eq!(sample(&a, errors, &with(flaky, "FLAKY")), Some(2.0));
     let error_series = |s: &prometheus_parse::Scrape| s.samples.iter().filter(|x| x.metric == errors).count();
     assert_eq!(error_series(&a), 2, "no other failures in alpha");
-    assert_eq!(error_series(&b), 0, "none in beta");
+    // The retry across modules is counted where the node runs, with its attempt.
+    let remote = port("t.beta-v0.flaky-2", "input");
+    assert_eq!(sample(&a, messages, &port("t.alpha-v0.hello-3", "input")), Some(1.0));
+    assert_eq!(sample(&b, messages, &remote), Some(2.0));
+    assert_eq!(sample(&b, errors, &with(remote, "FLAKY")), Some(1.0));
+    assert_eq!(sample(&b, "tiny_node_retries_total", &remote), Some(1.0));
+    assert_eq!(error_series(&b), 1, "no other failures in beta");
     let retries = "tiny_node_retries_total";
     assert_eq!(sample(&a, retries, &flaky), Some(2.0));
     for p in [hello, respond, hello2] {
@@ -568,21 +605,26 @@ async fn metrics_count_a_known_flow_run_exactly() {
                  after: &prometheus_parse::Scrape,
                  name: &str,
                  labels: &[(&str, &str)]| { total(after, name, labels) - total(before, name, labels) };
-    assert_eq!(delta(&a0, &a, "tiny_signals_delivered_total", &[]), 4.0);
+    assert_eq!(delta(&a0, &a, "tiny_signals_delivered_total", &[]), 5.0);
     assert_eq!(delta(&b0, &b, "tiny_signals_delivered_total", &[]), 0.0);
-    assert_eq!(delta(&a0, &a, "tiny_hops_total", &[]), 9.0);
+    assert_eq!(delta(&a0, &a, "tiny_hops_total", &[]), 10.0);
     assert_eq!(delta(&a0, &a, "tiny_hop_errors_total", &[]), 3.0);
-    assert_eq!(delta(&b0, &b, "tiny_hops_total", &[]), 2.0);
+    assert_eq!(delta(&b0, &b, "tiny_hops_total", &[]), 4.0);
+    assert_eq!(delta(&b0, &b, "tiny_hop_errors_total", &[]), 1.0);
     let calls = "tiny_grpc_client_calls_total";
-    assert_eq!(delta(&a0, &a, calls, &[("module", "beta-v0"), ("outcome", "OK")]), 2.0);
+    assert_eq!(delta(&a0, &a, calls, &[("module", "beta-v0"), ("outcome", "OK")]), 3.0);
+    // The failed attempt, a transient error, travels as `Unavailable`.
+    let unavailable = [("module", "beta-v0"), ("outcome", "Unavailable")];
+    assert_eq!(delta(&a0, &a, calls, &unavailable), 1.0);
     assert_eq!(delta(&b0, &b, calls, &[("module", "alpha-v0"), ("outcome", "OK")]), 2.0);
     let served = "tiny_grpc_server_calls_total";
     assert_eq!(delta(&a0, &a, served, &[("outcome", "OK")]), 2.0);
-    assert_eq!(delta(&b0, &b, served, &[("outcome", "OK")]), 2.0);
-    // Nodes by state: alpha runs six and refuses the one of an unknown component.
-    assert_eq!(sample(&a, "tiny_nodes", &[("state", "running")]), Some(6.0));
+    assert_eq!(delta(&b0, &b, served, &[("outcome", "OK")]), 3.0);
+    assert_eq!(delta(&b0, &b, served, &[("outcome", "Unavailable")]), 1.0);
+    // Nodes by state: alpha runs seven and refuses the one of an unknown component.
+    assert_eq!(sample(&a, "tiny_nodes", &[("state", "running")]), Some(7.0));
     assert_eq!(sample(&a, "tiny_nodes", &[("state", "failed")]), Some(1.0));
-    assert_eq!(sample(&b, "tiny_nodes", &[("state", "running")]), Some(2.0));
+    assert_eq!(sample(&b, "tiny_nodes", &[("state", "running")]), Some(3.0));
     assert_eq!(sample(&b, "tiny_nodes", &[("state", "failed")]), Some(0.0));
     assert_eq!(sample(&a, "tiny_leader", &[]), Some(1.0));
     assert_eq!(sample(&b, "tiny_leader", &[]), Some(1.0));

@@ -239,12 +239,20 @@ impl Pool {
         data: &Msg,
         hop: Hop,
     ) -> Result<Reply> {
-        self.prepare(module, to, source, data, &hop)?.run(hop).await
+        self.prepare(module, to, source, data, &hop, 1)?.run(hop).await
     }
 
     /// Everything that can fail before the network: the module's address, the
     /// payload's encoding and size.
-    fn prepare(&self, module: &str, to: &PortAddress, source: Source<'_>, data: &Msg, hop: &Hop) -> Result<Call> {
+    fn prepare(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: &Msg,
+        hop: &Hop,
+        attempt: u32,
+    ) -> Result<Call> {
         let Some(peer) = self.peer(module) else {
             // The module may still be starting: worth another attempt.
             return Err(Error::transient(format!(
@@ -269,6 +277,7 @@ impl Pool {
         )?;
         let mut request = Request::new(message);
         wire::write_depth(request.metadata_mut(), hop.depth);
+        wire::write_attempt(request.metadata_mut(), attempt);
         // The call's span, child of the sending hop's; the receiving hop continues
         // from it (W3C trace context in the metadata, as the Go SDK's otelgrpc).
         let span = tracing::info_span!(
@@ -285,6 +294,7 @@ impl Pool {
             edgeID = request.get_ref().edge_id.as_str(),
             tiny.module = module,
             tiny.depth = hop.depth,
+            tiny.attempt = attempt,
             rpc.grpc.status_code = Empty,
             tiny.outcome = Empty,
             otel.status_code = Empty,
@@ -426,7 +436,19 @@ impl RemoteRouter for Pool {
         data: Msg,
         hop: Hop,
     ) -> BoxFuture<'static, Result<Reply>> {
-        match self.prepare(module, to, source, &data, &hop) {
+        self.route_attempt(module, to, source, data, hop, 1)
+    }
+
+    fn route_attempt(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        match self.prepare(module, to, source, &data, &hop, attempt) {
             Ok(call) => Box::pin(call.run(hop)),
             Err(e) => Box::pin(async move { Err(e) }),
         }

@@ -76,6 +76,7 @@ impl Handler {
     async fn handle(&self, request: Request<MessageRequest>) -> Result<MessageResponse, (Error, Code)> {
         let invalid = |e: Error| (e, Code::InvalidArgument);
         let depth = wire::read_depth(request.metadata()).map_err(invalid)?;
+        let attempt = wire::read_attempt(request.metadata());
         if depth > tiny_sdk::engine::MAX_DEPTH {
             let e = Error::permanent(format!(
                 "cycle guard: a message passed {} hops",
@@ -119,7 +120,7 @@ impl Handler {
         let hop = Hop { depth, cancel, leader };
         let reply = self
             .engine
-            .deliver_at(node, port, source, data, hop)
+            .deliver_attempt_at(node, port, source, data, hop, attempt)
             .await
             .map_err(|e| {
                 // A node this module does not have: `NotFound`, unless the engine

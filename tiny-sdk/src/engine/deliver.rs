@@ -45,6 +45,22 @@ pub trait RemoteRouter: Send + Sync + 'static {
         data: Msg,
         hop: Hop,
     ) -> BoxFuture<'static, Result<Reply>>;
+
+    /// [`route`](Self::route) as attempt `attempt` of the edge's retries (1 for the
+    /// first), for routers that tell the receiver (whose metrics and spans count
+    /// retries). By default the attempt is not passed on.
+    fn route_attempt(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        let _ = attempt;
+        self.route(module, to, source, data, hop)
+    }
 }
 
 /// How long a message for a node of this module waits for the node to load (the Go
@@ -185,7 +201,7 @@ impl Inner {
                     node: node.to_owned(),
                     port: port.to_owned(),
                 };
-                router.route(module, &to, source, data, hop).await
+                router.route_attempt(module, &to, source, data, hop, attempt).await
             }
             _ if ours => Err(Error::transient(format!(
                 "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {:.1} s for it to load)",
