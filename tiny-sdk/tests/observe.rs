@@ -65,9 +65,12 @@ impl Flaky {
     }
 }
 
-/// Keeps what it sees of each delivery: node, attempt, masked payload, error.
+/// What an observer kept of one delivery: node, attempt, masked payload, error.
+type Delivery = (String, u32, Value, Option<String>);
+
+/// Keeps what it sees of each delivery.
 #[derive(Debug, Default)]
-struct Seen(Mutex<Vec<(String, u32, Value, Option<String>)>>);
+struct Seen(Mutex<Vec<Delivery>>);
 
 impl Observer for Seen {
     fn on_hop(&self, e: &HopEvent<'_>) {
@@ -81,7 +84,7 @@ impl Observer for Seen {
 }
 
 impl Seen {
-    fn all(&self) -> Vec<(String, u32, Value, Option<String>)> {
+    fn all(&self) -> Vec<Delivery> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 }

@@ -23,7 +23,10 @@ impl Answer {
 
 /// Records each `hop` span: its `to`, and the `to` of the nearest hop span above it.
 #[derive(Clone, Default)]
-struct Hops(Arc<Mutex<Vec<(String, Option<String>)>>>);
+struct Hops(Arc<Mutex<Vec<Hop>>>);
+
+/// A hop span's `to`, and that of its nearest hop ancestor.
+type Hop = (String, Option<String>);
 
 struct To(String);
 
