@@ -336,7 +336,75 @@ impl tracing::field::Visit for JsonFields {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::sync::{Arc, Mutex};
+
     use super::*;
+
+    /// A log destination the test reads back.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The lines logged by `log` in `format`, inside the trace `trace_id` when given.
+    fn logged(format: LogFormat, trace: Option<&str>) -> String {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(move || writer.clone())
+                .with_ansi(false)
+                .event_format(Lines { format, ansi: false }),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            let mut md = MetadataMap::new();
+            if let Some(t) = trace {
+                md.insert("traceparent", format!("00-{t}-b7ad6b7169203331-01").parse().unwrap());
+            }
+            let _attached = extract(&md).attach();
+            tracing::warn!(node = "n1", count = 3, "message failed");
+        });
+        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn json_lines_carry_fields_and_the_trace_id() {
+        let trace = "0af7651916cd43dd8448eb211c80319c";
+        let line = logged(LogFormat::Json, Some(trace));
+        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        assert_eq!(v["level"], "WARN");
+        assert_eq!(v["message"], "message failed");
+        assert_eq!(v["node"], "n1");
+        assert_eq!(v["count"], 3);
+        assert_eq!(v["trace_id"], trace);
+        assert_eq!(v["span_id"], "b7ad6b7169203331");
+        assert!(v["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
+        let outside = logged(LogFormat::Json, None);
+        let v: serde_json::Value = serde_json::from_str(outside.trim()).unwrap();
+        assert!(v.get("trace_id").is_none(), "{v}");
+    }
+
+    #[test]
+    fn text_lines_end_with_the_trace_id() {
+        let trace = "0af7651916cd43dd8448eb211c80319c";
+        let line = logged(LogFormat::Text, Some(trace));
+        assert!(line.contains(" WARN "), "{line}");
+        assert!(
+            line.trim_end().ends_with(&format!(
+                "message failed node=\"n1\" count=3 trace_id={trace} span_id=b7ad6b7169203331"
+            )),
+            "{line}"
+        );
+    }
 
     #[test]
     fn trace_context_round_trips_through_metadata() {
