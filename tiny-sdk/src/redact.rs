@@ -227,6 +227,34 @@ fn push(out: &mut Vec<String>, s: String) {
     }
 }
 
+/// What a catch port may carry of a failure on `port`: `input` with the port's secret
+/// fields masked, and `err` without the values of those fields or of the secret fields
+/// of `settings` (an [`ErrorMessage`](crate::ErrorMessage) goes on into the flow, where
+/// trackers and traces record it).
+pub(crate) fn for_catch_port(
+    ports: &[crate::port::PortSpec],
+    port: &str,
+    input: &mut Value,
+    settings: Option<&Value>,
+    err: crate::Error,
+) -> crate::Error {
+    let secrets_of = |name: &str| {
+        ports
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| Secrets::from_schema(&(p.schema)()))
+    };
+    let mut values = Vec::new();
+    if let Some(secrets) = secrets_of(port) {
+        secrets.collect(input, &mut values);
+        secrets.mask(input);
+    }
+    if let (Some(secrets), Some(settings)) = (secrets_of(crate::system::SETTINGS), settings) {
+        secrets.collect(settings, &mut values);
+    }
+    if values.is_empty() { err } else { err.redact(&values) }
+}
+
 /// `text` with every occurrence of a `secrets` value (and of its JSON-escaped form,
 /// as an error quoting a payload would show it) replaced by [`MASK`].
 ///

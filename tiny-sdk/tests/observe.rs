@@ -48,6 +48,35 @@ impl Vault {
     }
 }
 
+/// A vault whose failures go to its catch port.
+#[derive(Debug, Component, Default)]
+#[component(name = "guarded", settings = VaultSettings)]
+struct Guarded {
+    input: Input<VaultIn>,
+    #[port(catch)]
+    error: Output<ErrorMessage>,
+}
+
+impl Guarded {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: VaultIn) -> Result<Reply> {
+        let s = ctx.settings();
+        Err(Error::permanent(format!("`{}` is not `{}`", msg.password, s.password)))
+    }
+}
+
+/// Answers with its input.
+#[derive(Debug, Component, Default)]
+#[component(name = "answer")]
+struct Answer {
+    input: Input<Value>,
+}
+
+impl Answer {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
+        Reply::value(msg)
+    }
+}
+
 /// Fails transiently twice, then answers.
 #[derive(Debug, Component, Default)]
 #[component(name = "flaky")]
@@ -170,4 +199,30 @@ async fn observers_see_each_attempt_of_a_retried_edge() {
             ("a".to_owned(), 1, false),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_failure_caught_on_an_error_port_carries_no_secret_on() {
+    let seen = Arc::new(Seen::default());
+    let engine = Engine::builder()
+        .register::<Guarded>()
+        .register::<Answer>()
+        .observer(seen.clone())
+        .build();
+    let flow = FlowBuilder::new()
+        .node("g", "guarded")
+        .settings(json!({"user": "ada", "password": "hunter22-s"}))
+        .node("sink", "answer")
+        .edge("g:error", "sink:input", json!("{{$}}"))
+        .build();
+    load(&engine, flow).await;
+    let reply = engine
+        .send("g:input", json!({"password": "swordfish9-i"}))
+        .await
+        .expect("caught");
+    let caught = reply.into_value().expect("the error message");
+    assert_eq!(caught["context"], json!({"password": MASK}));
+    assert_eq!(caught["error"], format!("`{MASK}` is not `{MASK}`"));
+    let text = format!("{:?}", seen.all());
+    assert!(!text.contains("hunter22") && !text.contains("swordfish9"), "{text}");
 }
