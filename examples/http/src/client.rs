@@ -42,15 +42,20 @@ impl Default for ClientSettings {
     }
 }
 
-/// What `request` takes.
+/// What `request` takes. Fields left out keep their defaults (`GET`, 10 s,
+/// `application/json`), as Go decodes into the port's default.
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct ClientRequest {
     /// Message to be sent further.
     #[tiny(configurable, title = "Context")]
-    #[serde(default, skip_serializing_if = "Value::is_null")]
+    #[serde(skip_serializing_if = "Value::is_null")]
     pub context: Value,
-    #[tiny(title = "Method", enum("GET", "POST", "PATCH", "PUT", "DELETE"), col_span = "col-span-6")]
+    #[tiny(
+        title = "Method",
+        enum("GET", "POST", "PATCH", "PUT", "DELETE"),
+        col_span = "col-span-6"
+    )]
     pub method: String,
     /// Seconds; 0 fails at once.
     #[tiny(title = "Request Timeout", col_span = "col-span-6")]
@@ -59,22 +64,31 @@ pub struct ClientRequest {
     pub url: String,
     /// `Authorization: Bearer`; beats basic auth; an explicit header beats both.
     #[tiny(title = "Bearer Token", format = "password", secret)]
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub bearer_token: String,
     #[tiny(title = "Basic Auth User", col_span = "col-span-6")]
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub basic_auth_user: String,
     #[tiny(title = "Basic Auth Password", format = "password", col_span = "col-span-6", secret)]
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub basic_auth_password: String,
     #[tiny(title = "Headers")]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<Header>,
-    #[tiny(title = "Request Content Type", enum("application/json", "application/xml", "text/xml", "application/x-www-form-urlencoded", "multipart/form-data", "text/html", "text/plain"))]
-    #[serde(default)]
+    #[tiny(
+        title = "Request Content Type",
+        enum(
+            "application/json",
+            "application/xml",
+            "text/xml",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "text/html",
+            "text/plain"
+        )
+    )]
     pub content_type: String,
     #[tiny(title = "Request Body", format = "textarea")]
-    #[serde(default)]
     pub body: String,
 }
 
@@ -221,7 +235,12 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
         let http = build(req, &method, &uri, body.clone()).map_err(fail)?;
         let response = tokio::time::timeout_at(deadline, client.request(http))
             .await
-            .map_err(|_| fail(Error::transient(format!("{} {uri}: timed out after {timeout:?}", method))))?
+            .map_err(|_| {
+                fail(Error::transient(format!(
+                    "{} {uri}: timed out after {timeout:?}",
+                    method
+                )))
+            })?
             .map_err(|e| fail(Error::transient(format!("{} {uri}: {e}", method))))?;
         let status = response.status();
         if status.is_redirection()
@@ -256,7 +275,11 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
             body: String::from_utf8_lossy(&bytes).into_owned(),
         };
         if status.as_u16() >= 400 {
-            let text = if out.body.is_empty() { out.status.clone() } else { out.body.clone() };
+            let text = if out.body.is_empty() {
+                out.status.clone()
+            } else {
+                out.body.clone()
+            };
             let error = if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
                 Error::transient(text)
             } else {
@@ -269,7 +292,10 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
         }
         return Ok(out);
     }
-    Err(fail(Error::permanent(format!("{}: more than {MAX_REDIRECTS} redirects", req.url))))
+    Err(fail(Error::permanent(format!(
+        "{}: more than {MAX_REDIRECTS} redirects",
+        req.url
+    ))))
 }
 
 /// The request, with headers in Go's order: content type, then auth, then the
@@ -282,7 +308,8 @@ fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes) -> Result
     let mut set = |k: &str, v: &str| -> Result<()> {
         let name = header::HeaderName::from_bytes(canonical(k).as_bytes())
             .map_err(|_| Error::permanent(format!("invalid header name {k:?}")))?;
-        let value = header::HeaderValue::from_str(v).map_err(|_| Error::permanent(format!("invalid value for header {k:?}")))?;
+        let value = header::HeaderValue::from_str(v)
+            .map_err(|_| Error::permanent(format!("invalid value for header {k:?}")))?;
         headers.insert(name, value);
         Ok(())
     };

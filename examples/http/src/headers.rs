@@ -1,5 +1,4 @@
-//! What the server and the client share: headers as Go's `[{key, value}]` list, and
-//! the content types the editor offers.
+//! What the server and the client share: headers as Go's `[{key, value}]` list.
 
 use tiny_sdk::prelude::*;
 
@@ -12,23 +11,16 @@ pub struct Header {
     pub value: String,
 }
 
-/// Content types, as Go's `ContentType` enum offers them.
-pub const CONTENT_TYPES: [&str; 7] = [
-    "application/json",
-    "application/xml",
-    "text/xml",
-    "application/x-www-form-urlencoded",
-    "multipart/form-data",
-    "text/html",
-    "text/plain",
-];
-
 /// `content-type` -> `Content-Type`, Go's canonical MIME header form.
 pub fn canonical(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut upper = true;
     for c in name.chars() {
-        out.push(if upper { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() });
+        out.push(if upper {
+            c.to_ascii_uppercase()
+        } else {
+            c.to_ascii_lowercase()
+        });
         upper = c == '-';
     }
     out

@@ -18,7 +18,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
 use tiny_sdk::{PortShape, client::ExposePortRequest, flow::Node, message::Reply, prelude::*};
 
-use crate::headers::{CONTENT_TYPES, Header, to_list};
+use crate::headers::{Header, to_list};
 
 /// Settings, as Go's server.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
@@ -39,29 +39,27 @@ pub struct ServerSettings {
     pub max_body_size: i64,
 }
 
-/// What `start` takes: how to listen.
+/// What `start` takes: how to listen. Fields left out keep their defaults, as Go
+/// decodes into the port's default.
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Start {
     /// Start context: every request carries it.
     #[tiny(configurable, title = "Context")]
-    #[serde(default, skip_serializing_if = "Value::is_null")]
+    #[serde(skip_serializing_if = "Value::is_null")]
     pub context: Value,
     /// Use the cluster's automatic subdomain, if it has one.
     #[tiny(title = "Automatically generate hostname")]
-    #[serde(default)]
     pub auto_host_name: bool,
     /// Virtual hosts this server answers for (an Ingress rule each).
     #[tiny(title = "Hostnames")]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hostnames: Vec<String>,
     /// Seconds to read a request's headers; 0 or less: no limit.
     #[tiny(title = "Read Timeout")]
-    #[serde(default)]
     pub read_timeout: i64,
     /// Seconds the flow has to answer; then `504 Gateway Timeout`. 0 or less: no limit.
     #[tiny(title = "Write Timeout")]
-    #[serde(default)]
     pub write_timeout: i64,
 }
 
@@ -126,23 +124,31 @@ pub struct Request {
     pub pod_name: String,
 }
 
-/// The answer to an HTTP request.
+/// The answer to an HTTP request. Fields left out keep their defaults (status 200).
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Response {
     /// HTTP status code for response.
     #[tiny(title = "Status Code")]
-    #[serde(default)]
     pub status_code: u16,
     /// Content type of the response.
-    #[tiny(title = "Content Type", enum("application/json", "application/xml", "text/xml", "application/x-www-form-urlencoded", "multipart/form-data", "text/html", "text/plain"))]
-    #[serde(default)]
+    #[tiny(
+        title = "Content Type",
+        enum(
+            "application/json",
+            "application/xml",
+            "text/xml",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "text/html",
+            "text/plain"
+        )
+    )]
     pub content_type: String,
     #[tiny(title = "Response headers")]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<Header>,
     #[tiny(title = "Response body", format = "textarea")]
-    #[serde(default)]
     pub body: String,
 }
 
@@ -150,7 +156,7 @@ impl Default for Response {
     fn default() -> Self {
         Self {
             status_code: 200,
-            content_type: CONTENT_TYPES[0].to_owned(),
+            content_type: String::new(),
             headers: Vec::new(),
             body: String::new(),
         }
@@ -256,7 +262,13 @@ impl HttpServer {
             let status = self.status;
             ctx.detach(move |ctx| async move {
                 status
-                    .emit(&ctx, Status { is_running: false, ..Status::default() })
+                    .emit(
+                        &ctx,
+                        Status {
+                            is_running: false,
+                            ..Status::default()
+                        },
+                    )
                     .await
                     .map(drop)
             });
@@ -416,7 +428,10 @@ fn seconds(s: i64) -> Option<Duration> {
 }
 
 fn body_limit(settings: &ServerSettings) -> usize {
-    let mb = usize::try_from(settings.max_body_size).ok().filter(|m| *m > 0).unwrap_or(10);
+    let mb = usize::try_from(settings.max_body_size)
+        .ok()
+        .filter(|m| *m > 0)
+        .unwrap_or(10);
     mb.saturating_mul(1024 * 1024)
 }
 
@@ -438,7 +453,10 @@ impl Serving {
         let body = match Limited::new(body, self.limit).collect().await {
             Ok(b) => b.to_bytes(),
             Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-                return plain(StatusCode::PAYLOAD_TOO_LARGE, format!("request body over {} bytes", self.limit));
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body over {} bytes", self.limit),
+                );
             }
             Err(_) => return plain(StatusCode::BAD_REQUEST, "could not read request body".into()),
         };
@@ -463,10 +481,19 @@ impl Serving {
             },
             None => emit.await,
         };
-        let response = match reply.and_then(|r| if r.is_empty() { Ok(None) } else { r.decode::<Response>().map(Some) }) {
+        let response = match reply.and_then(|r| {
+            if r.is_empty() {
+                Ok(None)
+            } else {
+                r.decode::<Response>().map(Some)
+            }
+        }) {
             Ok(Some(r)) => r,
             Ok(None) => {
-                tracing::warn!(node = self.ctx.node_name(), "the flow answered nothing: wire an answer to `response`");
+                tracing::warn!(
+                    node = self.ctx.node_name(),
+                    "the flow answered nothing: wire an answer to `response`"
+                );
                 return json_status(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
             }
             Err(e) => {
@@ -512,7 +539,9 @@ fn to_message(
         context,
         path,
         path_segments,
-        request_uri: uri.path_and_query().map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
+        request_uri: uri
+            .path_and_query()
+            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
         request_params,
         host: header("host").unwrap_or_default(),
         method: parts.method.as_str().to_owned(),
@@ -552,7 +581,10 @@ fn to_http(r: Response) -> HttpResp<Body> {
         headers.insert(header::CONTENT_TYPE, ct);
     }
     if !headers.contains_key(header::CONTENT_TYPE) {
-        headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=UTF-8"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; charset=UTF-8"),
+        );
     }
     out
 }
@@ -560,8 +592,10 @@ fn to_http(r: Response) -> HttpResp<Body> {
 fn plain(status: StatusCode, text: String) -> HttpResp<Body> {
     let mut out = HttpResp::new(Full::new(Bytes::from(text)).boxed());
     *out.status_mut() = status;
-    out.headers_mut()
-        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/plain; charset=UTF-8"));
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=UTF-8"),
+    );
     out
 }
 
@@ -569,7 +603,9 @@ fn plain(status: StatusCode, text: String) -> HttpResp<Body> {
 fn json_status(status: StatusCode, message: &str) -> HttpResp<Body> {
     let mut out = HttpResp::new(Full::new(Bytes::from(json!({ "message": message }).to_string())).boxed());
     *out.status_mut() = status;
-    out.headers_mut()
-        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
     out
 }
