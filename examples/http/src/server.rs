@@ -413,7 +413,17 @@ async fn expose(ctx: &Ctx<HttpServer>, start: &Start, port: u16) -> Vec<String> 
         auto_hostname: auto,
         ..ExposePortRequest::default()
     };
-    match client.expose_port(req).await {
+    let mut result = client.expose_port(req.clone()).await;
+    if result.is_err() && req.auto_hostname.is_some() && req.hostnames.is_empty() {
+        // As Go: a cluster without automatic hostnames still gets the Service.
+        result = client
+            .expose_port(ExposePortRequest {
+                auto_hostname: None,
+                ..req
+            })
+            .await;
+    }
+    match result {
         Ok(urls) if !urls.is_empty() => urls,
         Ok(_) => local,
         Err(e) => {
