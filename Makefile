@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help run demo test lint fmt expand crds chart-rbac image helm-lint bench-flow bench-expr fuzz fuzz-smoke load ci
+.PHONY: help run demo test lint fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-expr fuzz fuzz-smoke load ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -50,6 +50,9 @@ helm-lint: ## lint and render both charts with Helm v4 (helm-python-sdk, install
 
 bench-flow: ## flow engine benchmark beside Node-RED, with ratios
 	$(CARGO) bench -p tiny-sdk --bench flow -- --peer
+
+bench-http: ## http_server flow vs a bare hyper server vs Node-RED (http in -> http response), with ratios; needs Node.js and npm
+	$(CARGO) bench -p tiny-example-http --bench http -- --peer
 
 bench-expr: ## expression evaluation micro-benchmark
 	$(CARGO) run --release -p tiny-expr --example bench

@@ -13,4 +13,5 @@ if [ ! -d node_modules/node-red ] || [ "$want" != "$have" ]; then
     npm ci --silent --no-audit --no-fund --ignore-scripts >&2
     echo "$want" > "$stamp"
 fi
-exec node run.js "$@"
+# BENCH_SCRIPT picks another entry point (serve-http.js for `make bench-http`).
+exec node "${BENCH_SCRIPT:-run.js}" "$@"

@@ -343,6 +343,24 @@ impl<C: Component> Ctx<C> {
         });
     }
 
+    /// A copy of this context whose hop has its own cancellation, under this one's:
+    /// what a piece of work gives each request it serves, so that abandoning one (a
+    /// timeout, a client that went away) stops that request's chain and nothing else.
+    /// Cancel the returned token, or drop its `drop_guard()`, to abandon it.
+    pub fn scoped(&self) -> (Ctx<C>, CancellationToken) {
+        let cancel = self.hop.cancel.child_token();
+        let ctx = Ctx {
+            node: self.node.clone(),
+            settings: self.settings.clone(),
+            hop: Hop {
+                depth: self.hop.depth,
+                cancel: cancel.clone(),
+                leader: self.hop.leader,
+            },
+        };
+        (ctx, cancel)
+    }
+
     /// Stops the node's work called `name`; `true` if it was running.
     pub fn stop_work(&self, name: &str) -> bool {
         self.node.work.stop(name)

@@ -1,0 +1,345 @@
+//! `http_request`: the HTTP client component.
+
+use std::{sync::OnceLock, time::Duration};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::{Method, Request as HttpReq, StatusCode, Uri, header};
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use serde_json::Value;
+use tiny_sdk::prelude::*;
+
+use crate::headers::{Header, canonical, to_list};
+
+/// Settings, as Go's client.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientSettings {
+    /// On a failure, and on a response with status 400 or above, emit on Error
+    /// instead of failing the message.
+    #[tiny(title = "Enable Error Port")]
+    #[serde(default)]
+    pub enable_error_port: bool,
+    /// A larger response body fails the request.
+    #[tiny(title = "Max Response Bytes")]
+    #[serde(default = "default_max")]
+    pub max_response_bytes: i64,
+}
+
+fn default_max() -> i64 {
+    10 * 1024 * 1024
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        Self {
+            enable_error_port: false,
+            max_response_bytes: default_max(),
+        }
+    }
+}
+
+/// What `request` takes. Fields left out keep their defaults (`GET`, 10 s,
+/// `application/json`), as Go decodes into the port's default.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClientRequest {
+    /// Message to be sent further.
+    #[tiny(configurable, title = "Context")]
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub context: Value,
+    #[tiny(
+        title = "Method",
+        enum("GET", "POST", "PATCH", "PUT", "DELETE"),
+        col_span = "col-span-6"
+    )]
+    pub method: String,
+    /// Seconds; 0 fails at once.
+    #[tiny(title = "Request Timeout", col_span = "col-span-6")]
+    pub timeout: i64,
+    #[tiny(title = "URL", format = "uri")]
+    pub url: String,
+    /// `Authorization: Bearer`; beats basic auth; an explicit header beats both.
+    #[tiny(title = "Bearer Token", format = "password", secret)]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub bearer_token: String,
+    #[tiny(title = "Basic Auth User", col_span = "col-span-6")]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub basic_auth_user: String,
+    #[tiny(title = "Basic Auth Password", format = "password", col_span = "col-span-6", secret)]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub basic_auth_password: String,
+    #[tiny(title = "Headers")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<Header>,
+    #[tiny(
+        title = "Request Content Type",
+        enum(
+            "application/json",
+            "application/xml",
+            "text/xml",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "text/html",
+            "text/plain"
+        )
+    )]
+    pub content_type: String,
+    #[tiny(title = "Request Body", format = "textarea")]
+    pub body: String,
+}
+
+impl Default for ClientRequest {
+    fn default() -> Self {
+        Self {
+            context: Value::Null,
+            method: "GET".into(),
+            timeout: 10,
+            url: String::new(),
+            bearer_token: String::new(),
+            basic_auth_user: String::new(),
+            basic_auth_password: String::new(),
+            headers: Vec::new(),
+            content_type: "application/json".into(),
+            body: String::new(),
+        }
+    }
+}
+
+/// The HTTP response.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+pub struct HttpResponse {
+    #[tiny(title = "Headers")]
+    #[serde(default)]
+    pub headers: Vec<Header>,
+    /// e.g. `200 OK`.
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub status_code: u16,
+    #[tiny(title = "Body")]
+    #[serde(default)]
+    pub body: String,
+}
+
+/// What `response` sends.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct ClientResponse {
+    /// Message to be sent further.
+    #[tiny(configurable, title = "Context")]
+    #[serde(default)]
+    pub context: Value,
+    /// HTTP Response.
+    #[tiny(title = "Response")]
+    pub response: HttpResponse,
+}
+
+/// What `error` sends.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct ClientError {
+    #[tiny(configurable, title = "Context")]
+    #[serde(default)]
+    pub context: Value,
+    pub error: String,
+    /// True for network failures, 429 and 5xx; false for other 4xx.
+    pub retryable: bool,
+    #[serde(default)]
+    pub response: HttpResponse,
+}
+
+/// HTTP client: sends the request, waits for the answer; a status below 400 goes on
+/// Response, a failure or a status of 400 and above fails the message (retryable for
+/// network failures, 429 and 5xx) or, with the error port on, goes to Error.
+#[derive(Component, Default, Debug)]
+#[component(name = "http_request", description = "HTTP Client", tags("HTTP", "Client"), settings = ClientSettings)]
+pub struct HttpRequest {
+    #[port(position = Left)]
+    request: Input<ClientRequest>,
+    #[port(position = Right)]
+    response: Output<ClientResponse>,
+    #[port(position = Bottom, enabled_by = enable_error_port)]
+    error: Output<ClientError>,
+}
+
+type Https = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// One connection pool for the module (keep-alive across messages and nodes).
+fn client() -> std::result::Result<&'static Client<Https, Full<Bytes>>, Error> {
+    static CLIENT: OnceLock<std::result::Result<Client<Https, Full<Bytes>>, String>> = OnceLock::new();
+    let made = CLIENT.get_or_init(|| {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+            .map_err(|e| format!("TLS setup: {e}"))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(Client::builder(TokioExecutor::new()).build(https))
+    });
+    made.as_ref().map_err(|e| Error::permanent(e.clone()))
+}
+
+/// A failed request: what went wrong, whether a retry may help, the response if any.
+struct Failure {
+    error: Error,
+    response: HttpResponse,
+}
+
+impl HttpRequest {
+    async fn on_request(&self, ctx: &Ctx<Self>, req: ClientRequest) -> Result<Reply> {
+        let context = req.context.clone();
+        match send(&req, ctx.settings()).await {
+            Ok(response) => self.response.emit(ctx, ClientResponse { context, response }).await,
+            Err(f) if ctx.settings().enable_error_port => {
+                let msg = ClientError {
+                    context,
+                    error: f.error.message().to_owned(),
+                    retryable: f.error.kind() == tiny_sdk::ErrorKind::Transient,
+                    response: f.response,
+                };
+                self.error.emit(ctx, msg).await
+            }
+            Err(f) => Err(f.error),
+        }
+    }
+}
+
+/// Redirects followed, as Go's client does.
+const MAX_REDIRECTS: usize = 10;
+
+async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Result<HttpResponse, Failure> {
+    let fail = |error: Error| Failure {
+        error,
+        response: HttpResponse::default(),
+    };
+    let timeout = Duration::from_secs(u64::try_from(req.timeout).unwrap_or(0));
+    let method = Method::from_bytes(req.method.to_uppercase().as_bytes())
+        .map_err(|_| fail(Error::permanent(format!("invalid method {:?}", req.method))))?;
+    let mut uri: Uri = req
+        .url
+        .parse()
+        .map_err(|e| fail(Error::permanent(format!("invalid URL {:?}: {e}", req.url))))?;
+    let limit = usize::try_from(settings.max_response_bytes)
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or(10 * 1024 * 1024);
+    let client = client().map_err(fail)?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut method = method;
+    let mut body = Bytes::from(req.body.clone());
+    for _ in 0..=MAX_REDIRECTS {
+        let http = build(req, &method, &uri, body.clone()).map_err(fail)?;
+        let response = tokio::time::timeout_at(deadline, client.request(http))
+            .await
+            .map_err(|_| {
+                fail(Error::transient(format!(
+                    "{} {uri}: timed out after {timeout:?}",
+                    method
+                )))
+            })?
+            .map_err(|e| fail(Error::transient(format!("{} {uri}: {e}", method))))?;
+        let status = response.status();
+        if status.is_redirection()
+            && let Some(next) = location(&uri, response.headers())
+        {
+            if status == StatusCode::SEE_OTHER
+                || ((status == StatusCode::MOVED_PERMANENTLY || status == StatusCode::FOUND) && method == Method::POST)
+            {
+                method = Method::GET;
+                body = Bytes::new();
+            }
+            uri = next;
+            continue;
+        }
+        let headers = to_list(response.headers());
+        let collected = tokio::time::timeout_at(deadline, Limited::new(response.into_body(), limit).collect())
+            .await
+            .map_err(|_| fail(Error::transient(format!("{method} {uri}: timed out reading the body"))))?;
+        let bytes = match collected {
+            Ok(b) => b.to_bytes(),
+            Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                return Err(fail(Error::permanent(format!(
+                    "response body exceeds the {limit} byte cap (maxResponseBytes setting)"
+                ))));
+            }
+            Err(e) => return Err(fail(Error::transient(format!("{method} {uri}: reading the body: {e}")))),
+        };
+        let out = HttpResponse {
+            headers,
+            status: format!("{} {}", status.as_u16(), status.canonical_reason().unwrap_or_default()),
+            status_code: status.as_u16(),
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        if status.as_u16() >= 400 {
+            let text = if out.body.is_empty() {
+                out.status.clone()
+            } else {
+                out.body.clone()
+            };
+            let error = if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+                Error::transient(text)
+            } else {
+                Error::permanent(text)
+            };
+            return Err(Failure {
+                error: error.with_code(status.as_str()),
+                response: out,
+            });
+        }
+        return Ok(out);
+    }
+    Err(fail(Error::permanent(format!(
+        "{}: more than {MAX_REDIRECTS} redirects",
+        req.url
+    ))))
+}
+
+/// The request, with headers in Go's order: content type, then auth, then the
+/// request's own headers (which win).
+fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes) -> Result<HttpReq<Full<Bytes>>> {
+    let mut http = HttpReq::builder().method(method.clone()).uri(uri.clone());
+    let headers = http
+        .headers_mut()
+        .ok_or_else(|| Error::permanent(format!("invalid request to {uri}")))?;
+    let mut set = |k: &str, v: &str| -> Result<()> {
+        let name = header::HeaderName::from_bytes(canonical(k).as_bytes())
+            .map_err(|_| Error::permanent(format!("invalid header name {k:?}")))?;
+        let value = header::HeaderValue::from_str(v)
+            .map_err(|_| Error::permanent(format!("invalid value for header {k:?}")))?;
+        headers.insert(name, value);
+        Ok(())
+    };
+    if !req.content_type.is_empty() {
+        set("Content-Type", &req.content_type)?;
+    }
+    if !req.bearer_token.is_empty() {
+        set("Authorization", &format!("Bearer {}", req.bearer_token))?;
+    } else if !req.basic_auth_user.is_empty() || !req.basic_auth_password.is_empty() {
+        use base64::Engine as _;
+        let pair = format!("{}:{}", req.basic_auth_user, req.basic_auth_password);
+        set(
+            "Authorization",
+            &format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair)),
+        )?;
+    }
+    for h in &req.headers {
+        set(&h.key, &h.value)?;
+    }
+    http.body(Full::new(body))
+        .map_err(|e| Error::permanent(format!("invalid request to {uri}: {e}")))
+}
+
+/// Where a redirect points, resolved against `base`.
+fn location(base: &Uri, headers: &hyper::HeaderMap) -> Option<Uri> {
+    let loc = headers.get(header::LOCATION)?.to_str().ok()?;
+    if loc.contains("://") {
+        return loc.parse().ok();
+    }
+    let mut parts = base.clone().into_parts();
+    parts.path_and_query = Some(loc.parse().ok()?);
+    Uri::from_parts(parts).ok()
+}

@@ -1,0 +1,621 @@
+//! `http_server`: a flow that answers HTTP requests.
+//!
+//! A message on `start` opens the listener (node work, on every replica that runs the
+//! node, as Go's does: the Service spreads requests over them). Each HTTP request is
+//! emitted on `request` and waits: the answer is what comes back up the chain,
+//! typically from a node wired back into this server's `response` port, whose handler
+//! returns the response. No request ids: the blocking emit is the correlation.
+//!
+//! State (`_state/start`, `_state/port`) keeps the start message and the port, so a
+//! restarted module, or another replica, listens again on the same port.
+
+use std::{collections::BTreeMap, convert::Infallible, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full, Limited, combinators::BoxBody};
+use hyper::{Request as HttpReq, Response as HttpResp, StatusCode, body::Incoming, header, service::service_fn};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::{Value, json};
+use tiny_sdk::{PortShape, client::ExposePortRequest, flow::Node, message::Reply, prelude::*};
+
+use crate::headers::{Header, to_list};
+
+/// Settings, as Go's server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerSettings {
+    /// The status port tells when the server goes up or down.
+    #[tiny(title = "Enable status port")]
+    #[serde(default)]
+    pub enable_status_port: bool,
+    /// The stop port stops the running server on any message.
+    #[tiny(title = "Enable stop port")]
+    #[serde(default)]
+    pub enable_stop_port: bool,
+    /// The largest request body, in MB; 0 means 10 MB. A larger body is answered with
+    /// `413 Payload Too Large`.
+    #[tiny(title = "Max Body Size (MB)")]
+    #[serde(default)]
+    pub max_body_size: i64,
+}
+
+/// What `start` takes: how to listen. Fields left out keep their defaults, as Go
+/// decodes into the port's default.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Start {
+    /// Start context: every request carries it.
+    #[tiny(configurable, title = "Context")]
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub context: Value,
+    /// Use the cluster's automatic subdomain, if it has one.
+    #[tiny(title = "Automatically generate hostname")]
+    pub auto_host_name: bool,
+    /// Virtual hosts this server answers for (an Ingress rule each).
+    #[tiny(title = "Hostnames")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hostnames: Vec<String>,
+    /// Seconds to read a request's headers; 0 or less: no limit.
+    #[tiny(title = "Read Timeout")]
+    pub read_timeout: i64,
+    /// Seconds the flow has to answer; then `504 Gateway Timeout`. 0 or less: no limit.
+    #[tiny(title = "Write Timeout")]
+    pub write_timeout: i64,
+}
+
+impl Default for Start {
+    fn default() -> Self {
+        Self {
+            context: Value::Null,
+            auto_host_name: true,
+            hostnames: Vec::new(),
+            read_timeout: 60,
+            write_timeout: 10,
+        }
+    }
+}
+
+/// What `stop` takes: anything.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Stop {
+    /// Ignored: any message stops the server.
+    #[tiny(configurable, title = "Context")]
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub context: Value,
+}
+
+/// One HTTP request, as the flow sees it (Go's fields).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+pub struct Request {
+    /// The start message's context.
+    #[serde(default)]
+    pub context: Value,
+    /// The path without the query string, percent-decoded: route on this.
+    #[tiny(title = "Path")]
+    pub path: String,
+    /// The path split on `/`, empty parts dropped.
+    #[tiny(title = "Path Segments")]
+    #[serde(default)]
+    pub path_segments: Vec<String>,
+    /// The request target with its query string.
+    #[tiny(title = "Request URI")]
+    #[serde(rename = "requestURI")]
+    pub request_uri: String,
+    /// The query string: each name with its values.
+    #[serde(default)]
+    pub request_params: BTreeMap<String, Vec<String>>,
+    pub host: String,
+    #[tiny(title = "Method", enum("GET", "POST", "PATCH", "PUT", "DELETE"))]
+    pub method: String,
+    /// The client: the first `X-Forwarded-For`, else `X-Real-Ip`, else the peer.
+    #[serde(rename = "realIP")]
+    pub real_ip: String,
+    /// Every header, sorted by name, one entry per value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<Header>,
+    /// The body as text.
+    #[serde(default)]
+    pub body: String,
+    pub scheme: String,
+    /// The pod that took the request.
+    #[tiny(title = "Pod Name")]
+    #[serde(default)]
+    pub pod_name: String,
+}
+
+/// The answer to an HTTP request. Fields left out keep their defaults (status 200).
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Response {
+    /// HTTP status code for response.
+    #[tiny(title = "Status Code")]
+    pub status_code: u16,
+    /// Content type of the response.
+    #[tiny(
+        title = "Content Type",
+        enum(
+            "application/json",
+            "application/xml",
+            "text/xml",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "text/html",
+            "text/plain"
+        )
+    )]
+    pub content_type: String,
+    #[tiny(title = "Response headers")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<Header>,
+    #[tiny(title = "Response body", format = "textarea")]
+    pub body: String,
+}
+
+impl Default for Response {
+    fn default() -> Self {
+        Self {
+            status_code: 200,
+            content_type: String::new(),
+            headers: Vec::new(),
+            body: String::new(),
+        }
+    }
+}
+
+/// The dashboard: running or not, and where.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+pub struct Control {
+    #[tiny(title = "Status", readonly)]
+    pub status: String,
+    #[tiny(title = "Listen Address", readonly)]
+    #[serde(default)]
+    pub listen_addr: Vec<String>,
+}
+
+/// What `status` sends when the server goes up or down.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    #[tiny(title = "Context")]
+    #[serde(default)]
+    pub context: Value,
+    #[tiny(title = "Listen Address")]
+    #[serde(default)]
+    pub listen_addr: Vec<String>,
+    #[tiny(title = "Is running")]
+    pub is_running: bool,
+}
+
+/// HTTP server: listens once a message reaches Start; emits each request on Request
+/// and answers with what the flow returns (wire the answer back to Response).
+#[derive(Component, Default, Debug)]
+#[component(name = "http_server", description = "HTTP Server", tags("HTTP", "Server"), settings = ServerSettings, control = Control, hooks)]
+pub struct HttpServer {
+    /// Each HTTP request; the flow's answer is the HTTP response.
+    #[port(position = Right)]
+    request: Output<Request, Response>,
+    /// Wire the flow's answer here: it becomes the HTTP response.
+    #[port(position = Right)]
+    response: Input<Response>,
+    /// Opens the listener.
+    #[port(position = Left)]
+    start: Input<Start>,
+    /// Closes the listener (while the settings enable it).
+    #[port(position = Left, enabled_by = enable_stop_port)]
+    stop: Input<Stop>,
+    /// Up and down, while the settings enable it.
+    #[port(position = Bottom, enabled_by = enable_status_port)]
+    status: Output<Status>,
+    /// Where the running server is reachable, for the view.
+    listening: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+const START: &str = "start";
+const PORT: &str = "port";
+const WORK: &str = "server";
+
+impl HttpServer {
+    async fn on_response(&self, _: &Ctx<Self>, response: Response) -> Result<Reply> {
+        // The handler's value is the answer: it travels back up to the request's emit.
+        Ok(Reply::msg(tiny_sdk::Msg::new(response)))
+    }
+
+    async fn on_start(&self, ctx: &Ctx<Self>, start: Start) -> Result<()> {
+        ctx.state().set(START, &start).await?;
+        // A running server keeps its socket; later requests carry the new context.
+        if !ctx.work_running(WORK) {
+            self.listen(ctx);
+        }
+        Ok(())
+    }
+
+    async fn on_stop(&self, ctx: &Ctx<Self>, _: Stop) -> Result<()> {
+        ctx.state().delete(START).await?;
+        if ctx.work_running(WORK) {
+            ctx.stop_work(WORK);
+            self.went_down(ctx);
+        }
+        Ok(())
+    }
+
+    fn show(&self, ctx: &Ctx<Self>) {
+        let running = ctx.work_running(WORK);
+        let listen_addr = if running { self.addresses() } else { Vec::new() };
+        ctx.show_control(&Control {
+            status: if running { "Running" } else { "Not running" }.into(),
+            listen_addr,
+        });
+    }
+
+    fn addresses(&self) -> Vec<String> {
+        self.listening.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    fn went_down(&self, ctx: &Ctx<Self>) {
+        if let Ok(mut l) = self.listening.lock() {
+            l.clear();
+        }
+        self.show(ctx);
+        if ctx.settings().enable_status_port {
+            let status = self.status;
+            ctx.detach(move |ctx| async move {
+                status
+                    .emit(
+                        &ctx,
+                        Status {
+                            is_running: false,
+                            ..Status::default()
+                        },
+                    )
+                    .await
+                    .map(drop)
+            });
+        }
+    }
+
+    /// Starts the listener as node work.
+    fn listen(&self, ctx: &Ctx<Self>) {
+        let (request, status, listening) = (self.request, self.status, self.listening.clone());
+        ctx.spawn(WORK, move |ctx| async move {
+            let result = serve(&ctx, request, status, &listening).await;
+            if let Ok(mut l) = listening.lock() {
+                l.clear();
+            }
+            ctx.show_control(&Control {
+                status: match &result {
+                    Ok(()) => "Not running".into(),
+                    Err(e) => format!("Not running: {e}"),
+                },
+                listen_addr: Vec::new(),
+            });
+            result
+        });
+        self.show(ctx);
+    }
+}
+
+impl Hooks for HttpServer {
+    async fn on_reconcile(&self, ctx: &Ctx<Self>, _: &Node) -> Result<()> {
+        // A restarted module, or another replica, listens again on the saved port.
+        if ctx.state().get::<Start>(START)?.is_some() && !ctx.work_running(WORK) {
+            self.listen(ctx);
+        } else if ctx.state().get::<Start>(START)?.is_none() && ctx.work_running(WORK) {
+            // Stopped on another replica.
+            ctx.stop_work(WORK);
+            self.went_down(ctx);
+        } else {
+            self.show(ctx);
+        }
+        Ok(())
+    }
+
+    async fn on_destroy(&self, ctx: &Ctx<Self>) -> Result<()> {
+        ctx.stop_work(WORK);
+        Ok(())
+    }
+
+    fn shape_port(&self, _: &ServerSettings, port: &mut PortShape) {
+        if port.name == tiny_sdk::system::CONTROL {
+            port.label = "Dashboard".into();
+        }
+    }
+}
+
+/// The listener's life: bind (on the saved port), expose, serve until stopped.
+async fn serve(
+    ctx: &Ctx<HttpServer>,
+    request: Output<Request, Response>,
+    status: Output<Status>,
+    listening: &std::sync::Mutex<Vec<String>>,
+) -> Result<()> {
+    let start: Start = ctx.state().get(START)?.unwrap_or_default();
+    let saved: u16 = ctx.state().get(PORT)?.unwrap_or(0);
+    let listener = tokio::net::TcpListener::bind(("0.0.0.0", saved))
+        .await
+        .map_err(|e| Error::transient(format!("cannot listen on port {saved}: {e}")))?;
+    let port = listener.local_addr()?.port();
+    if port != saved {
+        ctx.state().set(PORT, &port).await?;
+    }
+    let addresses = expose(ctx, &start, port).await;
+    if let Ok(mut l) = listening.lock() {
+        *l = addresses.clone();
+    }
+    ctx.show_control(&Control {
+        status: "Running".into(),
+        listen_addr: addresses.clone(),
+    });
+    if ctx.settings().enable_status_port {
+        let up = Status {
+            context: start.context.clone(),
+            listen_addr: addresses,
+            is_running: true,
+        };
+        ctx.detach(move |ctx| async move { status.emit(&ctx, up).await.map(drop) });
+    }
+    tracing::info!(node = ctx.node_name(), port, "http_server listening");
+    let serving = Arc::new(Serving {
+        ctx: ctx.clone(),
+        request,
+        limit: body_limit(ctx.settings()),
+        write_timeout: seconds(start.write_timeout),
+        pod: std::env::var("HOSTNAME").unwrap_or_default(),
+    });
+    let read_timeout = seconds(start.read_timeout);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::debug!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            () = ctx.cancelled() => return Ok(()),
+        };
+        let _ = stream.set_nodelay(true);
+        let serving = serving.clone();
+        let stop = ctx.hop().cancel.clone();
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new());
+            if let Some(t) = read_timeout {
+                http.header_read_timeout(t);
+            }
+            let service = service_fn(move |req| {
+                let serving = serving.clone();
+                async move { Ok::<_, Infallible>(serving.answer(req, peer).await) }
+            });
+            let conn = http.serve_connection(TokioIo::new(stream), service);
+            // Connections end with the listener's work.
+            tokio::select! {
+                _ = conn => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// Exposes `port` through the resource manager; without one, or when it fails, the
+/// server is reachable on the pod only, as Go reports it.
+async fn expose(ctx: &Ctx<HttpServer>, start: &Start, port: u16) -> Vec<String> {
+    let local = vec![format!("http://localhost:{port}")];
+    let Some(client) = ctx.client() else {
+        return local;
+    };
+    let auto = (start.auto_host_name || start.hostnames.is_empty())
+        .then(|| ctx.node_name().rsplit('.').next().unwrap_or_default().to_owned());
+    let req = ExposePortRequest {
+        port,
+        hostnames: start.hostnames.clone(),
+        auto_hostname: auto,
+        ..ExposePortRequest::default()
+    };
+    let mut result = client.expose_port(req.clone()).await;
+    if result.is_err() && req.auto_hostname.is_some() && req.hostnames.is_empty() {
+        // As Go: a cluster without automatic hostnames still gets the Service.
+        result = client
+            .expose_port(ExposePortRequest {
+                auto_hostname: None,
+                ..req
+            })
+            .await;
+    }
+    match result {
+        Ok(urls) if !urls.is_empty() => urls,
+        Ok(_) => local,
+        Err(e) => {
+            tracing::warn!(node = ctx.node_name(), port, error = %e, "could not expose the port; reachable on the pod only");
+            local
+        }
+    }
+}
+
+fn seconds(s: i64) -> Option<Duration> {
+    u64::try_from(s).ok().filter(|s| *s > 0).map(Duration::from_secs)
+}
+
+fn body_limit(settings: &ServerSettings) -> usize {
+    let mb = usize::try_from(settings.max_body_size)
+        .ok()
+        .filter(|m| *m > 0)
+        .unwrap_or(10);
+    mb.saturating_mul(1024 * 1024)
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// What every connection of one listener shares.
+struct Serving {
+    ctx: Ctx<HttpServer>,
+    request: Output<Request, Response>,
+    limit: usize,
+    write_timeout: Option<Duration>,
+    pod: String,
+}
+
+impl Serving {
+    /// One HTTP request through the flow.
+    async fn answer(&self, req: HttpReq<Incoming>, peer: std::net::SocketAddr) -> HttpResp<Body> {
+        let (parts, body) = req.into_parts();
+        let body = match Limited::new(body, self.limit).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body over {} bytes", self.limit),
+                );
+            }
+            Err(_) => return plain(StatusCode::BAD_REQUEST, "could not read request body".into()),
+        };
+        let context = self
+            .ctx
+            .state()
+            .get::<Start>(START)
+            .ok()
+            .flatten()
+            .map(|s| s.context)
+            .unwrap_or_default();
+        let msg = to_message(&parts, &body, peer, context, &self.pod);
+        // Each request its own cancellation: a timeout or a client that went away
+        // stops this chain (in this module and across gRPC), nothing else.
+        let (ctx, cancel) = self.ctx.scoped();
+        let _abandon = cancel.drop_guard();
+        let emit = self.request.emit(&ctx, msg);
+        let reply = match self.write_timeout {
+            Some(t) => match tokio::time::timeout(t, emit).await {
+                Ok(r) => r,
+                Err(_) => return json_status(StatusCode::GATEWAY_TIMEOUT, "Gateway Timeout"),
+            },
+            None => emit.await,
+        };
+        let response = match reply.and_then(|r| {
+            if r.is_empty() {
+                Ok(None)
+            } else {
+                r.decode::<Response>().map(Some)
+            }
+        }) {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                tracing::warn!(
+                    node = self.ctx.node_name(),
+                    "the flow answered nothing: wire an answer to `response`"
+                );
+                return json_status(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+            }
+            Err(e) => {
+                tracing::warn!(node = self.ctx.node_name(), error = %e, "the flow failed the request");
+                return json_status(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+            }
+        };
+        to_http(response)
+    }
+}
+
+/// The flow's message for a request.
+fn to_message(
+    parts: &hyper::http::request::Parts,
+    body: &Bytes,
+    peer: std::net::SocketAddr,
+    context: Value,
+    pod: &str,
+) -> Request {
+    let uri = &parts.uri;
+    let path = percent_encoding::percent_decode_str(uri.path())
+        .decode_utf8_lossy()
+        .into_owned();
+    let path_segments = path.split('/').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    let mut request_params: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (k, v) in form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()) {
+        request_params.entry(k.into_owned()).or_default().push(v.into_owned());
+    }
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let real_ip = header("x-forwarded-for")
+        .and_then(|v| v.split(',').next().map(|s| s.trim().to_owned()))
+        .or_else(|| header("x-real-ip"))
+        .unwrap_or_else(|| peer.ip().to_string());
+    let scheme = header("x-forwarded-proto")
+        .or_else(|| header("x-forwarded-protocol"))
+        .or_else(|| (header("x-forwarded-ssl").as_deref() == Some("on")).then(|| "https".to_owned()))
+        .or_else(|| header("x-url-scheme"))
+        .unwrap_or_else(|| "http".to_owned());
+    let mut headers = to_list(&parts.headers);
+    // As Go: the host has its own field.
+    headers.retain(|h| h.key != "Host");
+    Request {
+        context,
+        path,
+        path_segments,
+        request_uri: uri
+            .path_and_query()
+            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
+        request_params,
+        host: header("host").unwrap_or_default(),
+        method: parts.method.as_str().to_owned(),
+        real_ip,
+        headers,
+        body: String::from_utf8_lossy(body).into_owned(),
+        scheme,
+        pod_name: pod.to_owned(),
+    }
+}
+
+/// The flow's answer as HTTP: headers set (the last value of a repeated name wins),
+/// `contentType` over any `Content-Type` header, status 0 read as 200.
+fn to_http(r: Response) -> HttpResp<Body> {
+    let code = if r.status_code == 0 { 200 } else { r.status_code };
+    let Ok(status) = StatusCode::from_u16(code) else {
+        tracing::warn!(code, "the flow answered an invalid status code");
+        return json_status(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+    };
+    let mut out = HttpResp::new(Full::new(Bytes::from(r.body)).boxed());
+    *out.status_mut() = status;
+    let headers = out.headers_mut();
+    for h in &r.headers {
+        match (
+            header::HeaderName::from_bytes(h.key.as_bytes()),
+            header::HeaderValue::from_str(&h.value),
+        ) {
+            (Ok(k), Ok(v)) => {
+                headers.insert(k, v);
+            }
+            _ => tracing::debug!(key = %h.key, "skipped a response header that HTTP cannot carry"),
+        }
+    }
+    if let Ok(ct) = header::HeaderValue::from_str(&r.content_type)
+        && !r.content_type.is_empty()
+    {
+        headers.insert(header::CONTENT_TYPE, ct);
+    }
+    if !headers.contains_key(header::CONTENT_TYPE) {
+        headers.insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; charset=UTF-8"),
+        );
+    }
+    out
+}
+
+fn plain(status: StatusCode, text: String) -> HttpResp<Body> {
+    let mut out = HttpResp::new(Full::new(Bytes::from(text)).boxed());
+    *out.status_mut() = status;
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=UTF-8"),
+    );
+    out
+}
+
+/// Go's (echo's) error body: `{"message": "..."}`.
+fn json_status(status: StatusCode, message: &str) -> HttpResp<Body> {
+    let mut out = HttpResp::new(Full::new(Bytes::from(json!({ "message": message }).to_string())).boxed());
+    *out.status_mut() = status;
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    out
+}

@@ -1,0 +1,369 @@
+//! The http module on a real control plane, as its README's first example: an HTTP
+//! request travels a flow that crosses into the common module (its router) and back,
+//! and the flow's answer is the HTTP response. The flow is applied as the Go editor
+//! writes it: Go's port names, configurations as base64 of JSON.
+
+use std::{
+    io::{BufRead as _, BufReader},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use base64::{Engine as _, engine::general_purpose::STANDARD};
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use k8s_openapi::api::core::v1::Service;
+use kube::{
+    Api, Client as Kube,
+    api::{DeleteParams, ListParams, PostParams},
+};
+use serde_json::{Value, json};
+use tiny_runtime::{
+    config::ModuleConfig,
+    crd::{TinyNode, TinySignal, TinySignalSpec},
+    grpc::Grpc,
+    runtime::{Options, Runtime},
+};
+use tiny_sdk::flow::RawJson;
+use tiny_testenv::TestEnv;
+
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
+const NS: &str = "web";
+const SERVER: &str = "web.http-module-v0.http-server-1";
+const CLIENT: &str = "web.http-module-v0.http-request-1";
+const ROUTER: &str = "web.common-module-v0.router-1";
+const DELAY: &str = "web.common-module-v0.delay-1";
+const DEBUG: &str = "web.common-module-v0.debug-1";
+
+async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn b64(v: &Value) -> String {
+    STANDARD.encode(serde_json::to_vec(v).expect("json"))
+}
+
+/// A port configuration entry: `from` (empty for the node's own) and base64 JSON.
+fn port(port: &str, from: &str, config: &Value) -> Value {
+    json!({"port": port, "from": from, "configuration": b64(config)})
+}
+
+fn node(name: &str, component: &str, ports: Vec<Value>, edges: Vec<Value>) -> TinyNode {
+    let module = name.split('.').nth(1).expect("module segment");
+    serde_json::from_value(json!({
+        "apiVersion": "operator.tinysystems.io/v1alpha1",
+        "kind": "TinyNode",
+        "metadata": {"name": name, "labels": {"tinysystems.io/flow-name": "web"}},
+        "spec": {"module": module, "component": component, "ports": ports, "edges": edges},
+    }))
+    .expect("a TinyNode")
+}
+
+/// The flow: server.request → router (common module) → server.response; the route
+/// `slow` goes to a delay that answers too late; a client calls the server.
+fn flow() -> Vec<TinyNode> {
+    let server = node(
+        SERVER,
+        "http_server",
+        vec![
+            port("_settings", "", &json!({"enableStopPort": true, "enableStatusPort": false, "maxBodySize": 1})),
+            port(
+                "response",
+                &format!("{ROUTER}:out_ok"),
+                &json!({
+                    "statusCode": "{{$.context.path == '/teapot' ? 418 : 200}}",
+                    "contentType": "text/plain",
+                    "headers": [{"key": "X-Echo-Path", "value": "{{$.context.path}}"}],
+                    "body": "{{$.context.body}}"
+                }),
+            ),
+        ],
+        vec![json!({"id": "to-router", "port": "request", "to": format!("{ROUTER}:input")})],
+    );
+    let router = node(
+        ROUTER,
+        "router",
+        vec![
+            port("_settings", "", &json!({"routes": ["OK", "SLOW"], "enableDefaultPort": false})),
+            port(
+                "input",
+                &format!("{SERVER}:request"),
+                &json!({"context": "{{$}}", "conditions": [
+                    {"route": "SLOW", "condition": "{{$.path == '/slow'}}"},
+                    {"route": "OK", "condition": true}
+                ]}),
+            ),
+        ],
+        vec![
+            json!({"id": "ok", "port": "out_ok", "to": format!("{SERVER}:response")}),
+            json!({"id": "slow", "port": "out_slow", "to": format!("{DELAY}:in")}),
+        ],
+    );
+    let delay = node(
+        DELAY,
+        "delay",
+        vec![port("in", &format!("{ROUTER}:out_slow"), &json!({"context": "{{$.context.path}}", "delay": 3000}))],
+        vec![json!({"id": "late", "port": "out", "to": format!("{DEBUG}:in")})],
+    );
+    let debug = node(
+        DEBUG,
+        "debug",
+        vec![
+            port("in", &format!("{DELAY}:out"), &json!("{{$}}")),
+            port("in", &format!("{CLIENT}:response"), &json!("{{$}}")),
+        ],
+        vec![],
+    );
+    let client = node(
+        CLIENT,
+        "http_request",
+        vec![],
+        vec![json!({"id": "answer", "port": "response", "to": format!("{DEBUG}:in")})],
+    );
+    vec![server, router, delay, debug, client]
+}
+
+/// The common module, in this process: its engine, served over gRPC.
+async fn common_module(client: &Kube) -> Runtime {
+    let grpc = Grpc::bind("127.0.0.1:0".parse().expect("addr")).await.expect("gRPC binds");
+    let mut config = ModuleConfig::new("common-module", "0.1.0", NS, "common-0");
+    config.grpc_addr = Some(format!("127.0.0.1:{}", grpc.port()));
+    let pool = grpc.pool();
+    let runtime = Runtime::start(
+        client.clone(),
+        Options {
+            config,
+            registry: tiny_example_common::registry(),
+            lease_duration: None,
+            probe_addr: None,
+            discovery: Some(pool.clone()),
+            router: Some(pool),
+        },
+    )
+    .await
+    .expect("the common module starts");
+    tokio::spawn(grpc.serve(runtime.engine().clone()));
+    runtime
+}
+
+/// An `http-module run` process.
+struct Module(Child);
+
+impl Module {
+    fn start(env: &TestEnv) -> Module {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_http-module"))
+            .args(["run", "--name", "http-module", "--version", "0.1.0", "--namespace", NS])
+            .args(["--identity", "http-0", "--grpc-server-bind-address", "127.0.0.1:0"])
+            .args(["--pod-selector", "app=http-module"])
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("http-module starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        assert!(line.starts_with("probe-addr "), "unexpected first line {line:?}");
+        Module(child)
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn signal(kube: &Kube, name: &str, node: &str, port: &str, data: Value) {
+    let signals: Api<TinySignal> = Api::namespaced(kube.clone(), NS);
+    let spec = TinySignalSpec {
+        node: node.into(),
+        port: port.into(),
+        data: Some(RawJson(data)),
+        ..Default::default()
+    };
+    signals
+        .create(&PostParams::default(), &TinySignal::new(name, spec))
+        .await
+        .expect("signal created");
+    let s = eventually(&format!("signal {name}"), Duration::from_secs(60), || {
+        let signals = signals.clone();
+        async move {
+            let s = signals.get(name).await.ok()?;
+            let phase = s.status.as_ref()?.phase.clone()?;
+            (phase == "Delivered" || phase == "Failed").then_some(s)
+        }
+    })
+    .await;
+    let st = s.status.expect("status");
+    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{name}: {:?}", st.error);
+}
+
+fn view(node: &TinyNode) -> Option<Value> {
+    let p = node.status.as_ref()?.ports.iter().find(|p| p.name == "_control")?;
+    p.configuration.as_ref()?.decode().ok()
+}
+
+/// The server's port, once its view says it runs.
+async fn running_port(nodes: &Api<TinyNode>) -> u16 {
+    eventually("the server to run", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move {
+            let v = view(&nodes.get(SERVER).await.ok()?)?;
+            (v["status"] == "Running").then_some(())?;
+            v["listenAddr"][0].as_str()?.rsplit(':').next()?.parse().ok()
+        }
+    })
+    .await
+}
+
+type Http = Client<HttpConnector, Full<Bytes>>;
+
+async fn call(http: &Http, port: u16, method: &str, path: &str, body: &str) -> (StatusCode, hyper::HeaderMap, Bytes) {
+    let req = Request::builder()
+        .method(method)
+        .uri(format!("http://127.0.0.1:{port}{path}"))
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .expect("request");
+    let resp = http.request(req).await.expect("an answer");
+    let (parts, body) = resp.into_parts();
+    (parts.status, parts.headers, body.collect().await.expect("body").to_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_requests_get_the_flows_answers_across_two_modules() {
+    let env = TestEnv::builder().crds_dir(CRDS).start().await.expect("the control plane starts");
+    let kube = env.client();
+    env.create_namespace(NS).await.expect("namespace");
+    let common = common_module(&kube).await;
+    let _http = Module::start(&env);
+    let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), NS);
+    for n in flow() {
+        nodes.create(&PostParams::default(), &n).await.expect("node created");
+    }
+    signal(&kube, "start", SERVER, "start", json!({"context": {"run": 1}, "writeTimeout": 30})).await;
+    let port = running_port(&nodes).await;
+    let http: Http = Client::builder(TokioExecutor::new()).build_http();
+
+    // The flow's answer, byte for byte: status, type, headers, body.
+    let body = "héllo wörld — \"quoted\" {json: true}\n\ttabs & <tags>";
+    let (status, headers, got) = call(&http, port, "POST", "/echo/path?x=1", body).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "text/plain");
+    assert_eq!(headers["x-echo-path"], "/echo/path");
+    assert_eq!(got, body.as_bytes());
+    let (status, _, _) = call(&http, port, "GET", "/teapot", "").await;
+    assert_eq!(status, StatusCode::IM_A_TEAPOT);
+
+    // 500 at once, each with its own body, each gets its own answer.
+    let started = Instant::now();
+    let calls = (0..500).map(|i| {
+        let http = http.clone();
+        async move { (i, call(&http, port, "PUT", &format!("/n/{i}"), &format!("request {i}")).await) }
+    });
+    for (i, (status, headers, got)) in futures::future::join_all(calls).await {
+        assert_eq!(status, StatusCode::OK, "request {i}");
+        assert_eq!(headers["x-echo-path"], format!("/n/{i}").as_str());
+        assert_eq!(got, format!("request {i}").as_bytes());
+    }
+    println!("500 concurrent requests across two modules in {:?}", started.elapsed());
+
+    // The body limit (1 MB here) is enforced before the flow.
+    let (status, _, _) = call(&http, port, "POST", "/big", &"x".repeat(1024 * 1024 + 1)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+
+    // The node's Service, owned by the node.
+    let services: Api<Service> = Api::namespaced(kube.clone(), NS);
+    let owned = |s: &Service| {
+        s.metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|o| o.iter().any(|r| r.kind == "TinyNode" && r.name == SERVER))
+    };
+    let service = eventually("the node's Service", Duration::from_secs(30), || {
+        let services = services.clone();
+        async move { services.list(&ListParams::default()).await.ok()?.items.into_iter().find(owned) }
+    })
+    .await;
+    let ports = service.spec.and_then(|s| s.ports).unwrap_or_default();
+    assert_eq!(ports.first().map(|p| p.port), Some(i32::from(port)));
+
+    // `http_request` calls this server; the answer reaches the debug node (common module).
+    signal(
+        &kube,
+        "client",
+        CLIENT,
+        "request",
+        json!({"context": "via-client", "method": "POST", "url": format!("http://127.0.0.1:{port}/from-client"), "body": "ping", "timeout": 10}),
+    )
+    .await;
+    let shown = eventually("the client's answer at the debug node", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move { view(&nodes.get(DEBUG).await.ok()?).filter(|v| v["context"]["context"] == "via-client") }
+    })
+    .await;
+    assert_eq!(shown["context"]["response"]["statusCode"], 200);
+    assert_eq!(shown["context"]["response"]["body"], "ping");
+
+    // Stop closes the listener; Start opens it again on the same port, here with a
+    // write timeout that the slow route misses.
+    signal(&kube, "stop", SERVER, "stop", json!({})).await;
+    eventually("the listener to close", Duration::from_secs(30), || {
+        let http = http.clone();
+        async move {
+            let uri = format!("http://127.0.0.1:{port}/").parse().ok()?;
+            http.get(uri).await.is_err().then_some(())
+        }
+    })
+    .await;
+    signal(&kube, "start-again", SERVER, "start", json!({"writeTimeout": 1})).await;
+    let again = eventually("the server to run again", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move {
+            let v = view(&nodes.get(SERVER).await.ok()?)?;
+            (v["status"] == "Running").then_some(())?;
+            let uri = format!("http://127.0.0.1:{port}/").parse().ok()?;
+            Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>().get(uri).await.ok().map(|_| port)
+        }
+    })
+    .await;
+    assert_eq!(again, port, "the same port");
+
+    // A flow that does not answer in time: 504, and the delay in the other module is
+    // abandoned (it never emits what it would have sent after 3 s).
+    let started = Instant::now();
+    let (status, _, got) = call(&http, port, "GET", "/slow", "").await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(got, r#"{"message":"Gateway Timeout"}"#.as_bytes());
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let debug = nodes.get(DEBUG).await.expect("debug");
+    assert_ne!(view(&debug).map(|v| v["context"]["context"].clone()), Some(json!("/slow")), "the slow route ran on");
+
+    // Deleting the node garbage-collects its Service.
+    nodes.delete(SERVER, &DeleteParams::default()).await.expect("deleted");
+    eventually("the Service to be collected", Duration::from_secs(60), || {
+        let services = services.clone();
+        async move { (!services.list(&ListParams::default()).await.ok()?.items.iter().any(owned)).then_some(()) }
+    })
+    .await;
+    common.stop().await;
+}

@@ -1,0 +1,321 @@
+//! `http_server` and `http_request` in-process (no cluster), with real HTTP on
+//! loopback sockets.
+
+use std::{
+    sync::atomic::{AtomicUsize, Ordering},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper::{Request, StatusCode};
+use hyper_util::{
+    client::legacy::{Client, connect::HttpConnector},
+    rt::TokioExecutor,
+};
+use serde_json::{Value, json};
+use tiny_example_http::{client::HttpRequest, server::HttpServer};
+use tiny_sdk::{flow::FlowBuilder, harness::Harness, prelude::*};
+
+/// A node that never answers in time, and says when it was abandoned.
+#[derive(Component, Default, Debug)]
+#[component(name = "slow")]
+struct Slow {
+    input: Input<Value>,
+}
+
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a handler that ended without finishing (dropped or cancelled).
+struct Unfinished;
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        ABANDONED.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Slow {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<()> {
+        let unfinished = Unfinished;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(30)) => std::mem::forget(unfinished),
+            () = ctx.cancelled() => {}
+        }
+        Ok(())
+    }
+}
+
+/// Answers as a route would: status, type, a header and the body, from the request.
+fn echo_answer() -> Value {
+    json!({
+        "statusCode": 201,
+        "contentType": "text/plain",
+        "headers": [{"key": "X-Path", "value": "{{$.path}}"}, {"key": "x-query", "value": "{{$.requestParams.q[0] ?? ''}}"}],
+        "body": "{{$.method + ' ' + $.body}}"
+    })
+}
+
+async fn harness(flow: tiny_sdk::flow::Flow) -> Harness {
+    Harness::builder()
+        .register::<HttpServer>()
+        .register::<HttpRequest>()
+        .register::<Slow>()
+        .flow(flow)
+        .build()
+        .await
+        .expect("the flow loads")
+}
+
+/// Starts `node`'s server and returns its base URL (read from its `_control` view).
+async fn start(h: &Harness, node: &str, start: Value) -> String {
+    h.send(&format!("{node}:start"), start).await.expect("started");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let report = h.report(node).expect("report");
+        let view = report
+            .ports
+            .iter()
+            .find(|p| p.name == "_control")
+            .map(|p| p.configuration.clone());
+        if let Some(addr) = view.as_ref().and_then(|v| v["listenAddr"][0].as_str()) {
+            assert_eq!(view.as_ref().map(|v| v["status"].clone()), Some(json!("Running")));
+            return addr.replace("localhost", "127.0.0.1");
+        }
+        assert!(Instant::now() < deadline, "the server did not start: {view:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn client() -> Client<HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+async fn call(url: &str, method: &str, body: &str) -> (StatusCode, hyper::HeaderMap, String) {
+    let req = Request::builder()
+        .method(method)
+        .uri(url)
+        .header("X-Custom", "yes")
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .expect("request");
+    let resp = client().request(req).await.expect("an answer");
+    let (parts, body) = resp.into_parts();
+    let body = body.collect().await.expect("body").to_bytes();
+    (parts.status, parts.headers, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_travel_the_flow_and_its_answer_is_the_response() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .edge("srv:request", "srv:response", echo_answer())
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({"context": {"who": "test"}, "writeTimeout": 5})).await;
+    let (status, headers, body) = call(&format!("{base}/a/b%20c?q=1&q=2"), "POST", "hello").await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(body, "POST hello");
+    assert_eq!(headers["content-type"], "text/plain");
+    assert_eq!(headers["x-path"], "/a/b c");
+    assert_eq!(headers["x-query"], "1");
+    // What the flow saw: Go's request fields.
+    let seen = h.emitted("srv:request");
+    let r = &seen[0];
+    assert_eq!(r["context"], json!({"who": "test"}));
+    assert_eq!(r["pathSegments"], json!(["a", "b c"]));
+    assert_eq!(r["requestURI"], "/a/b%20c?q=1&q=2");
+    assert_eq!(r["requestParams"], json!({"q": ["1", "2"]}));
+    assert_eq!(r["method"], "POST");
+    assert_eq!(r["realIP"], "127.0.0.1");
+    assert_eq!(r["scheme"], "http");
+    assert!(r["host"].as_str().is_some_and(|host| host.starts_with("127.0.0.1:")));
+    let headers = r["headers"].as_array().expect("headers");
+    assert!(
+        headers.contains(&json!({"key": "X-Custom", "value": "yes"})),
+        "{headers:?}"
+    );
+    assert!(
+        !headers.iter().any(|h| h["key"] == "Host"),
+        "the host has its own field"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_requests_each_get_their_own_answer() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .edge("srv:request", "srv:response", echo_answer())
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({"writeTimeout": 20})).await;
+    let calls = (0..200).map(|i| {
+        let base = base.clone();
+        async move { (i, call(&format!("{base}/n"), "PUT", &format!("body-{i}")).await) }
+    });
+    for (i, (status, _, body)) in futures::future::join_all(calls).await {
+        assert_eq!(status, StatusCode::CREATED);
+        assert_eq!(body, format!("PUT body-{i}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_that_does_not_answer_in_time_gets_504_and_is_abandoned() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .node("slow", "slow")
+        .edge("srv:request", "slow:input", json!("{{$}}"))
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({"writeTimeout": 1})).await;
+    let before = ABANDONED.load(Ordering::SeqCst);
+    let started = Instant::now();
+    let (status, headers, body) = call(&format!("{base}/slow"), "GET", "").await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(body, r#"{"message":"Gateway Timeout"}"#);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // Nothing stays pending: the slow node's handler was stopped.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(ABANDONED.load(Ordering::SeqCst), before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_answer_is_500_and_a_body_over_the_limit_is_413() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .settings(json!({"maxBodySize": 1}))
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({})).await;
+    let (status, _, body) = call(&format!("{base}/"), "GET", "").await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(body, r#"{"message":"Internal Server Error"}"#);
+    let big = "x".repeat(1024 * 1024 + 1);
+    let (status, _, _) = call(&format!("{base}/"), "POST", &big).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_closes_the_listener_and_start_reopens_it_on_the_same_port() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .settings(json!({"enableStopPort": true, "enableStatusPort": true}))
+        .edge("srv:request", "srv:response", echo_answer())
+        .build();
+    let h = harness(flow).await;
+    let ports: Vec<String> = h
+        .report("srv")
+        .expect("report")
+        .ports
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    assert!(
+        ports.contains(&"stop".to_owned()) && ports.contains(&"status".to_owned()),
+        "{ports:?}"
+    );
+    let base = start(&h, "srv", json!({})).await;
+    assert_eq!(call(&format!("{base}/x"), "GET", "").await.0, StatusCode::CREATED);
+    h.send("srv:stop", json!({})).await.expect("stopped");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = client().get(format!("{base}/x").parse().expect("uri")).await;
+    assert!(refused.is_err(), "the listener is closed");
+    let again = start(&h, "srv", json!({})).await;
+    assert_eq!(again, base, "the same port");
+    assert_eq!(call(&format!("{base}/x"), "GET", "").await.0, StatusCode::CREATED);
+    // The status port told both.
+    let status: Vec<bool> = h
+        .emitted("srv:status")
+        .iter()
+        .map(|s| s["isRunning"].as_bool().unwrap_or_default())
+        .collect();
+    assert_eq!(status, [true, false, true]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_request_calls_the_server_and_reports_failures_by_status() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .edge(
+            "srv:request",
+            "srv:response",
+            json!({"statusCode": "{{$.path == '/fail' ? 503 : ($.path == '/missing' ? 404 : 200)}}", "contentType": "application/json", "body": "{{$.body}}"}),
+        )
+        .node("cli", "http_request")
+        .settings(json!({"enableErrorPort": true}))
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({})).await;
+    let request = |path: &str| {
+        json!({"context": {"path": path}, "method": "POST", "url": format!("{base}{path}"), "timeout": 5,
+               "body": "{\"n\":1}", "headers": [{"key": "x-trace", "value": "t1"}]})
+    };
+    h.send("cli:request", request("/ok")).await.expect("sent");
+    let ok = h.emitted("cli:response");
+    assert_eq!(ok.len(), 1, "{ok:?}");
+    assert_eq!(ok[0]["context"], json!({"path": "/ok"}));
+    assert_eq!(ok[0]["response"]["statusCode"], 200);
+    assert_eq!(ok[0]["response"]["status"], "200 OK");
+    assert_eq!(ok[0]["response"]["body"], "{\"n\":1}");
+    // What the server saw of the client's headers.
+    let seen = h.emitted("srv:request");
+    let headers = seen[0]["headers"].as_array().expect("headers");
+    assert!(
+        headers.contains(&json!({"key": "X-Trace", "value": "t1"})),
+        "{headers:?}"
+    );
+    assert!(
+        headers.contains(&json!({"key": "Content-Type", "value": "application/json"})),
+        "{headers:?}"
+    );
+
+    h.send("cli:request", request("/missing")).await.expect("sent");
+    h.send("cli:request", request("/fail")).await.expect("sent");
+    let errors = h.emitted("cli:error");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert_eq!(
+        (
+            errors[0]["response"]["statusCode"].clone(),
+            errors[0]["retryable"].clone()
+        ),
+        (json!(404), json!(false))
+    );
+    assert_eq!(
+        (
+            errors[1]["response"]["statusCode"].clone(),
+            errors[1]["retryable"].clone()
+        ),
+        (json!(503), json!(true))
+    );
+    // A connection that fails is retryable too.
+    h.send(
+        "cli:request",
+        json!({"method": "GET", "url": "http://127.0.0.1:1/", "timeout": 2}),
+    )
+    .await
+    .expect("sent");
+    assert_eq!(h.emitted("cli:error")[2]["retryable"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_request_without_its_error_port_fails_the_message() {
+    let flow = FlowBuilder::new().node("cli", "http_request").build();
+    let h = harness(flow).await;
+    let ports: Vec<String> = h
+        .report("cli")
+        .expect("report")
+        .ports
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    assert!(!ports.contains(&"error".to_owned()), "{ports:?}");
+    let err = h
+        .send(
+            "cli:request",
+            json!({"method": "GET", "url": "not a url", "timeout": 2}),
+        )
+        .await
+        .expect_err("fails");
+    assert_eq!(err.kind(), tiny_sdk::ErrorKind::Permanent, "{err}");
+    assert!(err.to_string().contains("invalid URL"), "{err}");
+}
