@@ -27,7 +27,7 @@ use hyper_util::{
     rt::{TokioExecutor, TokioIo},
 };
 use serde_json::json;
-use tiny_sdk::{engine::Engine, flow::FlowBuilder, harness::Harness};
+use tiny_sdk::{engine::Engine, flow::FlowBuilder};
 
 struct Args {
     peer: bool,
@@ -162,7 +162,7 @@ fn bare(rt: &tokio::runtime::Runtime) -> u16 {
 }
 
 /// tiny's flow: `http_server.request` -> `http_server.response`.
-fn tiny(rt: &tokio::runtime::Runtime) -> (Harness, u16) {
+fn tiny(rt: &tokio::runtime::Runtime) -> (Engine, u16) {
     rt.block_on(async {
         let flow = FlowBuilder::new()
             .node("srv", "http_server")
@@ -172,21 +172,25 @@ fn tiny(rt: &tokio::runtime::Runtime) -> (Harness, u16) {
                 json!({"statusCode": 200, "contentType": "text/plain", "body": "{{$.body}}"}),
             )
             .build();
-        let h = Harness::builder()
+        // The engine as a module runs it: no harness recording every hop.
+        let engine = Engine::builder()
             .register::<tiny_example_http::server::HttpServer>()
-            .flow(flow)
-            .build()
+            .build();
+        for node in flow.nodes {
+            engine.apply(node).await.expect("the node loads");
+        }
+        engine
+            .send("srv:start", json!({"writeTimeout": 30}))
             .await
-            .expect("the flow loads");
-        h.send("srv:start", json!({"writeTimeout": 30})).await.expect("started");
+            .expect("started");
         let port = loop {
-            let addr = listen_addr(h.engine());
+            let addr = listen_addr(&engine);
             if let Some(p) = addr {
                 break p;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
-        (h, port)
+        (engine, port)
     })
 }
 
