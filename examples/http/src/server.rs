@@ -246,17 +246,15 @@ impl HttpServer {
         Ok(())
     }
 
+    /// Shows the view. Under the `listening` lock, as the listener shows its own
+    /// changes: a view drawn from old addresses never lands after a newer one.
     fn show(&self, ctx: &Ctx<Self>) {
+        let listening = self.listening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let running = ctx.work_running(WORK);
-        let listen_addr = if running { self.addresses() } else { Vec::new() };
         ctx.show_control(&Control {
             status: if running { "Running" } else { "Not running" }.into(),
-            listen_addr,
+            listen_addr: if running { listening.clone() } else { Vec::new() },
         });
-    }
-
-    fn addresses(&self) -> Vec<String> {
-        self.listening.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     fn went_down(&self, ctx: &Ctx<Self>) {
@@ -287,9 +285,8 @@ impl HttpServer {
             (self.request, self.status, self.listening.clone(), self.context.clone());
         ctx.spawn(WORK, move |ctx| async move {
             let result = serve(&ctx, request, status, &listening, context).await;
-            if let Ok(mut l) = listening.lock() {
-                l.clear();
-            }
+            let mut l = listening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            l.clear();
             ctx.show_control(&Control {
                 status: match &result {
                     Ok(()) => "Not running".into(),
@@ -297,6 +294,7 @@ impl HttpServer {
                 },
                 listen_addr: Vec::new(),
             });
+            drop(l);
             result
         });
         self.show(ctx);
@@ -351,13 +349,14 @@ async fn serve(
         ctx.state().set(PORT, &port).await?;
     }
     let addresses = expose(ctx, &start, port).await;
-    if let Ok(mut l) = listening.lock() {
-        *l = addresses.clone();
+    {
+        let mut l = listening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        l.clone_from(&addresses);
+        ctx.show_control(&Control {
+            status: "Running".into(),
+            listen_addr: addresses.clone(),
+        });
     }
-    ctx.show_control(&Control {
-        status: "Running".into(),
-        listen_addr: addresses.clone(),
-    });
     if ctx.settings().enable_status_port {
         let up = Status {
             context: start.context.clone(),
