@@ -26,7 +26,7 @@ pub struct Converted {
 
 /// What a `convert` node is set to, in the editor.
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ConvertSettings {
     /// The unit to convert to.
     #[tiny(enum("F", "K"), enum_titles("Fahrenheit", "Kelvin"))]
@@ -45,7 +45,7 @@ impl Default for ConvertSettings {
 }
 
 /// Converts a temperature from degrees Celsius.
-#[derive(Component, Default)]
+#[derive(Debug, Component, Default)]
 #[component(name = "convert", tags("guide"), settings = ConvertSettings)]
 pub struct Convert {
     #[port(position = Left)]

@@ -136,7 +136,9 @@ fn keys(toml: &str, section: &str) -> Vec<String> {
         .skip(1)
         .take_while(|l| !l.starts_with('['))
         .filter(|l| !l.trim().is_empty() && !l.trim().starts_with('#'))
-        .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim().to_owned()))
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
+        // `serde.workspace = true` names `serde`.
+        .map(|k| k.strip_suffix(".workspace").unwrap_or(k).to_owned())
         .collect();
     keys.sort();
     keys

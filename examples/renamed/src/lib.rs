@@ -45,7 +45,7 @@ pub struct ShoutSettings {
 }
 
 /// Shouts its input.
-#[derive(Component, Default)]
+#[derive(Debug, Component, Default)]
 #[component(crate = "sdk", name = "shout", settings = ShoutSettings, hooks)]
 pub struct Shout {
     #[port(position = Left)]
@@ -70,7 +70,7 @@ impl Shout {
 impl Hooks for Shout {}
 
 /// The same component through the re-export, with the derive's own `Hooks`.
-#[derive(Component, Default)]
+#[derive(Debug, Component, Default)]
 #[component(crate = "crate::platform::sdk", name = "whisper")]
 pub struct Whisper {
     input: Input<Words>,
