@@ -27,7 +27,7 @@ use hyper_util::{
     rt::{TokioExecutor, TokioIo},
 };
 use serde_json::json;
-use tiny_sdk::{engine::Engine, flow::FlowBuilder, harness::Harness};
+use tiny_sdk::{engine::Engine, flow::FlowBuilder};
 
 struct Args {
     peer: bool,
@@ -89,7 +89,9 @@ async fn load(url: &str, n: usize, conc: usize, secs: u64) -> Figures {
                     .expect("request");
                 let t = Instant::now();
                 let Ok(resp) = client.request(req).await else { continue };
-                let Ok(got) = resp.into_body().collect().await else { continue };
+                let Ok(got) = resp.into_body().collect().await else {
+                    continue;
+                };
                 // A wrong answer is not a measurement.
                 if got.to_bytes() == body.as_bytes() {
                     lat.push(t.elapsed().as_micros() as u64);
@@ -103,7 +105,11 @@ async fn load(url: &str, n: usize, conc: usize, secs: u64) -> Figures {
     }
     let took = started.elapsed().as_secs_f64();
     lat.sort_unstable();
-    let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0) as f64;
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0) as f64
+    };
     Figures {
         rps: lat.len() as f64 / took,
         p50_us: pct(0.50),
@@ -128,11 +134,18 @@ fn bare(rt: &tokio::runtime::Runtime) -> u16 {
         let port = listener.local_addr().expect("addr").port();
         tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(async move {
                     let service = service_fn(|req: Request<hyper::body::Incoming>| async move {
-                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
                         let mut resp = Response::new(Full::new(body));
                         resp.headers_mut()
                             .insert("content-type", hyper::header::HeaderValue::from_static("text/plain"));
@@ -149,7 +162,7 @@ fn bare(rt: &tokio::runtime::Runtime) -> u16 {
 }
 
 /// tiny's flow: `http_server.request` -> `http_server.response`.
-fn tiny(rt: &tokio::runtime::Runtime) -> (Harness, u16) {
+fn tiny(rt: &tokio::runtime::Runtime) -> (Engine, u16) {
     rt.block_on(async {
         let flow = FlowBuilder::new()
             .node("srv", "http_server")
@@ -159,21 +172,25 @@ fn tiny(rt: &tokio::runtime::Runtime) -> (Harness, u16) {
                 json!({"statusCode": 200, "contentType": "text/plain", "body": "{{$.body}}"}),
             )
             .build();
-        let h = Harness::builder()
+        // The engine as a module runs it: no harness recording every hop.
+        let engine = Engine::builder()
             .register::<tiny_example_http::server::HttpServer>()
-            .flow(flow)
-            .build()
+            .build();
+        for node in flow.nodes {
+            engine.apply(node).await.expect("the node loads");
+        }
+        engine
+            .send("srv:start", json!({"writeTimeout": 30}))
             .await
-            .expect("the flow loads");
-        h.send("srv:start", json!({"writeTimeout": 30})).await.expect("started");
+            .expect("started");
         let port = loop {
-            let addr = listen_addr(h.engine());
+            let addr = listen_addr(&engine);
             if let Some(p) = addr {
                 break p;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
-        (h, port)
+        (engine, port)
     })
 }
 
@@ -207,10 +224,17 @@ fn main() {
     let bare_port = bare(&bare_rt);
     let (_flow, tiny_port) = tiny(&tiny_rt);
     let peer = if a.peer { node_red() } else { None };
-    let driver = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let driver = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     let url = |port: u16, path: &str| format!("http://127.0.0.1:{port}{path}");
     let mut rows = Vec::new();
-    let targets = [("bare", Some(bare_port), "/"), ("tiny", Some(tiny_port), "/bench"), ("node-red", peer.as_ref().map(|p| p.1), "/bench")];
+    let targets = [
+        ("bare", Some(bare_port), "/"),
+        ("tiny", Some(tiny_port), "/bench"),
+        ("node-red", peer.as_ref().map(|p| p.1), "/bench"),
+    ];
     for (name, port, path) in targets {
         let Some(port) = port else { continue };
         // Warm up (connections, caches, the JIT), then measure.
@@ -224,7 +248,10 @@ fn main() {
     }
     let get = |n: &str| rows.iter().find(|(k, _)| *k == n).map(|(_, f)| f);
     if let (Some(t), Some(b)) = (get("tiny"), get("bare")) {
-        println!("tiny / bare server: {:.2}x requests per second (goal >= 0.5x)", t.rps / b.rps);
+        println!(
+            "tiny / bare server: {:.2}x requests per second (goal >= 0.5x)",
+            t.rps / b.rps
+        );
     }
     if let (Some(t), Some(r)) = (get("tiny"), get("node-red")) {
         println!(

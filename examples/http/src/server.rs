@@ -210,6 +210,9 @@ pub struct HttpServer {
     status: Output<Status>,
     /// Where the running server is reachable, for the view.
     listening: Arc<std::sync::Mutex<Vec<String>>>,
+    /// The start message's context, which every request carries: read once per
+    /// start, not from node state per request.
+    context: Arc<std::sync::RwLock<Value>>,
 }
 
 const START: &str = "start";
@@ -224,6 +227,9 @@ impl HttpServer {
 
     async fn on_start(&self, ctx: &Ctx<Self>, start: Start) -> Result<()> {
         ctx.state().set(START, &start).await?;
+        if let Ok(mut c) = self.context.write() {
+            c.clone_from(&start.context);
+        }
         // A running server keeps its socket; later requests carry the new context.
         if !ctx.work_running(WORK) {
             self.listen(ctx);
@@ -277,9 +283,10 @@ impl HttpServer {
 
     /// Starts the listener as node work.
     fn listen(&self, ctx: &Ctx<Self>) {
-        let (request, status, listening) = (self.request, self.status, self.listening.clone());
+        let (request, status, listening, context) =
+            (self.request, self.status, self.listening.clone(), self.context.clone());
         ctx.spawn(WORK, move |ctx| async move {
-            let result = serve(&ctx, request, status, &listening).await;
+            let result = serve(&ctx, request, status, &listening, context).await;
             if let Ok(mut l) = listening.lock() {
                 l.clear();
             }
@@ -329,8 +336,12 @@ async fn serve(
     request: Output<Request, Response>,
     status: Output<Status>,
     listening: &std::sync::Mutex<Vec<String>>,
+    context: Arc<std::sync::RwLock<Value>>,
 ) -> Result<()> {
     let start: Start = ctx.state().get(START)?.unwrap_or_default();
+    if let Ok(mut c) = context.write() {
+        c.clone_from(&start.context);
+    }
     let saved: u16 = ctx.state().get(PORT)?.unwrap_or(0);
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", saved))
         .await
@@ -357,6 +368,7 @@ async fn serve(
     }
     tracing::info!(node = ctx.node_name(), port, "http_server listening");
     let serving = Arc::new(Serving {
+        context,
         ctx: ctx.clone(),
         request,
         limit: body_limit(ctx.settings()),
@@ -449,6 +461,7 @@ type Body = BoxBody<Bytes, Infallible>;
 
 /// What every connection of one listener shares.
 struct Serving {
+    context: Arc<std::sync::RwLock<Value>>,
     ctx: Ctx<HttpServer>,
     request: Output<Request, Response>,
     limit: usize,
@@ -470,14 +483,7 @@ impl Serving {
             }
             Err(_) => return plain(StatusCode::BAD_REQUEST, "could not read request body".into()),
         };
-        let context = self
-            .ctx
-            .state()
-            .get::<Start>(START)
-            .ok()
-            .flatten()
-            .map(|s| s.context)
-            .unwrap_or_default();
+        let context = self.context.read().map(|c| c.clone()).unwrap_or_default();
         let msg = to_message(&parts, &body, peer, context, &self.pod);
         // Each request its own cancellation: a timeout or a client that went away
         // stops this chain (in this module and across gRPC), nothing else.

@@ -50,7 +50,10 @@ where
         if let Some(v) = f().await {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -82,7 +85,11 @@ fn flow() -> Vec<TinyNode> {
         SERVER,
         "http_server",
         vec![
-            port("_settings", "", &json!({"enableStopPort": true, "enableStatusPort": false, "maxBodySize": 1})),
+            port(
+                "_settings",
+                "",
+                &json!({"enableStopPort": true, "enableStatusPort": false, "maxBodySize": 1}),
+            ),
             port(
                 "response",
                 &format!("{ROUTER}:out_ok"),
@@ -100,7 +107,11 @@ fn flow() -> Vec<TinyNode> {
         ROUTER,
         "router",
         vec![
-            port("_settings", "", &json!({"routes": ["OK", "SLOW"], "enableDefaultPort": false})),
+            port(
+                "_settings",
+                "",
+                &json!({"routes": ["OK", "SLOW"], "enableDefaultPort": false}),
+            ),
             port(
                 "input",
                 &format!("{SERVER}:request"),
@@ -118,7 +129,11 @@ fn flow() -> Vec<TinyNode> {
     let delay = node(
         DELAY,
         "delay",
-        vec![port("in", &format!("{ROUTER}:out_slow"), &json!({"context": "{{$.context.path}}", "delay": 3000}))],
+        vec![port(
+            "in",
+            &format!("{ROUTER}:out_slow"),
+            &json!({"context": "{{$.context.path}}", "delay": 3000}),
+        )],
         vec![json!({"id": "late", "port": "out", "to": format!("{DEBUG}:in")})],
     );
     let debug = node(
@@ -141,7 +156,9 @@ fn flow() -> Vec<TinyNode> {
 
 /// The common module, in this process: its engine, served over gRPC.
 async fn common_module(client: &Kube) -> Runtime {
-    let grpc = Grpc::bind("127.0.0.1:0".parse().expect("addr")).await.expect("gRPC binds");
+    let grpc = Grpc::bind("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("gRPC binds");
     let mut config = ModuleConfig::new("common-module", "0.1.0", NS, "common-0");
     config.grpc_addr = Some(format!("127.0.0.1:{}", grpc.port()));
     let pool = grpc.pool();
@@ -245,12 +262,20 @@ async fn call(http: &Http, port: u16, method: &str, path: &str, body: &str) -> (
         .expect("request");
     let resp = http.request(req).await.expect("an answer");
     let (parts, body) = resp.into_parts();
-    (parts.status, parts.headers, body.collect().await.expect("body").to_bytes())
+    (
+        parts.status,
+        parts.headers,
+        body.collect().await.expect("body").to_bytes(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_requests_get_the_flows_answers_across_two_modules() {
-    let env = TestEnv::builder().crds_dir(CRDS).start().await.expect("the control plane starts");
+    let env = TestEnv::builder()
+        .crds_dir(CRDS)
+        .start()
+        .await
+        .expect("the control plane starts");
     let kube = env.client();
     env.create_namespace(NS).await.expect("namespace");
     let common = common_module(&kube).await;
@@ -259,7 +284,14 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
     for n in flow() {
         nodes.create(&PostParams::default(), &n).await.expect("node created");
     }
-    signal(&kube, "start", SERVER, "start", json!({"context": {"run": 1}, "writeTimeout": 30})).await;
+    signal(
+        &kube,
+        "start",
+        SERVER,
+        "start",
+        json!({"context": {"run": 1}, "writeTimeout": 30}),
+    )
+    .await;
     let port = running_port(&nodes).await;
     let http: Http = Client::builder(TokioExecutor::new()).build_http();
 
@@ -277,7 +309,12 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
     let started = Instant::now();
     let calls = (0..500).map(|i| {
         let http = http.clone();
-        async move { (i, call(&http, port, "PUT", &format!("/n/{i}"), &format!("request {i}")).await) }
+        async move {
+            (
+                i,
+                call(&http, port, "PUT", &format!("/n/{i}"), &format!("request {i}")).await,
+            )
+        }
     });
     for (i, (status, headers, got)) in futures::future::join_all(calls).await {
         assert_eq!(status, StatusCode::OK, "request {i}");
@@ -300,7 +337,15 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
     };
     let service = eventually("the node's Service", Duration::from_secs(30), || {
         let services = services.clone();
-        async move { services.list(&ListParams::default()).await.ok()?.items.into_iter().find(owned) }
+        async move {
+            services
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(owned)
+        }
     })
     .await;
     let ports = service.spec.and_then(|s| s.ports).unwrap_or_default();
@@ -341,7 +386,12 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
             let v = view(&nodes.get(SERVER).await.ok()?)?;
             (v["status"] == "Running").then_some(())?;
             let uri = format!("http://127.0.0.1:{port}/").parse().ok()?;
-            Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>().get(uri).await.ok().map(|_| port)
+            Client::builder(TokioExecutor::new())
+                .build_http::<Full<Bytes>>()
+                .get(uri)
+                .await
+                .ok()
+                .map(|_| port)
         }
     })
     .await;
@@ -356,13 +406,26 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
     tokio::time::sleep(Duration::from_secs(4)).await;
     let debug = nodes.get(DEBUG).await.expect("debug");
-    assert_ne!(view(&debug).map(|v| v["context"]["context"].clone()), Some(json!("/slow")), "the slow route ran on");
+    assert_ne!(
+        view(&debug).map(|v| v["context"]["context"].clone()),
+        Some(json!("/slow")),
+        "the slow route ran on"
+    );
 
     // Deleting the node garbage-collects its Service.
     nodes.delete(SERVER, &DeleteParams::default()).await.expect("deleted");
     eventually("the Service to be collected", Duration::from_secs(60), || {
         let services = services.clone();
-        async move { (!services.list(&ListParams::default()).await.ok()?.items.iter().any(owned)).then_some(()) }
+        async move {
+            (!services
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .iter()
+                .any(owned))
+            .then_some(())
+        }
     })
     .await;
     common.stop().await;
