@@ -83,13 +83,7 @@ async fn the_module_runs_on_the_local_control_plane() {
 
     // The node's status lists its ports, as the editor shows them.
     let node = nodes.get("weather.guide-v0.convert-1").await.expect("the node");
-    let ports: Vec<String> = node
-        .status
-        .expect("status")
-        .ports
-        .into_iter()
-        .map(|p| p.name)
-        .collect();
+    let ports: Vec<String> = node.status.expect("status").ports.into_iter().map(|p| p.name).collect();
     for port in ["_settings", "input", "output"] {
         assert!(ports.iter().any(|p| p == port), "{port} in {ports:?}");
     }

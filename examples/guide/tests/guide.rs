@@ -14,7 +14,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         "examples/guide/tests/guide.rs",
         "fn cargo_new_makes_a_crate()",
     ),
-    ("cargo test -p tiny-example-guide", "Makefile", "$(CARGO) test --workspace"),
+    (
+        "cargo test -p tiny-example-guide",
+        "Makefile",
+        "$(CARGO) test --workspace",
+    ),
     (
         "cargo run -p tiny-example-guide --bin guide-module -- run --help",
         "examples/guide/tests/guide.rs",
@@ -156,7 +160,10 @@ fn the_toml_block_is_the_crates_dependencies() {
     assert_eq!(keys(&guide[0], "dependencies"), keys(&manifest, "dependencies"));
     let dev = keys(&manifest, "dev-dependencies");
     for name in keys(&guide[0], "dev-dependencies") {
-        assert!(dev.contains(&name), "{name} is not a dev-dependency of the guide's crate");
+        assert!(
+            dev.contains(&name),
+            "{name} is not a dev-dependency of the guide's crate"
+        );
     }
 }
 
@@ -175,10 +182,16 @@ fn every_command_is_one_a_test_runs() {
     }
     let listed: Vec<&str> = COMMANDS.iter().map(|(c, ..)| *c).collect();
     for c in &shown {
-        assert!(listed.contains(&c.as_str()), "docs/guide.md shows `{c}`, which no test runs");
+        assert!(
+            listed.contains(&c.as_str()),
+            "docs/guide.md shows `{c}`, which no test runs"
+        );
     }
     for c in &listed {
-        assert!(shown.iter().any(|s| s == c), "`{c}` is listed here but not in docs/guide.md");
+        assert!(
+            shown.iter().any(|s| s == c),
+            "`{c}` is listed here but not in docs/guide.md"
+        );
     }
     for (command, file, evidence) in COMMANDS {
         assert!(

@@ -189,10 +189,10 @@ impl Row<'_> {
 /// `T` of `Input<T>`, with the span errors about it belong on.
 fn message_type(k: &CratePath, p: &Port) -> TokenStream {
     let ty = &p.ty;
-    let message = p.message.as_ref().map_or_else(
-        || quote!(<#ty as #k::__private::PortType>::Message),
-        |t| quote!(#t),
-    );
+    let message = p
+        .message
+        .as_ref()
+        .map_or_else(|| quote!(<#ty as #k::__private::PortType>::Message), |t| quote!(#t));
     respan(message, p.check_span)
 }
 
@@ -246,7 +246,11 @@ fn instance_fn(c: &Component) -> TokenStream {
 /// for all ports, which the engine boxes once per hop.
 fn handle_fn(c: &Component) -> TokenStream {
     let (name, k) = (&c.name, &c.krate);
-    let arms = c.ports.iter().filter(|p| p.kind == Kind::Input).map(|p| handle_arm(k, p));
+    let arms = c
+        .ports
+        .iter()
+        .filter(|p| p.kind == Kind::Input)
+        .map(|p| handle_arm(k, p));
     let check = messages_check(c);
     quote! {
         fn handle<'a>(
@@ -282,7 +286,8 @@ fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let ty = &p.ty;
     let message = quote!(<#ty as #k::__private::PortType>::Message);
     let k = at(k, handler.span());
-    let call = quote_spanned!(handler.span()=> #k::__private::call::<Self, #message, _, _>(Self::#handler, #args).await);
+    let call =
+        quote_spanned!(handler.span()=> #k::__private::call::<Self, #message, _, _>(Self::#handler, #args).await);
     let into_reply = quote_spanned!(handler.span()=> #k::IntoReply::into_reply);
     quote! {
         #name => {

@@ -137,7 +137,9 @@ fn crate_path_override() {
         pub struct Message { x: u32 }
     });
     assert!(
-        schema.to_string().contains(r#"crate = "::my::sdk::__private::schemars""#),
+        schema
+            .to_string()
+            .contains(r#"crate = "::my::sdk::__private::schemars""#),
         "{schema}"
     );
 }
@@ -151,6 +153,9 @@ fn crate_path_not_a_path() {
         pub struct X {}
     });
     let text = out.to_string();
-    assert!(text.contains("`crate` takes the path the SDK is reachable by"), "{text}");
+    assert!(
+        text.contains("`crate` takes the path the SDK is reachable by"),
+        "{text}"
+    );
     assert!(!text.contains("not a path ::"), "{text}");
 }
