@@ -38,9 +38,10 @@ async fn renamed_sdk_components_run() {
     let loud: Loud = serde_json::from_value(emitted[0].clone()).expect("a Loud");
     assert_eq!(loud, Loud::Shouted { text: "HI!".into() });
 
-    // A failure goes to the catch port, since the settings switch it on.
-    h.send("s:input", json!({"text": ""})).await.expect("caught");
-    assert_eq!(h.emitted("s:error").len(), 1);
+    // A failure with no edge leaving the catch port fails the message (errors never
+    // vanish), with the component's words.
+    let err = h.send("s:input", json!({"text": ""})).await.expect_err("refused");
+    assert!(err.to_string().contains("nothing to shout"), "{err}");
 
     h.send("w:input", json!({"text": "QUIET"})).await.expect("handled");
     assert_eq!(h.emitted("w:out"), vec![json!({"text": "quiet"})]);
