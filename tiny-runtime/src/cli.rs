@@ -27,6 +27,7 @@ use crate::{
     config::ModuleConfig,
     rbac::Requirements,
     runtime::{LEASE_DURATION, Options, Runtime},
+    telemetry::{self, LogFormat},
 };
 
 /// A tiny module.
@@ -35,6 +36,9 @@ use crate::{
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines as `text` or `json` (one object a line, with the trace id while a trace is recorded).
+    #[arg(long, global = true, env = "TINY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,12 +171,17 @@ impl Module {
     /// Parses the command line and runs the command; a module's `main` returns this.
     pub fn main(self) -> ExitCode {
         let cli = Cli::parse();
-        init_tracing();
-        command(cli.command, self.registry, &self.requirements)
+        command(cli.command, cli.log_format, self.registry, &self.requirements)
     }
 }
 
-fn command(command: Command, registry: Registry, requirements: &Requirements) -> ExitCode {
+fn command(command: Command, log_format: LogFormat, registry: Registry, requirements: &Requirements) -> ExitCode {
+    if !matches!(command, Command::Run(_)) {
+        // `run` installs logging inside its runtime, with the trace exporter.
+        if let Err(e) = telemetry::init(log_format, None) {
+            eprintln!("logging: {e}");
+        }
+    }
     match command {
         Command::Rbac => match crate::rbac::values_yaml(requirements) {
             Ok(y) => {
@@ -209,7 +218,25 @@ fn command(command: Command, registry: Registry, requirements: &Requirements) ->
             }
             Err(e) => fail(e),
         },
-        Command::Run(args) => block_on(run(*args, registry)),
+        Command::Run(args) => block_on(async move {
+            let service = telemetry::Service {
+                name: ModuleConfig::new(&args.name, &args.version, &args.namespace, &args.identity).name,
+                version: args.version.clone(),
+                instance: args.identity.clone(),
+            };
+            let telemetry = match telemetry::init(log_format, Some(&service)) {
+                Ok(t) => t,
+                Err(e) => {
+                    // Without an exporter the module still runs: say so once.
+                    eprintln!("telemetry: {e}; running without trace export");
+                    let _ = telemetry::init(log_format, None);
+                    telemetry::Telemetry::default()
+                }
+            };
+            let result = run(*args, registry).await;
+            telemetry.shutdown();
+            result
+        }),
     }
 }
 
@@ -227,17 +254,6 @@ fn block_on<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> Exi
 fn fail(e: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {e}");
     ExitCode::FAILURE
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn,tower=warn,h2=warn,hyper=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        // Colours only on a terminal: container logs are files.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 fn print_components(registry: &Registry) -> ExitCode {

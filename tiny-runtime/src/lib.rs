@@ -10,6 +10,7 @@
 //! - [`resources`]: the resource manager components receive on `_client`.
 //! - [`runtime`]: everything put together; [`cli`]: the module binary's commands.
 //! - [`rbac`]: the permissions a module needs; [`hooks`]: its Helm hooks.
+//! - [`telemetry`]: logs (text or JSON) and OpenTelemetry traces; [`metrics`]: `/metrics`.
 
 pub mod cli;
 pub mod config;
@@ -24,6 +25,7 @@ pub mod rbac;
 pub mod resources;
 pub mod runtime;
 pub mod status;
+pub mod telemetry;
 
 /// A fast global allocator (mimalloc), for module binaries that choose it with the
 /// `fast-alloc` feature and one line:

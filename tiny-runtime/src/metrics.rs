@@ -1,6 +1,49 @@
-//! Counters the runtime exposes on its metrics address (Prometheus text format).
+//! What the runtime exposes on its metrics address, in the Prometheus text format.
+//!
+//! | metric | type | labels |
+//! | --- | --- | --- |
+//! | `tiny_node_messages_total` | counter | `node`, `port`: messages a node's port handled |
+//! | `tiny_node_errors_total` | counter | `node`, `port`, `code`: handler failures by error code (`none` without one) |
+//! | `tiny_node_retries_total` | counter | `node`, `port`: deliveries that were a retry along an edge |
+//! | `tiny_node_handle_duration_seconds` | histogram | `node`, `port`: handler time, downstream included |
+//! | `tiny_nodes` | gauge | `state`: `running`, `failed` |
+//! | `tiny_grpc_client_calls_total` | counter | `module`, `outcome`: calls to other modules, by gRPC outcome |
+//! | `tiny_grpc_server_calls_total` | counter | `outcome`: calls from other modules |
+//! | `tiny_signals_delivered_total` | counter | TinySignals this replica delivered |
+//! | `tiny_leader` | gauge | 1 while this replica leads |
+//! | `tiny_hops_total`, `tiny_hop_errors_total` | counter | all messages handled, and failed |
+//! | `tiny_status_writes_total`, `tiny_node_reconciles_total` | counter | TinyNode status writes, node reconciles |
+//!
+//! Labels never carry message data, and every labelled family is capped
+//! ([`MAX_SERIES`] node/port pairs, [`MAX_CODES`] codes per port, [`MAX_MODULES`]
+//! peer modules): past a cap, counts go to a series labelled `_other`, so a flow
+//! that makes up error codes cannot grow the exposition without bound.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::{
+    collections::HashMap,
+    fmt::Write as _,
+    sync::{
+        Arc, Mutex, OnceLock, RwLock, Weak,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use tiny_sdk::engine::{HopEvent, HopKind, Observer};
+
+/// The most node/port pairs with their own series.
+pub const MAX_SERIES: usize = 10_000;
+/// The most error codes with their own series, per port.
+pub const MAX_CODES: usize = 16;
+/// The most peer modules with their own series.
+pub const MAX_MODULES: usize = 256;
+/// The label value counts go to past a cap.
+pub const OTHER: &str = "_other";
+
+/// Upper bounds of the latency histogram's buckets, in seconds.
+pub const BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
+];
 
 /// The runtime's counters.
 #[derive(Debug, Default)]
@@ -17,6 +60,10 @@ pub struct Metrics {
     pub hops: AtomicU64,
     /// Messages whose handler failed.
     pub hop_errors: AtomicU64,
+    /// Per node and port.
+    ports: PortTable,
+    /// The module, for its nodes by state (weak: the module holds these metrics).
+    module: OnceLock<Weak<crate::controller::Shared>>,
 }
 
 impl Metrics {
@@ -25,41 +72,420 @@ impl Metrics {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts the nodes of `module`'s engine by state in [`render`](Self::render).
+    pub(crate) fn watch_module(&self, module: &Arc<crate::controller::Shared>) {
+        let _ = self.module.set(Arc::downgrade(module));
+    }
+
+    /// Records one delivery to `node`'s `port`.
+    pub fn record_hop(&self, node: &str, port: &str, took: Duration, attempt: u32, error: Option<Option<&str>>) {
+        Metrics::inc(&self.hops);
+        if error.is_some() {
+            Metrics::inc(&self.hop_errors);
+        }
+        self.ports.get(node, port).record(took, attempt, error);
+    }
+
     /// The exposition text.
     pub fn render(&self) -> String {
-        let rows = [
-            ("tiny_status_writes_total", "counter", &self.status_writes),
-            ("tiny_signals_delivered_total", "counter", &self.signals_delivered),
-            ("tiny_node_reconciles_total", "counter", &self.reconciles),
-            ("tiny_leader", "gauge", &self.leader),
-            ("tiny_hops_total", "counter", &self.hops),
-            ("tiny_hop_errors_total", "counter", &self.hop_errors),
-        ];
         let mut out = String::new();
-        for (name, kind, v) in rows {
-            out.push_str(&format!("# TYPE {name} {kind}\n{name} {}\n", v.load(Ordering::Relaxed)));
+        let rows = [
+            (
+                "tiny_status_writes_total",
+                "counter",
+                "TinyNode status writes.",
+                &self.status_writes,
+            ),
+            (
+                "tiny_signals_delivered_total",
+                "counter",
+                "TinySignals this replica delivered.",
+                &self.signals_delivered,
+            ),
+            (
+                "tiny_node_reconciles_total",
+                "counter",
+                "Node reconciles.",
+                &self.reconciles,
+            ),
+            (
+                "tiny_leader",
+                "gauge",
+                "1 while this replica leads its module.",
+                &self.leader,
+            ),
+            (
+                "tiny_hops_total",
+                "counter",
+                "Messages handled by this replica's nodes.",
+                &self.hops,
+            ),
+            (
+                "tiny_hop_errors_total",
+                "counter",
+                "Messages whose handler failed.",
+                &self.hop_errors,
+            ),
+        ];
+        for (name, kind, help, v) in rows {
+            header(&mut out, name, kind, help);
+            let _ = writeln!(out, "{name} {}", v.load(Ordering::Relaxed));
         }
+        if let Some(module) = self.module.get().and_then(Weak::upgrade) {
+            let (running, failed) = module.engine.node_counts();
+            header(&mut out, "tiny_nodes", "gauge", "Nodes of this module by state.");
+            let _ = writeln!(out, "tiny_nodes{{state=\"running\"}} {running}");
+            let _ = writeln!(out, "tiny_nodes{{state=\"failed\"}} {failed}");
+        }
+        self.ports.render(&mut out);
+        grpc().render(&mut out);
         out
     }
 }
 
-/// Counts hops for the metrics and passes them on to the tracker.
-#[derive(Debug)]
-pub struct HopCounter {
-    /// Where the counts go.
-    pub metrics: std::sync::Arc<Metrics>,
-    /// The next observer.
-    pub next: std::sync::Arc<crate::controller::tracker::Tracking>,
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 
-impl tiny_sdk::engine::Observer for HopCounter {
-    fn on_hop(&self, event: &tiny_sdk::engine::HopEvent<'_>) {
-        if event.kind == tiny_sdk::engine::HopKind::Delivered {
-            Metrics::inc(&self.metrics.hops);
-            if event.error.is_some() {
-                Metrics::inc(&self.metrics.hop_errors);
+/// A label value, escaped as the text format wants.
+struct Label<'a>(&'a str);
+
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '\\' => f.write_str("\\\\")?,
+                '"' => f.write_str("\\\"")?,
+                '\n' => f.write_str("\\n")?,
+                c => f.write_char(c)?,
             }
         }
-        self.next.on_hop(event);
+        Ok(())
+    }
+}
+
+/// The counters of one node's port.
+#[derive(Debug, Default)]
+struct PortStats {
+    messages: AtomicU64,
+    retries: AtomicU64,
+    /// Per bucket (not cumulative; summed when rendered), then the `+Inf` one.
+    buckets: [AtomicU64; BUCKETS.len() + 1],
+    sum_micros: AtomicU64,
+    /// Failures by code: few, and only on the failure path.
+    errors: Mutex<Vec<(String, u64)>>,
+}
+
+impl PortStats {
+    fn record(&self, took: Duration, attempt: u32, error: Option<Option<&str>>) {
+        Metrics::inc(&self.messages);
+        if attempt > 1 {
+            Metrics::inc(&self.retries);
+        }
+        let secs = took.as_secs_f64();
+        let bucket = BUCKETS.iter().position(|b| secs <= *b).unwrap_or(BUCKETS.len());
+        Metrics::inc(&self.buckets[bucket]);
+        self.sum_micros
+            .fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        if let Some(code) = error {
+            let code = code.unwrap_or("none");
+            let mut errors = self.errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let code = if errors.len() >= MAX_CODES && !errors.iter().any(|(c, _)| c == code) {
+                OTHER
+            } else {
+                code
+            };
+            match errors.iter_mut().find(|(c, _)| c == code) {
+                Some((_, n)) => *n += 1,
+                None => errors.push((code.to_owned(), 1)),
+            }
+        }
+    }
+}
+
+/// A node's ports and their counters: a handful, so a scan beats hashing.
+type NodePorts = Vec<(Box<str>, Arc<PortStats>)>;
+
+/// Node -> port -> counters. Read-locked on the hot path; written once per new pair.
+#[derive(Debug, Default)]
+struct PortTable {
+    nodes: RwLock<HashMap<Box<str>, NodePorts>>,
+    series: AtomicU64,
+}
+
+impl PortTable {
+    fn get(&self, node: &str, port: &str) -> Arc<PortStats> {
+        {
+            let nodes = self.nodes.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(stats) = nodes
+                .get(node)
+                .and_then(|ports| ports.iter().find(|(p, _)| &**p == port))
+            {
+                return stats.1.clone();
+            }
+        }
+        let full = self.series.load(Ordering::Relaxed) as usize >= MAX_SERIES;
+        let (node, port) = if full { (OTHER, OTHER) } else { (node, port) };
+        let mut nodes = self.nodes.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let ports = nodes.entry(node.into()).or_default();
+        if let Some((_, stats)) = ports.iter().find(|(p, _)| &**p == port) {
+            return stats.clone();
+        }
+        let stats = Arc::new(PortStats::default());
+        ports.push((port.into(), stats.clone()));
+        self.series.fetch_add(1, Ordering::Relaxed);
+        stats
+    }
+
+    fn render(&self, out: &mut String) {
+        let nodes = self.nodes.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut rows: Vec<(&str, &str, &PortStats)> = nodes
+            .iter()
+            .flat_map(|(n, ports)| ports.iter().map(move |(p, s)| (&**n, &**p, &**s)))
+            .collect();
+        rows.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        header(
+            out,
+            "tiny_node_messages_total",
+            "counter",
+            "Messages a node's port handled.",
+        );
+        for (n, p, s) in &rows {
+            let _ = writeln!(
+                out,
+                "tiny_node_messages_total{{node=\"{}\",port=\"{}\"}} {}",
+                Label(n),
+                Label(p),
+                s.messages.load(Ordering::Relaxed)
+            );
+        }
+        header(
+            out,
+            "tiny_node_errors_total",
+            "counter",
+            "Handler failures of a node's port, by error code.",
+        );
+        for (n, p, s) in &rows {
+            let errors = s.errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (code, count) in errors.iter() {
+                let _ = writeln!(
+                    out,
+                    "tiny_node_errors_total{{node=\"{}\",port=\"{}\",code=\"{}\"}} {count}",
+                    Label(n),
+                    Label(p),
+                    Label(code)
+                );
+            }
+        }
+        header(
+            out,
+            "tiny_node_retries_total",
+            "counter",
+            "Deliveries to a node's port that retried an edge.",
+        );
+        for (n, p, s) in &rows {
+            let _ = writeln!(
+                out,
+                "tiny_node_retries_total{{node=\"{}\",port=\"{}\"}} {}",
+                Label(n),
+                Label(p),
+                s.retries.load(Ordering::Relaxed)
+            );
+        }
+        let name = "tiny_node_handle_duration_seconds";
+        header(
+            out,
+            name,
+            "histogram",
+            "Time a node's port took to handle a message, downstream included.",
+        );
+        for (n, p, s) in &rows {
+            let labels = format!("node=\"{}\",port=\"{}\"", Label(n), Label(p));
+            let mut cumulative = 0;
+            for (i, bound) in BUCKETS.iter().enumerate() {
+                cumulative += s.buckets[i].load(Ordering::Relaxed);
+                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{bound}\"}} {cumulative}");
+            }
+            cumulative += s.buckets[BUCKETS.len()].load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {cumulative}");
+            let sum = s.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+            let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+            let _ = writeln!(out, "{name}_count{{{labels}}} {cumulative}");
+        }
+    }
+}
+
+/// gRPC calls between modules, by outcome. One per process: a process runs one module.
+#[derive(Debug, Default)]
+pub struct GrpcMetrics {
+    /// (peer module, outcome) -> calls made.
+    client: Mutex<Vec<(String, &'static str, u64)>>,
+    /// outcome -> calls served.
+    server: Mutex<Vec<(&'static str, u64)>>,
+}
+
+/// The process's gRPC counters.
+pub fn grpc() -> &'static GrpcMetrics {
+    static GRPC: OnceLock<GrpcMetrics> = OnceLock::new();
+    GRPC.get_or_init(GrpcMetrics::default)
+}
+
+/// The outcome label of a gRPC call: `OK`, or the status code's name.
+pub fn outcome(code: Option<tonic::Code>) -> &'static str {
+    use tonic::Code;
+    match code {
+        None | Some(Code::Ok) => "OK",
+        Some(Code::Cancelled) => "Cancelled",
+        Some(Code::Unknown) => "Unknown",
+        Some(Code::InvalidArgument) => "InvalidArgument",
+        Some(Code::DeadlineExceeded) => "DeadlineExceeded",
+        Some(Code::NotFound) => "NotFound",
+        Some(Code::AlreadyExists) => "AlreadyExists",
+        Some(Code::PermissionDenied) => "PermissionDenied",
+        Some(Code::ResourceExhausted) => "ResourceExhausted",
+        Some(Code::FailedPrecondition) => "FailedPrecondition",
+        Some(Code::Aborted) => "Aborted",
+        Some(Code::OutOfRange) => "OutOfRange",
+        Some(Code::Unimplemented) => "Unimplemented",
+        Some(Code::Internal) => "Internal",
+        Some(Code::Unavailable) => "Unavailable",
+        Some(Code::DataLoss) => "DataLoss",
+        Some(Code::Unauthenticated) => "Unauthenticated",
+    }
+}
+
+impl GrpcMetrics {
+    /// One call to `module` ended with `outcome`.
+    pub fn client_call(&self, module: &str, outcome: &'static str) {
+        let mut calls = self.client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(row) = calls.iter_mut().find(|(m, o, _)| m == module && *o == outcome) {
+            row.2 += 1;
+            return;
+        }
+        let known = calls.iter().any(|(m, _, _)| m == module);
+        let modules = {
+            let mut names: Vec<&str> = calls.iter().map(|(m, _, _)| m.as_str()).collect();
+            names.dedup();
+            names.len()
+        };
+        let module = if !known && modules >= MAX_MODULES {
+            OTHER
+        } else {
+            module
+        };
+        match calls.iter_mut().find(|(m, o, _)| m == module && *o == outcome) {
+            Some(row) => row.2 += 1,
+            None => calls.push((module.to_owned(), outcome, 1)),
+        }
+    }
+
+    /// One call served ended with `outcome`.
+    pub fn server_call(&self, outcome: &'static str) {
+        let mut calls = self.server.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match calls.iter_mut().find(|(o, _)| *o == outcome) {
+            Some(row) => row.1 += 1,
+            None => calls.push((outcome, 1)),
+        }
+    }
+
+    fn render(&self, out: &mut String) {
+        header(
+            out,
+            "tiny_grpc_client_calls_total",
+            "counter",
+            "gRPC calls to other modules, by outcome.",
+        );
+        let mut client = self
+            .client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        client.sort();
+        for (module, outcome, n) in client {
+            let _ = writeln!(
+                out,
+                "tiny_grpc_client_calls_total{{module=\"{}\",outcome=\"{outcome}\"}} {n}",
+                Label(&module)
+            );
+        }
+        header(
+            out,
+            "tiny_grpc_server_calls_total",
+            "counter",
+            "gRPC calls from other modules, by outcome.",
+        );
+        let mut server = self
+            .server
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        server.sort();
+        for (outcome, n) in server {
+            let _ = writeln!(out, "tiny_grpc_server_calls_total{{outcome=\"{outcome}\"}} {n}");
+        }
+    }
+}
+
+/// The engine's observer for the metrics: every delivery is counted per node and port.
+#[derive(Debug)]
+pub struct HopMetrics(pub Arc<Metrics>);
+
+impl Observer for HopMetrics {
+    fn on_hop(&self, event: &HopEvent<'_>) {
+        if event.kind == HopKind::Delivered {
+            let error = event.error.map(|e| e.code());
+            self.0
+                .record_hop(event.node, event.port, event.duration, event.attempt, error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hops_are_counted_per_port_with_a_cumulative_histogram() {
+        let m = Metrics::default();
+        m.record_hop("n", "in", Duration::from_micros(300), 1, None);
+        m.record_hop("n", "in", Duration::from_millis(3), 2, Some(Some("BAD")));
+        m.record_hop("n", "in", Duration::from_secs(100), 1, Some(None));
+        let text = m.render();
+        for line in [
+            "tiny_hops_total 3",
+            "tiny_hop_errors_total 2",
+            "tiny_node_messages_total{node=\"n\",port=\"in\"} 3",
+            "tiny_node_retries_total{node=\"n\",port=\"in\"} 1",
+            "tiny_node_errors_total{node=\"n\",port=\"in\",code=\"BAD\"} 1",
+            "tiny_node_errors_total{node=\"n\",port=\"in\",code=\"none\"} 1",
+            "tiny_node_handle_duration_seconds_bucket{node=\"n\",port=\"in\",le=\"0.0005\"} 1",
+            "tiny_node_handle_duration_seconds_bucket{node=\"n\",port=\"in\",le=\"0.005\"} 2",
+            "tiny_node_handle_duration_seconds_bucket{node=\"n\",port=\"in\",le=\"60\"} 2",
+            "tiny_node_handle_duration_seconds_bucket{node=\"n\",port=\"in\",le=\"+Inf\"} 3",
+            "tiny_node_handle_duration_seconds_count{node=\"n\",port=\"in\"} 3",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn made_up_error_codes_do_not_grow_the_exposition() {
+        let m = Metrics::default();
+        for i in 0..100 {
+            let code = format!("C{i}");
+            m.record_hop("n", "in", Duration::ZERO, 1, Some(Some(&code)));
+        }
+        let text = m.render();
+        let codes = text
+            .lines()
+            .filter(|l| l.starts_with("tiny_node_errors_total{"))
+            .count();
+        assert_eq!(codes, MAX_CODES + 1);
+        assert!(text.contains("code=\"_other\"} 84"), "{text}");
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(Label("a\"b\\c\nd").to_string(), "a\\\"b\\\\c\\nd");
     }
 }

@@ -105,11 +105,10 @@ impl Runtime {
             engine = engine.follower();
         }
         let tracking = Arc::new(controller::tracker::Tracking::default());
-        let counter = crate::metrics::HopCounter {
-            metrics: metrics.clone(),
-            next: tracking.clone(),
-        };
-        let engine = engine.observer(Arc::new(counter)).build();
+        let engine = engine
+            .observer(Arc::new(crate::metrics::HopMetrics(metrics.clone())))
+            .observer(tracking.clone())
+            .build();
         let shared = Arc::new(Shared::new(
             client,
             opts.config,
@@ -119,6 +118,7 @@ impl Runtime {
             opts.discovery,
             tracking.clone(),
         ));
+        metrics.watch_module(&shared);
         controller::module::register(&shared)
             .await
             .map_err(|e| crate::Error::Startup(format!("registering the TinyModule: {e}")))?;

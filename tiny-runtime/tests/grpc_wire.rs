@@ -127,7 +127,7 @@ struct Whoami {
 
 impl Whoami {
     async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Reply {
-        Reply::value(json!({"leader": ctx.is_leader()}))
+        Reply::value(json!({"leader": ctx.hop().leader}))
     }
 }
 

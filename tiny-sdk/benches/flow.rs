@@ -2,7 +2,11 @@
 //! a 1-to-10 fan-out and a 5-hop request/response chain, optionally beside Node-RED
 //! running the same flows in the same command (`-- --peer`).
 //!
-//! `cargo bench -p tiny-sdk --bench flow -- [--peer] [--n N] [--lat-n N]`
+//! `cargo bench -p tiny-sdk --bench flow -- [--peer] [--n N] [--lat-n N] [--only NAME]`
+//!
+//! It also measures what tracing costs on the 10-node chain (`--only tracing`): no
+//! subscriber against the runtime's subscriber when no `OTEL_*` exporter is set (the
+//! figure that must stay within 5%), and against every hop span recorded.
 //!
 //! Node-RED is single-threaded, so the comparison figures run tiny on one thread too
 //! (a current-thread runtime); the two-worker figure is printed beside them.
@@ -223,6 +227,82 @@ async fn fanout_ratio(a: &Args) -> (f64, f64, f64) {
     (ratios[2], ratios[0], ratios[4])
 }
 
+/// A subscriber as `tiny-runtime` installs it when no `OTEL_*` variable names an
+/// exporter: logs at `info`, the flow's span target `tiny::flow` off.
+fn runtime_subscriber_without_exporter() -> impl tracing::Subscriber + Send + Sync {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let filter = tracing_subscriber::EnvFilter::new("info,kube=warn,tower=warn,h2=warn,hyper=warn,tiny::flow=off");
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink))
+}
+
+/// The same with an OpenTelemetry layer recording every hop span (spans are built
+/// and dropped: no exporter, so no network in the figure).
+fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::{Layer as _, layer::SubscriberExt as _};
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    let otel = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("bench"))
+        .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+            m.target().starts_with("tiny::flow")
+        }));
+    let filter = tracing_subscriber::EnvFilter::new("info,tiny::flow=info");
+    let logs =
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::sink)
+            .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+                !(m.is_event() && m.target().starts_with("tiny::flow"))
+            }));
+    tracing_subscriber::registry().with(filter).with(otel).with(logs)
+}
+
+/// The cost of tracing on the 10-node chain: throughput with tracing off (no
+/// subscriber wants anything) against the runtime's subscriber without an exporter,
+/// and against spans recorded; alternating rounds on one engine, so all see the same
+/// load. Returns the time-per-message ratios without-exporter/off and recorded/off,
+/// each of the best round of either (the figure least disturbed by other work on the
+/// machine), and the median and range of the per-round without-exporter/off ratios.
+fn tracing_ratio(rt: &tokio::runtime::Runtime, a: &Args) -> TracingCost {
+    let e = rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH))));
+    let n = (a.n / 5).max(1000);
+    rt.block_on(throughput(&e, n / 5, a.window)); // warm-up
+    let (mut off, mut without, mut recorded, mut rounds) = (0.0f64, 0.0f64, 0.0f64, Vec::new());
+    for _ in 0..9 {
+        // Off: a subscriber that wants nothing, so the level check in every `tracing`
+        // macro fails at once, as in a process that never installed one. (Each
+        // subscriber is registered afresh, so no round inherits another's cached
+        // interest in the flow's spans.)
+        let o = tracing::subscriber::with_default(tracing::subscriber::NoSubscriber::default(), || {
+            rt.block_on(throughput(&e, n, a.window))
+        });
+        let w = tracing::subscriber::with_default(runtime_subscriber_without_exporter(), || {
+            rt.block_on(throughput(&e, n, a.window))
+        });
+        let r = tracing::subscriber::with_default(runtime_subscriber_recording(), || {
+            rt.block_on(throughput(&e, n, a.window))
+        });
+        (off, without, recorded) = (off.max(o), without.max(w), recorded.max(r));
+        rounds.push(o / w);
+    }
+    rounds.sort_by(f64::total_cmp);
+    TracingCost {
+        without_exporter: off / without,
+        recorded: off / recorded,
+        median: rounds[rounds.len() / 2],
+        range: (rounds[0], rounds[rounds.len() - 1]),
+    }
+}
+
+/// What [`tracing_ratio`] measured: time per message relative to tracing off.
+struct TracingCost {
+    without_exporter: f64,
+    recorded: f64,
+    median: f64,
+    range: (f64, f64),
+}
+
 fn two_threads(flow: Flow, a: &Args) -> f64 {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -308,6 +388,18 @@ fn main() {
         let (median, min, max) = rt.block_on(fanout_ratio(&a));
         println!(
             "tiny fanout10 cost per source message / single send: {median:.2}x (median of 5 alternating rounds; {min:.2}..{max:.2})"
+        );
+    }
+    if a.only.as_deref().is_none_or(|o| o == "tracing") {
+        let c = tracing_ratio(&rt, &a);
+        println!(
+            "tiny chain10 with tracing, no exporter configured / tracing off: {:.3}x time per message ({:+.1}%; best of 9 alternating rounds each; per-round median {:.3}, {:.3}..{:.3}); with every hop span recorded: {:.2}x",
+            c.without_exporter,
+            (c.without_exporter - 1.0) * 100.0,
+            c.median,
+            c.range.0,
+            c.range.1,
+            c.recorded
         );
     }
     if !a.peer {

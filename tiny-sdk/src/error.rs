@@ -124,6 +124,18 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         self.kind == ErrorKind::Transient
     }
+
+    /// The same error with every value of `secrets` in its message replaced by
+    /// [`MASK`](crate::redact::MASK): a decode error quoting a password, or a
+    /// component echoing its settings, does not carry the secret on (see
+    /// [`redact`](crate::redact)).
+    #[must_use]
+    pub fn redact(mut self, secrets: &[String]) -> Self {
+        if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(&self.message, secrets) {
+            self.message = clean;
+        }
+        self
+    }
 }
 
 impl fmt::Display for Error {

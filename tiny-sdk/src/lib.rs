@@ -52,6 +52,7 @@ pub mod harness;
 pub mod message;
 pub mod msg;
 pub mod port;
+pub mod redact;
 pub mod schema;
 pub mod state;
 pub mod system;

@@ -173,13 +173,122 @@ impl Delay {
     }
 }
 
+/// Settings of a login node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct LoginSettings {
+    /// The account.
+    #[tiny(title = "User")]
+    pub user: String,
+    /// The account's password. Secret: tiny masks it in the node's status, traces,
+    /// tracker previews, logs and error messages; the component gets the real value.
+    #[tiny(title = "Password", secret)]
+    pub password: String,
+}
+
+/// What arrives on a login's `input`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+pub struct LoginIn {
+    /// Passed on with the result.
+    #[tiny(configurable)]
+    #[serde(default)]
+    pub context: serde_json::Value,
+    /// The password to check (secret, as the settings' one).
+    #[tiny(title = "Password", secret)]
+    pub password: String,
+}
+
+/// What leaves on `ok`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+pub struct LoggedIn {
+    /// The context that came in.
+    #[tiny(shared)]
+    pub context: serde_json::Value,
+    /// Who logged in.
+    pub user: String,
+}
+
+/// Checks a password against the one in its settings: an example of secret fields.
+///
+/// A wrong password fails with an error that quotes both passwords, as careless code
+/// does: tiny masks them wherever it writes or prints the error.
+#[derive(Debug, Component, Default)]
+#[component(name = "login", tags("example", "secret"), settings = LoginSettings)]
+pub struct Login {
+    #[port(position = Left)]
+    input: Input<LoginIn>,
+    #[port(position = Right)]
+    ok: Output<LoggedIn>,
+}
+
+impl Login {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: LoginIn) -> Result<Reply> {
+        let settings = ctx.settings();
+        if msg.password != settings.password {
+            tracing::warn!(user = %settings.user, "login refused");
+            return Err(Error::permanent(format!(
+                "password `{}` is wrong: `{}` expected",
+                msg.password, settings.password
+            ))
+            .with_code("WRONG_PASSWORD"));
+        }
+        let user = settings.user.clone();
+        self.ok
+            .emit(
+                ctx,
+                LoggedIn {
+                    context: msg.context,
+                    user,
+                },
+            )
+            .await
+    }
+}
+
+/// Settings of a flaky node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct FlakySettings {
+    /// How many messages fail (transiently, code `FLAKY`) before the others pass.
+    #[tiny(title = "Failures")]
+    pub failures: u32,
+}
+
+/// Fails the first `failures` messages with a transient error, then passes messages
+/// on: an edge's retry policy at work, in a flow or on `/metrics`.
+#[derive(Debug, Component, Default)]
+#[component(name = "flaky", tags("example"), settings = FlakySettings)]
+pub struct Flaky {
+    #[port(position = Left)]
+    input: Input<serde_json::Value>,
+    #[port(position = Right)]
+    out: Output<serde_json::Value>,
+    failed: std::sync::atomic::AtomicU32,
+}
+
+impl Flaky {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: serde_json::Value) -> Result<Reply> {
+        use std::sync::atomic::Ordering;
+        let limit = ctx.settings().failures;
+        let failed = self
+            .failed
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1));
+        if let Ok(n) = failed {
+            return Err(Error::transient(format!("failure {} of {limit}", n + 1)).with_code("FLAKY"));
+        }
+        self.out.emit(ctx, msg).await
+    }
+}
+
 /// The components of this module.
 pub fn registry() -> tiny_sdk::engine::Registry {
     let mut r = tiny_sdk::engine::Registry::default();
     r.register::<Hello>()
         .register::<Shout>()
         .register::<Respond>()
-        .register::<Delay>();
+        .register::<Delay>()
+        .register::<Login>()
+        .register::<Flaky>();
     r
 }
 

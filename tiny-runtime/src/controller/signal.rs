@@ -22,6 +22,7 @@ use tiny_sdk::{
     Hop,
     flow::{module_matches, parse_node_name},
 };
+use tracing::{Instrument as _, field::Empty};
 
 use super::{ReconcileError, Shared, watch};
 use crate::{
@@ -157,7 +158,34 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
         ..Hop::default()
     };
     let to = format!("{node}:{}", signal.spec.port);
-    let result = shared.engine.send_with(&to, data, hop).await;
+    // The root of the flow run's trace: every hop it makes is a descendant.
+    let span = tracing::info_span!(
+        target: "tiny::flow",
+        parent: None,
+        "signal",
+        otel.name = "signal",
+        otel.kind = "internal",
+        to = to.as_str(),
+        from = "signal",
+        tiny.signal = name.as_str(),
+        tiny.module = shared.config.name.as_str(),
+        tiny.outcome = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    );
+    let result = shared.engine.send_with(&to, data, hop).instrument(span.clone()).await;
+    if !span.is_disabled() {
+        match &result {
+            Ok(_) => {
+                span.record("tiny.outcome", "ok");
+            }
+            Err(e) => {
+                span.record("tiny.outcome", "error");
+                span.record("otel.status_code", "ERROR");
+                span.record("otel.status_description", tracing::field::display(e));
+            }
+        }
+    }
     Metrics::inc(&shared.metrics.signals_delivered);
     let outcome = match result {
         Ok(reply) => Outcome {

@@ -83,22 +83,37 @@ impl Tracking {
         }
     }
 
-    /// Takes the tracks with new hops: (tracker name, total, hops).
-    fn drain_dirty(&self) -> Vec<(String, u64, Vec<TrackedHop>)> {
+    /// Takes the tracks with new hops: (flow, tracker name, total, hops).
+    fn drain_dirty(&self) -> Vec<(String, String, u64, Vec<TrackedHop>)> {
         let Ok(tracks) = self.tracks.read() else {
             return Vec::new();
         };
         tracks
-            .values()
-            .filter_map(|t| {
+            .iter()
+            .filter_map(|(flow, t)| {
                 let mut t = t.lock().ok()?;
                 if !t.dirty {
                     return None;
                 }
                 t.dirty = false;
-                Some((t.tracker.clone(), t.total, t.hops.iter().cloned().collect()))
+                Some((
+                    flow.clone(),
+                    t.tracker.clone(),
+                    t.total,
+                    t.hops.iter().cloned().collect(),
+                ))
             })
             .collect()
+    }
+
+    /// `flow`'s hops were not written: try again at the next flush.
+    fn redirty(&self, flow: &str) {
+        if let Ok(tracks) = self.tracks.read()
+            && let Some(t) = tracks.get(flow)
+            && let Ok(mut t) = t.lock()
+        {
+            t.dirty = true;
+        }
     }
 }
 
@@ -121,13 +136,22 @@ impl Observer for Tracking {
             },
             Err(_) => return,
         };
-        // Only a tracked flow pays for the payload's JSON, written straight from the value.
-        let mut data = event
-            .data
-            .to_json_bytes()
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_default();
+        // Only a tracked flow pays for the payload's JSON, written straight from the
+        // value unless the port has secret fields to mask first.
+        let mut data = if event.secrets.is_empty() {
+            event
+                .data
+                .to_json_bytes()
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default()
+        } else {
+            event
+                .redacted_json()
+                .ok()
+                .and_then(|v| serde_json::to_string(&*v).ok())
+                .unwrap_or_default()
+        };
         if data.len() > PREVIEW_BYTES {
             let mut cut = PREVIEW_BYTES;
             while !data.is_char_boundary(cut) {
@@ -198,10 +222,12 @@ pub async fn run(
             if !shared.leadership.is_leader() {
                 continue;
             }
-            for (tracker, total, hops) in tracking.drain_dirty() {
+            for (flow, tracker, total, hops) in tracking.drain_dirty() {
                 let patch = Patch::Merge(json!({ "status": { "total": total, "hops": hops } }));
                 if let Err(e) = api.patch_status(&tracker, &PatchParams::default(), &patch).await {
                     tracing::debug!(%tracker, error = %e, "tracker status");
+                    // Not lost: the next flush writes these hops (and any newer ones).
+                    tracking.redirty(&flow);
                 }
             }
         }

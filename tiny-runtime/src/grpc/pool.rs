@@ -18,6 +18,7 @@ use tonic::{
     Request,
     transport::{Channel, Endpoint},
 };
+use tracing::{Instrument as _, field::Empty};
 
 use super::{
     proto::{MessageRequest, module_service_client::ModuleServiceClient},
@@ -238,12 +239,20 @@ impl Pool {
         data: &Msg,
         hop: Hop,
     ) -> Result<Reply> {
-        self.prepare(module, to, source, data, &hop)?.run(hop).await
+        self.prepare(module, to, source, data, &hop, 1)?.run(hop).await
     }
 
     /// Everything that can fail before the network: the module's address, the
     /// payload's encoding and size.
-    fn prepare(&self, module: &str, to: &PortAddress, source: Source<'_>, data: &Msg, hop: &Hop) -> Result<Call> {
+    fn prepare(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: &Msg,
+        hop: &Hop,
+        attempt: u32,
+    ) -> Result<Call> {
         let Some(peer) = self.peer(module) else {
             // The module may still be starting: worth another attempt.
             return Err(Error::transient(format!(
@@ -268,12 +277,37 @@ impl Pool {
         )?;
         let mut request = Request::new(message);
         wire::write_depth(request.metadata_mut(), hop.depth);
+        wire::write_attempt(request.metadata_mut(), attempt);
+        // The call's span, child of the sending hop's; the receiving hop continues
+        // from it (W3C trace context in the metadata, as the Go SDK's otelgrpc).
+        let span = tracing::info_span!(
+            target: "tiny::flow",
+            "grpc.client",
+            otel.name = "module.ModuleService/Message",
+            otel.kind = "client",
+            rpc.system = "grpc",
+            rpc.service = "module.ModuleService",
+            rpc.method = "Message",
+            server.address = &*peer.addr,
+            to = %to,
+            from = request.get_ref().from.as_str(),
+            edgeID = request.get_ref().edge_id.as_str(),
+            tiny.module = module,
+            tiny.depth = hop.depth,
+            tiny.attempt = attempt,
+            rpc.grpc.status_code = Empty,
+            tiny.outcome = Empty,
+            otel.status_code = Empty,
+            otel.status_description = Empty,
+        );
+        crate::telemetry::inject(&span, request.metadata_mut());
         Ok(Call {
             module: module.to_owned(),
             peer,
             request,
             timeout: self.opts.timeout,
             max_message_size: self.opts.max_message_size,
+            span,
         })
     }
 }
@@ -285,16 +319,42 @@ struct Call {
     request: Request<MessageRequest>,
     timeout: Duration,
     max_message_size: usize,
+    span: tracing::Span,
 }
 
 impl Call {
+    /// Sends the request, in its span, and counts the outcome.
     async fn run(self, hop: Hop) -> Result<Reply> {
+        let span = self.span.clone();
+        let module = self.module.clone();
+        let (result, code) = self.exchange(hop).instrument(span.clone()).await;
+        let outcome = crate::metrics::outcome(code);
+        crate::metrics::grpc().client_call(&module, outcome);
+        if !span.is_disabled() {
+            span.record("rpc.grpc.status_code", code.map_or(0, |c| c as i32));
+            match &result {
+                Ok(_) => {
+                    span.record("tiny.outcome", "ok");
+                }
+                Err(e) => {
+                    span.record("tiny.outcome", "error");
+                    span.record("otel.status_code", "ERROR");
+                    span.record("otel.status_description", tracing::field::display(e));
+                }
+            }
+        }
+        result
+    }
+
+    /// The call itself: the reply, and the gRPC code it ended with (`None` for OK).
+    async fn exchange(self, hop: Hop) -> (Result<Reply>, Option<tonic::Code>) {
         let Call {
             module,
             peer,
             request,
             timeout,
             max_message_size,
+            span: _,
         } = self;
         let mut client = ModuleServiceClient::new(peer.channel)
             .max_decoding_message_size(max_message_size)
@@ -306,25 +366,35 @@ impl Call {
         let result = tokio::select! {
             r = call => r,
             () = hop.cancel.cancelled() => {
-                return Err(Error::permanent(format!("cancelled while waiting for module `{module}`")));
+                let e = Error::permanent(format!("cancelled while waiting for module `{module}`"));
+                return (Err(e), Some(tonic::Code::Cancelled));
             }
         };
         match result {
-            Ok(Ok(response)) => wire::decode_reply_owned(response.into_inner().data)
-                .map_err(|e| e.context(format_args!("module `{module}` at {}", peer.addr))),
-            Ok(Err(status)) => Err(wire::status_to_error(&status, || {
-                if is_transport_failure(&status) {
-                    format!("module `{module}` at {} is unreachable", peer.addr)
-                } else {
-                    format!("module `{module}` at {}", peer.addr)
-                }
-            })),
-            Err(_) => Err(Error::transient(format!(
-                "module `{module}` at {} did not answer within {} s",
-                peer.addr,
-                timeout.as_secs_f64()
-            ))
-            .with_code("TIMEOUT")),
+            Ok(Ok(response)) => (
+                wire::decode_reply_owned(response.into_inner().data)
+                    .map_err(|e| e.context(format_args!("module `{module}` at {}", peer.addr))),
+                None,
+            ),
+            Ok(Err(status)) => {
+                let e = wire::status_to_error(&status, || {
+                    if is_transport_failure(&status) {
+                        format!("module `{module}` at {} is unreachable", peer.addr)
+                    } else {
+                        format!("module `{module}` at {}", peer.addr)
+                    }
+                });
+                (Err(e), Some(status.code()))
+            }
+            Err(_) => (
+                Err(Error::transient(format!(
+                    "module `{module}` at {} did not answer within {} s",
+                    peer.addr,
+                    timeout.as_secs_f64()
+                ))
+                .with_code("TIMEOUT")),
+                Some(tonic::Code::DeadlineExceeded),
+            ),
         }
     }
 }
@@ -366,7 +436,19 @@ impl RemoteRouter for Pool {
         data: Msg,
         hop: Hop,
     ) -> BoxFuture<'static, Result<Reply>> {
-        match self.prepare(module, to, source, &data, &hop) {
+        self.route_attempt(module, to, source, data, hop, 1)
+    }
+
+    fn route_attempt(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        match self.prepare(module, to, source, &data, &hop, attempt) {
             Ok(call) => Box::pin(call.run(hop)),
             Err(e) => Box::pin(async move { Err(e) }),
         }

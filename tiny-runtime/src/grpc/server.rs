@@ -76,6 +76,7 @@ impl Handler {
     async fn handle(&self, request: Request<MessageRequest>) -> Result<MessageResponse, (Error, Code)> {
         let invalid = |e: Error| (e, Code::InvalidArgument);
         let depth = wire::read_depth(request.metadata()).map_err(invalid)?;
+        let attempt = wire::read_attempt(request.metadata());
         if depth > tiny_sdk::engine::MAX_DEPTH {
             let e = Error::permanent(format!(
                 "cycle guard: a message passed {} hops",
@@ -119,7 +120,7 @@ impl Handler {
         let hop = Hop { depth, cancel, leader };
         let reply = self
             .engine
-            .deliver_at(node, port, source, data, hop)
+            .deliver_attempt_at(node, port, source, data, hop, attempt)
             .await
             .map_err(|e| {
                 // A node this module does not have: `NotFound`, unless the engine
@@ -145,7 +146,18 @@ impl Handler {
 #[tonic::async_trait]
 impl ModuleService for Handler {
     async fn message(&self, request: Request<MessageRequest>) -> Result<Response<MessageResponse>, Status> {
-        match self.handle(request).await {
+        let result = if crate::telemetry::tracing_enabled() {
+            // The receiving hop's span continues the sender's trace: its parent is the
+            // sender's call span, from the `traceparent` metadata.
+            use opentelemetry::context::FutureExt as _;
+            let parent = crate::telemetry::extract(request.metadata());
+            self.handle(request).with_context(parent).await
+        } else {
+            self.handle(request).await
+        };
+        let code = result.as_ref().err().map(|(_, code)| *code);
+        crate::metrics::grpc().server_call(crate::metrics::outcome(code));
+        match result {
             Ok(response) => Ok(Response::new(response)),
             Err((err, code)) => Err(wire::error_to_status(&err, code)),
         }

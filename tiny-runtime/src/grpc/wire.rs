@@ -8,6 +8,8 @@
 //! | metadata | carries |
 //! | --- | --- |
 //! | `x-message-depth` | the hop depth, on requests (as the Go SDK) |
+//! | `x-hop-attempt` | which attempt of the sender's edge retries this is, on requests (absent: 1) |
+//! | `traceparent`, `tracestate`, `baggage` | W3C trace context, on requests while traces are exported |
 //! | `x-error-kind` | `transient` or `permanent`, on error statuses |
 //! | `x-error-code` | the error's code, on error statuses (the Go SDK's NATS header name) |
 //! | `x-error-origin` | where the error was raised (`node port`), on error statuses |
@@ -26,6 +28,9 @@ use tonic::{
 
 /// Metadata key of the hop depth (the Go SDK's).
 pub const DEPTH_KEY: &str = "x-message-depth";
+/// Metadata key of the attempt of the sender's edge retries (1 for the first, absent
+/// from Go peers), on requests: the receiver's spans and retry counts show it.
+pub const ATTEMPT_KEY: &str = "x-hop-attempt";
 /// Metadata key of an error's kind: `transient` or `permanent`.
 pub const ERROR_KIND_KEY: &str = "x-error-kind";
 /// Metadata key of an error's code.
@@ -139,6 +144,23 @@ pub fn source_from_wire<'a>(from: &'a str, edge_id: &'a str) -> Source<'a> {
 /// Puts the hop depth into request metadata.
 pub fn write_depth(metadata: &mut MetadataMap, depth: u32) {
     metadata.insert(DEPTH_KEY, MetadataValue::from(depth));
+}
+
+/// Puts the attempt number into request metadata (nothing for a first attempt).
+pub fn write_attempt(metadata: &mut MetadataMap, attempt: u32) {
+    if attempt > 1 {
+        metadata.insert(ATTEMPT_KEY, MetadataValue::from(attempt));
+    }
+}
+
+/// The attempt number of a request: absent or unreadable is 1 (it only labels the hop).
+pub fn read_attempt(metadata: &MetadataMap) -> u32 {
+    metadata
+        .get(ATTEMPT_KEY)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// The hop depth of a request: absent is 0 (a signal), anything but a number is refused.

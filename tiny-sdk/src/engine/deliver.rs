@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use futures::future::BoxFuture;
 use rustc_hash::FxHashMap as HashMap;
+use tracing::Instrument as _;
 
 use crate::{
     context::Hop,
@@ -15,7 +16,7 @@ use crate::{
     msg::Msg,
 };
 
-use super::{observe::Observer, registry::Registry, runner::Runner, table::ClientFactory};
+use super::{observe::Observer, registry::Registry, runner::Runner, table::ClientFactory, trace};
 
 /// Where a delivered message came from.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +45,22 @@ pub trait RemoteRouter: Send + Sync + 'static {
         data: Msg,
         hop: Hop,
     ) -> BoxFuture<'static, Result<Reply>>;
+
+    /// [`route`](Self::route) as attempt `attempt` of the edge's retries (1 for the
+    /// first), for routers that tell the receiver (whose metrics and spans count
+    /// retries). By default the attempt is not passed on.
+    fn route_attempt(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        let _ = attempt;
+        self.route(module, to, source, data, hop)
+    }
 }
 
 /// How long a message for a node of this module waits for the node to load (the Go
@@ -131,6 +148,19 @@ impl Inner {
 
     /// Delivers to a local node, or hands the message to the remote router.
     pub async fn deliver(&self, to: To<'_>, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
+        self.deliver_attempt(to, source, data, hop, 1).await
+    }
+
+    /// [`deliver`](Self::deliver) as attempt `attempt` along an edge (1, then 2...
+    /// for retries), which the hop's span and observers record.
+    pub async fn deliver_attempt(
+        &self,
+        to: To<'_>,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> Result<Reply> {
         let To { node, port, module } = to;
         let ours = module.is_some_and(|m| module_matches(m, &self.module));
         let found = match self.lookup(node) {
@@ -141,8 +171,11 @@ impl Inner {
         };
         let (runner, failure) = found.unwrap_or((None, None));
         if let Some(runner) = runner {
-            return runner
-                .deliver(port, &source, data, hop, self.observer.as_deref())
+            // Everything the handler emits is delivered inside this span: its children.
+            let span = trace::hop_span(&self.module, &runner.node, port, &source, hop.depth, attempt);
+            let result = runner
+                .deliver(port, &source, data, hop, self.observer.as_deref(), attempt)
+                .instrument(span.clone())
                 .await
                 .map_err(|e| {
                     // Logged once, where it arose: the hops it fails on its way up
@@ -150,10 +183,12 @@ impl Inner {
                     let fresh = e.origin().is_none();
                     let e = e.at(|| format!("node `{node}` port `{port}`"));
                     if fresh {
-                        tracing::warn!(node, port, error = %e, "message failed");
+                        span.in_scope(|| tracing::warn!(node, port, error = %e, "message failed"));
                     }
                     e
                 });
+            trace::record(&span, &result);
+            return result;
         }
         if let Some(e) = failure {
             return Err(
@@ -166,7 +201,7 @@ impl Inner {
                     node: node.to_owned(),
                     port: port.to_owned(),
                 };
-                router.route(module, &to, source, data, hop).await
+                router.route_attempt(module, &to, source, data, hop, attempt).await
             }
             _ if ours => Err(Error::transient(format!(
                 "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {:.1} s for it to load)",

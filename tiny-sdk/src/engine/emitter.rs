@@ -99,6 +99,8 @@ impl NodeEmitter {
                 duration: std::time::Duration::ZERO,
                 depth: hop.depth,
                 error: None,
+                attempt: 1,
+                secrets: crate::redact::Secrets::none(),
             });
         }
         let Some(outlet) = runner.outlet(port).cloned() else {

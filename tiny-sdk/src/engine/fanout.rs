@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use futures::future::join_all;
+use tracing::Instrument as _;
 
 use crate::{
     context::Hop,
@@ -72,7 +73,8 @@ async fn send(engine: &Arc<Inner>, outlet: &Outlet, route: &Arc<Route>, msg: Msg
         return attempts(engine, &outlet.from, route, msg, hop).await;
     }
     let (engine, from, route) = (engine.clone(), outlet.from.clone(), route.clone());
-    let task = tokio::spawn(async move { attempts(&engine, &from, &route, msg, hop).await });
+    // The task goes on in the sending hop's span, so the hops it makes stay its children.
+    let task = tokio::spawn(async move { attempts(&engine, &from, &route, msg, hop).await }.in_current_span());
     match task.await {
         Ok(result) => result,
         Err(e) => Err(Error::permanent(format!("delivery task failed: {e}"))),
@@ -90,7 +92,12 @@ async fn attempts(engine: &Inner, from: &str, route: &Route, msg: Msg, hop: Hop)
     let backoff = &route.backoff;
     if backoff.timeout.is_some() {
         // Rare: kept out of the hop's inline future (a timer is large).
-        return Box::pin(backoff.run(&hop.cancel, || engine.deliver(to, source, msg.clone(), hop.clone()))).await;
+        let mut attempt = 0;
+        let each = || {
+            attempt += 1;
+            engine.deliver_attempt(to, source, msg.clone(), hop.clone(), attempt)
+        };
+        return Box::pin(backoff.run(&hop.cancel, each)).await;
     }
     if backoff.max_attempts <= 1 {
         return engine.deliver(to, source, msg, hop).await;
@@ -101,7 +108,11 @@ async fn attempts(engine: &Inner, from: &str, route: &Route, msg: Msg, hop: Hop)
         // Retrying (with its timers) is boxed, so that a hop that succeeds does not
         // carry, and copy, the retry loop's state.
         Err(err) => {
-            let again = || engine.deliver(to, source, msg.clone(), hop.clone());
+            let mut attempt = 1;
+            let again = || {
+                attempt += 1;
+                engine.deliver_attempt(to, source, msg.clone(), hop.clone(), attempt)
+            };
             Box::pin(backoff.retry_after(err, started, &hop.cancel, again)).await
         }
     }

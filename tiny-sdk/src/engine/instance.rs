@@ -182,7 +182,10 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
                 (Some(catch), Some(input))
                     if catch.name() != port && !err.undecodable && self.catches(catch.name()) =>
                 {
-                    let input = input.json().cloned().unwrap_or(Value::Null);
+                    let mut input = input.json().cloned().unwrap_or(Value::Null);
+                    // Secrets stay out of the flow the error goes on into.
+                    let settings = self.settings.read().ok().and_then(|s| s.source.clone());
+                    let err = crate::redact::for_catch_port(C::ports(), port, &mut input, settings.as_ref(), err);
                     catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
                 }
                 _ => Err(err),

@@ -18,7 +18,8 @@
 //! - `runner`: one node: its instance, compiled mappings, settings and edges.
 //! - `fanout`: emitting along edges, in parallel, with retries.
 //! - `retry`: retry policies and backoff.
-//! - `observe`: hooks that see every hop (test collectors, tracers, TinyTracker).
+//! - `observe`: hooks that see every hop (test collectors, metrics, TinyTracker).
+//! - `trace`: a `tracing` span per hop, so a flow run is one trace.
 
 mod deliver;
 mod emitter;
@@ -30,14 +31,16 @@ mod report;
 mod retry;
 mod runner;
 mod table;
+mod trace;
 
 pub use deliver::{NODE_WAIT, RemoteRouter, Source};
 pub(crate) use emitter::NodeEmitter;
-pub use observe::{HopEvent, HopKind, Observer};
+pub use observe::{HopEvent, HopKind, Observer, Observers};
 pub use registry::{ComponentEntry, Registry};
 pub use report::{NodeReport, PortReport};
 pub use retry::Backoff;
 pub use table::{ClientFactory, Engine, EngineBuilder};
+pub use trace::TARGET as TRACE_TARGET;
 
 /// The cycle guard: a message that has made this many hops is refused (the Go SDK's
 /// `MaxMessageDepth`).

@@ -1,9 +1,15 @@
 //! Hooks that see every hop: the harness collects arrivals with one, the runtime
 //! records TinyTracker hops and spans with another.
 
-use std::time::{Duration, SystemTime};
+use std::{
+    borrow::Cow,
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
 
-use crate::{error::Error, msg::Msg};
+use serde_json::Value;
+
+use crate::{error::Error, msg::Msg, redact::Secrets};
 
 /// What happened at a port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -37,12 +43,72 @@ pub struct HopEvent<'a> {
     pub duration: Duration,
     /// The hop's depth.
     pub depth: u32,
-    /// The failure, if the handler failed.
+    /// The failure, if the handler failed (secrets of the node already masked in
+    /// its message).
     pub error: Option<&'a Error>,
+    /// Which delivery attempt along the edge this was: 1, then 2... for retries.
+    pub attempt: u32,
+    /// Where the port's secret fields are in `data`: an observer that writes or
+    /// prints the payload uses [`HopEvent::redacted_json`].
+    pub secrets: &'a Secrets,
+}
+
+impl HopEvent<'_> {
+    /// The payload as JSON with the port's secret fields masked: what an observer may
+    /// write or print. Borrowed when the port has no secrets.
+    pub fn redacted_json(&self) -> crate::Result<Cow<'_, Value>> {
+        let json = self.data.json()?;
+        Ok(self.secrets.masked(json))
+    }
 }
 
 /// Sees every hop. Called inline on the hot path: keep it cheap.
 pub trait Observer: Send + Sync + 'static {
     /// One event.
     fn on_hop(&self, event: &HopEvent<'_>);
+}
+
+/// Several observers, each seeing every hop in order: the runtime's metrics, its
+/// TinyTracker recorder, a test's collector...
+#[derive(Default, Clone)]
+pub struct Observers(Vec<Arc<dyn Observer>>);
+
+impl Observers {
+    /// Adds one.
+    pub fn push(&mut self, observer: Arc<dyn Observer>) {
+        self.0.push(observer);
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// `true` when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// One observer for the engine: none, the only one, or all of them in turn.
+    pub fn into_observer(mut self) -> Option<Arc<dyn Observer>> {
+        match self.0.len() {
+            0 => None,
+            1 => self.0.pop(),
+            _ => Some(Arc::new(self)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Observers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observers").field("len", &self.0.len()).finish()
+    }
+}
+
+impl Observer for Observers {
+    fn on_hop(&self, event: &HopEvent<'_>) {
+        for observer in &self.0 {
+            observer.on_hop(event);
+        }
+    }
 }

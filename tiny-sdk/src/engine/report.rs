@@ -1,8 +1,8 @@
-//! What a node's status shows: [`NodeReport`].
+//! What a node's status shows: [`NodeReport`]; node counts; delivery with an attempt number.
 
 use serde_json::Value;
 
-use crate::{component::ComponentInfo, error::Error, port::Position};
+use crate::{component::ComponentInfo, error::Error, port::Position, redact::Secrets};
 
 use super::table::Engine;
 
@@ -30,12 +30,38 @@ pub struct PortReport {
     pub source: bool,
     /// Editor schema.
     pub schema: Value,
-    /// Current configuration (settings in force, or the port's default).
+    /// Current configuration (settings in force, or the port's default), with the
+    /// fields the schema marks secret masked (see [`crate::redact`]): a status is
+    /// readable by anyone who may read TinyNodes.
     pub configuration: Value,
 }
 
 impl Engine {
-    /// The status of a node, for `TinyNode.status`.
+    /// [`deliver_at`](Self::deliver_at) as attempt `attempt` of the sender's edge
+    /// retries (the gRPC server passes on what the sending module says), which the
+    /// hop's span and observers record.
+    pub async fn deliver_attempt_at(
+        &self,
+        node: &str,
+        port: &str,
+        source: super::Source<'_>,
+        data: crate::Msg,
+        hop: crate::Hop,
+        attempt: u32,
+    ) -> crate::Result<crate::Reply> {
+        let to = super::deliver::To::parse(node, port);
+        self.inner.deliver_attempt(to, source, data, hop, attempt.max(1)).await
+    }
+
+    /// How many nodes run, and how many are refused or run an older spec because
+    /// their current one was rejected: `(running, failed)`.
+    pub fn node_counts(&self) -> (usize, usize) {
+        let nodes = self.inner.nodes_read();
+        let failed = nodes.values().filter(|s| s.error.is_some()).count();
+        (nodes.len() - failed, failed)
+    }
+
+    /// The status of a node, for `TinyNode.status`. Secret fields are masked.
     pub fn report(&self, name: &str) -> Option<NodeReport> {
         let nodes = self.inner.nodes_read();
         let slot = nodes.get(name)?;
@@ -52,13 +78,17 @@ impl Engine {
             .instance
             .shaped_ports()
             .into_iter()
-            .map(|(spec, shape)| PortReport {
-                name: shape.name,
-                label: shape.label,
-                position: spec.position,
-                source: spec.is_source(),
-                schema: shape.schema,
-                configuration: shape.configuration,
+            .map(|(spec, shape)| {
+                let mut configuration = shape.configuration;
+                Secrets::from_schema(&shape.schema).mask(&mut configuration);
+                PortReport {
+                    name: shape.name,
+                    label: shape.label,
+                    position: spec.position,
+                    source: spec.is_source(),
+                    schema: shape.schema,
+                    configuration,
+                }
             })
             .collect();
         ports.sort_by(|a, b| a.name.cmp(&b.name));

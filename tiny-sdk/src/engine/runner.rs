@@ -12,6 +12,7 @@ use crate::{
     message::Reply,
     msg::Msg,
     port::{Direction, PortSpec},
+    redact::Secrets,
     system,
 };
 
@@ -35,6 +36,11 @@ pub(crate) struct Runner {
     /// Source ports with edges, and where their messages go: a handful per node, so
     /// a scan beats hashing.
     outlets: Vec<Arc<Outlet>>,
+    /// Where the settings' secret fields are.
+    settings_secrets: Secrets,
+    /// The secret values of the settings in the spec, searched for in this node's
+    /// error messages (see [`crate::redact`]).
+    secret_values: Vec<String>,
     /// What is wrong with a spec that runs anyway: edges that leave ports the
     /// settings switched off or removed (see [`settle`](Self::settle)).
     pub problem: Option<Error>,
@@ -48,6 +54,8 @@ struct Inlet {
     /// What an edge without a mapping delivers: the port's default configuration,
     /// encoded once.
     default: Msg,
+    /// Where the port's secret fields are.
+    secrets: Secrets,
 }
 
 /// How an edge's configuration turns the sender's message into the target's input.
@@ -113,6 +121,7 @@ impl Runner {
                 spec,
                 mappings: Vec::new(),
                 default: Msg::from_json((spec.default_config)()),
+                secrets: Secrets::from_schema(&(spec.schema)()),
             })
             .collect();
         let mut settings = None;
@@ -202,6 +211,15 @@ impl Runner {
             }));
         }
         let outlets = outlets.into_iter().map(Arc::new).collect();
+        let settings_secrets = ports
+            .iter()
+            .find(|p| p.name == system::SETTINGS)
+            .map(|p| Secrets::from_schema(&(p.schema)()))
+            .unwrap_or_default();
+        let mut secret_values = Vec::new();
+        if let Some(settings) = &settings {
+            settings_secrets.collect(settings, &mut secret_values);
+        }
         Ok(Runner {
             name,
             node,
@@ -209,8 +227,30 @@ impl Runner {
             inputs,
             settings,
             outlets,
+            settings_secrets,
+            secret_values,
             problem: None,
         })
+    }
+
+    /// The secret values of the node's settings, to keep out of what tiny prints.
+    pub fn secret_values(&self) -> &[String] {
+        &self.secret_values
+    }
+
+    /// `e` without the node's secrets, and without those of `input` on `port`.
+    fn redact(&self, e: Error, secrets: &Secrets, input: Option<&Msg>) -> Error {
+        let mut values = Vec::new();
+        if !secrets.is_empty()
+            && let Some(Ok(json)) = input.map(Msg::json)
+        {
+            secrets.collect(json, &mut values);
+        }
+        if values.is_empty() && self.secret_values.is_empty() {
+            return e;
+        }
+        values.extend(self.secret_values.iter().cloned());
+        e.redact(&values)
     }
 
     /// Fits the runner to the ports the node has with its settings (applied after
@@ -277,7 +317,8 @@ impl Runner {
         }
     }
 
-    /// Delivers a message to one of this node's ports.
+    /// Delivers a message to one of this node's ports (`attempt` of the edge's
+    /// retries, 1 for the first).
     pub async fn deliver(
         &self,
         port: &str,
@@ -285,10 +326,14 @@ impl Runner {
         data: Msg,
         hop: Hop,
         observer: Option<&dyn Observer>,
+        attempt: u32,
     ) -> Result<Reply> {
         match port {
             system::SETTINGS => {
-                self.instance.settings(Some(data.json()?)).await?;
+                let json = data.json()?;
+                if let Err(e) = self.instance.settings(Some(json)).await {
+                    return Err(self.redact(e, &self.settings_secrets, Some(&data)));
+                }
                 return Ok(Reply::empty());
             }
             system::CONTROL => return self.instance.control(data.json()?, hop).await,
@@ -314,15 +359,28 @@ impl Runner {
             )));
         };
         let input = Self::input(inlet, source, data)?;
+        super::trace::data(&input, &inlet.secrets);
         let Some(observer) = observer else {
-            return self.instance.handle(inlet.spec.name, input, hop).await;
+            if inlet.secrets.is_empty() && self.secret_values.is_empty() {
+                return self.instance.handle(inlet.spec.name, input, hop).await;
+            }
+            let seen = (!inlet.secrets.is_empty()).then(|| input.clone());
+            return self
+                .instance
+                .handle(inlet.spec.name, input, hop)
+                .await
+                .map_err(|e| self.redact(e, &inlet.secrets, seen.as_ref()));
         };
         // The observer sees the input after the handler ran: keep a reference (the
         // handler then gets a copy; the JSON is made only if the observer asks).
         let seen = input.clone();
         let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
         let depth = hop.depth;
-        let result = self.instance.handle(inlet.spec.name, input, hop).await;
+        let result = self
+            .instance
+            .handle(inlet.spec.name, input, hop)
+            .await
+            .map_err(|e| self.redact(e, &inlet.secrets, Some(&seen)));
         let (from, edge_id) = match source {
             Source::Signal => (None, None),
             Source::Edge { from, edge_id } => (Some(*from), Some(*edge_id)),
@@ -338,6 +396,8 @@ impl Runner {
             duration: clock.elapsed(),
             depth,
             error: result.as_ref().err(),
+            attempt,
+            secrets: &inlet.secrets,
         });
         result
     }

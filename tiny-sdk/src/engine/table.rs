@@ -20,7 +20,7 @@ use crate::{
 use super::{
     deliver::{ChangeFn, Inner, NODE_WAIT, RemoteRouter, Slot, Source, To},
     emitter::NodeEmitter,
-    observe::Observer,
+    observe::{Observer, Observers},
     registry::Registry,
     runner::Runner,
 };
@@ -61,7 +61,7 @@ pub struct EngineBuilder {
     module: String,
     registry: Registry,
     router: Option<Arc<dyn RemoteRouter>>,
-    observer: Option<Arc<dyn Observer>>,
+    observers: Observers,
     client: Option<ClientFactory>,
     node_wait: Option<std::time::Duration>,
     follower: bool,
@@ -105,10 +105,10 @@ impl EngineBuilder {
         self
     }
 
-    /// Sees every hop.
+    /// Sees every hop; each observer added sees every hop, in the order they were added.
     #[must_use]
     pub fn observer(mut self, observer: Arc<dyn Observer>) -> Self {
-        self.observer = Some(observer);
+        self.observers.push(observer);
         self
     }
 
@@ -164,7 +164,7 @@ impl EngineBuilder {
                 registry: self.registry,
                 nodes: RwLock::new(HashMap::default()),
                 router: self.router,
-                observer: self.observer,
+                observer: self.observers.into_observer(),
                 client: self.client,
                 node_wait: self.node_wait.unwrap_or(NODE_WAIT),
                 leader: std::sync::atomic::AtomicBool::new(!self.follower),
@@ -255,7 +255,11 @@ impl Engine {
                 runner.instance.client(client).await?;
             }
             runner.instance.reconcile(&runner.node).await?;
-            runner.instance.settings(runner.settings.as_ref()).await
+            runner
+                .instance
+                .settings(runner.settings.as_ref())
+                .await
+                .map_err(|e| e.redact(runner.secret_values()))
         };
         if let Err(e) = hooks.await {
             if fresh {

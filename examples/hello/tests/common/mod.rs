@@ -117,6 +117,24 @@ impl Replica {
 
     /// Runs module `module` with extra arguments.
     pub fn start_as(env: &TestEnv, namespace: &str, identity: &str, module: &str, extra: &[&str]) -> Replica {
+        Replica::start_with(env, namespace, identity, module, extra, &[], None)
+    }
+
+    /// [`start_as`](Self::start_as) with extra environment variables, and its stderr
+    /// (the logs) written to `logs` instead of the test's.
+    pub fn start_with(
+        env: &TestEnv,
+        namespace: &str,
+        identity: &str,
+        module: &str,
+        extra: &[&str],
+        vars: &[(&str, &str)],
+        logs: Option<&std::path::Path>,
+    ) -> Replica {
+        let stderr = match logs {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("log file")),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_hello-module"))
             .args([
                 "run",
@@ -137,8 +155,9 @@ impl Replica {
             })
             .env("KUBECONFIG", env.kubeconfig_path())
             .env("RUST_LOG", "warn")
+            .envs(vars.iter().copied())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("hello-module starts");
         let stdout = child.stdout.take().expect("stdout");

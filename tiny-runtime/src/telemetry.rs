@@ -1,0 +1,422 @@
+//! Logs and traces of a module.
+//!
+//! **Traces.** The engine makes a `tracing` span per hop (target
+//! [`tiny_sdk::engine::TRACE_TARGET`], `tiny::flow`), the TinySignal controller one per
+//! signal and the gRPC pool one per call to another module. When the standard
+//! OpenTelemetry variables say where to send them ([`otlp_configured`]:
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), they are
+//! exported by OTLP/gRPC, batched (`OTEL_BSP_*`), with `OTEL_SERVICE_NAME` or the
+//! module's name as `service.name`. Otherwise the `tiny::flow` target is switched off
+//! and a hop pays one cached check. W3C trace context (`traceparent`, `tracestate`,
+//! `baggage`, as the Go SDK's otelgrpc) travels in gRPC metadata, so a flow run that
+//! crosses modules is one trace. Only OTLP over gRPC is built in (`OTEL_EXPORTER_OTLP_PROTOCOL`
+//! other than `grpc` is reported and ignored).
+//!
+//! **Logs.** On stderr, filtered by `RUST_LOG`, as text or as one JSON object a line
+//! (`--log-format json` or `TINY_LOG_FORMAT=json`). While a trace is recorded each line
+//! carries its `trace_id` and `span_id`.
+
+use std::{
+    fmt,
+    sync::atomic::{AtomicBool, Ordering},
+};
+
+use opentelemetry::{
+    Context,
+    propagation::{Extractor, Injector, TextMapCompositePropagator, TextMapPropagator},
+    trace::{TraceContextExt as _, TracerProvider as _},
+};
+use opentelemetry_sdk::{
+    Resource,
+    propagation::{BaggagePropagator, TraceContextPropagator},
+    trace::SdkTracerProvider,
+};
+use tonic::metadata::{KeyRef, MetadataKey, MetadataMap, MetadataValue};
+use tracing::{Event, Subscriber, field::Field};
+use tracing_subscriber::{
+    EnvFilter, Layer as _,
+    filter::{Directive, filter_fn},
+    fmt::{FmtContext, FormatEvent, FormatFields, format::Writer, time::FormatTime as _},
+    layer::SubscriberExt as _,
+    registry::LookupSpan,
+    util::SubscriberInitExt as _,
+};
+
+/// The log filter when `RUST_LOG` is not set.
+pub const DEFAULT_FILTER: &str = "info,kube=warn,tower=warn,h2=warn,hyper=warn";
+
+/// How log lines look.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `2026-11-23T12:00:00.000000Z  WARN target: message key=value trace_id=...`
+    #[default]
+    Text,
+    /// One JSON object a line: `timestamp`, `level`, `target`, `message`, the event's
+    /// fields, and `trace_id`/`span_id` while a trace is recorded.
+    Json,
+}
+
+/// Who the traces are from.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// `service.name` unless `OTEL_SERVICE_NAME` says otherwise (the module's name).
+    pub name: String,
+    /// `service.version`.
+    pub version: String,
+    /// `service.instance.id` (the replica's identity).
+    pub instance: String,
+}
+
+/// Why telemetry could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The OTLP exporter could not be built from the `OTEL_*` variables.
+    #[error("OTLP exporter: {0}")]
+    Exporter(String),
+    /// A subscriber was already installed.
+    #[error("a tracing subscriber is already installed: {0}")]
+    AlreadyInstalled(String),
+}
+
+/// Set once traces are exported: the gRPC side then reads and writes trace context.
+static TRACING: AtomicBool = AtomicBool::new(false);
+
+/// `true` while spans are exported.
+pub fn tracing_enabled() -> bool {
+    TRACING.load(Ordering::Relaxed)
+}
+
+/// Whether the environment asks for OTLP trace export: an OTLP endpoint is set, and
+/// neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none` says no.
+pub fn otlp_configured() -> bool {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    let is = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x.trim().eq_ignore_ascii_case(v));
+    (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        && !is("OTEL_SDK_DISABLED", "true")
+        && !is("OTEL_TRACES_EXPORTER", "none")
+}
+
+/// The installed logging and tracing; [`shutdown`](Self::shutdown) flushes the spans
+/// not exported yet.
+#[derive(Debug, Default)]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// `true` when spans are exported.
+    pub fn exporting(&self) -> bool {
+        self.provider.is_some()
+    }
+
+    /// Exports what is left and stops the exporter.
+    pub fn shutdown(self) {
+        if let Some(p) = self.provider
+            && let Err(e) = p.shutdown()
+        {
+            eprintln!("tracing: shutting the exporter down: {e}");
+        }
+    }
+}
+
+/// Installs the log subscriber, and the OTLP exporter when `service` is given and the
+/// environment asks for it ([`otlp_configured`]). Must run inside a Tokio runtime when
+/// exporting (the gRPC exporter's connection lives there).
+pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, TelemetryError> {
+    let provider = match service {
+        Some(service) if otlp_configured() => Some(provider(service)?),
+        _ => None,
+    };
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    // The flow's spans are made only when they go somewhere: whatever RUST_LOG says,
+    // on with an exporter, off (one cached check per hop) without.
+    let flow: Directive = if provider.is_some() {
+        "tiny::flow=info"
+    } else {
+        "tiny::flow=off"
+    }
+    .parse()
+    .map_err(|e| TelemetryError::AlreadyInstalled(format!("filter: {e}")))?;
+    filter = filter.add_directive(flow);
+    let ansi = format == LogFormat::Text && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .event_format(Lines { format, ansi })
+        // The flow's span events (`data`, `exception`) belong to the trace, not the log.
+        .with_filter(filter_fn(|m| !(m.is_event() && m.target().starts_with("tiny::flow"))));
+    let otel = provider.as_ref().map(|p| {
+        tracing_opentelemetry::layer()
+            .with_tracer(p.tracer("tiny"))
+            // Only the flow's spans: log events do not become span events (they are
+            // logged, with the trace id), and other crates' spans stay out.
+            .with_filter(filter_fn(|m| m.target().starts_with("tiny::flow")))
+    });
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(otel)
+        .with(logs)
+        .try_init()
+        .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
+    TRACING.store(provider.is_some(), Ordering::Relaxed);
+    if provider.is_some() {
+        for key in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
+            if let Ok(protocol) = std::env::var(key)
+                && !protocol.trim().is_empty()
+                && protocol.trim() != "grpc"
+            {
+                tracing::warn!(key, protocol = %protocol, "only OTLP over gRPC is built in: exporting with gRPC");
+            }
+        }
+    }
+    Ok(Telemetry { provider })
+}
+
+fn provider(service: &Service) -> Result<SdkTracerProvider, TelemetryError> {
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .build()
+        .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+    let mut resource = Resource::builder().with_attributes([
+        opentelemetry::KeyValue::new("service.version", service.version.clone()),
+        opentelemetry::KeyValue::new("service.instance.id", service.instance.clone()),
+    ]);
+    if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
+        resource = resource.with_service_name(service.name.clone());
+    }
+    Ok(SdkTracerProvider::builder()
+        .with_resource(resource.build())
+        .with_batch_exporter(exporter)
+        .build())
+}
+
+/// W3C trace context and baggage, as the Go SDK propagates them.
+fn propagator() -> TextMapCompositePropagator {
+    TextMapCompositePropagator::new(vec![
+        Box::new(TraceContextPropagator::new()),
+        Box::new(BaggagePropagator::new()),
+    ])
+}
+
+struct MetadataWriter<'a>(&'a mut MetadataMap);
+
+impl Injector for MetadataWriter<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(key), Ok(value)) = (
+            MetadataKey::from_bytes(key.as_bytes()),
+            MetadataValue::try_from(value.as_str()),
+        ) {
+            self.0.insert(key, value);
+        }
+    }
+}
+
+struct MetadataReader<'a>(&'a MetadataMap);
+
+impl Extractor for MetadataReader<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|v| v.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0
+            .keys()
+            .filter_map(|k| match k {
+                KeyRef::Ascii(k) => Some(k.as_str()),
+                KeyRef::Binary(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Writes the trace context of `span` into request metadata (`traceparent`...).
+pub fn inject(span: &tracing::Span, metadata: &mut MetadataMap) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    if span.is_disabled() {
+        return;
+    }
+    propagator().inject_context(&span.context(), &mut MetadataWriter(metadata));
+}
+
+/// The trace context a request carries (empty without one).
+pub fn extract(metadata: &MetadataMap) -> Context {
+    propagator().extract(&MetadataReader(metadata))
+}
+
+/// The trace and span ids of the current span, when one is recorded.
+fn current_ids() -> Option<(String, String)> {
+    let cx = Context::current();
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid()
+        .then(|| (sc.trace_id().to_string(), sc.span_id().to_string()))
+}
+
+/// The line format: text or JSON, with the trace id.
+struct Lines {
+    format: LogFormat,
+    ansi: bool,
+}
+
+impl<S, N> FormatEvent<S, N> for Lines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> fmt::Result {
+        let meta = event.metadata();
+        let ids = current_ids();
+        match self.format {
+            LogFormat::Text => {
+                tracing_subscriber::fmt::time::SystemTime.format_time(&mut writer)?;
+                let level = meta.level();
+                if self.ansi {
+                    write!(writer, " \x1b[1m{level:>5}\x1b[0m {}: ", meta.target())?;
+                } else {
+                    write!(writer, " {level:>5} {}: ", meta.target())?;
+                }
+                ctx.field_format().format_fields(writer.by_ref(), event)?;
+                if let Some((trace, span)) = ids {
+                    write!(writer, " trace_id={trace} span_id={span}")?;
+                }
+                writeln!(writer)
+            }
+            LogFormat::Json => {
+                let mut time = String::new();
+                tracing_subscriber::fmt::time::SystemTime.format_time(&mut Writer::new(&mut time))?;
+                let mut fields = JsonFields(serde_json::Map::new());
+                fields.0.insert("timestamp".into(), time.into());
+                fields.0.insert("level".into(), meta.level().as_str().into());
+                fields.0.insert("target".into(), meta.target().into());
+                event.record(&mut fields);
+                if let Some((trace, span)) = ids {
+                    fields.0.insert("trace_id".into(), trace.into());
+                    fields.0.insert("span_id".into(), span.into());
+                }
+                let line = serde_json::to_string(&fields.0).map_err(|_| fmt::Error)?;
+                writeln!(writer, "{line}")
+            }
+        }
+    }
+}
+
+/// An event's fields as JSON values.
+struct JsonFields(serde_json::Map<String, serde_json::Value>);
+
+impl tracing::field::Visit for JsonFields {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().into(), format!("{value:?}").into());
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        self.0.insert(field.name().into(), value.to_string().into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A log destination the test reads back.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The lines logged by `log` in `format`, inside the trace `trace_id` when given.
+    fn logged(format: LogFormat, trace: Option<&str>) -> String {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(move || writer.clone())
+                .with_ansi(false)
+                .event_format(Lines { format, ansi: false }),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            let mut md = MetadataMap::new();
+            if let Some(t) = trace {
+                md.insert("traceparent", format!("00-{t}-b7ad6b7169203331-01").parse().unwrap());
+            }
+            let _attached = extract(&md).attach();
+            tracing::warn!(node = "n1", count = 3, "message failed");
+        });
+        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn json_lines_carry_fields_and_the_trace_id() {
+        let trace = "0af7651916cd43dd8448eb211c80319c";
+        let line = logged(LogFormat::Json, Some(trace));
+        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        assert_eq!(v["level"], "WARN");
+        assert_eq!(v["message"], "message failed");
+        assert_eq!(v["node"], "n1");
+        assert_eq!(v["count"], 3);
+        assert_eq!(v["trace_id"], trace);
+        assert_eq!(v["span_id"], "b7ad6b7169203331");
+        assert!(v["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
+        let outside = logged(LogFormat::Json, None);
+        let v: serde_json::Value = serde_json::from_str(outside.trim()).unwrap();
+        assert!(v.get("trace_id").is_none(), "{v}");
+    }
+
+    #[test]
+    fn text_lines_end_with_the_trace_id() {
+        let trace = "0af7651916cd43dd8448eb211c80319c";
+        let line = logged(LogFormat::Text, Some(trace));
+        assert!(line.contains(" WARN "), "{line}");
+        assert!(
+            line.trim_end().ends_with(&format!(
+                "message failed node=\"n1\" count=3 trace_id={trace} span_id=b7ad6b7169203331"
+            )),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn trace_context_round_trips_through_metadata() {
+        let mut md = MetadataMap::new();
+        let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        md.insert("traceparent", parent.parse().unwrap());
+        let cx = extract(&md);
+        let sc = cx.span().span_context().clone();
+        assert_eq!(sc.trace_id().to_string(), "0af7651916cd43dd8448eb211c80319c");
+        assert!(sc.is_remote());
+        let mut out = MetadataMap::new();
+        propagator().inject_context(&cx, &mut MetadataWriter(&mut out));
+        assert_eq!(out.get("traceparent").unwrap().to_str().unwrap(), parent);
+    }
+}

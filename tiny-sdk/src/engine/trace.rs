@@ -1,0 +1,137 @@
+//! Spans of the flow: one `hop` span per delivery to a node, from the `tracing`
+//! crate, under the target [`TARGET`].
+//!
+//! The SDK only makes spans; whoever installs a `tracing` subscriber decides what
+//! becomes of them (`tiny-runtime` exports them by OTLP when `OTEL_*` says where, and
+//! turns the target off otherwise, so that a hop then pays one cached check).
+//!
+//! A hop's span is entered while its handler runs, so everything the handler emits is
+//! delivered in hop spans that are its children: a flow run is one tree. The
+//! attribute names the Go SDK uses on its spans are kept (`to`, `from`, `edgeID`,
+//! `flowID`, `projectID`), so a mixed Go and Rust flow reads the same; tiny's own
+//! are under `tiny.`.
+
+use std::fmt;
+
+use tracing::{Span, field::Empty};
+
+use crate::{error::Error, flow::Node, message::Reply, msg::Msg, redact::Secrets};
+
+use super::deliver::Source;
+
+/// The `tracing` target of every span the flow engine makes.
+pub const TARGET: &str = "tiny::flow";
+
+/// The most bytes of a payload a `data` event keeps.
+pub const MAX_PAYLOAD: usize = 16 * 1024;
+
+/// The label naming a node's flow.
+const FLOW_LABEL: &str = "tinysystems.io/flow-name";
+/// The label naming a node's project.
+const PROJECT_LABEL: &str = "tinysystems.io/project-name";
+
+/// `node:port`, formatted only when a span is recorded.
+struct Addr<'a>(&'a str, &'a str);
+
+impl fmt::Display for Addr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.0, self.1)
+    }
+}
+
+/// The span of one delivery to `node`'s `port`. Its fields are only evaluated when
+/// the span is enabled.
+pub(crate) fn hop_span(module: &str, node: &Node, port: &str, source: &Source<'_>, depth: u32, attempt: u32) -> Span {
+    let (from, edge_id) = match source {
+        Source::Signal => ("signal", ""),
+        Source::Edge { from, edge_id } => (*from, *edge_id),
+    };
+    tracing::info_span!(
+        target: "tiny::flow",
+        "hop",
+        otel.name = %Addr(&node.name, port),
+        otel.kind = "internal",
+        to = %Addr(&node.name, port),
+        from,
+        edgeID = edge_id,
+        flowID = node.labels.get(FLOW_LABEL).map_or("", String::as_str),
+        projectID = node.labels.get(PROJECT_LABEL).map_or("", String::as_str),
+        tiny.module = module,
+        tiny.component = node.spec.component.as_str(),
+        tiny.node = node.name.as_str(),
+        tiny.port = port,
+        tiny.depth = depth,
+        tiny.attempt = attempt,
+        tiny.outcome = Empty,
+        tiny.error.code = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    )
+}
+
+/// Records how a hop ended on its span: `tiny.outcome` is `ok` or `error`; an error
+/// also sets the span's status and `tiny.error.code`.
+pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok(_) => {
+            span.record("tiny.outcome", "ok");
+        }
+        Err(e) => {
+            // As OpenTelemetry's `RecordError` (which the Go SDK calls): an `exception`
+            // event with the message, before the status says the same.
+            tracing::event!(
+                target: "tiny::flow",
+                parent: span,
+                tracing::Level::ERROR,
+                exception.message = %e,
+                "exception"
+            );
+            span.record("tiny.outcome", "error");
+            span.record("otel.status_code", "ERROR");
+            span.record("otel.status_description", tracing::field::display(e));
+            if let Some(code) = e.code() {
+                span.record("tiny.error.code", code);
+            }
+        }
+    }
+}
+
+/// Records a hop's input on its span as a `data` event with the JSON in `payload`
+/// (the Go SDK's event), secret fields masked and cut at [`MAX_PAYLOAD`] bytes. Nothing
+/// is encoded unless the span is recorded.
+pub(crate) fn data(input: &Msg, secrets: &Secrets) {
+    tracing::event!(
+        target: "tiny::flow",
+        tracing::Level::INFO,
+        payload = %Payload(input, secrets),
+        "data"
+    );
+}
+
+/// A message's masked JSON, written when a recorded event asks for it.
+struct Payload<'a>(&'a Msg, &'a Secrets);
+
+impl fmt::Display for Payload<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = if self.1.is_empty() {
+            self.0.to_json_bytes().ok().and_then(|b| String::from_utf8(b).ok())
+        } else {
+            self.0.json().ok().map(|v| self.1.masked(v).to_string())
+        };
+        let Some(mut text) = text else {
+            return f.write_str("<not JSON>");
+        };
+        if text.len() > MAX_PAYLOAD {
+            let mut cut = MAX_PAYLOAD;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        f.write_str(&text)
+    }
+}

@@ -1,0 +1,363 @@
+//! Secrets stay out of everything tiny writes or prints.
+//!
+//! A field marked `#[tiny(secret)]` (its schema says `"secret": true`), or one whose
+//! schema says `"format": "password"` or `"writeOnly": true` (the Go SDK's credential
+//! tags), holds a secret. The component gets the real value; everything tiny writes
+//! about the data (TinyNode status, TinyTracker previews, trace attributes, logs and
+//! error messages) gets [`MASK`] in its place.
+//!
+//! [`Secrets`] is compiled once per port from its schema: where in a message the
+//! secret fields are. A port without secret fields compiles to an empty set, which
+//! costs nothing per message.
+//!
+//! ```
+//! use serde_json::json;
+//! use tiny_sdk::redact::{MASK, Secrets};
+//!
+//! let schema = json!({
+//!     "type": "object",
+//!     "properties": {
+//!         "user": { "type": "string" },
+//!         "password": { "type": "string", "secret": true },
+//!     }
+//! });
+//! let secrets = Secrets::from_schema(&schema);
+//! let mut value = json!({"user": "ada", "password": "hunter22"});
+//! secrets.mask(&mut value);
+//! assert_eq!(value, json!({"user": "ada", "password": MASK}));
+//! ```
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// What a secret value is replaced with (the Go SDK's).
+pub const MASK: &str = "<redacted>";
+
+/// Secret values shorter than this are not searched for in free text: masking every
+/// `a` in an error message would hide the message, not the secret.
+pub const MIN_SCRUB_LEN: usize = 4;
+
+/// How deep `$ref`s are followed: a recursive type's schema ends somewhere.
+const MAX_DEPTH: usize = 16;
+
+/// One step into a JSON value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    /// An object's property.
+    Key(String),
+    /// Every item of an array, or every value of a map.
+    Each,
+}
+
+/// Where a port's secret fields are, compiled from its schema.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Secrets {
+    paths: Vec<Vec<Step>>,
+}
+
+static NONE: Secrets = Secrets { paths: Vec::new() };
+
+impl Secrets {
+    /// No secret fields.
+    pub fn none() -> &'static Secrets {
+        &NONE
+    }
+
+    /// The secret fields of values of `schema` (a JSON Schema as `#[derive(Schema)]`
+    /// makes them: `properties`, `items`, `additionalProperties`, `anyOf`/`oneOf`/
+    /// `allOf`, and `$ref` into `$defs` or `definitions`).
+    pub fn from_schema(schema: &Value) -> Secrets {
+        let mut paths = Vec::new();
+        walk(schema, schema, &mut Vec::new(), &mut paths, 0);
+        paths.sort_by_key(Vec::len);
+        paths.dedup();
+        Secrets { paths }
+    }
+
+    /// `true` when there is nothing to mask.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// Replaces every secret in `value` with [`MASK`]; `true` if anything was.
+    /// `null`, empty strings and `{{...}}` expressions are left alone: they are not
+    /// secrets, and an editor must still see where an expression goes.
+    pub fn mask(&self, value: &mut Value) -> bool {
+        let mut changed = false;
+        for path in &self.paths {
+            changed |= mask_at(value, path);
+        }
+        changed
+    }
+
+    /// `value` with its secrets masked; borrowed when there are none.
+    pub fn masked<'a>(&self, value: &'a Value) -> Cow<'a, Value> {
+        if self.is_empty() {
+            return Cow::Borrowed(value);
+        }
+        let mut copy = value.clone();
+        if self.mask(&mut copy) {
+            Cow::Owned(copy)
+        } else {
+            Cow::Borrowed(value)
+        }
+    }
+
+    /// Adds the secret strings of `value` (at least [`MIN_SCRUB_LEN`] long) to `out`,
+    /// for [`scrub`] to find in free text. Numbers and booleans are added as text too.
+    pub fn collect(&self, value: &Value, out: &mut Vec<String>) {
+        for path in &self.paths {
+            collect_at(value, path, out);
+        }
+    }
+}
+
+fn is_secret(schema: &Value) -> bool {
+    schema.get("secret").and_then(Value::as_bool) == Some(true)
+        || schema.get("writeOnly").and_then(Value::as_bool) == Some(true)
+        || schema.get("format").and_then(Value::as_str) == Some("password")
+}
+
+/// Resolves a local `$ref` (`#/$defs/Name`, `#/definitions/Name`).
+fn resolve<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = reference.strip_prefix('#')?;
+    root.pointer(pointer)
+}
+
+fn walk(root: &Value, schema: &Value, at: &mut Vec<Step>, out: &mut Vec<Vec<Step>>, depth: usize) {
+    if depth > MAX_DEPTH || !schema.is_object() {
+        return;
+    }
+    if is_secret(schema) {
+        out.push(at.clone());
+        // Everything under a secret is masked with it.
+        return;
+    }
+    if let Some(target) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve(root, r))
+    {
+        walk(root, target, at, out, depth + 1);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(alternatives) = schema.get(key).and_then(Value::as_array) {
+            for alternative in alternatives {
+                walk(root, alternative, at, out, depth + 1);
+            }
+        }
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            at.push(Step::Key(name.clone()));
+            walk(root, property, at, out, depth + 1);
+            at.pop();
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(inner) = schema.get(key).filter(|s| s.is_object()) {
+            at.push(Step::Each);
+            walk(root, inner, at, out, depth + 1);
+            at.pop();
+        }
+    }
+}
+
+/// Whether a value at a secret's place is left as it is.
+fn keep(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty() || is_expression(s),
+        _ => false,
+    }
+}
+
+fn is_expression(s: &str) -> bool {
+    let t = s.trim();
+    t.starts_with("{{") && t.ends_with("}}")
+}
+
+fn mask_at(value: &mut Value, path: &[Step]) -> bool {
+    let Some((step, rest)) = path.split_first() else {
+        if keep(value) {
+            return false;
+        }
+        *value = Value::String(MASK.to_owned());
+        return true;
+    };
+    match (step, value) {
+        (Step::Key(k), Value::Object(map)) => map.get_mut(k).is_some_and(|v| mask_at(v, rest)),
+        (Step::Each, Value::Array(items)) => items.iter_mut().fold(false, |c, v| mask_at(v, rest) | c),
+        (Step::Each, Value::Object(map)) => map.values_mut().fold(false, |c, v| mask_at(v, rest) | c),
+        _ => false,
+    }
+}
+
+fn collect_at(value: &Value, path: &[Step], out: &mut Vec<String>) {
+    let Some((step, rest)) = path.split_first() else {
+        collect_leaves(value, out);
+        return;
+    };
+    match (step, value) {
+        (Step::Key(k), Value::Object(map)) => {
+            if let Some(v) = map.get(k) {
+                collect_at(v, rest, out);
+            }
+        }
+        (Step::Each, Value::Array(items)) => items.iter().for_each(|v| collect_at(v, rest, out)),
+        (Step::Each, Value::Object(map)) => map.values().for_each(|v| collect_at(v, rest, out)),
+        _ => {}
+    }
+}
+
+fn collect_leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) if !keep(value) => push(out, s.clone()),
+        Value::Number(n) => push(out, n.to_string()),
+        Value::Array(items) => items.iter().for_each(|v| collect_leaves(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_leaves(v, out)),
+        _ => {}
+    }
+}
+
+fn push(out: &mut Vec<String>, s: String) {
+    if s.chars().count() >= MIN_SCRUB_LEN && !out.contains(&s) {
+        out.push(s);
+    }
+}
+
+/// What a catch port may carry of a failure on `port`: `input` with the port's secret
+/// fields masked, and `err` without the values of those fields or of the secret fields
+/// of `settings` (an [`ErrorMessage`](crate::ErrorMessage) goes on into the flow, where
+/// trackers and traces record it).
+pub(crate) fn for_catch_port(
+    ports: &[crate::port::PortSpec],
+    port: &str,
+    input: &mut Value,
+    settings: Option<&Value>,
+    err: crate::Error,
+) -> crate::Error {
+    let secrets_of = |name: &str| {
+        ports
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| Secrets::from_schema(&(p.schema)()))
+    };
+    let mut values = Vec::new();
+    if let Some(secrets) = secrets_of(port) {
+        secrets.collect(input, &mut values);
+        secrets.mask(input);
+    }
+    if let (Some(secrets), Some(settings)) = (secrets_of(crate::system::SETTINGS), settings) {
+        secrets.collect(settings, &mut values);
+    }
+    if values.is_empty() { err } else { err.redact(&values) }
+}
+
+/// `text` with every occurrence of a `secrets` value (and of its JSON-escaped form,
+/// as an error quoting a payload would show it) replaced by [`MASK`].
+///
+/// ```
+/// let text = tiny_sdk::redact::scrub("login as ada:hunter22 failed", &["hunter22".into()]);
+/// assert_eq!(text, "login as ada:<redacted> failed");
+/// ```
+pub fn scrub<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
+    let mut out = Cow::Borrowed(text);
+    for secret in secrets {
+        if secret.is_empty() {
+            continue;
+        }
+        if out.contains(secret.as_str()) {
+            out = Cow::Owned(out.replace(secret.as_str(), MASK));
+        }
+        // The form a secret takes inside a JSON string (quotes, backslashes, controls).
+        let escaped = serde_json::to_string(secret).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        if escaped != secret && !escaped.is_empty() && out.contains(escaped) {
+            out = Cow::Owned(out.replace(escaped, MASK));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn secrets_are_found_through_refs_options_arrays_and_maps() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "auth": { "anyOf": [{ "$ref": "#/$defs/Auth" }, { "type": "null" }] },
+                "keys": { "type": "array", "items": { "type": "string", "format": "password" } },
+                "headers": { "type": "object", "additionalProperties": { "$ref": "#/$defs/Header" } },
+                "name": { "type": "string" },
+            },
+            "$defs": {
+                "Auth": { "type": "object", "properties": {
+                    "user": { "type": "string" },
+                    "token": { "type": ["string", "null"], "secret": true },
+                }},
+                "Header": { "type": "object", "properties": { "value": { "writeOnly": true } } },
+            }
+        });
+        let secrets = Secrets::from_schema(&schema);
+        let mut v = json!({
+            "auth": { "user": "ada", "token": "t0ken-1" },
+            "keys": ["key-one", ""],
+            "headers": { "x": { "value": "v-secret" } },
+            "name": "n",
+        });
+        let mut found = Vec::new();
+        secrets.collect(&v, &mut found);
+        assert_eq!(found, ["t0ken-1", "key-one", "v-secret"]);
+        assert!(secrets.mask(&mut v));
+        assert_eq!(
+            v,
+            json!({
+                "auth": { "user": "ada", "token": MASK },
+                "keys": [MASK, ""],
+                "headers": { "x": { "value": MASK } },
+                "name": "n",
+            })
+        );
+    }
+
+    #[test]
+    fn expressions_nulls_and_empty_strings_are_not_secrets() {
+        let schema = json!({ "properties": { "p": { "secret": true } } });
+        let secrets = Secrets::from_schema(&schema);
+        for kept in [
+            json!({"p": "{{$.password}}"}),
+            json!({"p": null}),
+            json!({"p": ""}),
+            json!({}),
+        ] {
+            assert_eq!(*secrets.masked(&kept), kept);
+        }
+        assert_eq!(*secrets.masked(&json!({"p": {"a": 1}})), json!({"p": MASK}));
+    }
+
+    #[test]
+    fn a_recursive_schema_compiles() {
+        let schema = json!({ "$ref": "#/$defs/T", "$defs": { "T": { "properties": {
+            "next": { "$ref": "#/$defs/T" }, "s": { "secret": true } } } } });
+        let secrets = Secrets::from_schema(&schema);
+        let mut v = json!({ "s": "aaaa", "next": { "s": "bbbb" } });
+        secrets.mask(&mut v);
+        assert_eq!(v, json!({ "s": MASK, "next": { "s": MASK } }));
+    }
+
+    #[test]
+    fn scrub_finds_escaped_forms_and_leaves_short_values() {
+        let secrets = vec!["pa\"ss word".to_owned()];
+        assert_eq!(scrub(r#"got "pa\"ss word""#, &secrets), r#"got "<redacted>""#);
+        let mut out = Vec::new();
+        Secrets::from_schema(&json!({"properties": {"p": {"secret": true}}})).collect(&json!({"p": "abc"}), &mut out);
+        assert!(out.is_empty(), "too short to search for");
+    }
+}
