@@ -18,9 +18,12 @@ pub struct Celsius {
 /// The converted temperature.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
 pub struct Converted {
+    /// The input's context, passed through.
     #[tiny(shared)]
     pub context: serde_json::Value,
+    /// The temperature in `unit`.
     pub value: f64,
+    /// `F` or `K`.
     pub unit: String,
 }
 
