@@ -1,5 +1,6 @@
 //! Derive macros for tiny. Use them through `tiny-sdk`, which re-exports them with
-//! their documentation; the generated code names only `::tiny_sdk` paths.
+//! their documentation; the generated code names only `::tiny_sdk` paths (or the path
+//! given with `crate = "..."`), in a `const _` scope, with `#[automatically_derived]` impls.
 //!
 //! Layout: `internals` reads and checks the attributes (darling structs, one file per
 //! derive), `expand` writes the code (one function per generated item). The entry

@@ -81,6 +81,9 @@ pub use state::NodeState;
 /// - `settings = Type`: typed settings on `_settings` (see [`Ctx::settings`]);
 /// - `control = Type`: typed dashboard controls on `_control` ([`Hooks::on_control`]);
 /// - `hooks`: the component implements [`Hooks`] itself.
+/// - `crate = "path"`: the path the generated code names the SDK by, when it is not
+///   `::tiny_sdk` (a dependency renamed in `Cargo.toml`, a re-export from another
+///   crate), e.g. `crate = "sdk"` or `crate = "::my_platform::sdk"`.
 ///
 /// Field attributes, `#[port(...)]`, on `Input<T>`, `Output<T, R>` and `Outputs<T, R>`
 /// fields: `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`
@@ -105,7 +108,9 @@ pub use tiny_macros::Component;
 /// `enum_titles(...)`, `readonly`, `format`, `tab`, `align`, `col_span`,
 /// `property_order`, `required_when(...)`, `optional_when(...)`, `language`,
 /// `secret`. serde's attributes (`rename`, `rename_all`, `flatten`, `default`, enum
-/// tagging) are honoured, and doc comments become descriptions.
+/// tagging) are honoured, and doc comments become descriptions. On the container,
+/// `#[tiny(crate = "path")]` names the SDK by another path, as `#[component(crate = ..)]`
+/// does.
 pub use tiny_macros::Schema;
 
 /// The names an author needs, in one `use`.

@@ -6,10 +6,13 @@
 //! mistake is reported there and not on `#[derive(Component)]`.
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens as _, format_ident, quote, quote_spanned};
 use syn::{DeriveInput, Ident, spanned::Spanned};
 
-use crate::internals::component::{Component, Kind, Port, StubInfo};
+use crate::internals::{
+    CratePath,
+    component::{Component, Kind, Port, StubInfo},
+};
 
 /// The derive's body: checked input in, code out. On a mistake, the errors plus stub
 /// impls, so the author sees the mistake and not a cascade of follow-on errors.
@@ -28,8 +31,10 @@ pub fn derive(input: TokenStream) -> TokenStream {
     }
 }
 
+/// `impl Component` and `impl Hooks`, in a `const _` scope as serde's derives write
+/// theirs: nothing the derive writes can clash with the author's names.
 fn component_impl(c: &Component) -> TokenStream {
-    let ident = &c.ident;
+    let (ident, k) = (&c.ident, &c.krate);
     let settings = c.settings.as_ref().map_or_else(|| quote!(()), |t| quote!(#t));
     let control = c.control.as_ref().map_or_else(|| quote!(()), |t| quote!(#t));
     let info = info_fn(c);
@@ -41,30 +46,37 @@ fn component_impl(c: &Component) -> TokenStream {
     let port_keys = port_keys_fn(c);
     let hooks = match c.hooks {
         // No hooks: nothing to run on deletion, so nodes need no finalizer.
-        None => quote!(impl ::tiny_sdk::Hooks for #ident { const DESTROYS: bool = false; }),
-        Some(span) => hooks_check(ident, span),
+        None => quote! {
+            #[automatically_derived]
+            impl #k::Hooks for #ident { const DESTROYS: bool = false; }
+        },
+        Some(span) => hooks_check(c, span),
     };
     quote! {
-        impl ::tiny_sdk::Component for #ident {
-            type Settings = #settings;
-            type Control = #control;
-            #info
-            #ports
-            #instance
-            #handle
-            #error_port
-            #port_enabled
-            #port_keys
-        }
-        #hooks
+        const _: () = {
+            #[automatically_derived]
+            impl #k::Component for #ident {
+                type Settings = #settings;
+                type Control = #control;
+                #info
+                #ports
+                #instance
+                #handle
+                #error_port
+                #port_enabled
+                #port_keys
+            }
+            #hooks
+        };
     }
 }
 
 fn info_fn(c: &Component) -> TokenStream {
+    let k = &c.krate;
     let (name, description, info, tags) = (&c.name, &c.description, &c.info, &c.tags);
     quote! {
-        fn info() -> ::tiny_sdk::ComponentInfo {
-            ::tiny_sdk::ComponentInfo {
+        fn info() -> #k::ComponentInfo {
+            #k::ComponentInfo {
                 name: #name.into(),
                 description: #description.into(),
                 info: #info.into(),
@@ -76,6 +88,7 @@ fn info_fn(c: &Component) -> TokenStream {
 
 /// The port table: system ports first, then the fields in declaration order.
 fn ports_fn(c: &Component) -> TokenStream {
+    let k = &c.krate;
     let system = [
         ("_settings", "Settings", "Target", &c.settings),
         // A source, as in the Go SDK: the editor draws the dashboard from it, and
@@ -85,6 +98,7 @@ fn ports_fn(c: &Component) -> TokenStream {
     let system = system.iter().filter_map(|(name, label, direction, ty)| {
         let ty = (*ty).as_ref()?;
         let row = Row {
+            krate: k,
             name,
             label,
             description: "",
@@ -102,31 +116,32 @@ fn ports_fn(c: &Component) -> TokenStream {
                 let r = p
                     .response
                     .as_ref()
-                    .map_or_else(|| quote!(::tiny_sdk::__private::Value), |r| quote!(#r));
+                    .map_or_else(|| quote!(#k::__private::Value), |r| quote!(#r));
                 let r = respan(r, p.check_span);
-                quote!(::tiny_sdk::__private::response::<#r>())
+                quote!(#k::__private::response::<#r>())
             }
         };
         let row = Row {
+            krate: k,
             name: &p.name,
             label: &p.label,
             description: &p.description,
             direction: if p.kind == Kind::Input { "Target" } else { "Source" },
             position: p.position,
-            message: message_type(p),
+            message: message_type(k, p),
             response,
         };
         let row = row.to_tokens();
         if p.kind == Kind::Family {
-            quote!(::tiny_sdk::__private::family(#row))
+            quote!(#k::__private::family(#row))
         } else {
             row
         }
     });
     let check = messages_check(c);
     quote! {
-        fn ports() -> &'static [::tiny_sdk::PortSpec] {
-            const PORTS: &[::tiny_sdk::PortSpec] = {
+        fn ports() -> &'static [#k::PortSpec] {
+            const PORTS: &[#k::PortSpec] = {
                 #check
                 &[#(#system,)* #(#fields,)*]
             };
@@ -137,6 +152,7 @@ fn ports_fn(c: &Component) -> TokenStream {
 
 /// One row of the port table.
 struct Row<'a> {
+    krate: &'a CratePath,
     name: &'a str,
     label: &'a str,
     description: &'a str,
@@ -149,6 +165,7 @@ struct Row<'a> {
 impl Row<'_> {
     fn to_tokens(&self) -> TokenStream {
         let Row {
+            krate: k,
             name,
             label,
             description,
@@ -159,10 +176,10 @@ impl Row<'_> {
         let direction = format_ident!("{}", self.direction);
         let position = format_ident!("{}", self.position);
         quote! {
-            ::tiny_sdk::__private::port::<#message>(
+            #k::__private::port::<#message>(
                 #name, #label, #description,
-                ::tiny_sdk::Direction::#direction, ::tiny_sdk::Position::#position,
-                ::tiny_sdk::__private::default_config!(#message),
+                #k::Direction::#direction, #k::Position::#position,
+                #k::__private::default_config!(#message),
                 #response,
             )
         }
@@ -170,12 +187,12 @@ impl Row<'_> {
 }
 
 /// `T` of `Input<T>`, with the span errors about it belong on.
-fn message_type(p: &Port) -> TokenStream {
+fn message_type(k: &CratePath, p: &Port) -> TokenStream {
     let ty = &p.ty;
-    let message = p.message.as_ref().map_or_else(
-        || quote!(<#ty as ::tiny_sdk::__private::PortType>::Message),
-        |t| quote!(#t),
-    );
+    let message = p
+        .message
+        .as_ref()
+        .map_or_else(|| quote!(<#ty as #k::__private::PortType>::Message), |t| quote!(#t));
     respan(message, p.check_span)
 }
 
@@ -192,20 +209,22 @@ fn messages_check(c: &Component) -> Option<TokenStream> {
     }
     let messages = c.ports.iter().map(|p| {
         let ty = &p.ty;
-        quote_spanned!(p.check_span=> <#ty as ::tiny_sdk::__private::PortType>::Message)
+        let k = at(&c.krate, p.check_span);
+        quote_spanned!(p.check_span=> <#ty as #k::__private::PortType>::Message)
     });
     Some(quote!(let _port_messages = ::core::marker::PhantomData::<(#(#messages,)*)>;))
 }
 
 /// Names every port handle; other fields start from `Default`.
 fn instance_fn(c: &Component) -> TokenStream {
+    let k = &c.krate;
     let check = messages_check(c);
     let ports = c.ports.iter().map(|p| {
         let (field, name) = (&p.field, &p.name);
         let handle = match p.kind {
-            Kind::Input => quote!(::tiny_sdk::Input::new(#name)),
-            Kind::Output => quote!(::tiny_sdk::Output::new(#name)),
-            Kind::Family => quote!(::tiny_sdk::Outputs::new(#name)),
+            Kind::Input => quote!(#k::Input::new(#name)),
+            Kind::Output => quote!(#k::Output::new(#name)),
+            Kind::Family => quote!(#k::Outputs::new(#name)),
         };
         let handle = respan(handle, p.check_span);
         quote!(#field: #handle)
@@ -226,23 +245,27 @@ fn instance_fn(c: &Component) -> TokenStream {
 /// `async move { match port { "name" => take the value, call on_name } }`: one future
 /// for all ports, which the engine boxes once per hop.
 fn handle_fn(c: &Component) -> TokenStream {
-    let name = &c.name;
-    let arms = c.ports.iter().filter(|p| p.kind == Kind::Input).map(handle_arm);
+    let (name, k) = (&c.name, &c.krate);
+    let arms = c
+        .ports
+        .iter()
+        .filter(|p| p.kind == Kind::Input)
+        .map(|p| handle_arm(k, p));
     let check = messages_check(c);
     quote! {
         fn handle<'a>(
             &'a self,
-            ctx: &'a ::tiny_sdk::Ctx<Self>,
+            ctx: &'a #k::Ctx<Self>,
             port: &'a str,
-            input: ::tiny_sdk::__private::Msg,
-        ) -> impl ::core::future::Future<Output = ::tiny_sdk::Result<::tiny_sdk::Reply>> + ::core::marker::Send + 'a {
+            input: #k::__private::Msg,
+        ) -> impl ::core::future::Future<Output = #k::Result<#k::Reply>> + ::core::marker::Send + 'a {
             #check
             async move {
                 match port {
                     #(#arms)*
                     _ => {
                         ::core::mem::drop(input);
-                        ::tiny_sdk::__private::unknown_port(#name, port)
+                        #k::__private::unknown_port(#name, port)
                     }
                 }
             }
@@ -250,9 +273,9 @@ fn handle_fn(c: &Component) -> TokenStream {
     }
 }
 
-fn handle_arm(p: &Port) -> TokenStream {
+fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
-    let take = respan(quote!(::tiny_sdk::__private::take!(&self.#field, input)), p.check_span);
+    let take = respan(quote!(#k::__private::take!(&self.#field, input)), p.check_span);
     // The call carries the handler's span, so a missing or mistyped method is
     // reported on the port field that asked for it (or on `handler = ...`); `msg`
     // carries the message type's span, where a handler taking another type is reported.
@@ -261,9 +284,11 @@ fn handle_arm(p: &Port) -> TokenStream {
     // Through `__private::call`, whose `Handler` bound names the expected signature
     // when the method has another shape.
     let ty = &p.ty;
-    let message = quote!(<#ty as ::tiny_sdk::__private::PortType>::Message);
-    let call = quote_spanned!(handler.span()=> ::tiny_sdk::__private::call::<Self, #message, _, _>(Self::#handler, #args).await);
-    let into_reply = quote_spanned!(handler.span()=> ::tiny_sdk::IntoReply::into_reply);
+    let message = quote!(<#ty as #k::__private::PortType>::Message);
+    let k = at(k, handler.span());
+    let call =
+        quote_spanned!(handler.span()=> #k::__private::call::<Self, #message, _, _>(Self::#handler, #args).await);
+    let into_reply = quote_spanned!(handler.span()=> #k::IntoReply::into_reply);
     quote! {
         #name => {
             let #msg = #take?;
@@ -277,11 +302,12 @@ fn handle_arm(p: &Port) -> TokenStream {
 fn error_port_fn(c: &Component) -> Option<TokenStream> {
     let port = c.ports.iter().find(|p| p.catch.is_some())?;
     let catch = port.catch.unwrap_or_else(Span::call_site);
-    let expected = quote_spanned!(catch=> &::tiny_sdk::Output<::tiny_sdk::ErrorMessage>);
+    let (k, k_catch) = (&c.krate, at(&c.krate, catch));
+    let expected = quote_spanned!(catch=> &#k_catch::Output<#k_catch::ErrorMessage>);
     let field = Ident::new(&port.field.to_string(), port.ty.span());
     let found = quote_spanned!(port.ty.span()=> &self.#field);
     Some(quote! {
-        fn error_port(&self) -> ::core::option::Option<&::tiny_sdk::Output<::tiny_sdk::ErrorMessage>> {
+        fn error_port(&self) -> ::core::option::Option<&#k::Output<#k::ErrorMessage>> {
             let port: #expected = #found;
             ::core::option::Option::Some(port)
         }
@@ -318,6 +344,7 @@ fn port_enabled_fn(c: &Component) -> Option<TokenStream> {
 
 /// `match family { "out" => keys(Self::routes, settings), .. }` for port families.
 fn port_keys_fn(c: &Component) -> Option<TokenStream> {
+    let k = &c.krate;
     let arms: Vec<TokenStream> = c
         .ports
         .iter()
@@ -329,11 +356,12 @@ fn port_keys_fn(c: &Component) -> Option<TokenStream> {
             } else {
                 quote!(#keys)
             };
+            let k = at(k, keys.span());
             // Coerced to a fn pointer first: a method of another shape is then one
             // error on the author's token that shows the expected `fn(&Settings)`.
             let call = quote_spanned!(keys.span()=> {
                 let keys: fn(&Self::Settings) -> _ = #path;
-                ::tiny_sdk::__private::port_keys(keys, settings)
+                #k::__private::port_keys(keys, settings)
             });
             Some(quote!(#name => #call,))
         })
@@ -353,20 +381,19 @@ fn port_keys_fn(c: &Component) -> Option<TokenStream> {
 
 /// `#[component(hooks)]`: the author promised an `impl Hooks`; hold them to it here,
 /// on `hooks`, rather than where the component is registered.
-fn hooks_check(ident: &Ident, span: Span) -> TokenStream {
-    let ident = Ident::new(&ident.to_string(), span);
+fn hooks_check(c: &Component, span: Span) -> TokenStream {
+    let k = &c.krate;
+    let ident = Ident::new(&c.ident.to_string(), span);
     let check = quote_spanned!(span=> implements_hooks::<#ident>);
     quote! {
-        const _: () = {
-            fn implements_hooks<C: ::tiny_sdk::Hooks>() {}
-            let _ = #check;
-        };
+        fn implements_hooks<C: #k::Hooks>() {}
+        let _ = #check;
     }
 }
 
 /// Impls that satisfy the trait bounds of the author's code after a failed check.
 fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
-    let ident = &input.ident;
+    let (ident, k) = (&input.ident, &stub.krate);
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     // The `Component` supertraits, which a generic component may not meet for every
     // parameter: assumed, so that only the real mistake is reported.
@@ -379,26 +406,39 @@ fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
     }
     let settings = stub.settings.map_or_else(|| quote!(()), |t| quote!(#t));
     let control = stub.control.map_or_else(|| quote!(()), |t| quote!(#t));
-    let hooks =
-        (!stub.hooks).then(|| quote!(impl #impl_generics ::tiny_sdk::Hooks for #ident #ty_generics #where_clause {}));
-    quote! {
-        impl #impl_generics ::tiny_sdk::Component for #ident #ty_generics #where_clause {
-            type Settings = #settings;
-            type Control = #control;
-            fn info() -> ::tiny_sdk::ComponentInfo { ::core::unreachable!() }
-            fn ports() -> &'static [::tiny_sdk::PortSpec] { &[] }
-            fn instance() -> Self { ::core::unreachable!() }
-            fn handle<'a>(
-                &'a self,
-                _: &'a ::tiny_sdk::Ctx<Self>,
-                _: &'a str,
-                _: ::tiny_sdk::__private::Msg,
-            ) -> impl ::core::future::Future<Output = ::tiny_sdk::Result<::tiny_sdk::Reply>> + ::core::marker::Send + 'a {
-                async { ::core::unreachable!() }
-            }
+    let hooks = (!stub.hooks).then(|| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics #k::Hooks for #ident #ty_generics #where_clause {}
         }
-        #hooks
+    });
+    quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #impl_generics #k::Component for #ident #ty_generics #where_clause {
+                type Settings = #settings;
+                type Control = #control;
+                fn info() -> #k::ComponentInfo { ::core::unreachable!() }
+                fn ports() -> &'static [#k::PortSpec] { &[] }
+                fn instance() -> Self { ::core::unreachable!() }
+                fn handle<'a>(
+                    &'a self,
+                    _: &'a #k::Ctx<Self>,
+                    _: &'a str,
+                    _: #k::__private::Msg,
+                ) -> impl ::core::future::Future<Output = #k::Result<#k::Reply>> + ::core::marker::Send + 'a {
+                    async { ::core::unreachable!() }
+                }
+            }
+            #hooks
+        };
     }
+}
+
+/// The SDK's path placed at `span`, for `quote_spanned!`: an expression starting with
+/// it then spans the author's token only, not the derive as well.
+fn at(k: &CratePath, span: Span) -> TokenStream {
+    respan(k.to_token_stream(), span)
 }
 
 /// `tokens` with every token placed at `span`, so that whatever the type checker says

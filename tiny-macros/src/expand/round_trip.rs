@@ -34,7 +34,7 @@ const EXACT_SERDE_KEYS: &[&str] = &[
 ];
 
 pub fn round_trip_impl(attrs: &SchemaAttrs) -> TokenStream {
-    let ident = &attrs.ident;
+    let (ident, k) = (&attrs.ident, &attrs.krate);
     let (impl_generics, ty_generics, where_clause) = attrs.generics.split_for_impl();
     let mut exact = !attrs.lossy.is_present() && serde_exact(&attrs.attrs);
     let mut types = Vec::new();
@@ -53,7 +53,7 @@ pub fn round_trip_impl(attrs: &SchemaAttrs) -> TokenStream {
         }
     };
     let body = if exact {
-        quote!(depth < ::tiny_sdk::msg::ROUND_TRIP_DEPTH #(&& ::tiny_sdk::__private::round_trip!(#types, depth + 1))*)
+        quote!(depth < #k::msg::ROUND_TRIP_DEPTH #(&& #k::__private::round_trip!(#types, depth + 1))*)
     } else {
         quote!({
             let _ = depth;
@@ -61,7 +61,8 @@ pub fn round_trip_impl(attrs: &SchemaAttrs) -> TokenStream {
         })
     };
     quote! {
-        impl #impl_generics ::tiny_sdk::__private::RoundTrip for #ident #ty_generics #where_clause {
+        #[automatically_derived]
+        impl #impl_generics #k::__private::RoundTrip for #ident #ty_generics #where_clause {
             fn round_trip_exact(depth: u32) -> bool {
                 #body
             }

@@ -11,7 +11,10 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{Attribute, DeriveInput, Meta, Token, punctuated::Punctuated};
 
-use crate::internals::schema::{FieldHints, SchemaAttrs, VariantHints, check};
+use crate::internals::{
+    CratePath,
+    schema::{FieldHints, SchemaAttrs, VariantHints, check},
+};
 
 pub fn derive(input: TokenStream) -> TokenStream {
     let input: DeriveInput = match syn::parse2(input) {
@@ -48,15 +51,17 @@ fn with_fallback(input: &DeriveInput, errors: darling::Error) -> TokenStream {
     if input.generics.params.is_empty() {
         let ident = &input.ident;
         let name = ident.to_string();
+        let k = CratePath::lenient(&input.attrs, "tiny");
         out.extend(quote! {
-            impl ::tiny_sdk::__private::schemars::JsonSchema for #ident {
+            #[automatically_derived]
+            impl #k::__private::schemars::JsonSchema for #ident {
                 fn schema_name() -> ::std::borrow::Cow<'static, str> {
                     ::std::borrow::Cow::Borrowed(#name)
                 }
                 fn json_schema(
-                    _: &mut ::tiny_sdk::__private::schemars::SchemaGenerator,
-                ) -> ::tiny_sdk::__private::schemars::Schema {
-                    ::tiny_sdk::__private::schemars::Schema::default()
+                    _: &mut #k::__private::schemars::SchemaGenerator,
+                ) -> #k::__private::schemars::Schema {
+                    #k::__private::schemars::Schema::default()
                 }
             }
         });
@@ -67,6 +72,8 @@ fn with_fallback(input: &DeriveInput, errors: darling::Error) -> TokenStream {
 /// The twin the schemars derive runs on.
 fn twin_type(attrs: &SchemaAttrs, twin: &syn::Ident, default_fn: &syn::Ident) -> TokenStream {
     let name = attrs.ident.to_string();
+    let k = &attrs.krate;
+    let schemars = format!("{}::__private::schemars", k.to_path_string());
     let container = container_attrs(&attrs.attrs, default_fn);
     let rename = (!renames_container(&attrs.attrs)).then(|| quote!(#[schemars(rename = #name)]));
     let title = attrs.title.as_ref().map(|t| quote!(#[schemars(title = #t)]));
@@ -84,13 +91,13 @@ fn twin_type(attrs: &SchemaAttrs, twin: &syn::Ident, default_fn: &syn::Ident) ->
         }
         ast::Data::Enum(variants) => {
             let own_branches = !variants.iter().all(plain_unit);
-            let variants = variants.iter().map(|v| variant(v, own_branches));
+            let variants = variants.iter().map(|v| variant(k, v, own_branches));
             quote!(enum #twin { #(#variants),* })
         }
     };
     quote! {
-        #[derive(::tiny_sdk::__private::schemars::JsonSchema)]
-        #[schemars(crate = "::tiny_sdk::__private::schemars")]
+        #[derive(#k::__private::schemars::JsonSchema)]
+        #[schemars(crate = #schemars)]
         #rename
         #title
         #description
@@ -117,7 +124,7 @@ fn fields_body(fields: &ast::Fields<FieldHints>) -> TokenStream {
     }
 }
 
-fn variant(v: &VariantHints, own_branch: bool) -> TokenStream {
+fn variant(k: &CratePath, v: &VariantHints, own_branch: bool) -> TokenStream {
     let ident = &v.ident;
     let kept = &v.attrs;
     let title = v.title.as_ref().map(|t| quote!(#[schemars(title = #t)]));
@@ -127,7 +134,7 @@ fn variant(v: &VariantHints, own_branch: bool) -> TokenStream {
     // shows. Any attribute gives a variant its own branch; this one changes nothing
     // else.
     let own_branch = (own_branch && matches!(v.fields.style, ast::Style::Unit))
-        .then(|| quote!(#[schemars(transform = |_: &mut ::tiny_sdk::__private::schemars::Schema| {})]));
+        .then(|| quote!(#[schemars(transform = |_: &mut #k::__private::schemars::Schema| {})]));
     let body = fields_body(&v.fields);
     quote!(#(#kept)* #title #description #own_branch #ident #body)
 }
@@ -199,12 +206,13 @@ fn default_fn_item(attrs: &SchemaAttrs, default_fn: &syn::Ident) -> TokenStream 
 }
 
 fn json_schema_impl(attrs: &SchemaAttrs, twin: &syn::Ident) -> TokenStream {
-    let ident = &attrs.ident;
+    let (ident, k) = (&attrs.ident, &attrs.krate);
     let id = ident.to_string();
     quote! {
-        impl ::tiny_sdk::__private::schemars::JsonSchema for #ident {
+        #[automatically_derived]
+        impl #k::__private::schemars::JsonSchema for #ident {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
-                <#twin as ::tiny_sdk::__private::schemars::JsonSchema>::schema_name()
+                <#twin as #k::__private::schemars::JsonSchema>::schema_name()
             }
 
             fn schema_id() -> ::std::borrow::Cow<'static, str> {
@@ -212,9 +220,9 @@ fn json_schema_impl(attrs: &SchemaAttrs, twin: &syn::Ident) -> TokenStream {
             }
 
             fn json_schema(
-                generator: &mut ::tiny_sdk::__private::schemars::SchemaGenerator,
-            ) -> ::tiny_sdk::__private::schemars::Schema {
-                <#twin as ::tiny_sdk::__private::schemars::JsonSchema>::json_schema(generator)
+                generator: &mut #k::__private::schemars::SchemaGenerator,
+            ) -> #k::__private::schemars::Schema {
+                <#twin as #k::__private::schemars::JsonSchema>::json_schema(generator)
             }
         }
     }

@@ -92,3 +92,70 @@ fn schema_message() {
     });
     insta::assert_snapshot!(pretty(out));
 }
+
+/// `crate = "..."` reaches every path the derives write, the fallback impls written
+/// after a mistake included: nothing names `tiny_sdk` any more.
+#[test]
+fn crate_path_override() {
+    let component = super::component::derive(quote! {
+        #[derive(Component)]
+        #[component(crate = "sdk", name = "server", settings = S, control = C, hooks)]
+        pub struct Server {
+            #[port(handler = start_stop)]
+            start: Input<Start>,
+            #[port(keys = routes)]
+            out: Outputs<Request, Response>,
+            #[port(enabled_by = enable_stop)]
+            stop: Input<Stop>,
+            #[port(position = Bottom, catch)]
+            error: Output<ErrorMessage>,
+        }
+    });
+    let broken = super::component::derive(quote! {
+        #[derive(Component)]
+        #[component(crate = "sdk", name = "server", unknown_key)]
+        pub struct Server {}
+    });
+    let schema = super::schema::derive(quote! {
+        #[derive(Schema)]
+        #[tiny(crate = "::my::sdk")]
+        pub enum Choice { A, #[tiny(title = "B")] B { x: u32 } }
+    });
+    let broken_schema = super::schema::derive(quote! {
+        #[derive(Schema)]
+        #[tiny(crate = "::my::sdk", unknown_key)]
+        pub struct Choice { x: u32 }
+    });
+    for out in [component, broken, schema, broken_schema] {
+        let text = out.to_string();
+        assert!(!text.contains("tiny_sdk"), "{text}");
+        assert!(text.contains("sdk :: "), "{text}");
+    }
+    let schema = super::schema::derive(quote! {
+        #[derive(Schema)]
+        #[tiny(crate = "::my::sdk")]
+        pub struct Message { x: u32 }
+    });
+    assert!(
+        schema
+            .to_string()
+            .contains(r#"crate = "::my::sdk::__private::schemars""#),
+        "{schema}"
+    );
+}
+
+/// A `crate` value that is not a path is one error on it, saying what it takes.
+#[test]
+fn crate_path_not_a_path() {
+    let out = super::component::derive(quote! {
+        #[derive(Component)]
+        #[component(name = "x", crate = "not a path")]
+        pub struct X {}
+    });
+    let text = out.to_string();
+    assert!(
+        text.contains("`crate` takes the path the SDK is reachable by"),
+        "{text}"
+    );
+    assert!(!text.contains("not a path ::"), "{text}");
+}

@@ -13,7 +13,7 @@ use syn::{
     spanned::Spanned,
 };
 
-use super::{doc_lines, doc_summary, unknown};
+use super::{CratePath, doc_lines, doc_summary, unknown};
 
 /// The container attributes, `#[component(...)]`.
 #[derive(FromDeriveInput)]
@@ -37,6 +37,9 @@ pub struct ComponentAttrs {
     pub control: Option<Type>,
     /// The component implements `Hooks` itself.
     pub hooks: Flag,
+    /// The path of the SDK, for authors who rename or re-export it.
+    #[darling(rename = "crate", default)]
+    pub krate: CratePath,
 }
 
 /// A field's `#[port(...)]` attribute.
@@ -126,6 +129,8 @@ pub struct Plain {
 /// Everything the code generator needs, checked.
 pub struct Component {
     pub ident: Ident,
+    /// What the generated code names the SDK by.
+    pub krate: CratePath,
     pub name: String,
     pub description: String,
     pub info: String,
@@ -142,6 +147,7 @@ pub struct Component {
 /// `Ctx<Self>` still type-checks and only the real mistake is reported.
 #[derive(Default)]
 pub struct StubInfo {
+    pub krate: CratePath,
     pub settings: Option<Type>,
     pub control: Option<Type>,
     pub hooks: bool,
@@ -156,6 +162,7 @@ impl Component {
         }
         let attrs = ComponentAttrs::from_derive_input(input).map_err(|e| (e, Box::new(StubInfo::lenient(input))))?;
         let stub = Box::new(StubInfo {
+            krate: attrs.krate.clone(),
             settings: attrs.settings.clone(),
             control: attrs.control.clone(),
             hooks: attrs.hooks.is_present(),
@@ -168,7 +175,10 @@ impl StubInfo {
     /// What stub impls need, read without darling, whose parse just failed: the
     /// author's code may use the settings type and implement `Hooks`.
     fn lenient(input: &syn::DeriveInput) -> StubInfo {
-        let mut stub = StubInfo::default();
+        let mut stub = StubInfo {
+            krate: CratePath::lenient(&input.attrs, "component"),
+            ..StubInfo::default()
+        };
         let metas = input
             .attrs
             .iter()
@@ -344,6 +354,7 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
     }
     errors.finish_with(Component {
         ident: attrs.ident,
+        krate: attrs.krate,
         name,
         description,
         info,

@@ -5,7 +5,71 @@ pub mod json;
 pub mod schema;
 pub mod serde_names;
 
-use syn::{Attribute, Meta};
+use darling::{Error, FromMeta};
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::{Attribute, Meta, Token, punctuated::Punctuated};
+
+/// The path the generated code names the SDK by: `::tiny_sdk`, or what the author gave
+/// in `crate = "..."` (a renamed dependency, a re-export).
+#[derive(Debug, Clone)]
+pub struct CratePath(pub syn::Path);
+
+const CRATE_USAGE: &str = "`crate` takes the path the SDK is reachable by, as a string: \
+                           `crate = \"my_sdk\"` for a renamed dependency, `crate = \"crate::reexported\"` for a re-export";
+
+impl Default for CratePath {
+    fn default() -> Self {
+        CratePath(syn::parse_quote!(::tiny_sdk))
+    }
+}
+
+impl FromMeta for CratePath {
+    fn from_expr(expr: &syn::Expr) -> darling::Result<Self> {
+        let path = match expr {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s), ..
+            }) => s.parse::<syn::Path>().ok(),
+            syn::Expr::Path(p) if p.qself.is_none() => Some(p.path.clone()),
+            _ => None,
+        };
+        match path {
+            Some(p) if p.segments.iter().all(|s| s.arguments.is_none()) => Ok(CratePath(p)),
+            _ => Err(Error::custom(CRATE_USAGE).with_span(expr)),
+        }
+    }
+}
+
+impl ToTokens for CratePath {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        self.0.to_tokens(tokens);
+    }
+}
+
+impl CratePath {
+    /// The path as a string, for attributes that take one (`schemars(crate = "...")`).
+    pub fn to_path_string(&self) -> String {
+        let segments: Vec<String> = self.0.segments.iter().map(|s| s.ident.to_string()).collect();
+        let lead = if self.0.leading_colon.is_some() { "::" } else { "" };
+        format!("{lead}{}", segments.join("::"))
+    }
+
+    /// `crate = "..."` read from `#[<attr>(...)]` without darling, for the fallback
+    /// impls written after darling failed on another key. The default when absent or
+    /// unreadable.
+    pub fn lenient(attrs: &[Attribute], attr: &str) -> CratePath {
+        attrs
+            .iter()
+            .filter(|a| a.path().is_ident(attr))
+            .filter_map(|a| a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated).ok())
+            .flatten()
+            .find_map(|m| match m {
+                Meta::NameValue(nv) if nv.path.is_ident("crate") => CratePath::from_expr(&nv.value).ok(),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+}
 
 /// The doc comment lines of `attrs`, trimmed.
 pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {

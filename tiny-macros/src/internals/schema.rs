@@ -6,6 +6,7 @@ use quote::quote;
 use syn::{Attribute, Ident, LitStr, Type, Visibility};
 
 use super::{
+    CratePath,
     json::{Json, JsonList},
     serde_names, unknown,
 };
@@ -27,6 +28,9 @@ pub struct SchemaAttrs {
     /// The type's serde impls do not keep `decode(encode(x)) == x` (hand-written
     /// ones, say): the engine then always passes it through JSON.
     pub lossy: Flag,
+    /// The path of the SDK, for authors who rename or re-export it.
+    #[darling(rename = "crate", default)]
+    pub krate: CratePath,
 }
 
 /// One enum variant.

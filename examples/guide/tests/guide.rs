@@ -1,0 +1,248 @@
+//! `docs/guide.md` against this crate: its code blocks are this crate's code, its
+//! commands are the ones the tests and the Makefile run, and the commands a test here
+//! runs do what the guide says.
+
+use std::{path::PathBuf, process::Command};
+
+const GUIDE: &str = include_str!("../../../docs/guide.md");
+
+/// Every shell command the guide shows, with the file that runs it and the text in that
+/// file that shows it does (a test's name, the arguments it passes, a Makefile target).
+const COMMANDS: &[(&str, &str, &str)] = &[
+    (
+        "cargo new --lib my-module",
+        "examples/guide/tests/guide.rs",
+        "fn cargo_new_makes_a_crate()",
+    ),
+    (
+        "cargo test -p tiny-example-guide",
+        "Makefile",
+        "$(CARGO) test --workspace",
+    ),
+    (
+        "cargo run -p tiny-example-guide --bin guide-module -- run --help",
+        "examples/guide/tests/guide.rs",
+        "fn the_binary_takes_the_guides_flags()",
+    ),
+    ("make run", "Makefile", "\nrun: ## "),
+    (
+        "guide-module run --name guide --version 0.1.0 --namespace tinysystems",
+        "examples/guide/tests/cluster.rs",
+        r#".args(["run", "--name", "guide", "--version", "0.1.0", "--namespace", ns])"#,
+    ),
+    (
+        "cargo test -p tiny-example-guide --test cluster",
+        "Makefile",
+        "$(CARGO) test --workspace",
+    ),
+    (
+        "guide-module rbac > rbac.yaml",
+        "examples/guide/tests/guide.rs",
+        "fn the_binary_prints_its_rbac_values()",
+    ),
+    ("make image", "Makefile", "\nimage: ## "),
+    ("make helm-lint", "Makefile", "\nhelm-lint: ## "),
+    (
+        "tools/helm/helm install charts/tiny-crds tiny-crds --namespace tinysystems",
+        "examples/hello/tests/helm.rs",
+        r#"repo("charts/tiny-crds").to_str().expect("utf-8"),
+            "tiny-crds",
+            "--namespace","#,
+    ),
+    (
+        "tools/helm/helm install charts/tiny-module guide --namespace tinysystems -f rbac.yaml -f my-values.yaml",
+        "examples/hello/tests/helm.rs",
+        r#"RELEASE,
+            "--namespace",
+            ns,
+            "-f",
+            rbac_values.to_str().expect("utf-8"),
+            "-f",
+            values.to_str().expect("utf-8"),"#,
+    ),
+    (
+        "tools/helm/helm uninstall guide --namespace tinysystems",
+        "examples/hello/tests/helm.rs",
+        r#"&["uninstall", RELEASE, "--namespace", ns"#,
+    ),
+];
+
+/// The files of this crate that the guide's code blocks come from.
+const SOURCES: &[&str] = &[
+    "examples/guide/src/lib.rs",
+    "examples/guide/src/bin/guide-module.rs",
+    "examples/guide/tests/harness.rs",
+    "examples/guide/tests/cluster.rs",
+    "examples/guide/flows/convert.yaml",
+];
+
+fn repo(path: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The guide's fenced blocks: (language, text, the first line of prose after it).
+fn blocks() -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let mut lines = GUIDE.lines();
+    while let Some(line) = lines.next() {
+        let Some(lang) = line.strip_prefix("```") else { continue };
+        let mut text = String::new();
+        for l in lines.by_ref() {
+            if l == "```" {
+                break;
+            }
+            text.push_str(l);
+            text.push('\n');
+        }
+        let after = lines.clone().find(|l| !l.trim().is_empty()).unwrap_or_default();
+        out.push((lang.to_owned(), text, after.to_owned()));
+    }
+    out
+}
+
+/// The commands of a `sh` block: `\` continuations joined, comments dropped.
+fn commands(block: &str) -> Vec<String> {
+    let joined = block.replace("\\\n", " ");
+    joined
+        .lines()
+        .map(|l| l.split(" #").next().unwrap_or_default())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect()
+}
+
+#[test]
+fn every_code_block_is_in_the_crate() {
+    let sources: Vec<String> = SOURCES.iter().map(|p| read(p)).collect();
+    let blocks = blocks();
+    assert!(blocks.iter().filter(|(lang, ..)| lang == "rust").count() >= 5);
+    for (lang, text, _) in &blocks {
+        match lang.as_str() {
+            "rust" | "yaml" => assert!(
+                sources.iter().any(|s| s.contains(text.as_str())),
+                "this {lang} block of docs/guide.md is not in {SOURCES:?} word for word:\n{text}"
+            ),
+            "toml" | "sh" => {}
+            other => panic!("docs/guide.md has a ```{other} block that no test checks"),
+        }
+    }
+}
+
+/// The names of the keys of `[section]` in a TOML text.
+fn keys(toml: &str, section: &str) -> Vec<String> {
+    let mut keys: Vec<String> = toml
+        .lines()
+        .skip_while(|l| l.trim() != format!("[{section}]"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .filter(|l| !l.trim().is_empty() && !l.trim().starts_with('#'))
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
+        // `serde.workspace = true` names `serde`.
+        .map(|k| k.strip_suffix(".workspace").unwrap_or(k).to_owned())
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn the_toml_block_is_the_crates_dependencies() {
+    let guide: Vec<String> = blocks()
+        .into_iter()
+        .filter(|(lang, ..)| lang == "toml")
+        .map(|(_, text, _)| text)
+        .collect();
+    assert_eq!(guide.len(), 1, "one Cargo.toml block");
+    let manifest = read("examples/guide/Cargo.toml");
+    assert_eq!(keys(&guide[0], "dependencies"), keys(&manifest, "dependencies"));
+    let dev = keys(&manifest, "dev-dependencies");
+    for name in keys(&guide[0], "dev-dependencies") {
+        assert!(
+            dev.contains(&name),
+            "{name} is not a dev-dependency of the guide's crate"
+        );
+    }
+}
+
+#[test]
+fn every_command_is_one_a_test_runs() {
+    let mut shown = Vec::new();
+    for (lang, text, after) in blocks() {
+        if lang != "sh" {
+            continue;
+        }
+        assert!(
+            after.starts_with('('),
+            "the block ```sh\n{text}``` is not followed by where it runs, in parentheses: {after:?}"
+        );
+        shown.extend(commands(&text));
+    }
+    let listed: Vec<&str> = COMMANDS.iter().map(|(c, ..)| *c).collect();
+    for c in &shown {
+        assert!(
+            listed.contains(&c.as_str()),
+            "docs/guide.md shows `{c}`, which no test runs"
+        );
+    }
+    for c in &listed {
+        assert!(
+            shown.iter().any(|s| s == c),
+            "`{c}` is listed here but not in docs/guide.md"
+        );
+    }
+    for (command, file, evidence) in COMMANDS {
+        assert!(
+            read(file).contains(evidence),
+            "`{command}`: {file} no longer contains {evidence:?}"
+        );
+    }
+}
+
+#[test]
+fn cargo_new_makes_a_crate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args: Vec<&str> = COMMANDS[0].0.split_whitespace().collect();
+    assert_eq!(args[0], "cargo");
+    let out = Command::new(option_env!("CARGO").unwrap_or("cargo"))
+        .args(&args[1..])
+        .current_dir(dir.path())
+        .output()
+        .expect("cargo runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest = std::fs::read_to_string(dir.path().join("my-module/Cargo.toml")).expect("Cargo.toml");
+    assert!(manifest.contains(r#"name = "my-module""#), "{manifest}");
+    assert!(dir.path().join("my-module/src/lib.rs").is_file());
+}
+
+#[test]
+fn the_binary_takes_the_guides_flags() {
+    let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
+        .args(["run", "--help"])
+        .output()
+        .expect("guide-module runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let help = String::from_utf8_lossy(&out.stdout);
+    let run = COMMANDS
+        .iter()
+        .find(|(c, ..)| c.starts_with("guide-module run "))
+        .expect("the guide runs the module");
+    let flags = run.0.split_whitespace().filter(|w| w.starts_with("--"));
+    for flag in flags.chain(["--grpc-server-bind-address"]) {
+        assert!(help.contains(flag), "`run --help` does not list {flag}:\n{help}");
+    }
+}
+
+#[test]
+fn the_binary_prints_its_rbac_values() {
+    let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
+        .arg("rbac")
+        .output()
+        .expect("guide-module runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let values = String::from_utf8_lossy(&out.stdout);
+    assert!(values.lines().any(|l| l == "rbac:"), "{values}");
+    assert!(values.contains("tinynodes"), "{values}");
+}
