@@ -90,11 +90,25 @@ pub async fn serve(listener: TcpListener, ready: Arc<Readiness>, metrics: Arc<Me
         };
         let (ready, metrics) = (ready.clone(), metrics.clone());
         tokio::spawn(async move {
+            // The request line may come in pieces: read to the end of the headers
+            // (bounded in size and time) before answering.
             let mut buf = [0u8; 1024];
-            let n = match socket.read(&mut buf).await {
-                Ok(n) => n,
-                Err(_) => return,
+            let mut n = 0;
+            let read = async {
+                while n < buf.len() && !buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf[n..]).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => n += k,
+                    }
+                }
             };
+            if tokio::time::timeout(std::time::Duration::from_secs(5), read)
+                .await
+                .is_err()
+                || n == 0
+            {
+                return;
+            }
             let request = String::from_utf8_lossy(&buf[..n]);
             let path = request.split_whitespace().nth(1).unwrap_or("/");
             let (status, body) = match path {

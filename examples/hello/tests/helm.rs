@@ -375,7 +375,8 @@ impl Pod {
     fn http_get(&self, path: &str) -> String {
         use std::io::Write as _;
         let mut s = std::net::TcpStream::connect(&self.probe).expect("probe port");
-        write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").expect("request");
+        let request = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+        s.write_all(request.as_bytes()).expect("request");
         let mut out = String::new();
         let _ = s.read_to_string(&mut out);
         out
