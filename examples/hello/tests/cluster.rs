@@ -279,7 +279,11 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         }
     })
     .await;
-    assert!(!module.engine().has_node("greet.examples-v0.respond-1"));
+    // The watch's Delete event removes it from the engine, soon after.
+    eventually("the module to forget the node", Duration::from_secs(10), || async {
+        (!module.engine().has_node("greet.examples-v0.respond-1")).then_some(())
+    })
+    .await;
 
     module.stop().await;
     bad_module.stop().await;
