@@ -749,6 +749,27 @@ async fn make_service_account_keys(key: &Path, public: &Path) -> Result<(), Erro
     .await
 }
 
+/// Polls `f` every 100 ms until it gives a value, and returns it; panics, naming
+/// `what`, when `timeout` passes first. What the cluster tests wait with: an object
+/// that reaches a state, a node that loads, a port that closes.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -20,7 +20,7 @@ use tiny_runtime::{
     runtime::{Options, Runtime},
 };
 use tiny_sdk::flow::RawJson;
-use tiny_testenv::TestEnv;
+use tiny_testenv::{TestEnv, eventually};
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
 /// `--name common-module --version 0.1.0` owns nodes named `*.common-module-v0.*`.
@@ -48,24 +48,6 @@ async fn start_module(client: &Client, ns: &str) -> Runtime {
     )
     .await
     .expect("the module starts")
-}
-
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Creates the TinyNodes of a YAML stream of whole objects (as `kubectl apply` would).

@@ -30,7 +30,7 @@ use tiny_runtime::{
     runtime::{Options, Runtime},
 };
 use tiny_sdk::flow::RawJson;
-use tiny_testenv::TestEnv;
+use tiny_testenv::{TestEnv, eventually};
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
 const NS: &str = "web";
@@ -39,24 +39,6 @@ const CLIENT: &str = "web.http-module-v0.http-request-1";
 const ROUTER: &str = "web.common-module-v0.router-1";
 const DELAY: &str = "web.common-module-v0.delay-1";
 const DEBUG: &str = "web.common-module-v0.debug-1";
-
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 fn b64(v: &Value) -> String {
     STANDARD.encode(serde_json::to_vec(v).expect("json"))

@@ -5,7 +5,7 @@ use std::{
     collections::BTreeMap,
     io::{BufRead as _, BufReader},
     process::{Child, Command, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use kube::{Api, Client, api::PostParams};
@@ -18,6 +18,7 @@ use tiny_runtime::{
 };
 use tiny_sdk::flow::{Flow, RawJson};
 use tiny_testenv::TestEnv;
+pub use tiny_testenv::eventually;
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
 
@@ -43,24 +44,6 @@ pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
     )
     .await
     .expect("the module starts")
-}
-
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 pub async fn create_flow(client: &Client, ns: &str, yaml: &str) -> Flow {
