@@ -32,12 +32,12 @@ impl Leadership {
     }
 
     /// Yields once each time this replica becomes the leader (and once at start if it is).
-    pub fn gained(&self) -> impl Stream<Item = ()> + Send + 'static {
+    pub(crate) fn gained(&self) -> impl Stream<Item = ()> + Send + 'static {
         WatchStream::new(self.rx.clone()).filter_map(|leads| async move { leads.then_some(()) })
     }
 
     /// Waits until leadership changes; returns the new state.
-    pub async fn changed(&mut self) -> bool {
+    pub(crate) async fn changed(&mut self) -> bool {
         let _ = self.rx.changed().await;
         *self.rx.borrow()
     }
@@ -46,7 +46,7 @@ impl Leadership {
 /// Runs the election for `lease` in `namespace` as `identity`. The lease lasts
 /// `duration`; the holder renews it ahead of expiry, so a dead leader is replaced within
 /// about `duration`.
-pub async fn elect(
+pub(crate) async fn elect(
     client: kube::Client,
     namespace: &str,
     lease: &str,

@@ -5,27 +5,30 @@
 //! TinyModule, elects a leader, and carries messages to other modules over gRPC.
 //!
 //! - [`crd`]: the custom resources.
-//! - [`controller`]: the TinyNode, TinySignal and TinyModule controllers.
-//! - [`leader`]: leader election on a Lease.
+//! - [`runtime`]: everything put together (the TinyNode, TinySignal, TinyModule and
+//!   TinyTracker controllers, probes); [`cli`]: the module binary's commands, Helm hooks
+//!   and logs.
+//! - [`config`]: who the module is; [`leader`]: whether this replica leads.
 //! - [`resources`]: the resource manager components receive on `_client`.
-//! - [`runtime`]: everything put together; [`cli`]: the module binary's commands.
-//! - [`rbac`]: the permissions a module needs; [`hooks`]: its Helm hooks.
-//! - [`telemetry`]: logs (text or JSON) and OpenTelemetry traces; [`metrics`]: `/metrics`.
+//! - [`grpc`]: messages to and from other modules.
+//! - [`rbac`]: the permissions a module needs; [`metrics`]: the counters of `/metrics`.
 
 pub mod cli;
 pub mod config;
-pub mod controller;
+mod controller;
 pub mod crd;
 pub mod grpc;
-pub mod health;
-pub mod hooks;
+mod health;
+mod hooks;
 pub mod leader;
 pub mod metrics;
 pub mod rbac;
 pub mod resources;
 pub mod runtime;
-pub mod status;
-pub mod telemetry;
+mod status;
+mod telemetry;
+
+pub use hooks::HookError;
 
 /// A fast global allocator (mimalloc), for module binaries that choose it with the
 /// `fast-alloc` feature and one line:

@@ -32,16 +32,16 @@ use std::{
 use tiny_sdk::engine::{HopEvent, HopKind, Observer};
 
 /// The most node/port pairs with their own series.
-pub const MAX_SERIES: usize = 10_000;
+pub(crate) const MAX_SERIES: usize = 10_000;
 /// The most error codes with their own series, per port.
-pub const MAX_CODES: usize = 16;
+pub(crate) const MAX_CODES: usize = 16;
 /// The most peer modules with their own series.
-pub const MAX_MODULES: usize = 256;
+pub(crate) const MAX_MODULES: usize = 256;
 /// The label value counts go to past a cap.
-pub const OTHER: &str = "_other";
+pub(crate) const OTHER: &str = "_other";
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
-pub const BUCKETS: [f64; 14] = [
+pub(crate) const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
 ];
 
@@ -68,7 +68,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// Adds one.
-    pub fn inc(counter: &AtomicU64) {
+    pub(crate) fn inc(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -78,7 +78,7 @@ impl Metrics {
     }
 
     /// Records one delivery to `node`'s `port`.
-    pub fn record_hop(&self, node: &str, port: &str, took: Duration, attempt: u32, error: Option<Option<&str>>) {
+    pub(crate) fn record_hop(&self, node: &str, port: &str, took: Duration, attempt: u32, error: Option<Option<&str>>) {
         Metrics::inc(&self.hops);
         if error.is_some() {
             Metrics::inc(&self.hop_errors);
@@ -87,7 +87,7 @@ impl Metrics {
     }
 
     /// The exposition text.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         let rows = [
             (
@@ -317,7 +317,7 @@ impl PortTable {
 
 /// gRPC calls between modules, by outcome. One per process: a process runs one module.
 #[derive(Debug, Default)]
-pub struct GrpcMetrics {
+pub(crate) struct GrpcMetrics {
     /// (peer module, outcome) -> calls made.
     client: Mutex<Vec<(String, &'static str, u64)>>,
     /// outcome -> calls served.
@@ -325,13 +325,13 @@ pub struct GrpcMetrics {
 }
 
 /// The process's gRPC counters.
-pub fn grpc() -> &'static GrpcMetrics {
+pub(crate) fn grpc() -> &'static GrpcMetrics {
     static GRPC: OnceLock<GrpcMetrics> = OnceLock::new();
     GRPC.get_or_init(GrpcMetrics::default)
 }
 
 /// The outcome label of a gRPC call: `OK`, or the status code's name.
-pub fn outcome(code: Option<tonic::Code>) -> &'static str {
+pub(crate) fn outcome(code: Option<tonic::Code>) -> &'static str {
     use tonic::Code;
     match code {
         None | Some(Code::Ok) => "OK",
@@ -356,7 +356,7 @@ pub fn outcome(code: Option<tonic::Code>) -> &'static str {
 
 impl GrpcMetrics {
     /// One call to `module` ended with `outcome`.
-    pub fn client_call(&self, module: &str, outcome: &'static str) {
+    pub(crate) fn client_call(&self, module: &str, outcome: &'static str) {
         let mut calls = self.client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(row) = calls.iter_mut().find(|(m, o, _)| m == module && *o == outcome) {
             row.2 += 1;
@@ -380,7 +380,7 @@ impl GrpcMetrics {
     }
 
     /// One call served ended with `outcome`.
-    pub fn server_call(&self, outcome: &'static str) {
+    pub(crate) fn server_call(&self, outcome: &'static str) {
         let mut calls = self.server.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match calls.iter_mut().find(|(o, _)| *o == outcome) {
             Some(row) => row.1 += 1,
@@ -428,7 +428,7 @@ impl GrpcMetrics {
 
 /// The engine's observer for the metrics: every delivery is counted per node and port.
 #[derive(Debug)]
-pub struct HopMetrics(pub Arc<Metrics>);
+pub(crate) struct HopMetrics(pub(crate) Arc<Metrics>);
 
 impl Observer for HopMetrics {
     fn on_hop(&self, event: &HopEvent<'_>) {

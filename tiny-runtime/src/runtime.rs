@@ -16,6 +16,8 @@ use crate::{
     metrics::Metrics,
 };
 
+pub use crate::controller::Discovery;
+
 /// How long a lease lasts: a dead leader is replaced within about this long.
 pub const LEASE_DURATION: Duration = Duration::from_secs(15);
 

@@ -16,6 +16,21 @@ use crate::{
     schema::port_schema,
 };
 
+/// The handle of input port `name` (the engine-side constructors are not public).
+pub const fn input<T>(name: &'static str) -> crate::Input<T> {
+    crate::Input::new(name)
+}
+
+/// The handle of output port `name`.
+pub const fn output<T, R>(name: &'static str) -> crate::Output<T, R> {
+    crate::Output::new(name)
+}
+
+/// The handle of port family `name`.
+pub const fn outputs<T, R>(name: &'static str) -> crate::Outputs<T, R> {
+    crate::Outputs::new(name)
+}
+
 /// One row of the port table.
 #[allow(clippy::too_many_arguments)]
 pub const fn port<T: crate::Message>(
@@ -212,34 +227,10 @@ impl<T> TakeNone<T> for Take<T> {
     }
 }
 
-/// `Result<T>`: input port `$input`'s (an `&Input<T>`) value out of message `$msg`
-/// (see [`Take`]).
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __take {
-    ($input:expr, $msg:expr) => {{
-        #[allow(unused_imports)]
-        use $crate::__private::{TakeDecode as _, TakeExact as _, TakeExactClone as _, TakeNone as _};
-        let input: &$crate::Input<_> = $input;
-        (&&&&$crate::__private::Take::of(input)).take($msg, input.name())
-    }};
-}
-pub use crate::__take as take;
 
-/// Whether `$t` is [`RoundTrip`]-exact, `false` when it does not say (for the fields
-/// of a `#[derive(Schema)]` type; `$depth` guards recursive types).
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __round_trip {
-    ($t:ty, $depth:expr) => {{
-        #[allow(unused_imports)]
-        use $crate::__private::{ExactNo as _, ExactYes as _};
-        (&&$crate::__private::Exact::<$t>::new()).round_trip_exact($depth)
-    }};
-}
-pub use crate::__round_trip as round_trip;
 
-/// The probe behind [`round_trip!`].
+/// The probe behind the derive's `round_trip_exact` of a field's type: `ExactYes` when
+/// the type implements [`RoundTrip`], `ExactNo` otherwise.
 #[derive(Debug)]
 pub struct Exact<T>(PhantomData<fn() -> T>);
 
@@ -321,20 +312,6 @@ impl<T> ViaNull for DefaultProbe<T> {
     }
 }
 
-/// `fn() -> Value` giving the default configuration of `$t`.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __default_config {
-    ($t:ty) => {{
-        fn default_config() -> $crate::__private::Value {
-            #[allow(unused_imports)]
-            use $crate::__private::{ViaDefault as _, ViaNull as _};
-            (&&$crate::__private::DefaultProbe::<$t>::new()).default_config()
-        }
-        default_config
-    }};
-}
-pub use crate::__default_config as default_config;
 
 /// What the port table reads from an `Input<T>` or `Output<T, R>` field's type.
 #[diagnostic::on_unimplemented(

@@ -28,7 +28,7 @@ pub struct NodeIdentity {
 }
 
 /// What stays the same for every message a node handles.
-pub struct NodeContext {
+pub(crate) struct NodeContext {
     identity: NodeIdentity,
     emitter: NodeEmitter,
     client: Option<Arc<dyn ResourceManager>>,
@@ -166,7 +166,7 @@ impl<C: Component> Clone for Ctx<C> {
 
 impl<C: Component> Ctx<C> {
     /// Built by the engine for each call.
-    pub fn new(node: Arc<NodeContext>, settings: Arc<C::Settings>, hop: Hop) -> Self {
+    pub(crate) fn new(node: Arc<NodeContext>, settings: Arc<C::Settings>, hop: Hop) -> Self {
         Self { node, settings, hop }
     }
 

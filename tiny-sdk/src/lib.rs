@@ -56,7 +56,7 @@ pub mod redact;
 pub mod schema;
 pub mod state;
 pub mod system;
-pub mod work;
+mod work;
 
 #[doc(hidden)]
 pub mod __private;

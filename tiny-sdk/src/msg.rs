@@ -244,13 +244,13 @@ impl Msg {
     /// The value for a receiver of type `T`, where `T` is known to survive a JSON round
     /// trip unchanged (see the module docs): moved out when this is the only reference,
     /// else decoded.
-    pub fn take_exact<T: DeserializeOwned + 'static>(self, port: &str) -> Result<T> {
+    pub(crate) fn take_exact<T: DeserializeOwned + 'static>(self, port: &str) -> Result<T> {
         self.take_with(port, None)
     }
 
     /// [`take_exact`](Self::take_exact) for a `T: Clone`: a shared message is cloned,
     /// not decoded.
-    pub fn take_exact_or_clone<T: DeserializeOwned + Clone + 'static>(self, port: &str) -> Result<T> {
+    pub(crate) fn take_exact_or_clone<T: DeserializeOwned + Clone + 'static>(self, port: &str) -> Result<T> {
         self.take_with(port, Some(T::clone))
     }
 

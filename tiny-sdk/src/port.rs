@@ -146,8 +146,9 @@ pub struct Input<T> {
 }
 
 impl<T> Input<T> {
-    /// A handle for the port called `name`; the derive creates these.
-    pub const fn new(name: &'static str) -> Self {
+    /// A handle for the port called `name`; the derive creates these (through
+    /// `__private::input`), so that a handle always names a port of the table.
+    pub(crate) const fn new(name: &'static str) -> Self {
         Self {
             name,
             _message: PhantomData,
@@ -157,23 +158,6 @@ impl<T> Input<T> {
     /// The port's name.
     pub const fn name(&self) -> &'static str {
         self.name
-    }
-
-    /// Decodes an incoming payload, naming the port and the field that failed.
-    pub fn decode(&self, payload: &Value) -> Result<T>
-    where
-        T: Message,
-    {
-        decode(self.name, payload)
-    }
-
-    /// The port's value out of a message, the way JSON would decode it (no fast path;
-    /// the derive's dispatch takes the typed value over when that is sound).
-    pub fn take(&self, msg: &Msg) -> Result<T>
-    where
-        T: Message,
-    {
-        msg.decode(self.name)
     }
 }
 
@@ -185,7 +169,7 @@ pub struct Output<T, R = Value> {
 
 impl<T, R> Output<T, R> {
     /// A handle for the port called `name`; the derive creates these.
-    pub const fn new(name: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str) -> Self {
         Self {
             name,
             _message: PhantomData,
@@ -259,7 +243,7 @@ pub struct Outputs<T, R = Value> {
 
 impl<T, R> Outputs<T, R> {
     /// A handle for the family called `name`; the derive creates these.
-    pub const fn new(name: &'static str) -> Self {
+    pub(crate) const fn new(name: &'static str) -> Self {
         Self {
             name,
             _message: PhantomData,

@@ -179,7 +179,14 @@ impl Row<'_> {
             #k::__private::port::<#message>(
                 #name, #label, #description,
                 #k::Direction::#direction, #k::Position::#position,
-                #k::__private::default_config!(#message),
+                {
+                    fn default_config() -> #k::__private::Value {
+                        #[allow(unused_imports)]
+                        use #k::__private::{ViaDefault as _, ViaNull as _};
+                        (&&#k::__private::DefaultProbe::<#message>::new()).default_config()
+                    }
+                    default_config
+                },
                 #response,
             )
         }
@@ -222,9 +229,9 @@ fn instance_fn(c: &Component) -> TokenStream {
     let ports = c.ports.iter().map(|p| {
         let (field, name) = (&p.field, &p.name);
         let handle = match p.kind {
-            Kind::Input => quote!(#k::Input::new(#name)),
-            Kind::Output => quote!(#k::Output::new(#name)),
-            Kind::Family => quote!(#k::Outputs::new(#name)),
+            Kind::Input => quote!(#k::__private::input(#name)),
+            Kind::Output => quote!(#k::__private::output(#name)),
+            Kind::Family => quote!(#k::__private::outputs(#name)),
         };
         let handle = respan(handle, p.check_span);
         quote!(#field: #handle)
@@ -275,7 +282,17 @@ fn handle_fn(c: &Component) -> TokenStream {
 
 fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
-    let take = respan(quote!(#k::__private::take!(&self.#field, input)), p.check_span);
+    // Autoref specialisation (see `__private::Take`): the most specific `take` that
+    // the port's message type allows.
+    let take = respan(
+        quote!({
+            #[allow(unused_imports)]
+            use #k::__private::{TakeDecode as _, TakeExact as _, TakeExactClone as _, TakeNone as _};
+            let port = &self.#field;
+            (&&&&#k::__private::Take::of(port)).take(input, port.name())
+        }),
+        p.check_span,
+    );
     // The call carries the handler's span, so a missing or mistyped method is
     // reported on the port field that asked for it (or on `handler = ...`); `msg`
     // carries the message type's span, where a handler taking another type is reported.

@@ -4,7 +4,7 @@
 //! Exact when the author did not say `#[tiny(lossy)]`, no serde attribute outside a
 //! short list known to keep the trip exact is present (on the container, a variant or
 //! a field), and every field's type is exact in turn (asked at run time through
-//! `round_trip!`, which answers `false` for a type that does not say).
+//! `__private::Exact`, whose probe answers `false` for a type that does not say).
 
 use darling::ast;
 use proc_macro2::TokenStream;
@@ -53,7 +53,11 @@ pub fn round_trip_impl(attrs: &SchemaAttrs) -> TokenStream {
         }
     };
     let body = if exact {
-        quote!(depth < #k::msg::ROUND_TRIP_DEPTH #(&& #k::__private::round_trip!(#types, depth + 1))*)
+        quote!(depth < #k::msg::ROUND_TRIP_DEPTH #(&& {
+            #[allow(unused_imports)]
+            use #k::__private::{ExactNo as _, ExactYes as _};
+            (&&#k::__private::Exact::<#types>::new()).round_trip_exact(depth + 1)
+        })*)
     } else {
         quote!({
             let _ = depth;

@@ -5,10 +5,10 @@
 //! - [`module`]: this module's TinyModule, and discovery of the others.
 //! - [`tracker`]: hops of tracked flows into TinyTracker status.
 
-pub mod module;
-pub mod node;
-pub mod signal;
-pub mod tracker;
+pub(crate) mod module;
+pub(crate) mod node;
+pub(crate) mod signal;
+pub(crate) mod tracker;
 mod watch;
 
 use std::{collections::HashMap, sync::Arc, sync::Mutex};
@@ -27,35 +27,35 @@ pub trait Discovery: Send + Sync + 'static {
 }
 
 /// What every reconcile needs.
-pub struct Shared {
+pub(crate) struct Shared {
     /// Kubernetes.
-    pub client: kube::Client,
+    pub(crate) client: kube::Client,
     /// Who we are.
-    pub config: ModuleConfig,
+    pub(crate) config: ModuleConfig,
     /// The flow engine.
-    pub engine: Engine,
+    pub(crate) engine: Engine,
     /// Whether we lead.
-    pub leadership: Leadership,
+    pub(crate) leadership: Leadership,
     /// Counters.
-    pub metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
     /// Events on TinyNodes.
-    pub recorder: Recorder,
+    pub(crate) recorder: Recorder,
     /// Other modules' addresses go here.
-    pub discovery: Option<Arc<dyn Discovery>>,
+    pub(crate) discovery: Option<Arc<dyn Discovery>>,
     /// Hops of tracked flows.
-    pub tracking: Arc<tracker::Tracking>,
+    pub(crate) tracking: Arc<tracker::Tracking>,
     /// The last error published as an Event, per node, so it is published once.
     pub(crate) published: Mutex<HashMap<String, String>>,
     /// Uids of the signals this process claimed, with how their delivery ended once it
     /// has (kept until the signal's status says so).
     pub(crate) claimed: Mutex<HashMap<String, Option<signal::Outcome>>>,
     /// What `/readyz` answers: the watches report whether they could list.
-    pub readiness: Arc<crate::health::Readiness>,
+    pub(crate) readiness: Arc<crate::health::Readiness>,
 }
 
 impl Shared {
     /// Builds the shared context.
-    pub fn new(
+    pub(crate) fn new(
         client: kube::Client,
         config: ModuleConfig,
         engine: Engine,
@@ -87,7 +87,7 @@ impl Shared {
 
 impl Shared {
     /// The API of `K` in this module's namespace.
-    pub fn api<K>(&self) -> kube::Api<K>
+    pub(crate) fn api<K>(&self) -> kube::Api<K>
     where
         K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>,
     {
@@ -105,7 +105,7 @@ impl std::fmt::Debug for Shared {
 
 /// A reconcile failure: retried with a short backoff.
 #[derive(Debug, thiserror::Error)]
-pub enum ReconcileError {
+pub(crate) enum ReconcileError {
     /// A call to the API server failed.
     #[error(transparent)]
     Kube(#[from] kube::Error),

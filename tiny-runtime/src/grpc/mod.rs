@@ -3,21 +3,21 @@
 //! A message for a node of another module leaves the engine through the [`Pool`]
 //! (its [`RemoteRouter`](tiny_sdk::engine::RemoteRouter)) as a unary
 //! `module.ModuleService/Message` call, and enters the other module's engine through
-//! its [`server`]. The proto is the Go SDK's, field for field, so Go and tiny modules
-//! call each other; on top of it, tiny keeps an error's kind and code across the wire
-//! (see [`wire`]), so the sender's edge retry policy applies to cross-module hops.
+//! its server ([`serve`], [`spawn`]). The proto is the Go SDK's, field for field, so Go
+//! and tiny modules call each other; on top of it, tiny keeps an error's kind and code
+//! across the wire (in the `x-error-*` metadata), so the sender's edge retry policy
+//! applies to cross-module hops.
 //!
-//! - [`proto`]: the generated messages, client and server.
-//! - [`wire`]: payloads, replies, hop depth, size limit, errors as statuses.
-//! - [`server`]: the service over an [`Engine`](tiny_sdk::engine::Engine), plus health.
-//! - [`pool`]: connections to other modules, by module name.
-//! - [`endpoint`]: [`Grpc`], the bound listener and the pool, as the binary uses them.
+//! - [`proto`]: the generated messages, client and server (for peers and wire tests).
+//! - [`serve`], [`spawn`]: the service over an [`Engine`](tiny_sdk::engine::Engine), plus health.
+//! - [`Pool`]: connections to other modules, by module name.
+//! - [`Grpc`]: the bound listener and the pool, as the binary uses them.
 
-pub mod endpoint;
-pub mod pool;
+mod endpoint;
+mod pool;
 pub mod proto;
-pub mod server;
-pub mod wire;
+mod server;
+pub(crate) mod wire;
 
 pub use endpoint::Grpc;
 pub use pool::{DEFAULT_TIMEOUT, Pool, PoolOptions};
