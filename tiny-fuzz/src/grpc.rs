@@ -15,7 +15,7 @@
 use http_body_util::{BodyExt, Full};
 use prost::Message;
 use serde_json::Value;
-use tiny_runtime::grpc::{ServerOptions, proto::MessageRequest, server::module_service};
+use tiny_runtime::grpc::{ServerOptions, module_service, proto::MessageRequest};
 use tiny_sdk::flow::{Edge, Node, NodeSpec, PortConfig, RawJson};
 use tokio_util::sync::CancellationToken;
 use tonic::codegen::{Bytes, Service, http};

@@ -18,14 +18,14 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use crate::config::ModuleConfig;
-use crate::crd::{TinyModule, TinyNode, labels::NODE_FINALIZER};
-use crate::resources::{EXPOSED_FOR_NODE, FIELD_MANAGER};
+use tiny_sdk::contract::{NODE_FINALIZER, annotation::EXPOSED_FOR_NODE, label::MANAGED as MANAGED_LABEL};
+
+use crate::crd::{TinyModule, TinyNode};
+use crate::resources::FIELD_MANAGER;
 
 /// Namespaces a module is never installed into.
 pub const RESERVED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
-/// The label that dedicates a namespace to tiny modules (set by the cluster's operator).
-pub const MANAGED_LABEL: &str = "tinysystems.io/managed";
 
 /// Why a hook failed.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::crd::GROUP;
+use tiny_sdk::contract::GROUP;
 
 /// One RBAC policy rule (the shape of `rbac.authorization.k8s.io/v1` `PolicyRule`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -34,7 +34,9 @@ use tiny_sdk::client::{CreateNodeRequest, ExposePortRequest};
 use tiny_sdk::flow::{Node, PortConfig, RawJson};
 use tiny_sdk::{Error, ResourceManager, Result};
 
-use crate::crd::{TinyFlow, TinyFlowSpec, TinyNode, TinyNodeSpec, TinyProject, TinySignal, TinySignalSpec, labels};
+use tiny_sdk::contract::{annotation, label, port};
+
+use crate::crd::{TinyFlow, TinyFlowSpec, TinyNode, TinyNodeSpec, TinyProject, TinySignal, TinySignalSpec};
 
 /// The field manager of every server-side apply and patch made here.
 pub const FIELD_MANAGER: &str = "tiny-runtime";
@@ -43,18 +45,6 @@ pub const FIELD_MANAGER: &str = "tiny-runtime";
 /// Go module chart).
 pub const DEFAULT_INGRESS_CLASS: &str = "nginx";
 
-/// Annotation on TinyFlows: the flow's display name.
-pub const FLOW_DESCRIPTION: &str = "tinysystems.io/flow-description";
-
-/// Annotation on Services and Ingresses made by [`KubeResources::expose_port`]: the
-/// node they were made for (label values are limited to 63 characters; node names are not).
-pub const EXPOSED_FOR_NODE: &str = "tinysystems.io/node-name";
-
-/// Label on Services and Ingresses made by [`KubeResources::expose_port`]: the port.
-pub const EXPOSED_PORT: &str = "tinysystems.io/exposed-port";
-
-/// The settings port of every component.
-const SETTINGS_PORT: &str = "_settings";
 
 /// How many times a write that met a conflict is tried in all.
 const CONFLICT_ATTEMPTS: u32 = 5;
@@ -305,9 +295,9 @@ impl KubeResources {
             namespace: Some(self.namespace.clone()),
             labels: Some(BTreeMap::from([
                 ("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned()),
-                (EXPOSED_PORT.to_owned(), req.port.to_string()),
+                (label::EXPOSED_PORT.to_owned(), req.port.to_string()),
             ])),
-            annotations: Some(BTreeMap::from([(EXPOSED_FOR_NODE.to_owned(), self.node.clone())])),
+            annotations: Some(BTreeMap::from([(annotation::EXPOSED_FOR_NODE.to_owned(), self.node.clone())])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
@@ -427,7 +417,7 @@ impl KubeResources {
         }
         let mut labels_map = BTreeMap::new();
         if is_label_value(node) {
-            labels_map.insert(labels::NODE_NAME.to_owned(), node.to_owned());
+            labels_map.insert(label::NODE_NAME.to_owned(), node.to_owned());
         }
         let mut signal = TinySignal::new(
             "",
@@ -472,7 +462,7 @@ impl KubeResources {
             .settings
             .map(|settings| {
                 vec![PortConfig {
-                    port: SETTINGS_PORT.to_owned(),
+                    port: port::SETTINGS.to_owned(),
                     configuration: Some(RawJson(settings)),
                     flow_id: req.flow.clone(),
                     ..PortConfig::default()
@@ -481,17 +471,17 @@ impl KubeResources {
             .unwrap_or_default();
         let mut node = TinyNode::new(
             "",
-            TinyNodeSpec {
+            TinyNodeSpec(tiny_sdk::flow::NodeSpec {
                 module: req.module.clone(),
                 component: req.component.clone(),
                 ports,
                 edges: Vec::new(),
-            },
+            }),
         );
         node.metadata = ObjectMeta {
             generate_name: Some(generate_name(prefix)),
             namespace: Some(self.namespace.clone()),
-            labels: Some(BTreeMap::from([(labels::FLOW_NAME.to_owned(), req.flow.clone())])),
+            labels: Some(BTreeMap::from([(label::FLOW_NAME.to_owned(), req.flow.clone())])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
@@ -526,8 +516,8 @@ impl KubeResources {
         flow.metadata = ObjectMeta {
             generate_name: Some(generate_name(&dns_prefix(name, "flow"))),
             namespace: Some(self.namespace.clone()),
-            labels: Some(BTreeMap::from([(labels::PROJECT_NAME.to_owned(), project.to_owned())])),
-            annotations: Some(BTreeMap::from([(FLOW_DESCRIPTION.to_owned(), name.to_owned())])),
+            labels: Some(BTreeMap::from([(label::PROJECT_NAME.to_owned(), project.to_owned())])),
+            annotations: Some(BTreeMap::from([(annotation::FLOW_DESCRIPTION.to_owned(), name.to_owned())])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::ModuleConfig,
-    controller::{self, Discovery, Shared},
+    controller::{self, Shared},
     leader::{self, Leadership},
     metrics::Metrics,
 };

@@ -104,11 +104,6 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    /// `true` when spans are exported.
-    pub fn exporting(&self) -> bool {
-        self.provider.is_some()
-    }
-
     /// Exports what is left and stops the exporter.
     pub fn shutdown(self) {
         if let Some(p) = self.provider

@@ -102,3 +102,11 @@ fn byte_fields_are_base64_strings_in_the_schema() {
     assert_eq!(port["properties"]["configuration"]["type"], "string");
     assert_eq!(port["properties"]["configuration"]["format"], "byte");
 }
+
+/// The CRDs' group and version (literals in the kube derives) are the wire contract's.
+#[test]
+fn group_and_version_are_the_contract() {
+    use kube::Resource as _;
+    assert_eq!(TinyNode::group(&()), tiny_sdk::contract::GROUP);
+    assert_eq!(TinyNode::version(&()), tiny_sdk::contract::VERSION);
+}

@@ -14,8 +14,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
-use tiny_runtime::crd::{TinyFlow, TinyNode, TinyNodeSpec, TinyProject, TinyProjectSpec, TinySignal, labels};
-use tiny_runtime::resources::{FLOW_DESCRIPTION, KubeResources};
+use tiny_runtime::crd::{TinyFlow, TinyNode, TinyNodeSpec, TinyProject, TinyProjectSpec, TinySignal};
+use tiny_runtime::resources::KubeResources;
+use tiny_sdk::contract::{annotation::FLOW_DESCRIPTION, label as labels};
 use tiny_sdk::client::{CreateNodeRequest, ExposePortRequest};
 use tiny_sdk::{ErrorKind, ResourceManager};
 use tiny_testenv::TestEnv;
@@ -42,11 +43,11 @@ fn selector() -> BTreeMap<String, String> {
 async fn make_node(client: &kube::Client, ns: &str, name: &str) -> String {
     let mut node = TinyNode::new(
         name,
-        TinyNodeSpec {
+        TinyNodeSpec(tiny_sdk::flow::NodeSpec {
             module: MODULE.into(),
             component: "server".into(),
-            ..TinyNodeSpec::default()
-        },
+            ..tiny_sdk::flow::NodeSpec::default()
+        }),
     );
     node.metadata.namespace = Some(ns.into());
     let api: Api<TinyNode> = Api::namespaced(client.clone(), ns);

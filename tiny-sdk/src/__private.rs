@@ -13,7 +13,7 @@ use crate::{
     error::{Error, Result},
     message::Reply,
     port::{Direction, PortSpec, Position},
-    schema::port_schema,
+    schema::cached_port_schema,
 };
 
 /// The handle of input port `name` (the engine-side constructors are not public).
@@ -48,7 +48,7 @@ pub const fn port<T: crate::Message>(
         description,
         direction,
         position,
-        schema: port_schema::<T>,
+        schema: cached_port_schema::<T>,
         default_config,
         response_schema,
         family: false,
@@ -67,8 +67,8 @@ pub fn port_keys<S, K: IntoIterator<Item = impl Into<String>>>(keys: fn(&S) -> K
 }
 
 /// The schema function of a response type.
-pub const fn response<R: schemars::JsonSchema>() -> Option<fn() -> Value> {
-    Some(port_schema::<R>)
+pub const fn response<R: schemars::JsonSchema + 'static>() -> Option<fn() -> Value> {
+    Some(cached_port_schema::<R>)
 }
 
 /// What the derive checks an `on_<port>` method against, so that a handler of the wrong

@@ -112,11 +112,6 @@ impl NodeContext {
         self.emitter.connected(port)
     }
 
-    /// The node's identity.
-    pub fn identity(&self) -> &NodeIdentity {
-        &self.identity
-    }
-
     /// The node's resource manager, if the runtime gave it one.
     pub fn client(&self) -> Option<&Arc<dyn ResourceManager>> {
         self.client.as_ref()

@@ -44,6 +44,7 @@ extern crate self as tiny_sdk;
 
 pub mod client;
 pub mod component;
+pub mod contract;
 pub mod context;
 pub mod engine;
 pub mod error;
@@ -55,7 +56,6 @@ pub mod port;
 pub mod redact;
 pub mod schema;
 pub mod state;
-pub mod system;
 mod work;
 
 #[doc(hidden)]

@@ -101,7 +101,7 @@ pub struct PortSpec {
 impl PortSpec {
     /// `true` for the `_`-prefixed system ports.
     pub fn is_system(&self) -> bool {
-        self.name.starts_with('_')
+        crate::contract::port::is_system(self.name)
     }
 
     /// `true` for source (output) ports.

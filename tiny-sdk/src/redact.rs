@@ -249,7 +249,7 @@ pub(crate) fn for_catch_port(
         secrets.collect(input, &mut values);
         secrets.mask(input);
     }
-    if let (Some(secrets), Some(settings)) = (secrets_of(crate::system::SETTINGS), settings) {
+    if let (Some(secrets), Some(settings)) = (secrets_of(crate::contract::port::SETTINGS), settings) {
         secrets.collect(settings, &mut values);
     }
     if values.is_empty() { err } else { err.redact(&values) }

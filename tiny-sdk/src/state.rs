@@ -37,7 +37,7 @@ use crate::{
 };
 
 /// The metadata key prefix of state entries, as in the Go SDK.
-pub const STATE_PREFIX: &str = "_state/";
+pub use crate::contract::STATE_PREFIX;
 
 /// The most state a node may hold, all keys together (the Go SDK's `MaxStateBytes`).
 pub const MAX_STATE_BYTES: usize = 900 * 1024;

@@ -206,7 +206,7 @@ impl Hooks for Cron {
     }
 
     fn shape_port(&self, _: &CronSettings, port: &mut PortShape) {
-        if port.name == tiny_sdk::system::CONTROL && port.configuration.get("stop").is_some() {
+        if port.name == tiny_sdk::contract::port::CONTROL && port.configuration.get("stop").is_some() {
             for path in ["$.context", "$.schedule"] {
                 if let Some(p) = tiny_sdk::schema::at_path_mut(&mut port.schema, path) {
                     p["readonly"] = Value::Bool(true);

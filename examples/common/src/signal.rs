@@ -50,7 +50,7 @@ impl Hooks for Signal {
     }
 
     fn shape_port(&self, settings: &SignalSettings, port: &mut PortShape) {
-        if port.name == tiny_sdk::system::CONTROL {
+        if port.name == tiny_sdk::contract::port::CONTROL {
             port.configuration = serde_json::json!({ "context": settings.context, "send": false });
         }
     }

@@ -192,7 +192,7 @@ impl Hooks for Ticker {
         if port.name == "out" && settings.count_ticks {
             port.schema = tiny_sdk::schema::port_schema::<Tick>();
         }
-        if port.name == tiny_sdk::system::CONTROL && port.configuration.get("stop").is_some() {
+        if port.name == tiny_sdk::contract::port::CONTROL && port.configuration.get("stop").is_some() {
             // Running: the context shows what is being sent, it is not edited.
             if let Some(context) = tiny_sdk::schema::at_path_mut(&mut port.schema, "$.context") {
                 context["readonly"] = Value::Bool(true);

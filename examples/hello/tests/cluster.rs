@@ -141,12 +141,12 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     let mk = |name: &str, component: &str, ports: Vec<PortConfig>| {
         TinyNode::new(
             name,
-            TinyNodeSpec {
+            TinyNodeSpec(tiny_sdk::flow::NodeSpec {
                 module: "examples".into(),
                 component: component.into(),
                 ports,
                 edges: vec![],
-            },
+            }),
         )
     };
     let cases = [

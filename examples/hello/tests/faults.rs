@@ -117,11 +117,11 @@ async fn signals_across_an_etcd_and_api_server_restart_are_never_doubled_or_left
     // The watches resumed: a node made after the restart runs, and its status is written.
     let late = TinyNode::new(
         "late.examples-v0.hello-7",
-        tiny_runtime::crd::TinyNodeSpec {
+        tiny_runtime::crd::TinyNodeSpec(tiny_sdk::flow::NodeSpec {
             module: "examples".into(),
             component: "hello".into(),
-            ..Default::default()
-        },
+            ..tiny_sdk::flow::NodeSpec::default()
+        }),
     );
     nodes.create(&PostParams::default(), &late).await.expect("created");
     all_ready(&nodes, ["late.examples-v0.hello-7".to_owned()]).await;

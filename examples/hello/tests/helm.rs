@@ -30,10 +30,10 @@ use serde_json::{Value, json};
 use tiny_example_hello::GREET_FLOW;
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyModule, TinyNode, labels::NODE_FINALIZER},
+    crd::{TinyModule, TinyNode},
     rbac::{Rule, cleanup_rules, runtime_rules},
 };
-use tiny_sdk::{ResourceManager as _, client::ExposePortRequest};
+use tiny_sdk::{ResourceManager as _, client::ExposePortRequest, contract::NODE_FINALIZER};
 use tiny_testenv::TestEnv;
 
 const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");

@@ -96,11 +96,11 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
     .expect("the module starts");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let node = "load.examples-v0.stamp-1";
-    let spec = TinyNodeSpec {
+    let spec = TinyNodeSpec(tiny_sdk::flow::NodeSpec {
         module: "examples".into(),
         component: "stamp".into(),
-        ..Default::default()
-    };
+        ..tiny_sdk::flow::NodeSpec::default()
+    });
     nodes
         .create(&PostParams::default(), &TinyNode::new(node, spec))
         .await
@@ -222,11 +222,11 @@ async fn nodes_to_ready(client: &Client, ns: &str, n: usize) -> Duration {
         .for_each_concurrent(32, |i| {
             let nodes = nodes.clone();
             async move {
-                let spec = TinyNodeSpec {
+                let spec = TinyNodeSpec(tiny_sdk::flow::NodeSpec {
                     module: "examples".into(),
                     component: "hello".into(),
-                    ..Default::default()
-                };
+                    ..tiny_sdk::flow::NodeSpec::default()
+                });
                 let node = TinyNode::new(&format!("scale.examples-v0.hello-{i}"), spec);
                 nodes.create(&PostParams::default(), &node).await.expect("created");
             }

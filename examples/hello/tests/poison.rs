@@ -112,11 +112,11 @@ async fn malformed_objects_are_refused_alone_across_a_restart() {
     let named = |name: &str, component: &str| {
         let mut node = TinyNode::new(
             name,
-            tiny_runtime::crd::TinyNodeSpec {
+            tiny_runtime::crd::TinyNodeSpec(tiny_sdk::flow::NodeSpec {
                 module: "examples".into(),
                 component: component.into(),
-                ..Default::default()
-            },
+                ..tiny_sdk::flow::NodeSpec::default()
+            }),
         );
         node.metadata.namespace = Some(ns.into());
         node

@@ -322,7 +322,7 @@ impl Hooks for HttpServer {
     }
 
     fn shape_port(&self, _: &ServerSettings, port: &mut PortShape) {
-        if port.name == tiny_sdk::system::CONTROL {
+        if port.name == tiny_sdk::contract::port::CONTROL {
             port.label = "Dashboard".into();
         }
     }

@@ -89,17 +89,18 @@ fn info_fn(c: &Component) -> TokenStream {
 /// The port table: system ports first, then the fields in declaration order.
 fn ports_fn(c: &Component) -> TokenStream {
     let k = &c.krate;
+    // Their names come from the SDK's wire contract (`_settings`, `_control`).
     let system = [
-        ("_settings", "Settings", "Target", &c.settings),
+        (quote!(#k::contract::port::SETTINGS), "Settings", "Target", &c.settings),
         // A source, as in the Go SDK: the editor draws the dashboard from it, and
         // the engine delivers control messages to it all the same.
-        ("_control", "Control", "Source", &c.control),
+        (quote!(#k::contract::port::CONTROL), "Control", "Source", &c.control),
     ];
     let system = system.iter().filter_map(|(name, label, direction, ty)| {
         let ty = (*ty).as_ref()?;
         let row = Row {
             krate: k,
-            name,
+            name: name.clone(),
             label,
             description: "",
             direction,
@@ -123,7 +124,10 @@ fn ports_fn(c: &Component) -> TokenStream {
         };
         let row = Row {
             krate: k,
-            name: &p.name,
+            name: {
+                let name = &p.name;
+                quote!(#name)
+            },
             label: &p.label,
             description: &p.description,
             direction: if p.kind == Kind::Input { "Target" } else { "Source" },
@@ -153,7 +157,7 @@ fn ports_fn(c: &Component) -> TokenStream {
 /// One row of the port table.
 struct Row<'a> {
     krate: &'a CratePath,
-    name: &'a str,
+    name: TokenStream,
     label: &'a str,
     description: &'a str,
     direction: &'a str,

@@ -484,28 +484,12 @@ pub fn type_args(ty: &Type) -> Vec<&Type> {
 
 /// `http_request` -> `Http Request`.
 fn title_case(name: &str) -> String {
-    name.split(['_', '-'])
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_uppercase().chain(c).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    heck::ToTitleCase::to_title_case(name)
 }
 
 /// `HttpServer` -> `http_server`.
 fn snake_case(name: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in name.chars().enumerate() {
-        if c.is_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.extend(c.to_lowercase());
-    }
-    out
+    heck::ToSnakeCase::to_snake_case(name)
 }
 
 #[cfg(test)]

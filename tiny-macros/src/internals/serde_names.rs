@@ -57,25 +57,15 @@ fn find(attrs: &[Attribute], key: &str) -> Option<String> {
 
 /// serde's `rename_all` rules, applied to a snake_case field name.
 fn apply(rule: &str, field: &str) -> String {
-    let words: Vec<&str> = field.split('_').filter(|w| !w.is_empty()).collect();
-    let cap = |w: &str| {
-        let mut c = w.chars();
-        c.next()
-            .map(|f| f.to_uppercase().chain(c).collect::<String>())
-            .unwrap_or_default()
-    };
+    use heck::{ToKebabCase as _, ToLowerCamelCase as _, ToShoutyKebabCase as _, ToShoutySnakeCase as _, ToUpperCamelCase as _};
     match rule {
         "lowercase" => field.to_lowercase(),
         "UPPERCASE" => field.to_uppercase(),
-        "PascalCase" => words.iter().map(|w| cap(w)).collect(),
-        "camelCase" => words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| if i == 0 { (*w).to_owned() } else { cap(w) })
-            .collect(),
-        "SCREAMING_SNAKE_CASE" => field.to_uppercase(),
-        "kebab-case" => field.replace('_', "-"),
-        "SCREAMING-KEBAB-CASE" => field.to_uppercase().replace('_', "-"),
+        "PascalCase" => field.to_upper_camel_case(),
+        "camelCase" => field.to_lower_camel_case(),
+        "SCREAMING_SNAKE_CASE" => field.to_shouty_snake_case(),
+        "kebab-case" => field.to_kebab_case(),
+        "SCREAMING-KEBAB-CASE" => field.to_shouty_kebab_case(),
         _ => field.to_owned(),
     }
 }

@@ -31,7 +31,6 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
                 tags: info.tags,
                 ports: (entry.ports)()
                     .iter()
-                    .filter(|p| p.name != tiny_sdk::system::RECONCILE && p.name != tiny_sdk::system::CLIENT)
                     .map(|p| ModulePort {
                         name: p.name.into(),
                         label: p.label.into(),

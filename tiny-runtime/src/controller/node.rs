@@ -27,9 +27,11 @@ use tiny_sdk::{
 };
 
 use super::{ReconcileError, Shared, watch};
+use tiny_sdk::contract::NODE_FINALIZER;
+
 use crate::{
     config::ModuleConfig,
-    crd::{Decoded, TinyNode, TinyNodeStatus, Undecodable, labels::NODE_FINALIZER},
+    crd::{Decoded, TinyNode, TinyNodeStatus, Undecodable},
     metrics::Metrics,
     status,
 };
@@ -113,7 +115,7 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     let name = node.name_any();
     shared.tracking.set_flow(
         &name,
-        node.labels().get(crate::crd::labels::FLOW_NAME).map(String::as_str),
+        node.labels().get(tiny_sdk::contract::label::FLOW_NAME).map(String::as_str),
     );
     let result = match check_node_name(&name, &node.spec.component) {
         Ok(()) => shared.engine.apply(to_flow_node(node)).await,

@@ -25,24 +25,6 @@ pub use widget::{TinyWidgetPage, TinyWidgetPageSpec, TinyWidgetPageStatus, Widge
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-/// The API group.
-pub const GROUP: &str = "operator.tinysystems.io";
-/// The API version.
-pub const VERSION: &str = "v1alpha1";
-
-/// Labels and annotations the platform and the Go SDK use.
-pub mod labels {
-    /// The flow a node or widget belongs to.
-    pub const FLOW_NAME: &str = "tinysystems.io/flow-name";
-    /// The project a flow belongs to.
-    pub const PROJECT_NAME: &str = "tinysystems.io/project-name";
-    /// The node a signal is for (historical).
-    pub const NODE_NAME: &str = "tinysystems.io/node-name";
-    /// Marks a dashboard widget node.
-    pub const DASHBOARD: &str = "tinysystems.io/dashboard";
-    /// Finalizer on TinyNodes: the component's destroy hook runs before deletion.
-    pub const NODE_FINALIZER: &str = "io.tinysystems/node-finalizer";
-}
 
 /// Every CRD, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {

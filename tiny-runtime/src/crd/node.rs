@@ -4,7 +4,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tiny_sdk::flow::{Edge, NodeSpec, PortConfig};
+use tiny_sdk::flow::NodeSpec;
 
 use super::EncodedJson;
 
@@ -22,39 +22,35 @@ use super::EncodedJson;
     printcolumn = r#"{"name":"Error","type":"boolean","jsonPath":".status.error","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
-#[serde(rename_all = "camelCase")]
-pub struct TinyNodeSpec {
-    /// Module name.
-    pub module: String,
-    /// Component name inside the module.
-    pub component: String,
-    /// Port settings (empty `from`) and edge mappings.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ports: Vec<PortConfig>,
-    /// Outgoing edges.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub edges: Vec<Edge>,
+#[serde(transparent)]
+pub struct TinyNodeSpec(
+    /// The SDK's node spec: one definition of the fields for the engine, the harness
+    /// and the CRD, so they cannot drift apart.
+    pub NodeSpec,
+);
+
+impl std::ops::Deref for TinyNodeSpec {
+    type Target = NodeSpec;
+    fn deref(&self) -> &NodeSpec {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for TinyNodeSpec {
+    fn deref_mut(&mut self) -> &mut NodeSpec {
+        &mut self.0
+    }
 }
 
 impl From<TinyNodeSpec> for NodeSpec {
     fn from(s: TinyNodeSpec) -> Self {
-        NodeSpec {
-            module: s.module,
-            component: s.component,
-            ports: s.ports,
-            edges: s.edges,
-        }
+        s.0
     }
 }
 
 impl From<NodeSpec> for TinyNodeSpec {
     fn from(s: NodeSpec) -> Self {
-        TinyNodeSpec {
-            module: s.module,
-            component: s.component,
-            ports: s.ports,
-            edges: s.edges,
-        }
+        TinyNodeSpec(s)
     }
 }
 

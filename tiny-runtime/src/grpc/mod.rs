@@ -23,3 +23,8 @@ pub use endpoint::Grpc;
 pub use pool::{DEFAULT_TIMEOUT, Pool, PoolOptions};
 pub use server::{LeaderFn, ServerHandle, ServerOptions, serve, spawn};
 pub use wire::DEFAULT_MAX_MESSAGE_SIZE;
+
+/// The service [`serve`] runs, without a listener: for the fuzz target, which calls it
+/// in-process. Not a public API.
+#[doc(hidden)]
+pub use server::module_service;

@@ -19,6 +19,7 @@
 //! transient, everything else permanent (a Go handler's error arrives as `Unknown`,
 //! and the Go SDK never retries those either).
 
+#[cfg(test)]
 use serde_json::Value;
 use tiny_sdk::{Error, ErrorKind, Reply, Result, engine::Source};
 use tonic::{
@@ -44,13 +45,9 @@ pub const FROM_SIGNAL: &str = "signal";
 /// default (and the Go SDK's, which does not change it).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 
-/// The JSON bytes of a payload.
-pub fn encode_payload(value: &Value) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(|e| Error::permanent(format!("message does not encode as JSON: {e}")))
-}
-
 /// A payload from its JSON bytes; no bytes at all is `null`.
-pub fn decode_payload(bytes: &[u8]) -> Result<Value> {
+#[cfg(test)]
+fn decode_payload(bytes: &[u8]) -> Result<Value> {
     if bytes.is_empty() {
         return Ok(Value::Null);
     }
@@ -80,7 +77,8 @@ pub fn encode_reply(reply: &Reply) -> Result<Vec<u8>> {
 
 /// A reply from its bytes: none is an empty reply, anything else must be JSON. The
 /// bytes are checked, not parsed: the reply becomes a tree only if someone reads it.
-pub fn decode_reply(bytes: &[u8]) -> Result<Reply> {
+#[cfg(test)]
+fn decode_reply(bytes: &[u8]) -> Result<Reply> {
     decode_reply_owned(bytes.to_vec())
 }
 

@@ -13,7 +13,7 @@ use crate::{
     msg::Msg,
     port::{Direction, PortSpec},
     redact::Secrets,
-    system,
+    contract::port as system,
 };
 
 use super::{

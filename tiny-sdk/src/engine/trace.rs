@@ -25,10 +25,7 @@ pub const TARGET: &str = "tiny::flow";
 /// The most bytes of a payload a `data` event keeps.
 pub const MAX_PAYLOAD: usize = 16 * 1024;
 
-/// The label naming a node's flow.
-const FLOW_LABEL: &str = "tinysystems.io/flow-name";
-/// The label naming a node's project.
-const PROJECT_LABEL: &str = "tinysystems.io/project-name";
+use crate::contract::label::{FLOW_NAME as FLOW_LABEL, PROJECT_NAME as PROJECT_LABEL};
 
 /// `node:port`, formatted only when a span is recorded.
 struct Addr<'a>(&'a str, &'a str);

@@ -60,9 +60,9 @@ impl FlowBuilder {
         if let Some(node) = self.flow.nodes.last_mut() {
             node.spec
                 .ports
-                .retain(|p| !(p.port == crate::system::SETTINGS && p.from.is_empty()));
+                .retain(|p| !(p.port == crate::contract::port::SETTINGS && p.from.is_empty()));
             node.spec.ports.push(PortConfig {
-                port: crate::system::SETTINGS.into(),
+                port: crate::contract::port::SETTINGS.into(),
                 configuration: Some(RawJson(settings)),
                 ..PortConfig::default()
             });

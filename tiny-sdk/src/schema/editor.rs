@@ -476,21 +476,7 @@ fn last_key(path: &str) -> &str {
 
 /// `user_name` / `user-name` / `userName` -> `UserName`.
 fn pascal_case(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut upper = true;
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            if upper {
-                out.extend(c.to_uppercase());
-            } else {
-                out.push(c);
-            }
-            upper = false;
-        } else {
-            upper = true;
-        }
-    }
-    out
+    heck::ToUpperCamelCase::to_upper_camel_case(s)
 }
 
 #[cfg(test)]

@@ -70,6 +70,32 @@ pub fn port_schema<T: schemars::JsonSchema + ?Sized>() -> Value {
     editor_shape(&T::schema_name(), root)
 }
 
+/// [`port_schema`] of `T`, built once per type and process: the port table's schemas
+/// are read on every node load, status write and TinyModule publish, and the type
+/// decides them alone. Settings-shaped ports ([`Hooks::shape_port`](crate::Hooks::shape_port),
+/// `enabled_by`, port families) shape a copy of this base.
+pub(crate) fn cached_port_schema<T: schemars::JsonSchema + ?Sized + 'static>() -> Value {
+    use std::{
+        any::TypeId,
+        collections::HashMap,
+        sync::{LazyLock, PoisonError, RwLock},
+    };
+    static CACHE: LazyLock<RwLock<HashMap<TypeId, Value>>> = LazyLock::new(RwLock::default);
+    let key = TypeId::of::<T>();
+    if let Some(schema) = CACHE.read().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return schema.clone();
+    }
+    // Built outside the lock: a schema of a type whose schema reads the cache (none
+    // does today) cannot deadlock, and two threads building at once agree.
+    let schema = port_schema::<T>();
+    CACHE
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(key)
+        .or_insert(schema)
+        .clone()
+}
+
 /// The root definition of an editor schema (what its top-level `$ref` names), to
 /// adjust it to settings in [`Hooks::shape_port`](crate::Hooks::shape_port).
 pub fn root_mut(schema: &mut Value) -> Option<&mut Value> {
