@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help run demo test lint fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-expr fuzz fuzz-smoke load ci
+.PHONY: help run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-expr fuzz fuzz-smoke load ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -19,9 +19,13 @@ demo: ## run the hello example flow in-process (no cluster) and print its reply
 test: ## run every test (what CI runs)
 	$(CARGO) test --workspace --locked
 
-lint: ## clippy with -D warnings, and rustfmt check
+lint: ## clippy with -D warnings, rustfmt check, and the docs build without warnings (`make doc`)
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) fmt --all -- --check
+	$(MAKE) doc
+
+doc: ## build the API docs of every crate; a warning (broken link, missing doc) fails
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --locked
 
 fmt: ## format everything
 	$(CARGO) fmt --all

@@ -15,6 +15,8 @@
 //! modules are left out. It is not a compiler: it does not expand macros or resolve
 //! types, which for these crates' plain layout is enough.
 
+#![warn(missing_docs)]
+
 use std::{
     collections::{BTreeMap, BTreeSet},
     fs,

@@ -6,6 +6,8 @@
 //! derive), `expand` writes the code (one function per generated item). The entry
 //! points below are thin so that tests can drive the `proc_macro2` functions.
 
+#![warn(missing_docs)]
+
 use proc_macro::TokenStream;
 
 mod expand;

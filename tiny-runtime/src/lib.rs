@@ -13,6 +13,8 @@
 //! - [`grpc`]: messages to and from other modules.
 //! - [`rbac`]: the permissions a module needs; [`metrics`]: the counters of `/metrics`.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod config;
 mod controller;

@@ -39,6 +39,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 // The derives name `::tiny_sdk`; this lets them work inside the crate too.
 extern crate self as tiny_sdk;
 

@@ -33,11 +33,9 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
     client::ResourceManager,
+    contract::STATE_PREFIX,
     error::{Error, Result, code},
 };
-
-/// The metadata key prefix of state entries, as in the Go SDK.
-pub use crate::contract::STATE_PREFIX;
 
 /// The most state a node may hold, all keys together (the Go SDK's `MaxStateBytes`).
 pub const MAX_STATE_BYTES: usize = 900 * 1024;

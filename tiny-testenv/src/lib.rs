@@ -29,6 +29,8 @@
 //! Like every library on `k8s-openapi`, this crate picks no Kubernetes version feature: the
 //! crate that uses it (its dev-dependencies, or a binary) enables one, e.g. `v1_33`.
 
+#![warn(missing_docs)]
+
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};

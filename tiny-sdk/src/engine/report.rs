@@ -39,7 +39,9 @@ pub struct PortReport {
 impl Engine {
     /// [`deliver_at`](Self::deliver_at) as attempt `attempt` of the sender's edge
     /// retries (the gRPC server passes on what the sending module says), which the
-    /// hop's span and observers record.
+    /// hop's span and observers record. For tiny-runtime's gRPC server only, hence
+    /// hidden: an author delivers with [`send`](Self::send) or [`deliver_at`](Self::deliver_at).
+    #[doc(hidden)]
     pub async fn deliver_attempt_at(
         &self,
         node: &str,

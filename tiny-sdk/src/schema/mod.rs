@@ -162,3 +162,20 @@ pub fn retain_properties(schema: &mut Value, keep: impl Fn(&str) -> bool) {
         required.retain(|k| k.as_str().is_none_or(&keep));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{cached_port_schema, port_schema};
+    use crate::ErrorMessage;
+
+    /// The cache answers what a fresh build would, per type (and a shaped copy does
+    /// not reach it).
+    #[test]
+    fn cached_schemas_are_the_fresh_ones() {
+        assert_eq!(cached_port_schema::<ErrorMessage>(), port_schema::<ErrorMessage>());
+        assert_eq!(cached_port_schema::<String>(), port_schema::<String>());
+        let mut shaped = cached_port_schema::<ErrorMessage>();
+        shaped["shaped"] = true.into();
+        assert_eq!(cached_port_schema::<ErrorMessage>(), port_schema::<ErrorMessage>());
+    }
+}
