@@ -62,7 +62,11 @@ fn load(file: &Path, path: Vec<String>, public: bool, out: &mut Vec<Module>) {
     // directory named after this file.
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
     let parent = file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let dir = if matches!(stem, "lib" | "mod") { parent } else { parent.join(stem) };
+    let dir = if matches!(stem, "lib" | "mod") {
+        parent
+    } else {
+        parent.join(stem)
+    };
     walk(parsed.items, &dir, path, public, out);
 }
 
@@ -81,14 +85,22 @@ fn walk(items: Vec<Item>, dir: &Path, path: Vec<String>, public: bool, out: &mut
                 None => {
                     let name = m.ident.to_string();
                     let flat = dir.join(format!("{name}.rs"));
-                    let file: PathBuf = if flat.exists() { flat } else { dir.join(&name).join("mod.rs") };
+                    let file: PathBuf = if flat.exists() {
+                        flat
+                    } else {
+                        dir.join(&name).join("mod.rs")
+                    };
                     load(&file, child, child_public, out);
                 }
             }
         }
         kept.push(item);
     }
-    out.push(Module { path, public, items: kept });
+    out.push(Module {
+        path,
+        public,
+        items: kept,
+    });
 }
 
 fn is_pub(vis: &Visibility) -> bool {
@@ -96,15 +108,15 @@ fn is_pub(vis: &Visibility) -> bool {
 }
 
 fn hidden(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("doc") && a.meta.to_token_stream().to_string().replace(' ', "").contains("hidden")
-    })
+    attrs
+        .iter()
+        .any(|a| a.path().is_ident("doc") && a.meta.to_token_stream().to_string().replace(' ', "").contains("hidden"))
 }
 
 fn is_test(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.meta.to_token_stream().to_string().replace(' ', "") == "cfg(test)"
-    })
+    attrs
+        .iter()
+        .any(|a| a.path().is_ident("cfg") && a.meta.to_token_stream().to_string().replace(' ', "") == "cfg(test)")
 }
 
 /// `#[cfg(feature = "x")]` and `#[non_exhaustive]`, shown before an item.
@@ -122,9 +134,8 @@ fn marks(attrs: &[Attribute]) -> String {
 fn derives(attrs: &[Attribute]) -> Vec<String> {
     let mut out = Vec::new();
     for a in attrs.iter().filter(|a| a.path().is_ident("derive")) {
-        if let Ok(list) = a.parse_args_with(
-            syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
-        ) {
+        if let Ok(list) = a.parse_args_with(syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        {
             out.extend(list.iter().map(|p| tidy(p.to_token_stream())));
         }
     }
@@ -347,8 +358,12 @@ impl Crate {
                 if hidden(&imp.attrs) {
                     continue;
                 }
-                let Some(self_path) = type_path(&imp.self_ty) else { continue };
-                let Some(Target::Item(def)) = self.resolve_path(&m.path, &self_path, 0) else { continue };
+                let Some(self_path) = type_path(&imp.self_ty) else {
+                    continue;
+                };
+                let Some(Target::Item(def)) = self.resolve_path(&m.path, &self_path, 0) else {
+                    continue;
+                };
                 let Some(paths) = defs.get(&def) else { continue };
                 let ty = &paths[0];
                 match &imp.trait_ {
@@ -376,7 +391,11 @@ impl Crate {
                                     out.insert(format!("{}{}", marks(&f.attrs), fn_line("pub ", ty, &f.sig)));
                                 }
                                 ImplItem::Const(c) if is_pub(&c.vis) && !hidden(&c.attrs) => {
-                                    out.insert(format!("pub const {ty}::{}: {}", c.ident, tidy(c.ty.to_token_stream())));
+                                    out.insert(format!(
+                                        "pub const {ty}::{}: {}",
+                                        c.ident,
+                                        tidy(c.ty.to_token_stream())
+                                    ));
                                 }
                                 _ => {}
                             }
@@ -517,7 +536,11 @@ fn sig_text(sig: &syn::Signature) -> String {
 fn item_line(item: &Item, path: &str) -> String {
     let attrs = item_attrs(item);
     let derive = derives(attrs);
-    let derive = if derive.is_empty() { String::new() } else { format!("#[derive({})] ", derive.join(", ")) };
+    let derive = if derive.is_empty() {
+        String::new()
+    } else {
+        format!("#[derive({})] ", derive.join(", "))
+    };
     let m = marks(attrs);
     match item {
         Item::Const(i) => format!("{m}pub const {path}: {}", tidy(i.ty.to_token_stream())),

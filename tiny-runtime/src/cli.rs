@@ -15,7 +15,7 @@
 //!
 //! Bind addresses take the Go SDK's forms too (`:8081` is every IPv4 interface), so the
 //! Go operator chart's arguments work, as do its hook commands `pre-install` and
-//! `pre-delete` ([`crate::hooks`]).
+//! `pre-delete` (they check the namespace, and clean up after the module).
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 

@@ -26,7 +26,6 @@ use crate::resources::FIELD_MANAGER;
 /// Namespaces a module is never installed into.
 pub const RESERVED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
-
 /// Why a hook failed.
 #[derive(Debug, thiserror::Error)]
 pub enum HookError {

@@ -15,8 +15,7 @@
 //! | `tiny_status_writes_total`, `tiny_node_reconciles_total` | counter | TinyNode status writes, node reconciles |
 //!
 //! Labels never carry message data, and every labelled family is capped
-//! ([`MAX_SERIES`] node/port pairs, [`MAX_CODES`] codes per port, [`MAX_MODULES`]
-//! peer modules): past a cap, counts go to a series labelled `_other`, so a flow
+//! (10,000 node/port pairs, 16 codes per port, 256 peer modules): past a cap, counts go to a series labelled `_other`, so a flow
 //! that makes up error codes cannot grow the exposition without bound.
 
 use std::{

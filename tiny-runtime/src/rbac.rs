@@ -167,7 +167,7 @@ pub const RUNTIME_NEEDS: &[Need] = &[
     },
 ];
 
-/// What `<module> pre-delete` ([`crate::hooks::pre_delete`]) calls: the chart's cleanup
+/// What `<module> pre-delete` calls: the chart's cleanup
 /// hook runs it, after the module is gone, with a ServiceAccount of its own.
 pub const CLEANUP_NEEDS: &[Need] = &[
     Need {

@@ -45,7 +45,6 @@ pub const FIELD_MANAGER: &str = "tiny-runtime";
 /// Go module chart).
 pub const DEFAULT_INGRESS_CLASS: &str = "nginx";
 
-
 /// How many times a write that met a conflict is tried in all.
 const CONFLICT_ATTEMPTS: u32 = 5;
 
@@ -297,7 +296,10 @@ impl KubeResources {
                 ("app.kubernetes.io/managed-by".to_owned(), FIELD_MANAGER.to_owned()),
                 (label::EXPOSED_PORT.to_owned(), req.port.to_string()),
             ])),
-            annotations: Some(BTreeMap::from([(annotation::EXPOSED_FOR_NODE.to_owned(), self.node.clone())])),
+            annotations: Some(BTreeMap::from([(
+                annotation::EXPOSED_FOR_NODE.to_owned(),
+                self.node.clone(),
+            )])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };
@@ -517,7 +519,10 @@ impl KubeResources {
             generate_name: Some(generate_name(&dns_prefix(name, "flow"))),
             namespace: Some(self.namespace.clone()),
             labels: Some(BTreeMap::from([(label::PROJECT_NAME.to_owned(), project.to_owned())])),
-            annotations: Some(BTreeMap::from([(annotation::FLOW_DESCRIPTION.to_owned(), name.to_owned())])),
+            annotations: Some(BTreeMap::from([(
+                annotation::FLOW_DESCRIPTION.to_owned(),
+                name.to_owned(),
+            )])),
             owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         };

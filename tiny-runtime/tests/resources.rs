@@ -16,8 +16,8 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use tiny_runtime::crd::{TinyFlow, TinyNode, TinyNodeSpec, TinyProject, TinyProjectSpec, TinySignal};
 use tiny_runtime::resources::KubeResources;
-use tiny_sdk::contract::{annotation::FLOW_DESCRIPTION, label as labels};
 use tiny_sdk::client::{CreateNodeRequest, ExposePortRequest};
+use tiny_sdk::contract::{annotation::FLOW_DESCRIPTION, label as labels};
 use tiny_sdk::{ErrorKind, ResourceManager};
 use tiny_testenv::TestEnv;
 

@@ -227,8 +227,6 @@ impl<T> TakeNone<T> for Take<T> {
     }
 }
 
-
-
 /// The probe behind the derive's `round_trip_exact` of a field's type: `ExactYes` when
 /// the type implements [`RoundTrip`], `ExactNo` otherwise.
 #[derive(Debug)]
@@ -311,7 +309,6 @@ impl<T> ViaNull for DefaultProbe<T> {
         Value::Null
     }
 }
-
 
 /// What the port table reads from an `Input<T>` or `Output<T, R>` field's type.
 #[diagnostic::on_unimplemented(

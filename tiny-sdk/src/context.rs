@@ -142,7 +142,7 @@ pub struct Hop {
     pub leader: bool,
 }
 
-/// The context of one handler call, or of a node's [work](crate::work).
+/// The context of one handler call, or of a node's [work](Ctx::spawn).
 pub struct Ctx<C: Component> {
     node: Arc<NodeContext>,
     settings: Arc<C::Settings>,

@@ -4,7 +4,7 @@
 //! derive, typed [ports](port), port [messages](Message) with editor
 //! [schemas](schema), [errors](Error) that know whether a retry helps, the
 //! [flow model](flow), edge [expressions](expr), and the in-process flow
-//! [engine](engine) with a [harness] to test flows without a cluster.
+//! [engine] with a [harness] to test flows without a cluster.
 //!
 //! ```
 //! use tiny_sdk::prelude::*;
@@ -46,8 +46,8 @@ extern crate self as tiny_sdk;
 
 pub mod client;
 pub mod component;
-pub mod contract;
 pub mod context;
+pub mod contract;
 pub mod engine;
 pub mod error;
 pub mod flow;

@@ -57,7 +57,9 @@ fn find(attrs: &[Attribute], key: &str) -> Option<String> {
 
 /// serde's `rename_all` rules, applied to a snake_case field name.
 fn apply(rule: &str, field: &str) -> String {
-    use heck::{ToKebabCase as _, ToLowerCamelCase as _, ToShoutyKebabCase as _, ToShoutySnakeCase as _, ToUpperCamelCase as _};
+    use heck::{
+        ToKebabCase as _, ToLowerCamelCase as _, ToShoutyKebabCase as _, ToShoutySnakeCase as _, ToUpperCamelCase as _,
+    };
     match rule {
         "lowercase" => field.to_lowercase(),
         "UPPERCASE" => field.to_uppercase(),

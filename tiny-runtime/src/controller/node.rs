@@ -115,7 +115,9 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     let name = node.name_any();
     shared.tracking.set_flow(
         &name,
-        node.labels().get(tiny_sdk::contract::label::FLOW_NAME).map(String::as_str),
+        node.labels()
+            .get(tiny_sdk::contract::label::FLOW_NAME)
+            .map(String::as_str),
     );
     let result = match check_node_name(&name, &node.spec.component) {
         Ok(()) => shared.engine.apply(to_flow_node(node)).await,

@@ -25,7 +25,6 @@ pub use widget::{TinyWidgetPage, TinyWidgetPageSpec, TinyWidgetPageStatus, Widge
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
-
 /// Every CRD, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {
     vec![

@@ -13,12 +13,12 @@ use crate::{
     client::ResourceManager,
     component::{Component, ComponentInfo, Hooks},
     context::{Ctx, Hop, NodeContext},
+    contract::port as system,
     error::{Error, ErrorMessage, Result, code},
     flow::Node,
     message::Reply,
     msg::Msg,
     port::{PortShape, PortSpec, family_port},
-    contract::port as system,
 };
 
 /// A port one node has now.

@@ -7,13 +7,13 @@ use tiny_expr::Template;
 
 use crate::{
     context::Hop,
+    contract::port as system,
     error::{Error, Result},
     flow::{Node, PortAddress},
     message::Reply,
     msg::Msg,
     port::{Direction, PortSpec},
     redact::Secrets,
-    contract::port as system,
 };
 
 use super::{

@@ -411,7 +411,11 @@ fn identity(node: &Node) -> NodeIdentity {
     NodeIdentity {
         node_name: node.name.clone(),
         namespace: node.namespace.clone(),
-        flow_name: node.labels.get(crate::contract::label::FLOW_NAME).cloned().unwrap_or_default(),
+        flow_name: node
+            .labels
+            .get(crate::contract::label::FLOW_NAME)
+            .cloned()
+            .unwrap_or_default(),
         project_name: node
             .labels
             .get(crate::contract::label::PROJECT_NAME)
