@@ -11,7 +11,8 @@
 //! - [`config`]: who the module is; [`leader`]: whether this replica leads.
 //! - [`resources`]: the resource manager components receive on `_client`.
 //! - [`grpc`]: messages to and from other modules.
-//! - [`rbac`]: the permissions a module needs; [`metrics`]: the counters of `/metrics`.
+//! - [`rbac`]: the permissions a module needs (what the API server refused it is shown
+//!   in its TinyModule's `Permitted` condition); [`metrics`]: the counters of `/metrics`.
 
 #![warn(missing_docs)]
 
@@ -24,6 +25,7 @@ mod health;
 mod hooks;
 pub mod leader;
 pub mod metrics;
+mod permissions;
 pub mod rbac;
 pub mod resources;
 pub mod runtime;
@@ -45,16 +47,54 @@ pub use hooks::HookError;
 #[cfg(feature = "fast-alloc")]
 pub use mimalloc::MiMalloc as FastAlloc;
 
-/// Why the runtime could not start or stopped.
+/// Why the runtime could not start or stopped. Each variant keeps its cause as the
+/// error's `source`; [`Error::is_forbidden`] tells a missing RBAC rule from the rest.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// Start-up failed.
-    #[error("start-up failed: {0}")]
-    Startup(String),
-    /// Kubernetes configuration could not be read.
-    #[error("kubeconfig: {0}")]
-    Config(String),
+    /// The leader Lease could not be read or created.
+    #[error("leader election: {0}")]
+    LeaderElection(#[source] kube_lease_manager::LeaseManagerError),
+    /// The module's TinyModule could not be created.
+    #[error("registering the TinyModule: {0}")]
+    Register(#[source] kube::Error),
+    /// A listening address could not be bound.
+    #[error("binding the {what} address {addr}: {source}")]
+    Bind {
+        /// What was to listen there (`probe`, `gRPC`).
+        what: &'static str,
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The gRPC server stopped with an error.
+    #[error("gRPC server: {0}")]
+    Serve(#[source] tonic::transport::Error),
+    /// Kubernetes configuration could not be read or used.
+    #[error("kubeconfig{}: {source}", .path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    Config {
+        /// The kubeconfig file, when one was named.
+        path: Option<std::path::PathBuf>,
+        /// Why not.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A Helm hook (`pre-install`, `pre-delete`) failed.
     #[error(transparent)]
     Hook(#[from] hooks::HookError),
+}
+
+impl Error {
+    /// Whether the API server refused for want of permission (HTTP 403): the module's
+    /// Role lacks a rule.
+    pub fn is_forbidden(&self) -> bool {
+        match self {
+            Error::Register(e) => permissions::is_forbidden(e),
+            Error::LeaderElection(kube_lease_manager::LeaseManagerError::KubeError(e)) => permissions::is_forbidden(e),
+            Error::Hook(e) => e.is_forbidden(),
+            _ => false,
+        }
+    }
 }
