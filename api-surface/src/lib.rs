@@ -290,6 +290,12 @@ impl Crate {
                             match self.resolve_path(&mpath, &target, 0) {
                                 Some(Target::Item(def)) => defs.entry(def).or_default().push(p.join("::")),
                                 Some(Target::Module(m)) => queue.push((m, p)),
+                                // A path into one of this crate's modules that names
+                                // nothing written there: an item a derive generates
+                                // (kube's `TinyNode` from `TinyNodeSpec`).
+                                None if self.module(&[mpath.clone(), target[..1].to_vec()].concat()).is_some() => {
+                                    external.push(format!("pub (generated) {}", p.join("::")));
+                                }
                                 None => external.push(format!("pub use {} = {}", p.join("::"), target.join("::"))),
                             }
                         }
@@ -369,18 +375,19 @@ impl Crate {
                 match &imp.trait_ {
                     Some((trait_, _)) => {
                         let segs: Vec<String> = trait_.segments.iter().map(|s| s.ident.to_string()).collect();
-                        // A trait of this crate that is not public is no promise.
-                        if let Some(Target::Item(t)) = self.resolve_path(&m.path, &segs, 0)
-                            && !defs.contains_key(&t)
-                        {
-                            continue;
+                        // A trait of this crate that is not public is no promise; a
+                        // public one is named by its public path.
+                        let mut trait_name = tidy(trait_.to_token_stream());
+                        if let Some(Target::Item(t)) = self.resolve_path(&m.path, &segs, 0) {
+                            let Some(public) = defs.get(&t) else { continue };
+                            let args = trait_.segments.last().map(|s| tidy(s.arguments.to_token_stream()));
+                            trait_name = format!("{}{}", public[0], args.unwrap_or_default());
                         }
                         let neg = if imp.modifiers.polarity.is_some() { "!" } else { "" };
                         let generics = tidy(imp.generics.to_token_stream());
                         out.insert(format!(
-                            "impl{} {neg}{} for {ty}{}",
+                            "impl{} {neg}{trait_name} for {ty}{}",
                             if generics.is_empty() { String::new() } else { generics },
-                            tidy(trait_.to_token_stream()),
                             generic_args(&imp.self_ty),
                         ));
                     }
