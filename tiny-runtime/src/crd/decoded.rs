@@ -68,16 +68,6 @@ impl<K> Decoded<K> {
     }
 }
 
-impl<K: Resource<DynamicType = ()>> Decoded<K> {
-    /// A decoded object as it is.
-    pub fn new(object: K) -> Self {
-        Self {
-            metadata: object.meta().clone(),
-            object: Ok(Arc::new(object)),
-        }
-    }
-}
-
 impl<K> fmt::Debug for Decoded<K>
 where
     K: fmt::Debug,

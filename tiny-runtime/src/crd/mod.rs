@@ -13,7 +13,7 @@ mod signal;
 mod tracker;
 mod widget;
 
-pub use decoded::{Decoded, Undecodable};
+pub(crate) use decoded::{Decoded, Undecodable};
 pub use encoded::{DecodeError, EncodedJson};
 pub use flow::{TinyFlow, TinyFlowSpec, TinyFlowStatus, TinyProject, TinyProjectSpec, TinyProjectStatus};
 pub use module::{ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus};
