@@ -4,7 +4,8 @@
 //! derive, typed [ports](port), port [messages](Message) with editor
 //! [schemas](schema), [errors](Error) that know whether a retry helps, the
 //! [flow model](flow), edge [expressions](expr), and the in-process flow
-//! [engine] with a [harness] to test flows without a cluster.
+//! [engine] with a [harness] to test flows without a cluster. The names shared with
+//! the Go SDK and the platform (system ports, labels, annotations) are in [`contract`].
 //!
 //! ```
 //! use tiny_sdk::prelude::*;
