@@ -235,6 +235,9 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
             };
             let result = run(*args, registry).await;
             telemetry.shutdown();
+            if let Err(e) = &result {
+                termination_message(e);
+            }
             result
         }),
     }
@@ -248,6 +251,23 @@ fn block_on<E: std::fmt::Display>(f: impl Future<Output = Result<(), E>>) -> Exi
     match rt.block_on(f) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
+    }
+}
+
+/// Where a kubelet reads why a container ended (the container's default
+/// `terminationMessagePath`); it shows the text in the Pod's status.
+const TERMINATION_LOG: &str = "/dev/termination-log";
+
+/// Puts why the module stopped into the Pod's status: written only where a kubelet
+/// made the file, so a module run by hand never writes under `/dev`.
+fn termination_message(e: &crate::Error) {
+    let path = std::path::Path::new(TERMINATION_LOG);
+    if path.is_file() {
+        // The kubelet keeps at most 4096 bytes.
+        let text: String = format!("error: {e}").chars().take(4000).collect();
+        if let Err(w) = std::fs::write(path, text) {
+            tracing::debug!(error = %w, "termination message not written");
+        }
     }
 }
 
@@ -269,18 +289,20 @@ fn print_components(registry: &Registry) -> ExitCode {
 }
 
 async fn client(path: Option<&PathBuf>) -> Result<kube::Client, crate::Error> {
+    let failed = |source: Box<dyn std::error::Error + Send + Sync>| crate::Error::Config {
+        path: path.cloned(),
+        source,
+    };
     let config = match path {
         Some(p) => {
-            let kc = Kubeconfig::read_from(p).map_err(|e| crate::Error::Config(format!("{}: {e}", p.display())))?;
+            let kc = Kubeconfig::read_from(p).map_err(|e| failed(e.into()))?;
             kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
-                .map_err(|e| crate::Error::Config(e.to_string()))?
+                .map_err(|e| failed(e.into()))?
         }
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| crate::Error::Config(e.to_string()))?,
+        None => kube::Config::infer().await.map_err(|e| failed(e.into()))?,
     };
-    kube::Client::try_from(config).map_err(|e| crate::Error::Config(e.to_string()))
+    kube::Client::try_from(config).map_err(|e| failed(e.into()))
 }
 
 async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
@@ -293,7 +315,11 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     config.hostname_suffix.clone_from(&args.ingress_hostname_suffix);
     let grpc = crate::grpc::Grpc::bind(args.grpc_server_bind_address)
         .await
-        .map_err(|e| crate::Error::Startup(format!("binding gRPC on {}: {e}", args.grpc_server_bind_address)))?;
+        .map_err(|source| crate::Error::Bind {
+            what: "gRPC",
+            addr: args.grpc_server_bind_address,
+            source,
+        })?;
     config.grpc_addr = Some(
         args.grpc_advertise_address
             .clone()
@@ -328,7 +354,7 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     tokio::select! {
         r = server => {
             if let Err(e) = r {
-                return Err(crate::Error::Startup(format!("gRPC server: {e}")));
+                return Err(crate::Error::Serve(e));
             }
         }
         _ = shutdown_signal() => tracing::info!("shutting down"),

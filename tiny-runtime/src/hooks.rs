@@ -70,6 +70,13 @@ pub enum HookError {
     },
 }
 
+impl HookError {
+    /// Whether an API call was refused for want of permission.
+    pub fn is_forbidden(&self) -> bool {
+        matches!(self, HookError::Api { source, .. } if crate::permissions::is_forbidden(source))
+    }
+}
+
 fn api_err(hook: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> HookError {
     let what = what.into();
     move |source| HookError::Api { hook, what, source }

@@ -9,7 +9,8 @@
 //! - [`leader`]: leader election on a Lease.
 //! - [`resources`]: the resource manager components receive on `_client`.
 //! - [`runtime`]: everything put together; [`cli`]: the module binary's commands.
-//! - [`rbac`]: the permissions a module needs; [`hooks`]: its Helm hooks.
+//! - [`rbac`]: the permissions a module needs; [`permissions`]: what the API server
+//!   refused it, shown in its TinyModule; [`hooks`]: its Helm hooks.
 //! - [`telemetry`]: logs (text or JSON) and OpenTelemetry traces; [`metrics`]: `/metrics`.
 
 pub mod cli;
@@ -21,6 +22,7 @@ pub mod health;
 pub mod hooks;
 pub mod leader;
 pub mod metrics;
+pub mod permissions;
 pub mod rbac;
 pub mod resources;
 pub mod runtime;
@@ -40,16 +42,54 @@ pub mod telemetry;
 #[cfg(feature = "fast-alloc")]
 pub use mimalloc::MiMalloc as FastAlloc;
 
-/// Why the runtime could not start or stopped.
+/// Why the runtime could not start or stopped. Each variant keeps its cause as the
+/// error's `source`; [`Error::is_forbidden`] tells a missing RBAC rule from the rest.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// Start-up failed.
-    #[error("start-up failed: {0}")]
-    Startup(String),
-    /// Kubernetes configuration could not be read.
-    #[error("kubeconfig: {0}")]
-    Config(String),
+    /// The leader Lease could not be read or created.
+    #[error("leader election: {0}")]
+    LeaderElection(#[source] kube_lease_manager::LeaseManagerError),
+    /// The module's TinyModule could not be created.
+    #[error("registering the TinyModule: {0}")]
+    Register(#[source] kube::Error),
+    /// A listening address could not be bound.
+    #[error("binding the {what} address {addr}: {source}")]
+    Bind {
+        /// What was to listen there (`probe`, `gRPC`).
+        what: &'static str,
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why not.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The gRPC server stopped with an error.
+    #[error("gRPC server: {0}")]
+    Serve(#[source] tonic::transport::Error),
+    /// Kubernetes configuration could not be read or used.
+    #[error("kubeconfig{}: {source}", .path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    Config {
+        /// The kubeconfig file, when one was named.
+        path: Option<std::path::PathBuf>,
+        /// Why not.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A Helm hook (`pre-install`, `pre-delete`) failed.
     #[error(transparent)]
     Hook(#[from] hooks::HookError),
+}
+
+impl Error {
+    /// Whether the API server refused for want of permission (HTTP 403): the module's
+    /// Role lacks a rule.
+    pub fn is_forbidden(&self) -> bool {
+        match self {
+            Error::Register(e) => permissions::is_forbidden(e),
+            Error::LeaderElection(kube_lease_manager::LeaseManagerError::KubeError(e)) => permissions::is_forbidden(e),
+            Error::Hook(e) => e.is_forbidden(),
+            _ => false,
+        }
+    }
 }

@@ -70,7 +70,7 @@ impl Runtime {
                     d,
                 )
                 .await
-                .map_err(|e| crate::Error::Startup(format!("leader election: {e}")))?;
+                .map_err(crate::Error::LeaderElection)?;
                 tasks.push(task);
                 l
             }
@@ -121,12 +121,16 @@ impl Runtime {
         metrics.watch_module(&shared);
         controller::module::register(&shared)
             .await
-            .map_err(|e| crate::Error::Startup(format!("registering the TinyModule: {e}")))?;
+            .map_err(crate::Error::Register)?;
         let mut probe_addr = None;
         if let Some(addr) = opts.probe_addr {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|e| crate::Error::Startup(format!("binding the probe address {addr}: {e}")))?;
+                .map_err(|source| crate::Error::Bind {
+                    what: "probe",
+                    addr,
+                    source,
+                })?;
             probe_addr = listener.local_addr().ok();
             tasks.push(tokio::spawn(crate::health::serve(
                 listener,

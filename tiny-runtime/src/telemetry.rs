@@ -72,10 +72,13 @@ pub struct Service {
 pub enum TelemetryError {
     /// The OTLP exporter could not be built from the `OTEL_*` variables.
     #[error("OTLP exporter: {0}")]
-    Exporter(String),
+    Exporter(#[source] opentelemetry_otlp::ExporterBuildError),
     /// A subscriber was already installed.
     #[error("a tracing subscriber is already installed: {0}")]
-    AlreadyInstalled(String),
+    AlreadyInstalled(#[source] tracing_subscriber::util::TryInitError),
+    /// The flow spans' log directive did not parse.
+    #[error("log filter: {0}")]
+    Filter(#[source] tracing_subscriber::filter::ParseError),
 }
 
 /// Set once traces are exported: the gRPC side then reads and writes trace context.
@@ -136,7 +139,7 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         "tiny::flow=off"
     }
     .parse()
-    .map_err(|e| TelemetryError::AlreadyInstalled(format!("filter: {e}")))?;
+    .map_err(TelemetryError::Filter)?;
     filter = filter.add_directive(flow);
     let ansi = format == LogFormat::Text && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let logs = tracing_subscriber::fmt::layer()
@@ -157,7 +160,7 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         .with(otel)
         .with(logs)
         .try_init()
-        .map_err(|e| TelemetryError::AlreadyInstalled(e.to_string()))?;
+        .map_err(TelemetryError::AlreadyInstalled)?;
     TRACING.store(provider.is_some(), Ordering::Relaxed);
     if provider.is_some() {
         for key in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
@@ -176,7 +179,7 @@ fn provider(service: &Service) -> Result<SdkTracerProvider, TelemetryError> {
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_tonic()
         .build()
-        .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+        .map_err(TelemetryError::Exporter)?;
     let mut resource = Resource::builder().with_attributes([
         opentelemetry::KeyValue::new("service.version", service.version.clone()),
         opentelemetry::KeyValue::new("service.instance.id", service.instance.clone()),

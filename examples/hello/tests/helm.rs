@@ -30,10 +30,10 @@ use serde_json::{Value, json};
 use tiny_example_hello::GREET_FLOW;
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyModule, TinyNode, labels::NODE_FINALIZER},
+    crd::{TinyModule, TinyNode, TinySignal, TinySignalSpec, labels::NODE_FINALIZER},
     rbac::{Rule, cleanup_rules, runtime_rules},
 };
-use tiny_sdk::{ResourceManager as _, client::ExposePortRequest};
+use tiny_sdk::{ResourceManager as _, client::ExposePortRequest, flow::RawJson};
 use tiny_testenv::TestEnv;
 
 const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
@@ -252,6 +252,16 @@ impl Image {
         let rootfs = bundle.join("rootfs");
         assert!(!rootfs.join("bin/sh").exists(), "no shell in the image");
         Image { dir }
+    }
+
+    /// Makes the file a kubelet mounts for the container's termination message.
+    fn kubelet_termination_log(&self) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dev = self.rootfs().join("dev");
+        std::fs::create_dir_all(&dev).expect("dev");
+        let file = dev.join("termination-log");
+        std::fs::write(&file, "").expect("termination log");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).expect("writable");
     }
 
     fn rootfs(&self) -> PathBuf {
@@ -868,15 +878,21 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
     image.mount_token(&it.token().await, ns);
     let user = format!("system:serviceaccount:{ns}:{RELEASE}-tiny-module");
 
-    // Start-up needs the TinyModule and the Lease: without them the module exits, saying why.
+    // Start-up needs the TinyModule and the Lease: without them the module exits, saying
+    // why in its log and in the termination message the kubelet puts in the Pod's status.
+    let termination_log = image.rootfs().join("dev/termination-log");
     for (resource, verb, operation) in [
         ("tinymodules", "create", "registering the TinyModule"),
         ("leases", "get", "leader election"),
     ] {
         without_rule(&it, resource).await;
+        image.kubelet_termination_log();
         let mut pod = Pod::start(&it.env, &image, &deployment, &format!("no-{resource}"), None);
         assert_eq!(pod.wait(Duration::from_secs(30)), Some(false), "exits with failure");
-        let log = pod.log();
+        let (log, message) = (
+            pod.log(),
+            std::fs::read_to_string(&termination_log).expect("termination log"),
+        );
         for want in [
             operation,
             "forbidden",
@@ -884,6 +900,10 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
             &user,
         ] {
             assert!(log.contains(want), "without {resource}: no {want:?} in\n{log}");
+            assert!(
+                message.contains(want),
+                "without {resource}: no {want:?} in the termination message {message:?}"
+            );
         }
     }
 
@@ -894,9 +914,12 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
         "kind: TinyNode\nmetadata: { name: r.examples-v0.hello-1 }\nspec: { module: examples, component: hello }\n",
     )
     .await;
+    // While it runs: the log says it, and the TinyModule's `Permitted` condition says
+    // which operation is refused until it works again.
     for (resource, verb, operation) in [
-        ("tinynodes/status", "patch", "node reconcile failed"),
-        ("events", "create", "could not publish an event"),
+        ("tinynodes/status", "patch", "writing TinyNode status"),
+        ("events", "create", "publishing an Event"),
+        ("tinysignals/status", "patch", "writing TinySignal status"),
     ] {
         without_rule(&it, resource).await;
         let pod = Pod::start(
@@ -907,19 +930,36 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
             None,
         );
         assert!(!pod.probe.is_empty(), "started: {}", pod.log());
-        if resource == "events" {
+        match resource {
             // A node error is published as an Event.
-            create_flow(
-                &it.client,
-                ns,
-                "kind: TinyNode\nmetadata: { name: r.examples-v0.nosuch-1 }\nspec: { module: examples, component: nosuch }\n",
-            )
-            .await;
+            "events" => {
+                create_flow(
+                    &it.client,
+                    ns,
+                    "kind: TinyNode\nmetadata: { name: r.examples-v0.nosuch-1 }\nspec: { module: examples, component: nosuch }\n",
+                )
+                .await;
+            }
+            // A signal is claimed by writing its status.
+            "tinysignals/status" => {
+                let signals: Api<TinySignal> = it.api();
+                let spec = TinySignalSpec {
+                    node: "r.examples-v0.hello-1".into(),
+                    port: "input".into(),
+                    data: Some(RawJson(json!({ "name": "ada" }))),
+                    ..Default::default()
+                };
+                signals
+                    .create(&PostParams::default(), &TinySignal::new("unclaimable", spec))
+                    .await
+                    .expect("signal created");
+            }
+            _ => {}
         }
         let want = format!("cannot {verb} resource \"{resource}\"");
         let log = eventually(
             &format!("a Forbidden on {resource} in the log"),
-            Duration::from_secs(30),
+            Duration::from_secs(45),
             || async {
                 let log = pod.log();
                 log.contains(&want).then_some(log)
@@ -930,10 +970,50 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
             log.contains(operation) && log.contains(&user),
             "without {resource}:\n{log}"
         );
+        let modules: Api<TinyModule> = it.api();
+        let condition = eventually(
+            &format!("the TinyModule to say {operation} is forbidden"),
+            Duration::from_secs(45),
+            || async {
+                let module = modules.get(&module_name()).await.ok()?;
+                let c = module.status?.conditions.into_iter().find(|c| c.type_ == "Permitted")?;
+                (c.status == "False" && c.message.contains(operation)).then_some(c)
+            },
+        )
+        .await;
+        assert_eq!(condition.reason, "Forbidden");
+        assert!(
+            condition.message.contains(&want) && condition.message.contains(&user),
+            "without {resource}: {}",
+            condition.message
+        );
         if resource == "tinynodes/status" {
             let node = it.api::<TinyNode>().get("r.examples-v0.hello-1").await.expect("node");
             assert_ne!(ready(&node), Some(true), "no Ready without tinynodes/status");
         }
         drop(pod);
     }
+
+    // With every rule back, the next leader says so.
+    let roles: Api<Role> = it.api();
+    roles
+        .patch(
+            &format!("{RELEASE}-tiny-module"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "rules": runtime_rules() })),
+        )
+        .await
+        .expect("Role restored");
+    let _pod = Pod::start(&it.env, &image, &deployment, "all-rules", None);
+    let modules: Api<TinyModule> = it.api();
+    eventually(
+        "the TinyModule to say all is permitted",
+        Duration::from_secs(45),
+        || async {
+            let module = modules.get(&module_name()).await.ok()?;
+            let c = module.status?.conditions.into_iter().find(|c| c.type_ == "Permitted")?;
+            (c.status == "True").then_some(())
+        },
+    )
+    .await;
 }

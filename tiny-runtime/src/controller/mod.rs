@@ -51,6 +51,8 @@ pub struct Shared {
     pub(crate) claimed: Mutex<HashMap<String, Option<signal::Outcome>>>,
     /// What `/readyz` answers: the watches report whether they could list.
     pub readiness: Arc<crate::health::Readiness>,
+    /// The operations the API server refuses now, shown in the TinyModule's status.
+    pub permissions: Arc<crate::permissions::Permissions>,
 }
 
 impl Shared {
@@ -81,6 +83,7 @@ impl Shared {
             published: Mutex::new(HashMap::new()),
             claimed: Mutex::new(HashMap::new()),
             readiness: Arc::default(),
+            permissions: Arc::default(),
         }
     }
 }

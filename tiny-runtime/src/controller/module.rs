@@ -49,6 +49,7 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
         version: config.version.clone(),
         sdk_version: SDK_VERSION.into(),
         components,
+        conditions: Vec::new(),
     }
 }
 
@@ -79,11 +80,23 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         let (shared, api) = (shared.clone(), api.clone());
         async move {
             let mut leadership = shared.leadership.clone();
+            let mut refusals = shared.permissions.subscribe();
             loop {
                 if leadership.is_leader() {
                     publish(&shared, &api).await;
                 }
-                leadership.changed().await;
+                tokio::select! {
+                    _ = leadership.changed() => {}
+                    changed = refusals.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        // Refusals come in bursts (every node's status write): one
+                        // publish for the lot.
+                        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                        refusals.mark_unchanged();
+                    }
+                }
             }
         }
     };
@@ -111,7 +124,8 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
 }
 
 async fn publish(shared: &Shared, api: &Api<TinyModule>) {
-    let status = module_status(&shared.config, shared.engine.registry());
+    let mut status = module_status(&shared.config, shared.engine.registry());
+    status.conditions = vec![shared.permissions.condition(None)];
     let patch = Patch::Merge(json!({ "status": status }));
     if let Err(e) = api
         .patch_status(&shared.config.name, &PatchParams::default(), &patch)

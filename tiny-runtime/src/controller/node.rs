@@ -31,6 +31,7 @@ use crate::{
     config::ModuleConfig,
     crd::{Decoded, TinyNode, TinyNodeStatus, Undecodable, labels::NODE_FINALIZER},
     metrics::Metrics,
+    permissions::Operation,
     status,
 };
 
@@ -40,16 +41,22 @@ pub const WATCH: &str = "TinyNodes";
 /// Runs the TinyNode controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     let seen = forget_deleted(shared.clone());
-    watch::controller::<TinyNode>(shared.api(), shared.readiness.clone(), WATCH, seen)
-        .reconcile_all_on(shared.leadership.gained())
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, shared)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "node reconcile");
-            }
-        })
-        .await;
+    watch::controller::<TinyNode>(
+        shared.api(),
+        shared.readiness.clone(),
+        shared.permissions.clone(),
+        WATCH,
+        seen,
+    )
+    .reconcile_all_on(shared.leadership.gained())
+    .graceful_shutdown_on(shutdown)
+    .run(reconcile, error_policy, shared)
+    .for_each(|r| async move {
+        if let Err(e) = r {
+            tracing::debug!(error = %e, "node reconcile");
+        }
+    })
+    .await;
 }
 
 /// Whether the node called `name` belongs to the module `config` describes: by the
@@ -105,7 +112,12 @@ async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Shared>) -> Resul
         }
     })
     .await
-    .map_err(|e| ReconcileError::Finalizer(Box::new(e)))
+    .map_err(|e| {
+        if let finalizer::Error::AddFinalizer(k) | finalizer::Error::RemoveFinalizer(k) = &e {
+            shared.permissions.failed(Operation::NodeFinalizer, k);
+        }
+        ReconcileError::Finalizer(Box::new(e))
+    })
 }
 
 /// Runs the node's spec and, on the leader, writes its status when it changed.
@@ -162,12 +174,15 @@ where
         if let Some(map) = status.as_object_mut() {
             map.remove("metadata");
         }
-        api.patch_status(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "status": status })),
-        )
-        .await?;
+        let written = api
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": status })),
+            )
+            .await;
+        shared.permissions.observe(Operation::WriteNodeStatus, &written);
+        written?;
         Metrics::inc(&shared.metrics.status_writes);
     }
     Ok(())
@@ -315,7 +330,9 @@ where
         action: "Reconcile".into(),
         secondary: None,
     };
-    if let Err(e) = shared.recorder.publish(&event, &node.object_ref(&())).await {
+    let published = shared.recorder.publish(&event, &node.object_ref(&())).await;
+    shared.permissions.observe(Operation::PublishEvent, &published);
+    if let Err(e) = published {
         tracing::warn!(node = %name, error = %e, "could not publish an event");
     }
 }

@@ -37,6 +37,7 @@ use super::{ReconcileError, Shared, watch};
 use crate::{
     crd::{Decoded, TinyNode, TinySignal, Undecodable},
     metrics::Metrics,
+    permissions::{Operation, Permissions},
 };
 use kube::runtime::watcher;
 use tokio::sync::Semaphore;
@@ -57,12 +58,18 @@ pub const WATCH: &str = "TinySignals";
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     let seen = deliver_on_sight(shared.clone());
-    watch::controller::<TinySignal>(shared.api(), shared.readiness.clone(), WATCH, seen)
-        .reconcile_all_on(shared.leadership.gained())
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, shared)
-        .for_each(|_| async {})
-        .await;
+    watch::controller::<TinySignal>(
+        shared.api(),
+        shared.readiness.clone(),
+        shared.permissions.clone(),
+        WATCH,
+        seen,
+    )
+    .reconcile_all_on(shared.leadership.gained())
+    .graceful_shutdown_on(shutdown)
+    .run(reconcile, error_policy, shared)
+    .for_each(|_| async {})
+    .await;
 }
 
 enum Owner {
@@ -127,7 +134,7 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
             // Delivered here, but the write that said so failed (the API server was
             // away): write the kept outcome now, never deliver again.
             Some(Some(outcome)) => {
-                finish(&api, &name, outcome).await?;
+                finish(&api, &shared.permissions, &name, outcome).await?;
                 return Ok(Action::await_change());
             }
             Some(None) => return Ok(Action::await_change()),
@@ -139,13 +146,19 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
             "delivery interrupted: `{by}` claimed it and stopped leading; not redelivered, to deliver at most once"
         );
         // Only over the version we read: a newer one may already say Delivered.
-        write_if_unchanged(&api, &signal, json!({ "phase": phase::FAILED, "error": why })).await?;
+        write_if_unchanged(
+            &api,
+            &shared.permissions,
+            &signal,
+            json!({ "phase": phase::FAILED, "error": why }),
+        )
+        .await?;
         return Ok(Action::await_change());
     }
     match who {
         Owner::Other => return Ok(Action::await_change()),
         Owner::Nobody(why) => {
-            finish(&api, &name, Outcome::failed(why)).await?;
+            finish(&api, &shared.permissions, &name, Outcome::failed(why)).await?;
             return Ok(Action::await_change());
         }
         Owner::Us => {}
@@ -160,7 +173,7 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
     }
     // Claim: fails if anyone changed the signal since we read it.
     let claim = json!({ "phase": phase::DELIVERING, "claimedBy": shared.config.identity });
-    match write_if_unchanged(&api, &signal, claim).await {
+    match write_if_unchanged(&api, &shared.permissions, &signal, claim).await {
         Ok(true) => {}
         // Not ours to deliver, or not known to be: released (a claim whose answer was
         // lost reads back as claimed by us and not held, so it is marked interrupted).
@@ -179,7 +192,7 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
     if let Ok(mut claimed) = shared.claimed.lock() {
         claimed.insert(uid, Some(outcome.clone()));
     }
-    finish(&api, &name, outcome).await?;
+    finish(&api, &shared.permissions, &name, outcome).await?;
     Ok(Action::await_change())
 }
 
@@ -243,9 +256,10 @@ async fn deliver_at_once(shared: Arc<Shared>, writes: Arc<Semaphore>, signal: Ti
     let claim = tokio::spawn({
         let (api, writes, signal) = (api.clone(), writes.clone(), signal.clone());
         let identity = shared.config.identity.clone();
+        let permissions = shared.permissions.clone();
         async move {
             let _permit = writes.acquire_owned().await;
-            claim_beside(&api, signal, &identity).await
+            claim_beside(&api, &permissions, signal, &identity).await
         }
     });
     let outcome = run_flow(&shared, &signal).await;
@@ -266,7 +280,7 @@ async fn deliver_at_once(shared: Arc<Shared>, writes: Arc<Semaphore>, signal: Ti
     let _permit = writes.acquire().await;
     let mut pause = Duration::from_millis(200);
     loop {
-        match finish(&api, &name, outcome.clone()).await {
+        match finish(&api, &shared.permissions, &name, outcome.clone()).await {
             Ok(()) => {
                 return;
             }
@@ -301,11 +315,16 @@ enum Claimed {
 /// Writes this replica's claim on `signal`, guarded by the version read (retried over
 /// newer versions that still have no phase, and through API server outages, reading
 /// the signal back to learn whether a claim whose answer was lost landed).
-async fn claim_beside(api: &Api<TinySignal>, mut signal: TinySignal, identity: &str) -> Claimed {
+async fn claim_beside(
+    api: &Api<TinySignal>,
+    permissions: &Permissions,
+    mut signal: TinySignal,
+    identity: &str,
+) -> Claimed {
     let claim = json!({ "phase": phase::DELIVERING, "claimedBy": identity });
     let mut pause = Duration::from_millis(200);
     loop {
-        match write_if_unchanged(api, &signal, claim.clone()).await {
+        match write_if_unchanged(api, permissions, &signal, claim.clone()).await {
             Ok(true) => return Claimed::Us,
             Ok(false) => {}
             Err(e) => {
@@ -408,12 +427,18 @@ impl Outcome {
 
 /// Writes `status` only over the version of `signal` that was read; `false` when
 /// someone changed it in between (409).
-async fn write_if_unchanged(api: &Api<TinySignal>, signal: &TinySignal, status: Value) -> Result<bool, ReconcileError> {
+async fn write_if_unchanged(
+    api: &Api<TinySignal>,
+    permissions: &Permissions,
+    signal: &TinySignal,
+    status: Value,
+) -> Result<bool, ReconcileError> {
     let patch = json!({ "metadata": { "resourceVersion": signal.resource_version() }, "status": status });
-    match api
+    let written = api
         .patch_status(&signal.name_any(), &PatchParams::default(), &Patch::Merge(patch))
-        .await
-    {
+        .await;
+    permissions.observe(Operation::WriteSignalStatus, &written);
+    match written {
         Ok(_) => Ok(true),
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
         Err(e) => Err(e.into()),
@@ -428,7 +453,12 @@ fn claimed_here(shared: &Shared, signal: &TinySignal) -> Option<Option<Outcome>>
     }
 }
 
-async fn finish(api: &Api<TinySignal>, name: &str, outcome: Outcome) -> Result<(), ReconcileError> {
+async fn finish(
+    api: &Api<TinySignal>,
+    permissions: &Permissions,
+    name: &str,
+    outcome: Outcome,
+) -> Result<(), ReconcileError> {
     let Outcome { phase, error, reply } = outcome;
     let reply = reply.map(tiny_sdk::flow::RawJson);
     let patch = json!({ "status": {
@@ -437,8 +467,11 @@ async fn finish(api: &Api<TinySignal>, name: &str, outcome: Outcome) -> Result<(
         "reply": reply,
         "deliveredAt": (phase == phase::DELIVERED).then(|| Time(Timestamp::now())),
     }});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await?;
+    let written = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await;
+    permissions.observe(Operation::WriteSignalStatus, &written);
+    written?;
     Ok(())
 }
 
@@ -466,10 +499,11 @@ async fn undecodable(
         "metadata": { "resourceVersion": object.metadata().resource_version },
         "status": { "phase": phase::FAILED, "error": why },
     });
-    match api
+    let written = api
         .patch_status(object.name(), &PatchParams::default(), &Patch::Merge(patch))
-        .await
-    {
+        .await;
+    shared.permissions.observe(Operation::WriteSignalStatus, &written);
+    match written {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 409 => return Ok(Action::await_change()),
         Err(e) => return Err(e.into()),
@@ -481,7 +515,9 @@ async fn undecodable(
         action: "Deliver".into(),
         secondary: None,
     };
-    if let Err(e) = shared.recorder.publish(&event, &object.object_ref(&())).await {
+    let published = shared.recorder.publish(&event, &object.object_ref(&())).await;
+    shared.permissions.observe(Operation::PublishEvent, &published);
+    if let Err(e) = published {
         tracing::warn!(signal = object.name(), error = %e, "could not publish an event");
     }
     Ok(Action::await_change())

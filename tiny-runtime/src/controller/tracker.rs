@@ -22,7 +22,10 @@ use serde_json::json;
 use tiny_sdk::engine::{HopEvent, HopKind, Observer};
 
 use super::Shared;
-use crate::crd::{Decoded, TinyTracker, TrackedHop};
+use crate::{
+    crd::{Decoded, TinyTracker, TrackedHop},
+    permissions::Operation,
+};
 
 /// The most hops a tracker keeps.
 pub const MAX_HOPS: u32 = 500;
@@ -224,7 +227,9 @@ pub async fn run(
             }
             for (flow, tracker, total, hops) in tracking.drain_dirty() {
                 let patch = Patch::Merge(json!({ "status": { "total": total, "hops": hops } }));
-                if let Err(e) = api.patch_status(&tracker, &PatchParams::default(), &patch).await {
+                let written = api.patch_status(&tracker, &PatchParams::default(), &patch).await;
+                shared.permissions.observe(Operation::WriteTrackerStatus, &written);
+                if let Err(e) = written {
                     tracing::debug!(%tracker, error = %e, "tracker status");
                     // Not lost: the next flush writes these hops (and any newer ones).
                     tracking.redirty(&flow);

@@ -13,7 +13,11 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{crd::Decoded, health::Readiness};
+use crate::{
+    crd::Decoded,
+    health::Readiness,
+    permissions::{Operation, Permissions},
+};
 
 /// A controller over every `K` of `api`, decoded leniently (a malformed object reaches
 /// the reconciler as itself, not as a failed list), whose list failures mark `watch`
@@ -22,6 +26,7 @@ use crate::{crd::Decoded, health::Readiness};
 pub(crate) fn controller<K>(
     api: Api<Decoded<K>>,
     readiness: Arc<Readiness>,
+    permissions: Arc<Permissions>,
     watch: &'static str,
     seen: impl Fn(&Event<Decoded<K>>) + Send + 'static,
 ) -> Controller<Decoded<K>>
@@ -29,7 +34,7 @@ where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
     let (reader, writer) = reflector::store();
-    let objects = events(api, readiness, watch)
+    let objects = events(api, readiness, permissions, watch)
         .inspect(move |event| {
             if let Ok(event) = event {
                 seen(event);
@@ -45,6 +50,7 @@ where
 pub(crate) fn events<K>(
     api: Api<Decoded<K>>,
     readiness: Arc<Readiness>,
+    permissions: Arc<Permissions>,
     watch: &'static str,
 ) -> impl Stream<Item = Result<Event<Decoded<K>>, watcher::Error>> + Send + 'static
 where
@@ -72,9 +78,13 @@ where
         }
     });
     sessions.flatten().inspect(move |event| match event {
-        Ok(Event::InitDone) => readiness.listed(watch),
+        Ok(Event::InitDone) => {
+            readiness.listed(watch);
+            permissions.allowed(Operation::Watch(watch));
+        }
         Err(watcher::Error::InitialListFailed(e) | watcher::Error::WatchStartFailed(e)) => {
             tracing::warn!(watch, error = %e, "cannot list or watch");
+            permissions.failed(Operation::Watch(watch), e);
             readiness.failing(watch, e.to_string());
         }
         Err(e) => tracing::debug!(watch, error = %e, "watch interrupted; resuming"),

@@ -1,3 +1,4 @@
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,10 @@ pub struct TinyModuleStatus {
     /// The components it offers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<ModuleComponent>,
+    /// Kubernetes-style conditions; `Permitted` is `False` while the API server refuses
+    /// an operation the module needs (a missing RBAC rule), saying which.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 /// `status.components[]`.

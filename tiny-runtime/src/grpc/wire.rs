@@ -253,20 +253,17 @@ pub fn status_to_error(status: &Status, context: impl FnOnce() -> String) -> Err
     }
 }
 
-/// A status as text: its message and the chain of causes behind it (`tcp connect
-/// error: Connection refused`), and its code.
+/// A status as text: its message and the root of the causes behind it (`tcp connect
+/// error: Connection refused`), and its code. Only the root: the causes in between
+/// usually print their own source again.
 fn describe(status: &Status) -> String {
     let mut text = status.message().to_owned();
-    let mut source = std::error::Error::source(status);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&cause_text);
+    let root = std::iter::successors(std::error::Error::source(status), |c| c.source()).last();
+    if let Some(cause) = root {
+        if !text.is_empty() {
+            text.push_str(": ");
         }
-        source = cause.source();
+        text.push_str(&cause.to_string());
     }
     if text.is_empty() {
         format!("gRPC status {:?}", status.code())
