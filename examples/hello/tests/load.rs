@@ -331,8 +331,19 @@ async fn many_nodes_reach_ready_beside_a_bare_controller() {
     let tiny_rss = rss_kib(module.pid()).unwrap_or(0).saturating_sub(tiny_rss0);
     let tiny_cpu = cpu_secs(module.pid()) - tiny_cpu0;
     let writes = module.metric("tiny_status_writes_total").await.unwrap_or(0);
+    // What each Ready node weighs on the API server and every watch: tiny's status
+    // carries the ports and their schemas, the bare one a condition.
+    let size = |ns: &'static str| {
+        let client = client.clone();
+        async move {
+            let nodes: Api<TinyNode> = Api::namespaced(client, ns);
+            let node = nodes.get("scale.examples-v0.hello-0").await.ok();
+            node.and_then(|n| serde_json::to_vec(&n).ok()).map_or(0, |v| v.len())
+        }
+    };
+    let (tiny_bytes, bare_bytes) = (size("tiny").await, size("bare").await);
     println!(
-        "nodes: {n} to Ready: tiny {:.2} s, bare controller {:.2} s, ratio {:.2}; resident memory per node: tiny {:.1} KiB, bare {:.1} KiB; CPU: tiny {tiny_cpu:.1} s, bare {bare_cpu:.1} s; tiny status writes {writes}",
+        "nodes: {n} to Ready: tiny {:.2} s, bare controller {:.2} s, ratio {:.2}; resident memory per node: tiny {:.1} KiB, bare {:.1} KiB; CPU: tiny {tiny_cpu:.1} s, bare {bare_cpu:.1} s; tiny status writes {writes}; object size: tiny {tiny_bytes} B, bare {bare_bytes} B",
         tiny_time.as_secs_f64(),
         bare_time.as_secs_f64(),
         tiny_time.as_secs_f64() / bare_time.as_secs_f64().max(1e-9),
