@@ -18,6 +18,19 @@ use std::{
 };
 
 use common::{Replica, env, eventually, rss_kib};
+
+/// CPU time (user + system) a process has used so far, in seconds.
+fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // The fields after the command (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command.
+    (ticks(11) + ticks(12)) / 100.0
+}
 use futures::{StreamExt as _, TryStreamExt as _};
 use kube::{
     Api, Client, ResourceExt as _,
@@ -164,6 +177,31 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
     // Let a late duplicate show itself, if there is one.
     tokio::time::sleep(Duration::from_secs(2)).await;
     watch.abort();
+    // The status still says how each delivery ended: every one Delivered, by us.
+    eventually(
+        "every signal's status to say Delivered",
+        Duration::from_secs(60 + n as u64 / 5),
+        || {
+            let signals = signals.clone();
+            async move {
+                let list = signals.list(&Default::default()).await.ok()?;
+                let delivered = list
+                    .items
+                    .iter()
+                    .filter(|s| {
+                        s.status.as_ref().is_some_and(|st| {
+                            st.phase.as_deref() == Some("Delivered")
+                                && st.claimed_by.as_deref() == Some("load-0")
+                                && st.delivered_at.is_some()
+                                && st.error.is_none()
+                        })
+                    })
+                    .count();
+                (delivered == n).then_some(())
+            }
+        },
+    )
+    .await;
 
     let stamps = STAMPS.lock().map(|s| s.clone()).unwrap_or_default();
     let mut per_id: HashMap<u64, Vec<Instant>> = HashMap::new();
@@ -275,8 +313,10 @@ async fn many_nodes_reach_ready_beside_a_bare_controller() {
     let mut bare = bare_controller(&env, "bare");
     tokio::time::sleep(Duration::from_secs(1)).await;
     let bare_rss0 = rss_kib(bare.id()).unwrap_or(0);
+    let bare_cpu0 = cpu_secs(bare.id());
     let bare_time = nodes_to_ready(&client, "bare", n).await;
     let bare_rss = rss_kib(bare.id()).unwrap_or(0).saturating_sub(bare_rss0);
+    let bare_cpu = cpu_secs(bare.id()) - bare_cpu0;
     let _ = bare.kill();
     let _ = bare.wait();
 
@@ -286,10 +326,24 @@ async fn many_nodes_reach_ready_beside_a_bare_controller() {
     })
     .await;
     let tiny_rss0 = rss_kib(module.pid()).unwrap_or(0);
+    let tiny_cpu0 = cpu_secs(module.pid());
     let tiny_time = nodes_to_ready(&client, "tiny", n).await;
     let tiny_rss = rss_kib(module.pid()).unwrap_or(0).saturating_sub(tiny_rss0);
+    let tiny_cpu = cpu_secs(module.pid()) - tiny_cpu0;
+    let writes = module.metric("tiny_status_writes_total").await.unwrap_or(0);
+    // What each Ready node weighs on the API server and every watch: tiny's status
+    // carries the ports and their schemas, the bare one a condition.
+    let size = |ns: &'static str| {
+        let client = client.clone();
+        async move {
+            let nodes: Api<TinyNode> = Api::namespaced(client, ns);
+            let node = nodes.get("scale.examples-v0.hello-0").await.ok();
+            node.and_then(|n| serde_json::to_vec(&n).ok()).map_or(0, |v| v.len())
+        }
+    };
+    let (tiny_bytes, bare_bytes) = (size("tiny").await, size("bare").await);
     println!(
-        "nodes: {n} to Ready: tiny {:.2} s, bare controller {:.2} s, ratio {:.2}; resident memory per node: tiny {:.1} KiB, bare {:.1} KiB",
+        "nodes: {n} to Ready: tiny {:.2} s, bare controller {:.2} s, ratio {:.2}; resident memory per node: tiny {:.1} KiB, bare {:.1} KiB; CPU: tiny {tiny_cpu:.1} s, bare {bare_cpu:.1} s; tiny status writes {writes}; object size: tiny {tiny_bytes} B, bare {bare_bytes} B",
         tiny_time.as_secs_f64(),
         bare_time.as_secs_f64(),
         tiny_time.as_secs_f64() / bare_time.as_secs_f64().max(1e-9),

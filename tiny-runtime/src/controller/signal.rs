@@ -1,9 +1,18 @@
-//! TinySignal: deliver `data` to `node:port` once across replicas, then mark it.
+//! TinySignal: deliver `data` to `node:port` once, from the leader, then mark it.
 //!
-//! Only the leader delivers. It first claims the signal with an optimistic-concurrency
-//! status write (`Delivering`, by whom); a replica that loses that race does nothing,
-//! and a signal claimed by a replica that died mid-delivery is marked `Failed` rather
-//! than delivered twice.
+//! Only the leader delivers, and it delivers as soon as the watch shows it a new signal
+//! for a node it has loaded ([`deliver_on_sight`]): the handler does not wait for the
+//! API server. The claim (`Delivering`, by whom) is written beside the delivery, guarded
+//! by the `resourceVersion` the watch showed, and the outcome after it. The uid of every
+//! signal this process delivers is kept in memory until its status says it finished,
+//! so a signal is delivered once while leadership is stable. A signal claimed by a
+//! replica that stopped leading before it wrote the outcome is marked `Failed`
+//! (interrupted) by the next leader rather than delivered again; one whose claim had not
+//! landed yet is delivered again. `docs/delivery.md` states the guarantee.
+//!
+//! Signals the leader cannot deliver on sight (it was not leading yet, the node was not
+//! loaded yet, the node is not its own) go through the reconciler, which claims first
+//! and delivers after.
 
 use std::{sync::Arc, time::Duration};
 
@@ -30,6 +39,8 @@ use crate::{
     metrics::Metrics,
     permissions::{Operation, Permissions},
 };
+use kube::runtime::watcher;
+use tokio::sync::Semaphore;
 
 /// Signal phases.
 pub mod phase {
@@ -46,12 +57,13 @@ pub const WATCH: &str = "TinySignals";
 
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+    let seen = deliver_on_sight(shared.clone());
     watch::controller::<TinySignal>(
         shared.api(),
         shared.readiness.clone(),
         shared.permissions.clone(),
         WATCH,
-        |_| {},
+        seen,
     )
     .reconcile_all_on(shared.leadership.gained())
     .graceful_shutdown_on(shutdown)
@@ -151,15 +163,200 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
         }
         Owner::Us => {}
     }
-    // Claim: fails if anyone changed the signal since we read it.
-    let claim = json!({ "phase": phase::DELIVERING, "claimedBy": shared.config.identity });
-    if !write_if_unchanged(&api, &shared.permissions, &signal, claim).await? {
+    // Taken in memory first: a delivery on sight of a newer copy must not start while
+    // this one claims. Held already: it is being (or was) delivered here.
+    let Some(uid) = signal.uid() else {
+        return Ok(Action::await_change());
+    };
+    if !reserve(&shared, &uid) {
         return Ok(Action::await_change());
     }
-    let uid = signal.uid();
-    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), uid.clone()) {
-        claimed.insert(uid, None);
+    // Claim: fails if anyone changed the signal since we read it.
+    let claim = json!({ "phase": phase::DELIVERING, "claimedBy": shared.config.identity });
+    match write_if_unchanged(&api, &shared.permissions, &signal, claim).await {
+        Ok(true) => {}
+        // Not ours to deliver, or not known to be: released (a claim whose answer was
+        // lost reads back as claimed by us and not held, so it is marked interrupted).
+        Ok(false) => {
+            release(&shared, &uid);
+            return Ok(Action::await_change());
+        }
+        Err(e) => {
+            release(&shared, &uid);
+            return Err(e);
+        }
     }
+    let outcome = run_flow(&shared, &signal).await;
+    // Kept until the write succeeds: if it fails, the retry writes this, not a second
+    // delivery's.
+    if let Ok(mut claimed) = shared.claimed.lock() {
+        claimed.insert(uid, Some(outcome.clone()));
+    }
+    finish(&api, &shared.permissions, &name, outcome).await?;
+    Ok(Action::await_change())
+}
+
+/// Takes `uid` for delivery by this process; `false` when it already was.
+fn reserve(shared: &Shared, uid: &str) -> bool {
+    match shared.claimed.lock() {
+        Ok(mut claimed) if !claimed.contains_key(uid) => {
+            claimed.insert(uid.to_owned(), None);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Gives `uid` back: this process did not deliver it.
+fn release(shared: &Shared, uid: &str) {
+    if let Ok(mut claimed) = shared.claimed.lock() {
+        claimed.remove(uid);
+    }
+}
+
+/// How many claim and outcome writes of deliveries on sight are in flight at once: a
+/// burst of signals then reuses a few connections to the API server instead of opening
+/// one per write, and its writes do not crowd out the watch. The handlers do not wait
+/// for these writes.
+const WRITES_IN_FLIGHT: usize = 64;
+
+/// The watch hook that delivers a new signal the moment it is seen: on the leader, for a
+/// node of this module that is loaded, not yet delivered here, and with no phase yet.
+/// Anything else is left to the reconciler.
+fn deliver_on_sight(shared: Arc<Shared>) -> impl Fn(&watcher::Event<Decoded<TinySignal>>) + Send + 'static {
+    let writes = Arc::new(Semaphore::new(WRITES_IN_FLIGHT));
+    move |event| {
+        let (watcher::Event::Apply(object) | watcher::Event::InitApply(object)) = event else {
+            return;
+        };
+        let Ok(signal) = object.object() else { return };
+        if signal.status.as_ref().is_some_and(|s| s.phase.is_some())
+            || !shared.leadership.is_leader()
+            || !shared.engine.has_node(&signal.spec.node)
+        {
+            return;
+        }
+        let Some(uid) = signal.uid() else { return };
+        if !reserve(&shared, &uid) {
+            return;
+        }
+        tokio::spawn(deliver_at_once(
+            shared.clone(),
+            writes.clone(),
+            TinySignal::clone(signal),
+            uid,
+        ));
+    }
+}
+
+/// Delivers `signal` now, and writes the claim beside it and the outcome after it.
+async fn deliver_at_once(shared: Arc<Shared>, writes: Arc<Semaphore>, signal: TinySignal, uid: String) {
+    let api: Api<TinySignal> = shared.api();
+    let name = signal.name_any();
+    let claim = tokio::spawn({
+        let (api, writes, signal) = (api.clone(), writes.clone(), signal.clone());
+        let identity = shared.config.identity.clone();
+        let permissions = shared.permissions.clone();
+        async move {
+            let _permit = writes.acquire_owned().await;
+            claim_beside(&api, &permissions, signal, &identity).await
+        }
+    });
+    let outcome = run_flow(&shared, &signal).await;
+    match claim.await {
+        Ok(Claimed::Us) => {}
+        Ok(Claimed::Gone) | Err(_) => return,
+        Ok(Claimed::Other(by)) => {
+            // Two replicas led at once (a lease handed over while this one still
+            // thought it held it): the other's claim and outcome stand.
+            tracing::warn!(
+                signal = %name,
+                claimed_by = by.as_deref().unwrap_or("nobody: it had finished"),
+                "signal delivered here while another replica claimed it; its status stands"
+            );
+            return;
+        }
+    }
+    let _permit = writes.acquire().await;
+    let mut pause = Duration::from_millis(200);
+    loop {
+        match finish(&api, &shared.permissions, &name, outcome.clone()).await {
+            Ok(()) => {
+                return;
+            }
+            Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 404 => return,
+            Err(e) if shared.leadership.is_leader() => {
+                tracing::debug!(signal = %name, error = %e, "could not write a signal's outcome; retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+            Err(_) => {
+                // No longer leading: the reconciler writes the kept outcome once this
+                // replica leads again (the next leader marks it interrupted before).
+                if let Ok(mut claimed) = shared.claimed.lock() {
+                    claimed.insert(uid, Some(outcome));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Who holds a signal's claim, as [`claim_beside`] found it.
+enum Claimed {
+    /// This replica.
+    Us,
+    /// Another replica (`None`: the signal had already finished).
+    Other(Option<String>),
+    /// The signal was deleted.
+    Gone,
+}
+
+/// Writes this replica's claim on `signal`, guarded by the version read (retried over
+/// newer versions that still have no phase, and through API server outages, reading
+/// the signal back to learn whether a claim whose answer was lost landed).
+async fn claim_beside(
+    api: &Api<TinySignal>,
+    permissions: &Permissions,
+    mut signal: TinySignal,
+    identity: &str,
+) -> Claimed {
+    let claim = json!({ "phase": phase::DELIVERING, "claimedBy": identity });
+    let mut pause = Duration::from_millis(200);
+    loop {
+        match write_if_unchanged(api, permissions, &signal, claim.clone()).await {
+            Ok(true) => return Claimed::Us,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::debug!(signal = %signal.name_any(), error = %e, "could not write a claim; reading it back");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+        signal = loop {
+            match api.get_opt(&signal.name_any()).await {
+                Ok(Some(current)) => break current,
+                Ok(None) => return Claimed::Gone,
+                Err(_) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                }
+            }
+        };
+        let status = signal.status.clone().unwrap_or_default();
+        match status.phase.as_deref() {
+            None => {}
+            Some(phase::DELIVERING) if status.claimed_by.as_deref() == Some(identity) => return Claimed::Us,
+            Some(phase::DELIVERING) => return Claimed::Other(status.claimed_by),
+            Some(_) => return Claimed::Other(None),
+        }
+    }
+}
+
+/// Runs the flow for `signal` (the root span of its trace) and says how it ended.
+async fn run_flow(shared: &Shared, signal: &TinySignal) -> Outcome {
+    let name = signal.name_any();
+    let node = &signal.spec.node;
     let data = signal
         .spec
         .data
@@ -200,21 +397,14 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
         }
     }
     Metrics::inc(&shared.metrics.signals_delivered);
-    let outcome = match result {
+    match result {
         Ok(reply) => Outcome {
             phase: phase::DELIVERED,
             error: None,
             reply: reply.into_value(),
         },
         Err(e) => Outcome::failed(e.to_string()),
-    };
-    // Kept until the write succeeds: if it fails, the retry writes this, not a second
-    // delivery's.
-    if let (Ok(mut claimed), Some(uid)) = (shared.claimed.lock(), uid) {
-        claimed.insert(uid, Some(outcome.clone()));
     }
-    finish(&api, &shared.permissions, &name, outcome).await?;
-    Ok(Action::await_change())
 }
 
 /// How a delivery ended, as the signal's status will say.

@@ -31,6 +31,8 @@ pub fn editor_shape(root_name: &str, root: Value) -> Value {
         out: Map::new(),
         expanding: Vec::new(),
         taken: HashSet::new(),
+        inlining: Vec::new(),
+        depth: 0,
     };
     // A root that is only a reference (`Option<T>`, a newtype of a struct) is the
     // referenced type, and is named after it.
@@ -62,7 +64,16 @@ struct Builder {
     expanding: Vec<(String, String)>,
     /// Definition names in use.
     taken: HashSet<String>,
+    /// Named types being laid out in place (not as definitions of their own): a
+    /// reference back to one of them has no definition to point to.
+    inlining: Vec<String>,
+    /// How deeply `process` is nested, to bound the recursion on hostile input.
+    depth: usize,
 }
+
+/// Deeper than this, a schema is left as "any value": no type an author writes nests
+/// so deep, and the editor could not show it.
+const MAX_DEPTH: usize = 64;
 
 impl Builder {
     /// A free definition name based on `wanted`, reserved in `out`.
@@ -115,6 +126,30 @@ impl Builder {
 
     /// Rewrites one schema found at `path`: its properties, items and variants.
     fn process(&mut self, schema: Value, path: &str) -> Value {
+        if self.depth >= MAX_DEPTH {
+            return json!({});
+        }
+        self.depth += 1;
+        let shaped = self.process_at_depth(schema, path);
+        self.depth -= 1;
+        shaped
+    }
+
+    /// A named type laid out in place. A type that contains itself only through such
+    /// places (never through a definition of its own) would unfold forever: there it
+    /// becomes "any value".
+    fn process_named(&mut self, names: &[String], schema: Map<String, Value>, path: &str) -> Value {
+        if names.iter().any(|n| self.inlining.contains(n)) {
+            return json!({});
+        }
+        let outer = self.inlining.len();
+        self.inlining.extend(names.iter().cloned());
+        let shaped = self.process(Value::Object(schema), path);
+        self.inlining.truncate(outer);
+        shaped
+    }
+
+    fn process_at_depth(&mut self, schema: Value, path: &str) -> Value {
         let Value::Object(mut map) = schema else {
             return match schema {
                 Value::Bool(true) => json!({}),
@@ -182,7 +217,7 @@ impl Builder {
         if let Some(def) = self.recursion(&names) {
             return json!({ "$ref": format!("#/$defs/{def}") });
         }
-        self.process(Value::Object(merged), path)
+        self.process_named(&names, merged, path)
     }
 
     /// A schema found under a map key or a tuple position: its own definition when it
@@ -198,7 +233,7 @@ impl Builder {
             if should_extract(&merged) {
                 return self.extract(names[0].clone(), names, merged, path);
             }
-            return self.process(Value::Object(merged), path);
+            return self.process_named(&names, merged, path);
         }
         self.process(Value::Object(map), path)
     }
@@ -235,7 +270,7 @@ impl Builder {
             if should_extract(&merged) {
                 return self.extract(names[0].clone(), names, merged, path);
             }
-            return self.process(Value::Object(merged), path);
+            return self.process_named(&names, merged, path);
         }
         if should_extract(&prop) {
             return self.extract(pascal_case(key), Vec::new(), prop, path);
@@ -670,6 +705,32 @@ mod tests {
             defs(&s)["Tree"]["properties"]["parent"],
             json!({"$ref": "#/$defs/Tree", "title": "Parent", "propertyOrder": 1})
         );
+    }
+
+    #[test]
+    fn a_type_that_contains_itself_only_in_place_ends_as_any_value() {
+        // `L` is a tuple of itself: never a definition of its own, so no `$ref` can
+        // stand for the inner one (found by the `schema` fuzz target as a stack overflow).
+        let schema = json!({
+            "type": "object",
+            "properties": { "a": { "$ref": "#/$defs/L" } },
+            "$defs": { "L": { "type": "array", "prefixItems": [{ "$ref": "#/$defs/L" }] } }
+        });
+        let shaped = editor_shape("Root", schema);
+        let a = &defs(&shaped)["Root"]["properties"]["a"];
+        assert_eq!(a["type"], "array", "{shaped:#}");
+        assert_eq!(a["prefixItems"][0], json!({}), "{shaped:#}");
+    }
+
+    #[test]
+    fn nesting_deeper_than_any_type_is_cut_not_overflowed() {
+        let mut schema = json!({ "type": "string" });
+        for _ in 0..500 {
+            schema = json!({ "type": "object", "properties": { "x": schema } });
+        }
+        let shaped = editor_shape("Root", schema);
+        // Bounded: at most MAX_DEPTH levels of definitions.
+        assert!(defs(&shaped).len() <= MAX_DEPTH + 1, "{}", defs(&shaped).len());
     }
 
     #[test]
