@@ -43,22 +43,15 @@ pub const WATCH: &str = "TinyNodes";
 /// Runs the TinyNode controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     let seen = forget_deleted(shared.clone());
-    watch::controller::<TinyNode>(
-        shared.api(),
-        shared.readiness.clone(),
-        shared.permissions.clone(),
-        WATCH,
-        seen,
-    )
-    .reconcile_all_on(shared.leadership.gained())
-    .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy, shared)
-    .for_each(|r| async move {
-        if let Err(e) = r {
-            tracing::debug!(error = %e, "node reconcile");
-        }
-    })
-    .await;
+    watch::controller::<TinyNode>(&shared, WATCH, seen)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, shared)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "node reconcile");
+            }
+        })
+        .await;
 }
 
 /// Whether the node called `name` belongs to the module `config` describes: by the

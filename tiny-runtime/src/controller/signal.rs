@@ -58,18 +58,11 @@ pub const WATCH: &str = "TinySignals";
 /// Runs the TinySignal controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     let seen = deliver_on_sight(shared.clone());
-    watch::controller::<TinySignal>(
-        shared.api(),
-        shared.readiness.clone(),
-        shared.permissions.clone(),
-        WATCH,
-        seen,
-    )
-    .reconcile_all_on(shared.leadership.gained())
-    .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy, shared)
-    .for_each(|_| async {})
-    .await;
+    watch::controller::<TinySignal>(&shared, WATCH, seen)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, shared)
+        .for_each(|_| async {})
+        .await;
 }
 
 enum Owner {

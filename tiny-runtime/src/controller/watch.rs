@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::{Stream, StreamExt as _};
 use kube::{
     Api, Resource,
+    core::NamespaceResourceScope,
     runtime::{
         Controller, WatchStreamExt as _, reflector,
         watcher::{self, Event, watcher},
@@ -13,36 +14,43 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
+use super::Shared;
 use crate::{
     crd::Decoded,
     health::Readiness,
     permissions::{Operation, Permissions},
 };
 
-/// A controller over every `K` of `api`, decoded leniently (a malformed object reaches
-/// the reconciler as itself, not as a failed list), whose list failures mark `watch`
-/// not ready until a list succeeds again. `seen` sees every event first (deletions,
-/// which a controller does not reconcile, among them).
+/// A controller over every `K` of the module's namespace, decoded leniently (a
+/// malformed object reaches the reconciler as itself, not as a failed list), whose list
+/// failures mark `watch` not ready (and a refused list in the TinyModule's status)
+/// until a list succeeds again. Everything is reconciled again when this replica gains
+/// the lease. `seen` sees every event first (deletions, which a controller does not
+/// reconcile, among them).
 pub(crate) fn controller<K>(
-    api: Api<Decoded<K>>,
-    readiness: Arc<Readiness>,
-    permissions: Arc<Permissions>,
+    shared: &Shared,
     watch: &'static str,
     seen: impl Fn(&Event<Decoded<K>>) + Send + 'static,
 ) -> Controller<Decoded<K>>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned + Clone + std::fmt::Debug + Send + Sync + 'static,
+    Decoded<K>: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
 {
     let (reader, writer) = reflector::store();
-    let objects = events(api, readiness, permissions, watch)
-        .inspect(move |event| {
-            if let Ok(event) = event {
-                seen(event);
-            }
-        })
-        .reflect(writer)
-        .applied_objects();
-    Controller::for_stream(objects, reader)
+    let objects = events(
+        shared.api(),
+        shared.readiness.clone(),
+        shared.permissions.clone(),
+        watch,
+    )
+    .inspect(move |event| {
+        if let Ok(event) = event {
+            seen(event);
+        }
+    })
+    .reflect(writer)
+    .applied_objects();
+    Controller::for_stream(objects, reader).reconcile_all_on(shared.leadership.gained())
 }
 
 /// The raw watch events of `api`, with list outcomes reported to `readiness` (where
