@@ -437,6 +437,11 @@ impl Observer for HopMetrics {
                 .record_hop(event.node, event.port, event.duration, event.attempt, error);
         }
     }
+
+    /// Counts only: the handler may take the value itself.
+    fn wants_data(&self, _: &str) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,11 @@
 //! a 1-to-10 fan-out and a 5-hop request/response chain, optionally beside Node-RED
 //! running the same flows in the same command (`-- --peer`).
 //!
-//! `cargo bench -p tiny-sdk --bench flow -- [--peer] [--n N] [--lat-n N] [--only NAME]`
+//! `cargo bench -p tiny-sdk --bench flow -- [--peer] [--n N] [--lat-n N] [--only NAME] [--max-attempts N]`
+//!
+//! The chains' edges have the default retry policy (3 attempts): each edge keeps the
+//! message for a retry, so its receiver gets a copy. `--max-attempts 1` measures edges
+//! that hand the value itself over.
 //!
 //! It also measures what tracing costs on the 10-node chain (`--only tracing`): no
 //! subscriber against the runtime's subscriber when no `OTEL_*` exporter is set (the
@@ -21,7 +25,7 @@ use futures::{StreamExt as _, stream};
 use serde_json::{Value, json};
 use tiny_sdk::{
     engine::Engine,
-    flow::{Flow, FlowBuilder},
+    flow::{Flow, FlowBuilder, RetryPolicy},
     prelude::*,
 };
 
@@ -84,7 +88,9 @@ impl Sink {
 
 const PASS_THROUGH: &str = "{{$}}";
 
-fn chain(component: &str, hops: usize, mapping: &Value) -> Flow {
+/// A chain of `hops` nodes and a sink; `max_attempts` sets the edges' retry policy
+/// (none: the default, 3 attempts, so each edge keeps a copy for a retry).
+fn chain(component: &str, hops: usize, mapping: &Value, max_attempts: Option<u32>) -> Flow {
     let mut b = FlowBuilder::new();
     for i in 0..hops {
         b = b.node(&format!("s{i}"), component);
@@ -96,7 +102,11 @@ fn chain(component: &str, hops: usize, mapping: &Value) -> Flow {
         } else {
             format!("s{}:input", i + 1)
         };
-        b = b.edge(&format!("s{i}:out"), &to, mapping.clone());
+        let retry = max_attempts.map(|n| RetryPolicy {
+            max_attempts: Some(n),
+            ..RetryPolicy::default()
+        });
+        b = b.edge_with(&format!("s{i}:out"), &to, mapping.clone(), retry);
     }
     b.build()
 }
@@ -164,6 +174,7 @@ struct Args {
     n: u64,
     lat_n: u64,
     window: usize,
+    max_attempts: Option<u32>,
 }
 
 fn args() -> Args {
@@ -173,6 +184,7 @@ fn args() -> Args {
         n: 200_000,
         lat_n: 20_000,
         window: 256,
+        max_attempts: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -182,6 +194,7 @@ fn args() -> Args {
             "--n" => a.n = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.n),
             "--lat-n" => a.lat_n = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.lat_n),
             "--window" => a.window = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.window),
+            "--max-attempts" => a.max_attempts = it.next().and_then(|v| v.parse().ok()),
             _ => {} // cargo bench passes `--bench`
         }
     }
@@ -265,7 +278,7 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
 /// each of the best round of either (the figure least disturbed by other work on the
 /// machine), and the median and range of the per-round without-exporter/off ratios.
 fn tracing_ratio(rt: &tokio::runtime::Runtime, a: &Args) -> TracingCost {
-    let e = rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH))));
+    let e = rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)));
     let n = (a.n / 5).max(1000);
     rt.block_on(throughput(&e, n / 5, a.window)); // warm-up
     let (mut off, mut without, mut recorded, mut rounds) = (0.0f64, 0.0f64, 0.0f64, Vec::new());
@@ -357,11 +370,11 @@ fn main() {
         .expect("runtime");
     let expr = json!({"n": "{{$.n}}", "v": "{{$.v + 1}}", "user": "{{$.user}}", "text": "{{$.text}}"});
     let flows: Vec<(&'static str, u32, Flow)> = vec![
-        ("chain10", 10, chain("step", 10, &json!(PASS_THROUGH))),
-        ("chain10_expr", 10, chain("pass", 10, &expr)),
+        ("chain10", 10, chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)),
+        ("chain10_expr", 10, chain("pass", 10, &expr, a.max_attempts)),
         ("single", 1, fanout(1)),
         ("fanout10", 1, fanout(10)),
-        ("rr5", 5, chain("step", 5, &json!(PASS_THROUGH))),
+        ("rr5", 5, chain("step", 5, &json!(PASS_THROUGH), a.max_attempts)),
     ];
     let mut figures = Vec::new();
     for (name, hops, flow) in flows {

@@ -103,8 +103,8 @@ impl NodeContext {
     }
 
     /// Resolves once the node was removed or replaced.
-    pub(crate) async fn stopped(&self) {
-        self.stopped.cancelled().await;
+    pub(crate) fn stopped(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.stopped.cancelled()
     }
 
     /// Whether any edge leaves the node's `port`.
@@ -408,8 +408,8 @@ impl<C: Component> Ctx<C> {
 
     /// Emits a message as it is (typed or JSON); prefer
     /// [`Output::emit`](crate::Output::emit).
-    pub async fn emit_msg(&self, port: &str, msg: Msg) -> Result<Reply> {
-        self.node.emitter.emit(port, msg, self.hop.clone()).await
+    pub fn emit_msg(&self, port: &str, msg: Msg) -> impl Future<Output = Result<Reply>> + Send + use<C> {
+        self.node.emitter.emit(port, msg, self.hop.clone())
     }
 }
 

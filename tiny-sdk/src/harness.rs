@@ -244,7 +244,7 @@ impl Observer for Recorder {
         if let Ok(mut e) = self.events.lock() {
             e.entry((event.kind, at))
                 .or_default()
-                .push(event.data.json().cloned().unwrap_or(Value::Null));
+                .push(event.data.and_then(|d| d.json().ok()).cloned().unwrap_or(Value::Null));
         }
     }
 }

@@ -192,8 +192,15 @@ impl<T: Message, R: Message> Output<T, R> {
     ///
     /// The message travels as it is: it is encoded only if something downstream needs
     /// its JSON (see [`Msg`]).
-    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<Reply> {
-        ctx.emit_msg(self.name, Msg::new(msg)).await
+    ///
+    /// The edges are found when `emit` is called; the message goes when the future
+    /// is awaited.
+    pub fn emit<C: Component>(
+        &self,
+        ctx: &Ctx<C>,
+        msg: T,
+    ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
+        ctx.emit_msg(self.name, Msg::new(msg))
     }
 
     /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.
@@ -264,8 +271,13 @@ impl<T, R> Outputs<T, R> {
 impl<T: Message, R: Message> Outputs<T, R> {
     /// Sends `msg` on the family's port for `key` (see [`Output::emit`]). A key the
     /// settings do not give has no port: the emit fails, naming the ports there are.
-    pub async fn emit<C: Component>(&self, ctx: &Ctx<C>, key: &str, msg: T) -> Result<Reply> {
-        ctx.emit_msg(&self.port(key), Msg::new(msg)).await
+    pub fn emit<C: Component>(
+        &self,
+        ctx: &Ctx<C>,
+        key: &str,
+        msg: T,
+    ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
+        ctx.emit_msg(&self.port(key), Msg::new(msg))
     }
 }
 

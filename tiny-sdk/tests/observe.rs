@@ -106,7 +106,7 @@ impl Observer for Seen {
         if e.kind != HopKind::Delivered {
             return;
         }
-        let data = e.redacted_json().map(|v| v.into_owned()).unwrap_or(Value::Null);
+        let data = e.redacted_json().ok().flatten().map_or(Value::Null, |v| v.into_owned());
         let mut seen = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         seen.push((e.node.to_owned(), e.attempt, data, e.error.map(ToString::to_string)));
     }

@@ -330,7 +330,7 @@ struct Reader(Mutex<Vec<Value>>);
 
 impl Observer for Reader {
     fn on_hop(&self, event: &HopEvent<'_>) {
-        if let (Ok(v), Ok(mut seen)) = (event.data.json(), self.0.lock()) {
+        if let (Some(Ok(v)), Ok(mut seen)) = (event.data.map(Msg::json), self.0.lock()) {
             seen.push(v.clone());
         }
     }

@@ -121,6 +121,16 @@ impl Tracking {
 }
 
 impl Observer for Tracking {
+    /// Only a node of a tracked flow: elsewhere the handler takes the value itself.
+    fn wants_data(&self, node: &str) -> bool {
+        if !self.any.load(Ordering::Relaxed) {
+            return false;
+        }
+        let Ok(flows) = self.flows.read() else { return true };
+        let Some(flow) = flows.get(node) else { return false };
+        self.tracks.read().map_or(true, |t| t.contains_key(flow))
+    }
+
     fn on_hop(&self, event: &HopEvent<'_>) {
         if !self.any.load(Ordering::Relaxed) || event.kind != HopKind::Delivered {
             return;
@@ -144,14 +154,14 @@ impl Observer for Tracking {
         let mut data = if event.secrets.is_empty() {
             event
                 .data
-                .to_json_bytes()
-                .ok()
+                .and_then(|d| d.to_json_bytes().ok())
                 .and_then(|b| String::from_utf8(b).ok())
                 .unwrap_or_default()
         } else {
             event
                 .redacted_json()
                 .ok()
+                .flatten()
                 .and_then(|v| serde_json::to_string(&*v).ok())
                 .unwrap_or_default()
         };

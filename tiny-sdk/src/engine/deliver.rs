@@ -4,9 +4,8 @@
 
 use std::sync::{Arc, RwLock};
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either};
 use rustc_hash::FxHashMap as HashMap;
-use tracing::Instrument as _;
 
 use crate::{
     context::Hop,
@@ -16,7 +15,7 @@ use crate::{
     msg::Msg,
 };
 
-use super::{observe::Observer, registry::Registry, runner::Runner, table::ClientFactory, trace};
+use super::{observe::Observer, registry::Registry, runner::Runner, table::ClientFactory};
 
 /// Where a delivered message came from.
 #[derive(Debug, Clone, Copy)]
@@ -147,14 +146,57 @@ impl Inner {
     }
 
     /// Delivers to a local node, or hands the message to the remote router.
-    pub async fn deliver(&self, to: To<'_>, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
-        self.deliver_attempt(to, source, data, hop, 1).await
+    pub fn deliver<'a>(
+        &'a self,
+        to: To<'a>,
+        source: Source<'a>,
+        data: Msg,
+        hop: Hop,
+    ) -> impl Future<Output = Result<Reply>> + Send + 'a {
+        self.deliver_attempt(to, source, data, hop, 1)
     }
 
     /// [`deliver`](Self::deliver) as attempt `attempt` along an edge (1, then 2...
     /// for retries), which the hop's span and observers record.
-    pub async fn deliver_attempt(
+    ///
+    /// Not an `async fn`: the node is looked up before the future is made, so that a
+    /// local delivery's future holds only what the hop needs after the handler starts
+    /// (it is part of the sending handler's future, boxed once per hop: a small one
+    /// stays cheap to allocate and to move).
+    pub fn deliver_attempt<'a>(
+        &'a self,
+        to: To<'a>,
+        source: Source<'a>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> impl Future<Output = Result<Reply>> + Send + 'a {
+        match self.lookup(to.node) {
+            Some((Some(runner), _)) => Either::Left(self.local(runner, to.port, source, data, hop, attempt)),
+            // Rare (a node not loaded yet, a failed one, another module's): boxed, out
+            // of the hop's inline future.
+            found => Either::Right(Box::pin(self.elsewhere(found, to, source, data, hop, attempt))),
+        }
+    }
+
+    /// Delivers to a loaded node of this module.
+    fn local<'a>(
+        &'a self,
+        runner: Arc<Runner>,
+        port: &'a str,
+        source: Source<'a>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> impl Future<Output = Result<Reply>> + Send + 'a {
+        runner.deliver(&self.module, port, source, data, hop, self.observer.as_deref(), attempt)
+    }
+
+    /// Delivers to a node that is not loaded here: one of this module that is still
+    /// loading or failed, or another module's (through the router).
+    async fn elsewhere(
         &self,
+        found: Option<(Option<Arc<Runner>>, Option<Error>)>,
         to: To<'_>,
         source: Source<'_>,
         data: Msg,
@@ -163,32 +205,14 @@ impl Inner {
     ) -> Result<Reply> {
         let To { node, port, module } = to;
         let ours = module.is_some_and(|m| module_matches(m, &self.module));
-        let found = match self.lookup(node) {
+        let found = match found {
             Some(found) => Some(found),
-            // Rare, and its timers are large: boxed, out of the hop's inline future.
-            None if ours => Box::pin(self.wait_for(node, &hop)).await,
+            None if ours => self.wait_for(node, &hop).await,
             None => None,
         };
         let (runner, failure) = found.unwrap_or((None, None));
         if let Some(runner) = runner {
-            // Everything the handler emits is delivered inside this span: its children.
-            let span = trace::hop_span(&self.module, &runner.node, port, &source, hop.depth, attempt);
-            let result = runner
-                .deliver(port, &source, data, hop, self.observer.as_deref(), attempt)
-                .instrument(span.clone())
-                .await
-                .map_err(|e| {
-                    // Logged once, where it arose: the hops it fails on its way up
-                    // the chain find the origin already set.
-                    let fresh = e.origin().is_none();
-                    let e = e.at(|| format!("node `{node}` port `{port}`"));
-                    if fresh {
-                        span.in_scope(|| tracing::warn!(node, port, error = %e, "message failed"));
-                    }
-                    e
-                });
-            trace::record(&span, &result);
-            return result;
+            return self.local(runner, port, source, data, hop, attempt).await;
         }
         if let Some(e) = failure {
             return Err(

@@ -7,6 +7,8 @@
 
 use std::sync::{Arc, RwLock, Weak};
 
+use futures::future::Either;
+
 use crate::{
     context::Hop,
     error::{Error, Result},
@@ -18,7 +20,7 @@ use super::{
     deliver::Inner,
     fanout,
     observe::{HopEvent, HopKind},
-    runner::Runner,
+    runner::{Outlet, Runner},
 };
 
 /// The way out of one node.
@@ -75,9 +77,27 @@ impl NodeEmitter {
     }
 
     /// Sends `msg` along the edges of `port`, continuing `hop`.
-    pub async fn emit(&self, port: &str, msg: Msg, hop: Hop) -> Result<Reply> {
+    ///
+    /// Not an `async fn`: the edges are found now, and the future is the fan-out's
+    /// alone (it is part of the emitting handler's future, so every byte of it is
+    /// allocated and moved once per hop).
+    pub fn emit(&self, port: &str, msg: Msg, hop: Hop) -> impl Future<Output = Result<Reply>> + Send + use<> {
+        match self.outlet(port, &msg, &hop) {
+            Ok((engine, outlet)) => Either::Left(fanout::emit(engine, outlet, msg, hop)),
+            Err(done) => Either::Right(std::future::ready(done)),
+        }
+    }
+
+    /// Where `port`'s messages go, or what the emit answers at once: nothing, when no
+    /// edge leaves the port; an error, when the node has no such port.
+    fn outlet(
+        &self,
+        port: &str,
+        msg: &Msg,
+        hop: &Hop,
+    ) -> std::result::Result<(Arc<Inner>, Arc<Outlet>), Result<Reply>> {
         let Some(engine) = self.engine.upgrade() else {
-            return Err(Error::permanent("the engine has stopped"));
+            return Err(Err(Error::permanent("the engine has stopped")));
         };
         let runner = self
             .runner
@@ -85,7 +105,7 @@ impl NodeEmitter {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .upgrade();
         let Some(runner) = runner else {
-            return Err(Error::permanent(format!("node `{}` was removed", self.node)));
+            return Err(Err(Error::permanent(format!("node `{}` was removed", self.node))));
         };
         if let Some(observer) = &engine.observer {
             observer.on_hop(&HopEvent {
@@ -94,7 +114,7 @@ impl NodeEmitter {
                 port,
                 from: None,
                 edge_id: None,
-                data: &msg,
+                data: Some(msg),
                 started: std::time::SystemTime::now(),
                 duration: std::time::Duration::ZERO,
                 depth: hop.depth,
@@ -103,28 +123,26 @@ impl NodeEmitter {
                 secrets: crate::redact::Secrets::none(),
             });
         }
-        let Some(outlet) = runner.outlet(port).cloned() else {
-            let live = runner.instance.live_ports();
-            return if live
-                .iter()
-                .any(|p| p.name == port && p.spec.is_source() && !p.spec.is_system())
-            {
-                Ok(Reply::empty())
-            } else {
-                let outputs: Vec<&str> = live
-                    .iter()
-                    .filter(|p| p.spec.is_source() && !p.spec.is_system())
-                    .map(|p| &*p.name)
-                    .collect();
-                Err(Error::permanent(format!(
-                    "no output port `{port}` with the settings in force (outputs: {})",
-                    outputs.join(", ")
-                ))
-                .with_code(crate::error::code::UNKNOWN_PORT)
-                .at(|| format!("node `{}`", self.node)))
-            };
-        };
-        drop(runner);
-        fanout::emit(&engine, &outlet, msg, hop).await
+        if let Some(outlet) = runner.outlet(port) {
+            return Ok((engine, outlet.clone()));
+        }
+        let live = runner.instance.live_ports();
+        if live
+            .iter()
+            .any(|p| p.name == port && p.spec.is_source() && !p.spec.is_system())
+        {
+            return Err(Ok(Reply::empty()));
+        }
+        let outputs: Vec<&str> = live
+            .iter()
+            .filter(|p| p.spec.is_source() && !p.spec.is_system())
+            .map(|p| &*p.name)
+            .collect();
+        Err(Err(Error::permanent(format!(
+            "no output port `{port}` with the settings in force (outputs: {})",
+            outputs.join(", ")
+        ))
+        .with_code(crate::error::code::UNKNOWN_PORT)
+        .at(|| format!("node `{}`", self.node))))
     }
 }

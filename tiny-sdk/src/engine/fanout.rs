@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use futures::future::join_all;
+use futures::future::{Either, join_all};
 use tracing::Instrument as _;
 
 use crate::{
@@ -23,97 +23,141 @@ use super::{
 ///
 /// Returns the first non-empty reply in edge order, else the first error, else an
 /// empty reply (the Go SDK's rule).
-pub(crate) async fn emit(engine: &Arc<Inner>, outlet: &Outlet, msg: Msg, hop: Hop) -> Result<Reply> {
+///
+/// This future owns the engine and the outlet; the steps below it are plain functions
+/// that borrow them and return their futures, so that a hop's future holds each thing
+/// once (it is part of the emitting handler's future, boxed once per hop).
+pub(crate) async fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: Hop) -> Result<Reply> {
     if hop.depth >= MAX_DEPTH {
         return Err(Error::permanent(format!(
             "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
             outlet.from
         )));
     }
-    let next = Hop {
-        depth: hop.depth + 1,
-        ..hop
-    };
+    hop.depth += 1;
     match outlet.edges.as_slice() {
         [] => Ok(Reply::empty()),
-        [only] => send(engine, outlet, only, msg, next).await,
-        [first @ .., last] => {
-            // The last branch takes the message itself: when the others are done with
-            // their references by the time it runs, its receiver may get the value.
-            let mut branches: Vec<_> = first
-                .iter()
-                .map(|route| send(engine, outlet, route, msg.clone(), next.clone()))
-                .collect();
-            branches.push(send(engine, outlet, last, msg, next));
-            let results = join_all(branches).await;
-            let mut first_error = None;
-            for result in results {
-                match result {
-                    Ok(reply) if !reply.is_empty() => return Ok(reply),
-                    Ok(_) => {}
-                    Err(e) => {
-                        if first_error.is_some() {
-                            tracing::warn!(from = %outlet.from, error = %e, "another branch failed too");
-                        }
-                        first_error.get_or_insert(e);
-                    }
+        [only] => send(&engine, &outlet.from, only, msg, hop).await,
+        // Its branches live in one allocation anyway: boxed, so that a single edge's
+        // future does not carry the fan-out's.
+        many => Box::pin(fan_out(&engine, &outlet.from, many, msg, hop)).await,
+    }
+}
+
+/// Sends along several edges at once.
+async fn fan_out(engine: &Arc<Inner>, from: &Arc<str>, routes: &[Arc<Route>], msg: Msg, hop: Hop) -> Result<Reply> {
+    let Some((last, first)) = routes.split_last() else {
+        return Ok(Reply::empty());
+    };
+    // The last branch takes the message itself: when the others are done with their
+    // references by the time it runs, its receiver may get the value.
+    let mut branches: Vec<_> = first
+        .iter()
+        .map(|route| send(engine, from, route, msg.clone(), hop.clone()))
+        .collect();
+    branches.push(send(engine, from, last, msg, hop));
+    let results = join_all(branches).await;
+    let mut first_error = None;
+    for result in results {
+        match result {
+            Ok(reply) if !reply.is_empty() => return Ok(reply),
+            Ok(_) => {}
+            Err(e) => {
+                if first_error.is_some() {
+                    tracing::warn!(from = %from, error = %e, "another branch failed too");
                 }
+                first_error.get_or_insert(e);
             }
-            first_error.map_or(Ok(Reply::empty()), Err)
         }
     }
+    first_error.map_or(Ok(Reply::empty()), Err)
 }
 
 /// Every this many hops, delivery continues on a fresh task: a chain of nested async
 /// calls is polled recursively, and 256 hops of it would overflow a thread's stack.
 const STACK_RESET_EVERY: u32 = 16;
 
-async fn send(engine: &Arc<Inner>, outlet: &Outlet, route: &Arc<Route>, msg: Msg, hop: Hop) -> Result<Reply> {
+fn send<'a>(
+    engine: &'a Arc<Inner>,
+    from: &'a Arc<str>,
+    route: &'a Arc<Route>,
+    msg: Msg,
+    hop: Hop,
+) -> impl Future<Output = Result<Reply>> + Send + 'a {
     if !hop.depth.is_multiple_of(STACK_RESET_EVERY) {
-        return attempts(engine, &outlet.from, route, msg, hop).await;
+        return Either::Left(attempts(engine, from, route, msg, hop));
     }
-    let (engine, from, route) = (engine.clone(), outlet.from.clone(), route.clone());
+    let (engine, from, route) = (engine.clone(), from.clone(), route.clone());
     // The task goes on in the sending hop's span, so the hops it makes stay its children.
     let task = tokio::spawn(async move { attempts(&engine, &from, &route, msg, hop).await }.in_current_span());
-    match task.await {
-        Ok(result) => result,
-        Err(e) => Err(Error::permanent(format!("delivery task failed: {e}"))),
-    }
+    Either::Right(async move {
+        match task.await {
+            Ok(result) => result,
+            Err(e) => Err(Error::permanent(format!("delivery task failed: {e}"))),
+        }
+    })
 }
 
 /// Delivers along one edge. An edge that may retry keeps the message for the next
 /// attempt (so its receiver gets a copy); one that may not hands the message over.
-async fn attempts(engine: &Inner, from: &str, route: &Route, msg: Msg, hop: Hop) -> Result<Reply> {
+fn attempts<'a>(
+    engine: &'a Inner,
+    from: &'a str,
+    route: &'a Route,
+    msg: Msg,
+    hop: Hop,
+) -> impl Future<Output = Result<Reply>> + Send + 'a {
     let source = Source::Edge {
         from,
         edge_id: &route.id,
     };
-    let to = route.to();
     let backoff = &route.backoff;
     if backoff.timeout.is_some() {
         // Rare: kept out of the hop's inline future (a timer is large).
-        let mut attempt = 0;
-        let each = || {
-            attempt += 1;
-            engine.deliver_attempt(to, source, msg.clone(), hop.clone(), attempt)
-        };
-        return Box::pin(backoff.run(&hop.cancel, each)).await;
+        return Either::Right(Either::Left(Box::pin(with_deadline(engine, route, source, msg, hop))));
     }
     if backoff.max_attempts <= 1 {
-        return engine.deliver(to, source, msg, hop).await;
+        return Either::Left(engine.deliver(route.to(), source, msg, hop));
     }
-    let started = tokio::time::Instant::now();
-    match engine.deliver(to, source, msg.clone(), hop.clone()).await {
-        Ok(reply) => Ok(reply),
+    let kept = (msg.clone(), hop.clone(), tokio::time::Instant::now());
+    let first = engine.deliver(route.to(), source, msg, hop);
+    Either::Right(Either::Right(async move {
+        let err = match first.await {
+            Ok(reply) => return Ok(reply),
+            Err(err) => err,
+        };
         // Retrying (with its timers) is boxed, so that a hop that succeeds does not
         // carry, and copy, the retry loop's state.
-        Err(err) => {
-            let mut attempt = 1;
-            let again = || {
-                attempt += 1;
-                engine.deliver_attempt(to, source, msg.clone(), hop.clone(), attempt)
-            };
-            Box::pin(backoff.retry_after(err, started, &hop.cancel, again)).await
-        }
-    }
+        Box::pin(retry(engine, from, route, kept, err)).await
+    }))
+}
+
+/// Goes on after the first attempt failed with `err`.
+async fn retry(
+    engine: &Inner,
+    from: &str,
+    route: &Route,
+    (msg, hop, started): (Msg, Hop, tokio::time::Instant),
+    err: Error,
+) -> Result<Reply> {
+    let source = Source::Edge {
+        from,
+        edge_id: &route.id,
+    };
+    let mut attempt = 1;
+    let again = || {
+        attempt += 1;
+        engine.deliver_attempt(route.to(), source, msg.clone(), hop.clone(), attempt)
+    };
+    route.backoff.retry_after(err, started, &hop.cancel, again).await
+}
+
+/// Every attempt under the edge's deadline.
+async fn with_deadline(engine: &Inner, route: &Route, source: Source<'_>, msg: Msg, hop: Hop) -> Result<Reply> {
+    let mut attempt = 0;
+    let each = || {
+        attempt += 1;
+        engine.deliver_attempt(route.to(), source, msg.clone(), hop.clone(), attempt)
+    };
+    route.backoff.run(&hop.cancel, each).await
 }

@@ -36,8 +36,12 @@ pub(crate) trait NodeInstance: Send + Sync {
     /// The node's context (identity, emitter, client).
     fn node(&self) -> &Arc<NodeContext>;
     /// A business port: take the value, run the handler, route a failure to the catch
-    /// port. The one allocation of a hop's control flow: the handler's future, boxed.
-    fn handle<'a>(&'a self, port: &'a str, input: Msg, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
+    /// port. The one allocation of a hop's control flow: the handler's future, boxed,
+    /// with everything the hop's emits do inline in it. Its size is what each hop
+    /// allocates and moves: the emit path is made of plain functions that return
+    /// futures, so that it holds each thing once (about 1 KB for the flow
+    /// benchmark's step, within the allocator's per-thread cache).
+    fn handle(self: Arc<Self>, port: &'static str, input: Msg, hop: Hop) -> BoxFuture<'static, Result<Reply>>;
     /// `_settings`: decode and, when they changed, swap them in and call the hook.
     /// `None` means the spec has no settings: the defaults apply.
     fn settings<'a>(&'a self, value: Option<&'a Value>) -> BoxFuture<'a, Result<bool>>;
@@ -122,6 +126,21 @@ impl<C: Component + Hooks> Instance<C> {
     fn catches(&self, catch: &str) -> bool {
         self.read_settings(|s| s.error_port != Some(false)) && self.node.connected(catch)
     }
+
+    /// A handler failed on `port` with `input`: the failure goes to the catch port as
+    /// an [`ErrorMessage`] when it is wired and on, and fails the hop otherwise.
+    async fn catch(&self, ctx: Ctx<C>, port: &str, input: Msg, err: Error) -> Result<Reply> {
+        match self.component.error_port() {
+            Some(catch) if catch.name() != port && !err.undecodable && self.catches(catch.name()) => {
+                let mut input = input.json().cloned().unwrap_or(Value::Null);
+                // Secrets stay out of the flow the error goes on into.
+                let settings = self.settings.read().ok().and_then(|s| s.source.clone());
+                let err = crate::redact::for_catch_port(C::ports(), port, &mut input, settings.as_ref(), err);
+                catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
+            }
+            _ => Err(err),
+        }
+    }
 }
 
 /// Runs a component future, turning a panic into a permanent error for this message.
@@ -155,40 +174,32 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
         &self.node
     }
 
-    fn handle<'a>(&'a self, port: &'a str, input: Msg, hop: Hop) -> BoxFuture<'a, Result<Reply>> {
+    fn handle(self: Arc<Self>, port: &'static str, input: Msg, hop: Hop) -> BoxFuture<'static, Result<Reply>> {
         Box::pin(async move {
             let ctx = self.ctx(hop);
             // A catch port reports the input that failed: keep a reference (the
             // handler then gets a copy rather than the value itself).
             let kept = self.component.error_port().map(|_| input.clone());
             // Biased: a handler that finishes in its first poll never registers with
-            // the node's stop token.
-            // Pinned in place: `select!` then holds a reference, not a copy of it.
-            let work = guarded("handler", self.component.handle(&ctx, port, input));
-            tokio::pin!(work);
-            let result = tokio::select! {
-                biased;
-                r = &mut work => r,
-                () = self.node.stopped() => Err(Error::permanent(
-                    "the node was removed while its handler ran; the handler was stopped",
-                )
-                .with_code(code::NODE_REMOVED)),
-            };
-            let err = match result {
-                Ok(reply) => return Ok(reply),
-                Err(err) => err,
-            };
-            match (self.component.error_port(), kept) {
-                (Some(catch), Some(input))
-                    if catch.name() != port && !err.undecodable && self.catches(catch.name()) =>
-                {
-                    let mut input = input.json().cloned().unwrap_or(Value::Null);
-                    // Secrets stay out of the flow the error goes on into.
-                    let settings = self.settings.read().ok().and_then(|s| s.source.clone());
-                    let err = crate::redact::for_catch_port(C::ports(), port, &mut input, settings.as_ref(), err);
-                    catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
+            // the node's stop token. Pinned where it is made (a binding moved into
+            // `pin!` would hold the handler's future twice), in a block of its own so
+            // that what follows may reuse its bytes.
+            let result = {
+                let work = std::pin::pin!(guarded("handler", self.component.handle(&ctx, port, input)));
+                tokio::select! {
+                    biased;
+                    r = work => r,
+                    () = self.node.stopped() => Err(Error::permanent(
+                        "the node was removed while its handler ran; the handler was stopped",
+                    )
+                    .with_code(code::NODE_REMOVED)),
                 }
-                _ => Err(err),
+            };
+            match (result, kept) {
+                (Ok(reply), _) => Ok(reply),
+                // Rare: boxed, so that every hop does not carry a second emit.
+                (Err(err), Some(input)) => Box::pin(self.catch(ctx, port, input, err)).await,
+                (Err(err), None) => Err(err),
             }
         })
     }

@@ -36,7 +36,11 @@ pub struct HopEvent<'a> {
     /// The payload (for deliveries, the port's input after mapping). Typed or JSON:
     /// [`Msg::json`] makes (and keeps) its JSON, so an observer that does not read the
     /// payload costs no encoding.
-    pub data: &'a Msg,
+    ///
+    /// `None` for a delivery when no observer [wants the data](Observer::wants_data)
+    /// of the node: the handler then gets the value itself, not a copy kept for
+    /// the observer.
+    pub data: Option<&'a Msg>,
     /// When it started.
     pub started: SystemTime,
     /// How long the handler (and everything downstream of it) took; zero for emits.
@@ -56,9 +60,10 @@ pub struct HopEvent<'a> {
 impl HopEvent<'_> {
     /// The payload as JSON with the port's secret fields masked: what an observer may
     /// write or print. Borrowed when the port has no secrets.
-    pub fn redacted_json(&self) -> crate::Result<Cow<'_, Value>> {
-        let json = self.data.json()?;
-        Ok(self.secrets.masked(json))
+    /// `None` when the event carries no payload.
+    pub fn redacted_json(&self) -> crate::Result<Option<Cow<'_, Value>>> {
+        let Some(data) = self.data else { return Ok(None) };
+        Ok(Some(self.secrets.masked(data.json()?)))
     }
 }
 
@@ -66,6 +71,15 @@ impl HopEvent<'_> {
 pub trait Observer: Send + Sync + 'static {
     /// One event.
     fn on_hop(&self, event: &HopEvent<'_>);
+
+    /// Whether this observer reads [`HopEvent::data`] of deliveries to `node`. To
+    /// show the input after the handler ran, the engine keeps a reference to it, so
+    /// the handler gets a copy of the value rather than the value: an observer that
+    /// only counts (metrics) says `false`. Asked once per delivery: keep it cheap.
+    fn wants_data(&self, node: &str) -> bool {
+        let _ = node;
+        true
+    }
 }
 
 /// Several observers, each seeing every hop in order: the runtime's metrics, its
@@ -110,5 +124,9 @@ impl Observer for Observers {
         for observer in &self.0 {
             observer.on_hop(event);
         }
+    }
+
+    fn wants_data(&self, node: &str) -> bool {
+        self.0.iter().any(|o| o.wants_data(node))
     }
 }

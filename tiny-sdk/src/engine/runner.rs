@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tiny_expr::Template;
 
@@ -240,17 +241,10 @@ impl Runner {
 
     /// `e` without the node's secrets, and without those of `input` on `port`.
     fn redact(&self, e: Error, secrets: &Secrets, input: Option<&Msg>) -> Error {
-        let mut values = Vec::new();
-        if !secrets.is_empty()
-            && let Some(Ok(json)) = input.map(Msg::json)
-        {
-            secrets.collect(json, &mut values);
-        }
-        if values.is_empty() && self.secret_values.is_empty() {
+        if secrets.is_empty() && self.secret_values.is_empty() {
             return e;
         }
-        values.extend(self.secret_values.iter().cloned());
-        e.redact(&values)
+        redact_with(e, secrets, input, self.secret_values.clone())
     }
 
     /// Fits the runner to the ports the node has with its settings (applied after
@@ -318,89 +312,202 @@ impl Runner {
     }
 
     /// Delivers a message to one of this node's ports (`attempt` of the edge's
-    /// retries, 1 for the first).
-    pub async fn deliver(
-        &self,
-        port: &str,
-        source: &Source<'_>,
+    /// retries, 1 for the first), in the hop's span.
+    ///
+    /// The port, its mapping and the input are resolved before the future is made, so
+    /// that the future holds the handler's (boxed) future and little else.
+    #[allow(clippy::too_many_arguments)]
+    pub fn deliver<'a>(
+        self: Arc<Self>,
+        module: &str,
+        port: &'a str,
+        source: Source<'a>,
         data: Msg,
         hop: Hop,
-        observer: Option<&dyn Observer>,
+        observer: Option<&'a dyn Observer>,
         attempt: u32,
+    ) -> impl Future<Output = Result<Reply>> + Send + 'a {
+        let span = super::trace::hop_span(module, &self.node, port, &source, hop.depth, attempt);
+        let depth = hop.depth;
+        let (mut future, inlet, seen) = match span.in_scope(|| {
+            self.call(
+                port,
+                &source,
+                data,
+                hop,
+                observer.is_some_and(|o| o.wants_data(&self.name)),
+            )
+        }) {
+            Call::Handler { inlet, future, seen } => (future, Some(inlet), seen),
+            Call::System(future) => (future, None, None),
+            Call::Refused(e) => (
+                Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
+                None,
+                None,
+            ),
+        };
+        async move {
+            let clock = observer.map(|_| std::time::Instant::now());
+            // The handler runs in the hop's span (as `Instrumented` would, without a
+            // second copy of the span in the future).
+            let result = std::future::poll_fn(|cx| span.in_scope(|| future.as_mut().poll(cx))).await;
+            drop(future);
+            self.finish(
+                result,
+                port,
+                source,
+                inlet,
+                seen.as_ref(),
+                observer,
+                clock,
+                depth,
+                attempt,
+                &span,
+            )
+        }
+    }
+
+    /// After the handler: masks secrets out of an error, tells the observer, logs a
+    /// failure where it arose, and records the outcome on the span.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        result: Result<Reply>,
+        port: &str,
+        source: Source<'_>,
+        inlet: Option<usize>,
+        seen: Option<&Msg>,
+        observer: Option<&dyn Observer>,
+        clock: Option<std::time::Instant>,
+        depth: u32,
+        attempt: u32,
+        span: &tracing::Span,
     ) -> Result<Reply> {
+        let secrets = inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
+        let result = result.map_err(|e| self.redact(e, secrets, seen));
+        if let (Some(observer), Some(clock)) = (observer, clock) {
+            let (from, edge_id) = match source {
+                Source::Signal => (None, None),
+                Source::Edge { from, edge_id } => (Some(from), Some(edge_id)),
+            };
+            let duration = clock.elapsed();
+            let now = std::time::SystemTime::now();
+            observer.on_hop(&HopEvent {
+                kind: HopKind::Delivered,
+                node: &self.name,
+                port,
+                from,
+                edge_id,
+                data: seen,
+                started: now.checked_sub(duration).unwrap_or(now),
+                duration,
+                depth,
+                error: result.as_ref().err(),
+                attempt,
+                secrets,
+            });
+        }
+        let result = result.map_err(|e| {
+            // Logged once, where it arose: the hops it fails on its way up the chain
+            // find the origin already set.
+            let fresh = e.origin().is_none();
+            let e = e.at(|| format!("node `{}` port `{port}`", self.name));
+            if fresh {
+                span.in_scope(|| tracing::warn!(node = %self.name, port, error = %e, "message failed"));
+            }
+            e
+        });
+        super::trace::record(span, &result);
+        result
+    }
+
+    /// What a message for `port` runs: a system port's hook, or a business port's
+    /// handler with its input (kept in `seen` for an observer, or to mask a secret in
+    /// an error).
+    fn call(&self, port: &str, source: &Source<'_>, data: Msg, hop: Hop, observed: bool) -> Call {
         match port {
             system::SETTINGS => {
-                let json = data.json()?;
-                if let Err(e) = self.instance.settings(Some(json)).await {
-                    return Err(self.redact(e, &self.settings_secrets, Some(&data)));
-                }
-                return Ok(Reply::empty());
+                let instance = self.instance.clone();
+                let secrets = self.settings_secrets.clone();
+                let redact = self.secret_values.clone();
+                return Call::System(Box::pin(async move {
+                    let json = data.json()?;
+                    match instance.settings(Some(json)).await {
+                        Ok(_) => Ok(Reply::empty()),
+                        Err(e) => Err(redact_with(e, &secrets, Some(&data), redact)),
+                    }
+                }));
             }
-            system::CONTROL => return self.instance.control(data.json()?, hop).await,
+            system::CONTROL => {
+                let instance = self.instance.clone();
+                return Call::System(Box::pin(async move { instance.control(data.json()?, hop).await }));
+            }
             system::RECONCILE => {
-                self.instance.reconcile(&self.node).await?;
-                return Ok(Reply::empty());
+                let (instance, node) = (self.instance.clone(), self.node.clone());
+                return Call::System(Box::pin(async move {
+                    instance.reconcile(&node).await?;
+                    Ok(Reply::empty())
+                }));
             }
             _ => {}
         }
-        let Some(inlet) = self.inputs.iter().find(|i| i.spec.name == port) else {
+        let Some(index) = self.inputs.iter().position(|i| i.spec.name == port) else {
             let ports = self.instance.ports();
             if ports.iter().any(|p| p.name == port && !p.is_source()) {
-                return Err(Error::permanent(format!(
-                    "input port `{port}` of `{}` is switched off by the node's settings",
-                    self.node.spec.component
-                ))
-                .with_code(crate::error::code::UNKNOWN_PORT));
+                return Call::Refused(
+                    Error::permanent(format!(
+                        "input port `{port}` of `{}` is switched off by the node's settings",
+                        self.node.spec.component
+                    ))
+                    .with_code(crate::error::code::UNKNOWN_PORT),
+                );
             }
-            return Err(Error::permanent(format!(
+            return Call::Refused(Error::permanent(format!(
                 "component `{}` has no input port `{port}` (inputs: {})",
                 self.node.spec.component,
                 port_list(ports, |p| !p.is_source() && !p.is_system())
             )));
         };
-        let input = Self::input(inlet, source, data)?;
+        let inlet = &self.inputs[index];
+        let input = match Self::input(inlet, source, data) {
+            Ok(input) => input,
+            Err(e) => return Call::Refused(e),
+        };
         super::trace::data(&input, &inlet.secrets);
-        let Some(observer) = observer else {
-            if inlet.secrets.is_empty() && self.secret_values.is_empty() {
-                return self.instance.handle(inlet.spec.name, input, hop).await;
-            }
-            let seen = (!inlet.secrets.is_empty()).then(|| input.clone());
-            return self
-                .instance
-                .handle(inlet.spec.name, input, hop)
-                .await
-                .map_err(|e| self.redact(e, &inlet.secrets, seen.as_ref()));
-        };
-        // The observer sees the input after the handler ran: keep a reference (the
-        // handler then gets a copy; the JSON is made only if the observer asks).
-        let seen = input.clone();
-        let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
-        let depth = hop.depth;
-        let result = self
-            .instance
-            .handle(inlet.spec.name, input, hop)
-            .await
-            .map_err(|e| self.redact(e, &inlet.secrets, Some(&seen)));
-        let (from, edge_id) = match source {
-            Source::Signal => (None, None),
-            Source::Edge { from, edge_id } => (Some(*from), Some(*edge_id)),
-        };
-        observer.on_hop(&HopEvent {
-            kind: HopKind::Delivered,
-            node: &self.name,
-            port,
-            from,
-            edge_id,
-            data: &seen,
-            started,
-            duration: clock.elapsed(),
-            depth,
-            error: result.as_ref().err(),
-            attempt,
-            secrets: &inlet.secrets,
-        });
-        result
+        // The observer sees the input after the handler ran, and a secret is masked
+        // out of an error with the input's values: keep a reference (the handler then
+        // gets a copy; the JSON is made only if something asks).
+        let seen = (observed || !inlet.secrets.is_empty()).then(|| input.clone());
+        Call::Handler {
+            inlet: index,
+            future: self.instance.clone().handle(inlet.spec.name, input, hop),
+            seen,
+        }
     }
+}
+
+/// What a delivery runs, resolved when it starts.
+enum Call {
+    /// A business port's handler, `inlet` the index of its input port.
+    Handler {
+        inlet: usize,
+        future: BoxFuture<'static, Result<Reply>>,
+        seen: Option<Msg>,
+    },
+    /// A system port's hook.
+    System(BoxFuture<'static, Result<Reply>>),
+    /// The message cannot be delivered (no such port, the mapping failed).
+    Refused(Error),
+}
+
+/// `e` without `values` and without those of `input` at `secrets`.
+fn redact_with(e: Error, secrets: &Secrets, input: Option<&Msg>, mut values: Vec<String>) -> Error {
+    if !secrets.is_empty()
+        && let Some(Ok(json)) = input.map(Msg::json)
+    {
+        secrets.collect(json, &mut values);
+    }
+    if values.is_empty() { e } else { e.redact(&values) }
 }
 
 /// Whether `port` is a member (`<family>_<key>`) of the family `spec`.
