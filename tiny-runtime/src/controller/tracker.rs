@@ -54,6 +54,16 @@ pub struct Tracking {
 }
 
 impl Tracking {
+    /// The track of `node`'s flow, when a tracker follows it.
+    fn track(&self, node: &str) -> Option<Arc<Mutex<Track>>> {
+        if !self.any.load(Ordering::Relaxed) {
+            return None;
+        }
+        let flows = self.flows.read().ok()?;
+        let flow = flows.get(node)?;
+        self.tracks.read().ok()?.get(flow).cloned()
+    }
+
     /// Remembers which flow `node` belongs to.
     pub fn set_flow(&self, node: &str, flow: Option<&str>) {
         if let Ok(mut f) = self.flows.write() {
@@ -123,31 +133,15 @@ impl Tracking {
 impl Observer for Tracking {
     /// Only a node of a tracked flow: elsewhere the handler takes the value itself.
     fn wants_data(&self, node: &str) -> bool {
-        if !self.any.load(Ordering::Relaxed) {
-            return false;
-        }
-        let Ok(flows) = self.flows.read() else { return true };
-        let Some(flow) = flows.get(node) else { return false };
-        self.tracks.read().map_or(true, |t| t.contains_key(flow))
+        self.track(node).is_some()
     }
 
     fn on_hop(&self, event: &HopEvent<'_>) {
-        if !self.any.load(Ordering::Relaxed) || event.kind != HopKind::Delivered {
+        if event.kind != HopKind::Delivered {
             return;
         }
-        let flow = match self.flows.read() {
-            Ok(f) => match f.get(event.node) {
-                Some(flow) => flow.clone(),
-                None => return,
-            },
-            Err(_) => return,
-        };
-        let track = match self.tracks.read() {
-            Ok(t) => match t.get(&flow) {
-                Some(track) => track.clone(),
-                None => return,
-            },
-            Err(_) => return,
+        let Some(track) = self.track(event.node) else {
+            return;
         };
         // Only a tracked flow pays for the payload's JSON, written straight from the
         // value unless the port has secret fields to mask first.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use futures::future::{Either, join_all};
+use futures::future::{BoxFuture, Either, join_all};
 use tracing::Instrument as _;
 
 use crate::{
@@ -14,7 +14,7 @@ use crate::{
 
 use super::{
     MAX_DEPTH,
-    deliver::{Inner, Source},
+    deliver::Inner,
     runner::{Outlet, Route},
 };
 
@@ -107,20 +107,20 @@ fn attempts<'a>(
     msg: Msg,
     hop: Hop,
 ) -> impl Future<Output = Result<Reply>> + Send + 'a {
-    let source = Source::Edge {
-        from,
-        edge_id: &route.id,
-    };
     let backoff = &route.backoff;
     if backoff.timeout.is_some() {
         // Rare: kept out of the hop's inline future (a timer is large).
-        return Either::Right(Either::Left(Box::pin(with_deadline(engine, route, source, msg, hop))));
+        return Either::Right(Either::Left(Box::pin(async move {
+            backoff
+                .run(&hop.cancel, again(engine, from, route, &msg, &hop, 0))
+                .await
+        })));
     }
     if backoff.max_attempts <= 1 {
-        return Either::Left(engine.deliver(route.to(), source, msg, hop));
+        return Either::Left(engine.deliver(route.to(), route.source(from), msg, hop));
     }
     let kept = (msg.clone(), hop.clone(), tokio::time::Instant::now());
-    let first = engine.deliver(route.to(), source, msg, hop);
+    let first = engine.deliver(route.to(), route.source(from), msg, hop);
     Either::Right(Either::Right(async move {
         let err = match first.await {
             Ok(reply) => return Ok(reply),
@@ -128,36 +128,27 @@ fn attempts<'a>(
         };
         // Retrying (with its timers) is boxed, so that a hop that succeeds does not
         // carry, and copy, the retry loop's state.
-        Box::pin(retry(engine, from, route, kept, err)).await
+        let (msg, hop, started) = kept;
+        Box::pin(async move {
+            let next = again(engine, from, route, &msg, &hop, 1);
+            backoff.retry_after(err, started, &hop.cancel, next).await
+        })
+        .await
     }))
 }
 
-/// Goes on after the first attempt failed with `err`.
-async fn retry(
-    engine: &Inner,
-    from: &str,
-    route: &Route,
-    (msg, hop, started): (Msg, Hop, tokio::time::Instant),
-    err: Error,
-) -> Result<Reply> {
-    let source = Source::Edge {
-        from,
-        edge_id: &route.id,
-    };
-    let mut attempt = 1;
-    let again = || {
-        attempt += 1;
-        engine.deliver_attempt(route.to(), source, msg.clone(), hop.clone(), attempt)
-    };
-    route.backoff.retry_after(err, started, &hop.cancel, again).await
-}
-
-/// Every attempt under the edge's deadline.
-async fn with_deadline(engine: &Inner, route: &Route, source: Source<'_>, msg: Msg, hop: Hop) -> Result<Reply> {
-    let mut attempt = 0;
-    let each = || {
-        attempt += 1;
-        engine.deliver_attempt(route.to(), source, msg.clone(), hop.clone(), attempt)
-    };
-    route.backoff.run(&hop.cancel, each).await
+/// Delivers `msg` along `route` once more each time it is called, counting attempts
+/// on from `done` (boxed: only retries and deadlines take this path).
+fn again<'a>(
+    engine: &'a Inner,
+    from: &'a str,
+    route: &'a Route,
+    msg: &'a Msg,
+    hop: &'a Hop,
+    mut done: u32,
+) -> impl FnMut() -> BoxFuture<'a, Result<Reply>> + 'a {
+    move || {
+        done += 1;
+        Box::pin(engine.deliver_attempt(route.to(), route.source(from), msg.clone(), hop.clone(), done))
+    }
 }

@@ -100,6 +100,14 @@ pub(crate) struct Route {
 }
 
 impl Route {
+    /// What the target sees of this edge, sent from `from`.
+    pub fn source<'a>(&'a self, from: &'a str) -> Source<'a> {
+        Source::Edge {
+            from,
+            edge_id: &self.id,
+        }
+    }
+
     pub fn to(&self) -> To<'_> {
         To {
             node: &self.node,
@@ -429,6 +437,8 @@ impl Runner {
             system::SETTINGS => {
                 let instance = self.instance.clone();
                 let secrets = self.settings_secrets.clone();
+                // One pass over the new settings' secrets and the node's (a secret
+                // inside another is then masked whole).
                 let redact = self.secret_values.clone();
                 return Call::System(Box::pin(async move {
                     let json = data.json()?;
