@@ -52,8 +52,9 @@ helm-lint: ## lint and render both charts with Helm v4 (helm-python-sdk, install
 	tools/helm/helm lint charts/tiny-module
 	tools/helm/helm template charts/tiny-module --name hello --namespace tinysystems > /dev/null
 
-bench-flow: ## flow engine benchmark beside Node-RED, with ratios
+bench-flow: ## flow engine benchmark beside Node-RED, with ratios: with the system allocator, then with mimalloc (`fast-alloc`)
 	$(CARGO) bench -p tiny-sdk --bench flow -- --peer
+	$(CARGO) bench -p tiny-sdk --bench flow --features fast-alloc -- --peer
 
 bench-http: ## http_server flow vs a bare hyper server vs Node-RED (http in -> http response), with ratios; needs Node.js and npm
 	$(CARGO) bench -p tiny-example-http --bench http -- --peer

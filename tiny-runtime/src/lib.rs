@@ -43,9 +43,9 @@ pub use hooks::HookError;
 /// ```
 ///
 /// A library never picks the allocator; the binary does. `cargo bench -p tiny-runtime
-/// --bench hop --features fast-alloc` measures the difference.
+/// --bench hop --features fast-alloc` and `make bench-flow` measure the difference.
 #[cfg(feature = "fast-alloc")]
-pub use mimalloc::MiMalloc as FastAlloc;
+pub use tiny_sdk::FastAlloc;
 
 /// Why the runtime could not start or stopped. Each variant keeps its cause as the
 /// error's `source`; [`Error::is_forbidden`] tells a missing RBAC rule from the rest.

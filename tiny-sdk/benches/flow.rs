@@ -2,7 +2,10 @@
 //! a 1-to-10 fan-out and a 5-hop request/response chain, optionally beside Node-RED
 //! running the same flows in the same command (`-- --peer`).
 //!
-//! `cargo bench -p tiny-sdk --bench flow -- [--peer] [--n N] [--lat-n N] [--only NAME] [--max-attempts N]`
+//! `cargo bench -p tiny-sdk --bench flow [--features fast-alloc] -- [--peer] [--n N] [--lat-n N] [--only NAME] [--max-attempts N]`
+//!
+//! With `--features fast-alloc` the binary runs on mimalloc, as a module binary may
+//! choose to ([`tiny_sdk::FastAlloc`]); `make bench-flow` runs both.
 //!
 //! The chains' edges have the default retry policy (3 attempts): each edge keeps the
 //! message for a retry, so its receiver gets a copy. `--max-attempts 1` measures edges
@@ -12,8 +15,16 @@
 //! subscriber against the runtime's subscriber when no `OTEL_*` exporter is set (the
 //! figure that must stay within 5%), and against every hop span recorded.
 //!
+//! Messages enter as JSON, as a signal sends them; `msgs_per_sec_typed_in` is the
+//! same with the payload sent as its Rust type (as a component's emit, or Node-RED's
+//! inject of a JS object, makes it).
+//!
 //! Node-RED is single-threaded, so the comparison figures run tiny on one thread too
 //! (a current-thread runtime); the two-worker figure is printed beside them.
+
+#[cfg(feature = "fast-alloc")]
+#[global_allocator]
+static ALLOC: tiny_sdk::FastAlloc = tiny_sdk::FastAlloc;
 
 use std::{
     process::Command,
@@ -24,6 +35,7 @@ use std::{
 use futures::{StreamExt as _, stream};
 use serde_json::{Value, json};
 use tiny_sdk::{
+    Hop, Msg,
     engine::Engine,
     flow::{Flow, FlowBuilder, RetryPolicy},
     prelude::*,
@@ -73,7 +85,9 @@ impl Pass {
     }
 }
 
-/// The end of a chain; answers with `v` when asked to.
+/// The end of a chain; answers with `v`. It only reads the message, so it borrows it:
+/// a message shared by a fan-out's branches, or kept by an edge for a retry, is not
+/// copied for it.
 #[derive(Debug, Component, Default)]
 #[component(name = "sink")]
 struct Sink {
@@ -81,6 +95,19 @@ struct Sink {
 }
 
 impl Sink {
+    async fn on_input(&self, _: &Ctx<Self>, msg: &Payload) -> Reply {
+        Reply::value(json!(msg.v))
+    }
+}
+
+/// [`Sink`] taking the message by value: each receiver of a shared message gets a copy.
+#[derive(Debug, Component, Default)]
+#[component(name = "sink_owned")]
+struct SinkOwned {
+    input: Input<Payload>,
+}
+
+impl SinkOwned {
     async fn on_input(&self, _: &Ctx<Self>, msg: Payload) -> Reply {
         Reply::value(json!(msg.v))
     }
@@ -111,11 +138,12 @@ fn chain(component: &str, hops: usize, mapping: &Value, max_attempts: Option<u32
     b.build()
 }
 
-fn fanout(width: usize) -> Flow {
+/// `s0` feeding `width` sinks of component `sink`.
+fn fanout(width: usize, sink: &str) -> Flow {
     let mut b = FlowBuilder::new().node("s0", "step");
     for i in 0..width {
         b = b
-            .node(&format!("t{i}"), "sink")
+            .node(&format!("t{i}"), sink)
             .edge("s0:out", &format!("t{i}:input"), json!(PASS_THROUGH));
     }
     b.build()
@@ -126,6 +154,7 @@ async fn engine(flow: Flow) -> Engine {
         .register::<Step>()
         .register::<Pass>()
         .register::<Sink>()
+        .register::<SinkOwned>()
         .build();
     for node in flow.nodes {
         if let Err(err) = e.apply(node).await {
@@ -139,12 +168,36 @@ fn payload(i: u64) -> Value {
     json!({"n": i, "v": 0, "user": {"name": "ada", "tags": ["a", "b"]}, "text": "hello world"})
 }
 
+/// The same payload typed, as a component (or Node-RED's inject, a JS object) makes it.
+fn typed_payload(i: u64) -> Payload {
+    Payload {
+        n: i,
+        v: 0,
+        user: User {
+            name: "ada".into(),
+            tags: vec!["a".into(), "b".into()],
+        },
+        text: "hello world".into(),
+    }
+}
+
+/// One message into `s0:input`: JSON as a signal sends it, or the typed value.
+async fn send(e: &Engine, i: u64, typed: bool) -> tiny_sdk::Result<Reply> {
+    if typed {
+        e.send_msg("s0:input", Msg::new(typed_payload(i)), Hop::default()).await
+    } else {
+        e.send("s0:input", payload(i)).await
+    }
+}
+
 /// Throughput with `window` messages in flight; returns messages per second.
 async fn throughput(e: &Engine, n: u64, window: usize) -> f64 {
+    throughput_of(e, n, window, false).await
+}
+
+async fn throughput_of(e: &Engine, n: u64, window: usize, typed: bool) -> f64 {
     let start = Instant::now();
-    let sends = stream::iter(0..n)
-        .map(|i| e.send("s0:input", payload(i)))
-        .buffer_unordered(window);
+    let sends = stream::iter(0..n).map(|i| send(e, i, typed)).buffer_unordered(window);
     let failed = sends.filter(|r| std::future::ready(r.is_err())).count().await;
     assert_eq!(failed, 0, "every message must arrive");
     n as f64 / start.elapsed().as_secs_f64()
@@ -205,6 +258,8 @@ struct Figures {
     name: &'static str,
     hops: u32,
     msgs_per_sec: f64,
+    /// The same with the payload sent typed (no JSON into the first node).
+    msgs_per_sec_typed: f64,
     msgs_per_sec_2t: f64,
     p50: f64,
     p99: f64,
@@ -214,21 +269,23 @@ async fn scenario(name: &'static str, hops: u32, flow: Flow, a: &Args) -> Figure
     let e = engine(flow).await;
     throughput(&e, a.n / 10, a.window).await; // warm-up
     let msgs_per_sec = throughput(&e, a.n, a.window).await;
+    let msgs_per_sec_typed = throughput_of(&e, a.n, a.window, true).await;
     let lat = latencies(&e, a.lat_n).await;
     Figures {
         name,
         hops,
         msgs_per_sec,
+        msgs_per_sec_typed,
         msgs_per_sec_2t: 0.0,
         p50: pct(&lat, 0.5),
         p99: pct(&lat, 0.99),
     }
 }
 
-/// The cost of a 1-to-10 fan-out per source message over a single send, measured in
-/// alternating rounds so that both see the same machine load.
-async fn fanout_ratio(a: &Args) -> (f64, f64, f64) {
-    let (single, fan) = (engine(fanout(1)).await, engine(fanout(10)).await);
+/// The cost of a 1-to-10 fan-out to `sink`s per source message over a single send,
+/// measured in alternating rounds so that both see the same machine load.
+async fn fanout_ratio(a: &Args, sink: &str) -> (f64, f64, f64) {
+    let (single, fan) = (engine(fanout(1, sink)).await, engine(fanout(10, sink)).await);
     let n = (a.n / 5).max(1000);
     let mut ratios = Vec::new();
     for _ in 0..5 {
@@ -364,6 +421,14 @@ fn peer() -> Vec<Value> {
 
 fn main() {
     let a = args();
+    println!(
+        "allocator: {}",
+        if cfg!(feature = "fast-alloc") {
+            "mimalloc (`--features fast-alloc`)"
+        } else {
+            "the system's (glibc malloc)"
+        }
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -372,8 +437,8 @@ fn main() {
     let flows: Vec<(&'static str, u32, Flow)> = vec![
         ("chain10", 10, chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)),
         ("chain10_expr", 10, chain("pass", 10, &expr, a.max_attempts)),
-        ("single", 1, fanout(1)),
-        ("fanout10", 1, fanout(10)),
+        ("single", 1, fanout(1, "sink")),
+        ("fanout10", 1, fanout(10, "sink")),
         ("rr5", 5, chain("step", 5, &json!(PASS_THROUGH), a.max_attempts)),
     ];
     let mut figures = Vec::new();
@@ -384,10 +449,11 @@ fn main() {
         let mut f = rt.block_on(scenario(name, hops, flow.clone(), &a));
         f.msgs_per_sec_2t = two_threads(flow, &a);
         println!(
-            "{{\"engine\":\"tiny\",\"scenario\":\"{}\",\"hops\":{},\"msgs_per_sec\":{:.1},\"msgs_per_sec_2_threads\":{:.1},\"p50_us\":{:.2},\"p99_us\":{:.2},\"per_hop_p50_us\":{:.3},\"per_hop_p99_us\":{:.3}}}",
+            "{{\"engine\":\"tiny\",\"scenario\":\"{}\",\"hops\":{},\"msgs_per_sec\":{:.1},\"msgs_per_sec_typed_in\":{:.1},\"msgs_per_sec_2_threads\":{:.1},\"p50_us\":{:.2},\"p99_us\":{:.2},\"per_hop_p50_us\":{:.3},\"per_hop_p99_us\":{:.3}}}",
             f.name,
             f.hops,
             f.msgs_per_sec,
+            f.msgs_per_sec_typed,
             f.msgs_per_sec_2t,
             f.p50,
             f.p99,
@@ -397,11 +463,13 @@ fn main() {
         figures.push(f);
     }
     let get = |n: &str| figures.iter().find(|f| f.name == n);
-    if a.only.is_none() {
-        let (median, min, max) = rt.block_on(fanout_ratio(&a));
-        println!(
-            "tiny fanout10 cost per source message / single send: {median:.2}x (median of 5 alternating rounds; {min:.2}..{max:.2})"
-        );
+    if a.only.as_deref().is_none_or(|o| o == "fanout10") {
+        for (sink, what) in [("sink", "borrowing sinks"), ("sink_owned", "sinks taking the value")] {
+            let (median, min, max) = rt.block_on(fanout_ratio(&a, sink));
+            println!(
+                "tiny fanout10 cost per source message / single send, {what}: {median:.2}x (median of 5 alternating rounds; {min:.2}..{max:.2})"
+            );
+        }
     }
     if a.only.as_deref().is_none_or(|o| o == "tracing") {
         let c = tracing_ratio(&rt, &a);
@@ -427,6 +495,13 @@ fn main() {
                 t.msgs_per_sec,
                 r,
                 t.msgs_per_sec / r
+            );
+            // Node-RED's messages enter as JS objects, not as JSON text to parse.
+            println!(
+                "{tiny}: tiny with the payload sent typed {:.0} msg/s vs node-red {:.0} msg/s: {:.1}x",
+                t.msgs_per_sec_typed,
+                r,
+                t.msgs_per_sec_typed / r
             );
         }
         if let (Some(t), Some(r)) = (get(tiny), node(red, "p50_us")) {

@@ -73,16 +73,18 @@ pub const fn response<R: schemars::JsonSchema + 'static>() -> Option<fn() -> Val
 
 /// What the derive checks an `on_<port>` method against, so that a handler of the wrong
 /// shape is one error that shows the expected signature, not rustc's argument count.
-/// `Shape` tells the accepted shape from the refused ones (it is inferred).
+/// `M` is the port's message type (named in that error), `T` the handler's parameter
+/// (`M` or `&M`, see [`Arg`]); `Shape` tells the accepted shape from the refused ones
+/// (it is inferred).
 #[diagnostic::on_unimplemented(
-    message = "this is not a handler for a port carrying `{T}`",
-    label = "expected `async fn(&self, ctx: &Ctx<Self>, msg: {T}) -> R` here",
-    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {T}) -> R`, where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`",
+    message = "this is not a handler for a port carrying `{M}`",
+    label = "expected `async fn(&self, ctx: &Ctx<Self>, msg: {M}) -> R` here",
+    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {M}) -> R` (or `msg: &{M}`), where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`",
     note = "its future must be `Send`: hold no `Rc`, `RefCell` borrow or `MutexGuard` across an `.await`"
 )]
-pub trait Handler<'a, C: crate::Component, T, Shape> {
+pub trait Handler<'a, C: crate::Component, M, T, Shape> {
     /// The handler's future.
-    type Future: Future<Output = Self::Output> + Send + 'a;
+    type Future: Future<Output = Self::Output> + Send;
     /// What it answers.
     type Output: crate::IntoReply;
     /// Runs it.
@@ -104,11 +106,11 @@ pub trait Refused<C> {}
 // Reported as "not a handler", with the signature, rather than as whichever of the
 // bounds below failed.
 #[diagnostic::do_not_recommend]
-impl<'a, C, T, F, Fut> Handler<'a, C, T, WithCtx> for F
+impl<'a, C, M, T, F, Fut> Handler<'a, C, M, T, WithCtx> for F
 where
     C: crate::Component,
     F: Fn(&'a C, &'a crate::Ctx<C>, T) -> Fut,
-    Fut: Future + Send + 'a,
+    Fut: Future + Send,
     Fut::Output: crate::IntoReply,
 {
     type Future = Fut;
@@ -120,11 +122,11 @@ where
 }
 
 #[diagnostic::do_not_recommend]
-impl<'a, C, T, F, Fut> Handler<'a, C, T, WithoutCtx> for F
+impl<'a, C, M, T, F, Fut> Handler<'a, C, M, T, WithoutCtx> for F
 where
     C: crate::Component,
     F: Fn(&'a C, T) -> Fut,
-    Fut: Future + Send + 'a,
+    Fut: Future + Send,
     Fut::Output: crate::IntoReply,
     WithoutCtx: Refused<C>,
 {
@@ -136,14 +138,22 @@ where
     }
 }
 
-/// Calls a port handler (the derive's dispatch goes through here; see [`Handler`]).
-pub fn call<'a, C: crate::Component, T, S, H: Handler<'a, C, T, S>>(
+/// Calls a port handler (the derive's dispatch goes through here; see [`Handler`]) of
+/// a port carrying `M`. `msg` is what the handler's parameter asked of the message
+/// ([`Arg`]).
+pub fn call<'a, C: crate::Component, M, T, S, H: Handler<'a, C, M, T, S>>(
     handler: H,
     component: &'a C,
     ctx: &'a crate::Ctx<C>,
     msg: T,
 ) -> H::Future {
     handler.call(component, ctx, msg)
+}
+
+/// What the handler's `msg` parameter asks of the message in `inbox`, which arrived
+/// on `port`: the parameter's type is inferred from the handler the dispatch calls.
+pub fn arg<'x, T, K, A: Arg<'x, T, K>>(inbox: &'x mut Inbox<T, K>, port: &str) -> Result<A> {
+    A::from_inbox(inbox, port)
 }
 
 /// The answer to a message for a port the component does not have.
@@ -153,10 +163,137 @@ pub fn unknown_port(component: &'static str, port: &str) -> Result<Reply> {
     )))
 }
 
-/// Takes an input port's value out of a message, choosing the cheapest sound way for
-/// the (concrete) message type at the call site by autoref specialisation:
-/// [`RoundTrip`]-exact and `Clone` types are moved or cloned, exact types are moved
-/// (else decoded), every other type is decoded from JSON.
+/// The message for one handler call, until the handler's parameter says how it wants
+/// it. `K` is how a value of `T` is taken out of a message soundly ([`Taker`]), chosen
+/// for the concrete type at the call site ([`Take`]).
+pub struct Inbox<T, K> {
+    msg: Option<Msg>,
+    how: PhantomData<fn() -> (T, K)>,
+}
+
+impl<T, K> std::fmt::Debug for Inbox<T, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox").field("msg", &self.msg).finish()
+    }
+}
+
+impl<T, K> Inbox<T, K> {
+    fn new(msg: Msg) -> Self {
+        Inbox {
+            msg: Some(msg),
+            how: PhantomData,
+        }
+    }
+
+    fn handed_over() -> Error {
+        Error::permanent("message was already handed over")
+    }
+}
+
+/// What a handler's `msg` parameter can be for a port carrying `T`: `T` (the handler
+/// owns the value: moved when this hop holds the only reference, else cloned or
+/// decoded) or `&T` (lent: a message of type `T` shared with other receivers, or kept
+/// by an edge for a retry, is not copied).
+#[diagnostic::on_unimplemented(
+    message = "this is not a handler for a port carrying `{T}`",
+    label = "expected `async fn(&self, ctx: &Ctx<Self>, msg: {T}) -> R` (or `msg: &{T}`) here",
+    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {T}) -> R`, where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`; `msg: &{T}` borrows the message instead of taking it"
+)]
+pub trait Arg<'x, T, K>: Sized {
+    /// The parameter's value, from the message in `inbox`, which arrived on `port`.
+    fn from_inbox(inbox: &'x mut Inbox<T, K>, port: &str) -> Result<Self>;
+}
+
+#[diagnostic::do_not_recommend]
+impl<'x, T, K: Taker<T>> Arg<'x, T, K> for T {
+    fn from_inbox(inbox: &'x mut Inbox<T, K>, port: &str) -> Result<T> {
+        K::take(inbox.msg.take().ok_or_else(Inbox::<T, K>::handed_over)?, port)
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<'x, T: crate::Message, K: Taker<T>> Arg<'x, T, K> for &'x T {
+    fn from_inbox(inbox: &'x mut Inbox<T, K>, port: &str) -> Result<&'x T> {
+        let msg = inbox.msg.as_mut().ok_or_else(Inbox::<T, K>::handed_over)?;
+        // A value that would not survive JSON unchanged is lent as the receiver
+        // would have decoded it, like a taken one.
+        if !(K::lends() && msg.is::<T>()) {
+            *msg = Msg::new(msg.decode::<T>(port)?);
+        }
+        msg.get::<T>().ok_or_else(Inbox::<T, K>::handed_over)
+    }
+}
+
+/// How a value of `T` is taken out of a message soundly: one zero-sized type per way,
+/// picked by [`Take`].
+pub trait Taker<T> {
+    /// The value itself: moved or cloned where that gives what JSON would, else
+    /// decoded.
+    fn take(msg: Msg, port: &str) -> Result<T>;
+    /// Whether a typed `T` may be lent as it is (it survives a JSON round trip).
+    fn lends() -> bool;
+}
+
+/// A [`RoundTrip`]-exact `Clone` type: moved, or cloned when shared.
+#[derive(Debug)]
+pub struct ExactClone;
+/// A [`RoundTrip`]-exact type: moved when not shared, else decoded.
+#[derive(Debug)]
+pub struct ExactMove;
+/// Any other message type: decoded from JSON.
+#[derive(Debug)]
+pub struct Decode;
+/// Not a message type (the port table reports it).
+#[derive(Debug)]
+pub struct NotAMessage;
+
+impl<T: crate::Message + RoundTrip + Clone> Taker<T> for ExactClone {
+    fn take(msg: Msg, port: &str) -> Result<T> {
+        if T::round_trip_exact(0) {
+            msg.take_exact_or_clone(port)
+        } else {
+            msg.decode(port)
+        }
+    }
+    fn lends() -> bool {
+        T::round_trip_exact(0)
+    }
+}
+
+impl<T: crate::Message + RoundTrip> Taker<T> for ExactMove {
+    fn take(msg: Msg, port: &str) -> Result<T> {
+        if T::round_trip_exact(0) {
+            msg.take_exact(port)
+        } else {
+            msg.decode(port)
+        }
+    }
+    fn lends() -> bool {
+        T::round_trip_exact(0)
+    }
+}
+
+impl<T: crate::Message> Taker<T> for Decode {
+    fn take(msg: Msg, port: &str) -> Result<T> {
+        msg.decode(port)
+    }
+    fn lends() -> bool {
+        false
+    }
+}
+
+impl<T> Taker<T> for NotAMessage {
+    fn take(_: Msg, port: &str) -> Result<T> {
+        Err(Error::permanent(format!("port `{port}` does not carry a message type")))
+    }
+    fn lends() -> bool {
+        false
+    }
+}
+
+/// Picks the [`Taker`] for an input port's (concrete) message type at the call site, by
+/// autoref specialisation: the most specific of [`ExactClone`], [`ExactMove`], [`Decode`]
+/// that the type allows.
 #[derive(Debug)]
 pub struct Take<T>(PhantomData<fn() -> T>);
 
@@ -178,52 +315,44 @@ impl<T> Take<T> {
 }
 
 pub trait TakeExactClone<T> {
-    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+    fn inbox(&self, msg: Msg) -> Inbox<T, ExactClone>;
 }
 
 impl<T: crate::Message + RoundTrip + Clone> TakeExactClone<T> for &&&Take<T> {
-    fn take(&self, msg: Msg, port: &str) -> Result<T> {
-        if T::round_trip_exact(0) {
-            msg.take_exact_or_clone(port)
-        } else {
-            msg.decode(port)
-        }
+    fn inbox(&self, msg: Msg) -> Inbox<T, ExactClone> {
+        Inbox::new(msg)
     }
 }
 
 pub trait TakeExact<T> {
-    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+    fn inbox(&self, msg: Msg) -> Inbox<T, ExactMove>;
 }
 
 impl<T: crate::Message + RoundTrip> TakeExact<T> for &&Take<T> {
-    fn take(&self, msg: Msg, port: &str) -> Result<T> {
-        if T::round_trip_exact(0) {
-            msg.take_exact(port)
-        } else {
-            msg.decode(port)
-        }
+    fn inbox(&self, msg: Msg) -> Inbox<T, ExactMove> {
+        Inbox::new(msg)
     }
 }
 
 pub trait TakeDecode<T> {
-    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+    fn inbox(&self, msg: Msg) -> Inbox<T, Decode>;
 }
 
 impl<T: crate::Message> TakeDecode<T> for &Take<T> {
-    fn take(&self, msg: Msg, port: &str) -> Result<T> {
-        msg.decode(port)
+    fn inbox(&self, msg: Msg) -> Inbox<T, Decode> {
+        Inbox::new(msg)
     }
 }
 
 /// Reached only for a port type that is not a message, which the port table already
 /// reports: no second error here.
 pub trait TakeNone<T> {
-    fn take(&self, msg: Msg, port: &str) -> Result<T>;
+    fn inbox(&self, msg: Msg) -> Inbox<T, NotAMessage>;
 }
 
 impl<T> TakeNone<T> for Take<T> {
-    fn take(&self, _: Msg, port: &str) -> Result<T> {
-        Err(Error::permanent(format!("port `{port}` does not carry a message type")))
+    fn inbox(&self, msg: Msg) -> Inbox<T, NotAMessage> {
+        Inbox::new(msg)
     }
 }
 

@@ -76,6 +76,20 @@ pub use msg::{Msg, RoundTrip};
 pub use port::{Direction, Input, Output, Outputs, PortShape, PortSpec, Position};
 pub use state::NodeState;
 
+/// A fast global allocator (mimalloc), for binaries that choose it with the
+/// `fast-alloc` feature and one line:
+///
+/// ```ignore
+/// #[global_allocator]
+/// static ALLOC: tiny_sdk::FastAlloc = tiny_sdk::FastAlloc;
+/// ```
+///
+/// A library never picks the allocator; the binary does. A message hop allocates
+/// (the hop's future, the message, a copy for an edge that may retry), so the
+/// allocator shows in the flow benchmark: `make bench-flow` runs it with both.
+#[cfg(feature = "fast-alloc")]
+pub use mimalloc::MiMalloc as FastAlloc;
+
 /// Derives [`Component`]: the port table, the instance constructor and the dispatch
 /// from `Input`/`Output` fields to `on_<port>` methods.
 ///
@@ -87,6 +101,11 @@ pub use state::NodeState;
 /// - `crate = "path"`: the path the generated code names the SDK by, when it is not
 ///   `::tiny_sdk` (a dependency renamed in `Cargo.toml`, a re-export from another
 ///   crate), e.g. `crate = "sdk"` or `crate = "::my_platform::sdk"`.
+///
+/// An input port `input: Input<T>` is handled by `async fn on_input(&self, ctx:
+/// &Ctx<Self>, msg: T) -> R` (`R` is `()`, [`Reply`], `Result<()>` or `Result<Reply>`).
+/// A handler that only reads may take `msg: &T`: a message shared by a fan-out or
+/// kept by an edge for a retry is then lent, not copied.
 ///
 /// Field attributes, `#[port(...)]`, on `Input<T>`, `Output<T, R>` and `Outputs<T, R>`
 /// fields: `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`

@@ -27,8 +27,10 @@
 //! receiving port's type is the sender's type `T` *and* `T` is [`RoundTrip`]-exact
 //! (`decode(encode(x)) == x` for every `x`), the value itself is handed over: moved out
 //! of the `Arc` when the receiver holds the only reference, cloned when the message is
-//! shared (a fan-out, an edge that may retry, an observer) and `T: Clone`. Otherwise
-//! the receiver decodes from the (shared, lazily built) JSON, exactly as before.
+//! shared (a fan-out, an edge that may retry, an observer) and `T: Clone`. A handler
+//! that borrows its input (`msg: &T`) is lent the shared value itself, with no copy.
+//! Otherwise the receiver decodes from the (shared, lazily built) JSON, exactly as
+//! before (a borrowing one borrows what was decoded).
 //!
 //! `#[derive(Schema)]` implements [`RoundTrip`] and reports a type exact only when none
 //! of its serde attributes can make the trip lossy (`skip*`, `*_with`, `flatten`,

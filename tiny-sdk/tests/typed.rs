@@ -1,7 +1,8 @@
 //! Typed messages: what a receiver sees is what it would have decoded from the
 //! sender's JSON, on every kind of edge (same type moved, same type shared by a
 //! fan-out, an edge that may retry, an observer; another type; a template; no mapping;
-//! from the wire's bytes), including types whose serde round trip is lossy.
+//! from the wire's bytes), including types whose serde round trip is lossy, whether
+//! the receiver takes the value (`msg: T`) or borrows it (`msg: &T`).
 
 use std::{
     collections::HashMap,
@@ -125,7 +126,7 @@ fn take_seen(node: &str) -> Vec<String> {
 }
 
 macro_rules! components {
-    ($($send:ident / $recv:ident: $t:ty = $sample:expr, $sname:literal, $rname:literal;)*) => {$(
+    ($($send:ident / $recv:ident / $lend:ident: $t:ty = $sample:expr, $sname:literal, $rname:literal, $lname:literal;)*) => {$(
         /// Emits the sample value on any input.
         #[derive(Debug, Component, Default)]
         #[component(name = $sname)]
@@ -153,15 +154,29 @@ macro_rules! components {
                 Reply::value(json!("ok"))
             }
         }
+
+        /// The same, borrowing the message.
+        #[derive(Debug, Component, Default)]
+        #[component(name = $lname)]
+        struct $lend {
+            input: Input<$t>,
+        }
+
+        impl $lend {
+            async fn on_input(&self, ctx: &Ctx<Self>, msg: &$t) -> Reply {
+                record(ctx.node_name(), format!("{msg:?}"));
+                Reply::value(json!("ok"))
+            }
+        }
     )*};
 }
 
 components! {
-    SendExact / RecvExact: Exact = exact(), "send_exact", "recv_exact";
-    SendLossy / RecvLossy: Lossy = lossy(), "send_lossy", "recv_lossy";
-    SendShouting / RecvShouting: Shouting = shouting(), "send_shouting", "recv_shouting";
-    SendOther / RecvOther: Other = Other::default(), "send_other", "recv_other";
-    SendValue / RecvValue: Value = json!({"n": 7, "userName": "ada", "inner": {"ok": true}}), "send_value", "recv_value";
+    SendExact / RecvExact / LendExact: Exact = exact(), "send_exact", "recv_exact", "lend_exact";
+    SendLossy / RecvLossy / LendLossy: Lossy = lossy(), "send_lossy", "recv_lossy", "lend_lossy";
+    SendShouting / RecvShouting / LendShouting: Shouting = shouting(), "send_shouting", "recv_shouting", "lend_shouting";
+    SendOther / RecvOther / LendOther: Other = Other::default(), "send_other", "recv_other", "lend_other";
+    SendValue / RecvValue / LendValue: Value = json!({"n": 7, "userName": "ada", "inner": {"ok": true}}), "send_value", "recv_value", "lend_value";
 }
 
 fn engine(observer: Option<Arc<dyn Observer>>) -> Engine {
@@ -175,7 +190,12 @@ fn engine(observer: Option<Arc<dyn Observer>>) -> Engine {
         .register::<SendOther>()
         .register::<RecvOther>()
         .register::<SendValue>()
-        .register::<RecvValue>();
+        .register::<RecvValue>()
+        .register::<LendExact>()
+        .register::<LendLossy>()
+        .register::<LendShouting>()
+        .register::<LendOther>()
+        .register::<LendValue>();
     if let Some(o) = observer {
         b = b.observer(o);
     }
@@ -244,21 +264,15 @@ async fn the_derive_knows_which_types_round_trip_exactly() {
 async fn same_type_edges_give_what_json_would() {
     let want = dbg(&via_json::<_, Exact>(&exact()));
     assert_eq!(want, dbg(&exact()), "an exact type is its own round trip");
-    for (receivers, retry) in [(1, no_retry()), (1, None), (3, no_retry()), (3, None)] {
-        let got = run(
-            "send_exact",
-            "recv_exact",
-            receivers,
-            retry.clone(),
-            json!("{{$}}"),
-            None,
-        )
-        .await;
-        assert_eq!(
-            got,
-            vec![want.clone(); receivers],
-            "{receivers} receivers, retry {retry:?}"
-        );
+    for recv in ["recv_exact", "lend_exact"] {
+        for (receivers, retry) in [(1, no_retry()), (1, None), (3, no_retry()), (3, None)] {
+            let got = run("send_exact", recv, receivers, retry.clone(), json!("{{$}}"), None).await;
+            assert_eq!(
+                got,
+                vec![want.clone(); receivers],
+                "{recv}: {receivers} receivers, retry {retry:?}"
+            );
+        }
     }
 }
 
@@ -268,31 +282,25 @@ async fn lossy_types_travel_through_json_even_on_same_type_edges() {
     assert_ne!(want, dbg(&lossy()), "the sample must show the loss");
     let want_shout = dbg(&via_json::<_, Shouting>(&shouting()));
     assert_eq!(want_shout, r#"Shouting { word: "QUIET" }"#);
-    for (receivers, retry) in [(1, no_retry()), (1, None), (3, no_retry())] {
-        let got = run(
-            "send_lossy",
-            "recv_lossy",
-            receivers,
-            retry.clone(),
-            json!("{{$}}"),
-            None,
-        )
-        .await;
-        assert_eq!(
-            got,
-            vec![want.clone(); receivers],
-            "{receivers} receivers, retry {retry:?}"
-        );
-        let got = run(
-            "send_shouting",
-            "recv_shouting",
-            receivers,
-            retry.clone(),
-            json!("{{$}}"),
-            None,
-        )
-        .await;
-        assert_eq!(got, vec![want_shout.clone(); receivers]);
+    for (lossy, shouting) in [("recv_lossy", "recv_shouting"), ("lend_lossy", "lend_shouting")] {
+        for (receivers, retry) in [(1, no_retry()), (1, None), (3, no_retry())] {
+            let got = run("send_lossy", lossy, receivers, retry.clone(), json!("{{$}}"), None).await;
+            assert_eq!(
+                got,
+                vec![want.clone(); receivers],
+                "{lossy}: {receivers} receivers, retry {retry:?}"
+            );
+            let got = run(
+                "send_shouting",
+                shouting,
+                receivers,
+                retry.clone(),
+                json!("{{$}}"),
+                None,
+            )
+            .await;
+            assert_eq!(got, vec![want_shout.clone(); receivers], "{shouting}");
+        }
     }
 }
 
@@ -300,13 +308,15 @@ async fn lossy_types_travel_through_json_even_on_same_type_edges() {
 async fn other_types_meet_through_serde() {
     let want = dbg(&via_json::<_, Other>(&exact()));
     assert_eq!(want, r#"Other { n: 7, user: "ada" }"#);
-    let got = run("send_exact", "recv_other", 1, no_retry(), json!("{{$}}"), None).await;
-    assert_eq!(got, std::slice::from_ref(&want));
-    // A `Value` sender and a typed receiver, and the other way round.
-    let got = run("send_value", "recv_other", 2, None, json!("{{$}}"), None).await;
-    assert_eq!(got, [want.clone(), want]);
-    let got = run("send_exact", "recv_value", 1, no_retry(), json!("{{$}}"), None).await;
-    assert_eq!(got, [dbg(&serde_json::to_value(exact()).expect("encodes"))]);
+    for (other, value) in [("recv_other", "recv_value"), ("lend_other", "lend_value")] {
+        let got = run("send_exact", other, 1, no_retry(), json!("{{$}}"), None).await;
+        assert_eq!(got, std::slice::from_ref(&want), "{other}");
+        // A `Value` sender and a typed receiver, and the other way round.
+        let got = run("send_value", other, 2, None, json!("{{$}}"), None).await;
+        assert_eq!(got, [want.clone(), want.clone()], "{other}");
+        let got = run("send_exact", value, 1, no_retry(), json!("{{$}}"), None).await;
+        assert_eq!(got, [dbg(&serde_json::to_value(exact()).expect("encodes"))], "{value}");
+    }
 }
 
 #[tokio::test]
@@ -317,11 +327,13 @@ async fn templates_and_unmapped_edges_see_the_json() {
     sent["tags"] = json!([]);
     sent.as_object_mut().map(|o| o.remove("maybe"));
     let want = dbg(&serde_json::from_value::<Exact>(sent).expect("decodes"));
-    let got = run("send_exact", "recv_exact", 1, no_retry(), mapping, None).await;
-    assert_eq!(got, [want]);
-    // No mapping: the port's default configuration, as in the Go SDK.
-    let got = run("send_exact", "recv_exact", 1, no_retry(), Value::Null, None).await;
-    assert_eq!(got, [dbg(&Exact::default())]);
+    for recv in ["recv_exact", "lend_exact"] {
+        let got = run("send_exact", recv, 1, no_retry(), mapping.clone(), None).await;
+        assert_eq!(got, std::slice::from_ref(&want), "{recv}");
+        // No mapping: the port's default configuration, as in the Go SDK.
+        let got = run("send_exact", recv, 1, no_retry(), Value::Null, None).await;
+        assert_eq!(got, [dbg(&Exact::default())], "{recv}");
+    }
 }
 
 /// Reads every payload as JSON, as TinyTracker does.
@@ -357,10 +369,36 @@ async fn an_observer_sees_json_and_the_receiver_still_gets_the_value() {
 #[tokio::test]
 async fn bytes_from_the_wire_decode_straight_into_the_port_type() {
     let e = engine(None);
-    let flow = FlowBuilder::new().node("wire-r", "recv_exact").build();
+    let flow = FlowBuilder::new()
+        .node("wire-r", "recv_exact")
+        .node("wire-l", "lend_exact")
+        .build();
     for node in flow.nodes {
         e.apply(node).await.expect("loads");
     }
+    let lend = tiny_sdk::flow::PortAddress::parse("wire-l:input").expect("address");
+    let bytes = serde_json::to_vec(&exact()).expect("encodes");
+    e.deliver(
+        &lend,
+        tiny_sdk::engine::Source::Signal,
+        Msg::from_json_bytes(bytes),
+        Hop::default(),
+    )
+    .await
+    .expect("delivered");
+    assert_eq!(take_seen("wire-l"), [dbg(&exact())], "a borrowing receiver");
+    let err = e
+        .deliver(
+            &lend,
+            tiny_sdk::engine::Source::Signal,
+            Msg::from_json_bytes(br#"{"n":"seven"}"#.to_vec()),
+            Hop::default(),
+        )
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("field `n` does not decode"), "a borrowing receiver: {err}");
     let bytes = serde_json::to_vec(&exact()).expect("encodes");
     let to = tiny_sdk::flow::PortAddress::parse("wire-r:input").expect("address");
     e.deliver(
@@ -451,4 +489,101 @@ async fn a_lone_receiver_on_an_edge_without_retries_gets_the_value_itself() {
             "moved: {moved} (an edge that may retry keeps the message)"
         );
     }
+}
+
+/// Where the borrowing test's strings live (apart from [`ADDRESSES`]: the tests run at
+/// once).
+static LENT: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// [`RecvBig`] borrowing the message; fails its first delivery (transient, so the
+/// edge retries) when the text says `retry`.
+#[derive(Debug, Component, Default)]
+#[component(name = "lend_big")]
+struct LendBig {
+    input: Input<Big>,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl LendBig {
+    async fn on_input(&self, _: &Ctx<Self>, msg: &Big) -> Result<Reply> {
+        if let Ok(mut a) = LENT.lock() {
+            a.push(msg.text.as_ptr() as usize);
+        }
+        if msg.text.starts_with("retry") && !self.failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::transient("not yet"));
+        }
+        Ok(Reply::empty())
+    }
+}
+
+/// Sends a [`Big`] whose text starts with the signal's `prefix`.
+#[derive(Debug, Component, Default)]
+#[component(name = "send_lent")]
+struct SendLent {
+    go: Input<Value>,
+    out: Output<Big>,
+}
+
+impl SendLent {
+    async fn on_go(&self, ctx: &Ctx<Self>, go: Value) -> Result<Reply> {
+        let prefix = go["prefix"].as_str().unwrap_or_default();
+        let big = Big {
+            text: format!("{prefix}{}", "x".repeat(64)),
+        };
+        if let Ok(mut a) = LENT.lock() {
+            a.push(big.text.as_ptr() as usize);
+        }
+        self.out.emit(ctx, big).await
+    }
+}
+
+fn lent() -> Vec<usize> {
+    LENT.lock().map(|mut a| std::mem::take(&mut *a)).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_borrowing_receiver_is_lent_the_senders_value_on_any_edge() {
+    let e = Engine::builder().register::<SendLent>().register::<LendBig>().build();
+    // An edge that may retry keeps the message, a fan-out shares it: a borrowing
+    // receiver reads the sender's value in place either way.
+    for (retry, receivers) in [(None, 1), (no_retry(), 1), (None, 3)] {
+        let mut b = FlowBuilder::new().node("lend-src", "send_lent");
+        for i in 0..receivers {
+            let name = format!("lend-dst{i}");
+            b = b.node(&name, "lend_big").edge_with(
+                "lend-src:out",
+                &format!("{name}:input"),
+                json!("{{$}}"),
+                retry.clone(),
+            );
+        }
+        for node in b.build().nodes {
+            e.apply(node).await.expect("loads");
+        }
+        e.send("lend-src:go", json!({})).await.expect("delivered");
+        let a = lent();
+        assert_eq!(a.len(), 1 + receivers);
+        assert!(
+            a.iter().all(|p| *p == a[0]),
+            "retry {retry:?}, {receivers} receivers: every receiver reads the sender's string: {a:?}"
+        );
+        for i in 0..receivers {
+            e.remove(&format!("lend-dst{i}"), true).await.expect("removed");
+        }
+    }
+    // A retried delivery lends the kept message again.
+    let flow = FlowBuilder::new()
+        .node("retry-src", "send_lent")
+        .node("retry-dst", "lend_big")
+        .edge("retry-src:out", "retry-dst:input", json!("{{$}}"))
+        .build();
+    for node in flow.nodes {
+        e.apply(node).await.expect("loads");
+    }
+    e.send("retry-src:go", json!({"prefix": "retry"}))
+        .await
+        .expect("the second attempt succeeds");
+    let a = lent();
+    assert_eq!(a.len(), 3, "sent once, delivered twice: {a:?}");
+    assert!(a.iter().all(|p| *p == a[0]), "{a:?}");
 }

@@ -286,14 +286,13 @@ fn handle_fn(c: &Component) -> TokenStream {
 
 fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
-    // Autoref specialisation (see `__private::Take`): the most specific `take` that
-    // the port's message type allows.
-    let take = respan(
+    // Autoref specialisation (see `__private::Take`): the most specific way to take
+    // the port's message type out of a message.
+    let inbox_expr = respan(
         quote!({
             #[allow(unused_imports)]
             use #k::__private::{TakeDecode as _, TakeExact as _, TakeExactClone as _, TakeNone as _};
-            let port = &self.#field;
-            (&&&&#k::__private::Take::of(port)).take(input, port.name())
+            (&&&&#k::__private::Take::of(&self.#field)).inbox(input)
         }),
         p.check_span,
     );
@@ -301,18 +300,22 @@ fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     // reported on the port field that asked for it (or on `handler = ...`); `msg`
     // carries the message type's span, where a handler taking another type is reported.
     let msg = Ident::new("msg", p.check_span);
+    let inbox = Ident::new("inbox", p.check_span);
     let args = quote!(self, ctx, #msg);
     // Through `__private::call`, whose `Handler` bound names the expected signature
-    // when the method has another shape.
+    // when the method has another shape; the handler's parameter type, inferred from
+    // that call, picks through `__private::arg` the value or a borrow of it.
     let ty = &p.ty;
     let message = quote!(<#ty as #k::__private::PortType>::Message);
     let k = at(k, handler.span());
     let call =
-        quote_spanned!(handler.span()=> #k::__private::call::<Self, #message, _, _>(Self::#handler, #args).await);
+        quote_spanned!(handler.span()=> #k::__private::call::<Self, #message, _, _, _>(Self::#handler, #args).await);
     let into_reply = quote_spanned!(handler.span()=> #k::IntoReply::into_reply);
+    let arg = quote_spanned!(p.check_span=> #k::__private::arg::<#message, _, _>(&mut #inbox, self.#field.name()));
     quote! {
         #name => {
-            let #msg = #take?;
+            let mut #inbox = #inbox_expr;
+            let #msg = #arg?;
             #into_reply(#call)
         }
     }

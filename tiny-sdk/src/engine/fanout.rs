@@ -37,7 +37,7 @@ pub(crate) async fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut 
     hop.depth += 1;
     match outlet.edges.as_slice() {
         [] => Ok(Reply::empty()),
-        [only] => send(&engine, &outlet.from, only, msg, hop).await,
+        [only] => send(&engine, &outlet.from, only, msg, hop, None).await,
         // Its branches live in one allocation anyway: boxed, so that a single edge's
         // future does not carry the fan-out's.
         many => Box::pin(fan_out(&engine, &outlet.from, many, msg, hop)).await,
@@ -46,17 +46,21 @@ pub(crate) async fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut 
 
 /// Sends along several edges at once.
 async fn fan_out(engine: &Arc<Inner>, from: &Arc<str>, routes: &[Arc<Route>], msg: Msg, hop: Hop) -> Result<Reply> {
-    let Some((last, first)) = routes.split_last() else {
-        return Ok(Reply::empty());
-    };
-    // The last branch takes the message itself: when the others are done with their
-    // references by the time it runs, its receiver may get the value.
-    let mut branches: Vec<_> = first
+    // Each branch holds a reference; the sender's goes before they run, so that when
+    // the others are done with theirs by the time the last runs, its receiver may get
+    // the value itself.
+    // The branches start together: one reading of the clock for all that may retry.
+    let started = routes
         .iter()
-        .map(|route| send(engine, from, route, msg.clone(), hop.clone()))
-        .collect();
-    branches.push(send(engine, from, last, msg, hop));
-    let results = join_all(branches).await;
+        .any(|r| r.backoff.max_attempts > 1)
+        .then(tokio::time::Instant::now);
+    let branches = join_all(
+        routes
+            .iter()
+            .map(|route| send(engine, from, route, msg.clone(), hop.clone(), started)),
+    );
+    drop((msg, hop));
+    let results = branches.await;
     let mut first_error = None;
     for result in results {
         match result {
@@ -77,19 +81,22 @@ async fn fan_out(engine: &Arc<Inner>, from: &Arc<str>, routes: &[Arc<Route>], ms
 /// calls is polled recursively, and 256 hops of it would overflow a thread's stack.
 const STACK_RESET_EVERY: u32 = 16;
 
+/// Sends along one edge; `started` is when the send began, if the caller read the clock
+/// already (see [`attempts`]).
 fn send<'a>(
     engine: &'a Arc<Inner>,
     from: &'a Arc<str>,
     route: &'a Arc<Route>,
     msg: Msg,
     hop: Hop,
+    started: Option<tokio::time::Instant>,
 ) -> impl Future<Output = Result<Reply>> + Send + 'a {
     if !hop.depth.is_multiple_of(STACK_RESET_EVERY) {
-        return Either::Left(attempts(engine, from, route, msg, hop));
+        return Either::Left(attempts(engine, from, route, msg, hop, started));
     }
     let (engine, from, route) = (engine.clone(), from.clone(), route.clone());
     // The task goes on in the sending hop's span, so the hops it makes stay its children.
-    let task = tokio::spawn(async move { attempts(&engine, &from, &route, msg, hop).await }.in_current_span());
+    let task = tokio::spawn(async move { attempts(&engine, &from, &route, msg, hop, started).await }.in_current_span());
     Either::Right(async move {
         match task.await {
             Ok(result) => result,
@@ -99,13 +106,16 @@ fn send<'a>(
 }
 
 /// Delivers along one edge. An edge that may retry keeps the message for the next
-/// attempt (so its receiver gets a copy); one that may not hands the message over.
+/// attempt (so a receiver that takes the value gets a copy, one that borrows it does
+/// not); one that may not hands the message over. An edge that may retry reads the
+/// clock (`started`, unless given), to say in an error how long its attempts took.
 fn attempts<'a>(
     engine: &'a Inner,
     from: &'a str,
     route: &'a Route,
     msg: Msg,
     hop: Hop,
+    started: Option<tokio::time::Instant>,
 ) -> impl Future<Output = Result<Reply>> + Send + 'a {
     let backoff = &route.backoff;
     if backoff.timeout.is_some() {
@@ -119,7 +129,11 @@ fn attempts<'a>(
     if backoff.max_attempts <= 1 {
         return Either::Left(engine.deliver(route.to(), route.source(from), msg, hop));
     }
-    let kept = (msg.clone(), hop.clone(), tokio::time::Instant::now());
+    let kept = (
+        msg.clone(),
+        hop.clone(),
+        started.unwrap_or_else(tokio::time::Instant::now),
+    );
     let first = engine.deliver(route.to(), route.source(from), msg, hop);
     Either::Right(Either::Right(async move {
         let err = match first.await {
