@@ -40,6 +40,9 @@ pub struct Error {
     /// The input never reached the handler (it did not decode): a catch port does not
     /// take such errors, as they are the flow's mistake, not the component's.
     pub(crate) undecodable: bool,
+    /// It arose further down the chain and a handler passed it up: only the edge into
+    /// the node where it arose retries it (see [`Error::at`]).
+    pub(crate) relayed: bool,
 }
 
 impl Error {
@@ -51,6 +54,7 @@ impl Error {
             message: message.to_string(),
             origin: None,
             undecodable: false,
+            relayed: false,
         }
     }
 
@@ -62,6 +66,7 @@ impl Error {
             message: message.to_string(),
             origin: None,
             undecodable: false,
+            relayed: false,
         }
     }
 
@@ -73,6 +78,7 @@ impl Error {
             message: message.to_string(),
             origin: None,
             undecodable: false,
+            relayed: false,
         }
     }
 

@@ -302,6 +302,26 @@ fn failures_at(h: &Harness, at: &str) -> usize {
 }
 
 #[tokio::test]
+async fn only_the_edge_into_the_failing_node_retries() {
+    // a -> b -> f, both edges allowing 3 attempts: `f` fails for good after its edge's
+    // three; the edge a -> b does not run b (and f's three) again for an error that
+    // arose below b.
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "relay")
+        .node("f", "flaky")
+        .settings(json!({"failures": 100}))
+        .edge_with("a:out", "b:input", json!("{{$}}"), fast_retry(3))
+        .edge_with("b:out", "f:input", json!("{{$}}"), fast_retry(3))
+        .build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let err = h.send("a:input", json!("x")).await.expect_err("f always fails");
+    assert_eq!(failures_at(&h, "f:input"), 3, "f's edge retried, b's did not: {err}");
+    assert!(err.is_retryable(), "still transient for whoever sent it");
+    assert!(err.to_string().contains("attempt 3 failed"), "{err}");
+}
+
+#[tokio::test]
 async fn retries_stop_at_max_attempts() {
     let h = flaky_flow(json!({"failures": 5}), fast_retry(2)).await;
     let err = h
