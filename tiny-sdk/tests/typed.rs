@@ -376,52 +376,28 @@ async fn bytes_from_the_wire_decode_straight_into_the_port_type() {
     for node in flow.nodes {
         e.apply(node).await.expect("loads");
     }
-    let lend = tiny_sdk::flow::PortAddress::parse("wire-l:input").expect("address");
-    let bytes = serde_json::to_vec(&exact()).expect("encodes");
-    e.deliver(
-        &lend,
-        tiny_sdk::engine::Source::Signal,
-        Msg::from_json_bytes(bytes),
-        Hop::default(),
-    )
-    .await
-    .expect("delivered");
-    assert_eq!(take_seen("wire-l"), [dbg(&exact())], "a borrowing receiver");
-    let err = e
-        .deliver(
-            &lend,
-            tiny_sdk::engine::Source::Signal,
-            Msg::from_json_bytes(br#"{"n":"seven"}"#.to_vec()),
-            Hop::default(),
-        )
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    assert!(err.contains("field `n` does not decode"), "a borrowing receiver: {err}");
-    let bytes = serde_json::to_vec(&exact()).expect("encodes");
-    let to = tiny_sdk::flow::PortAddress::parse("wire-r:input").expect("address");
-    e.deliver(
-        &to,
-        tiny_sdk::engine::Source::Signal,
-        Msg::from_json_bytes(bytes),
-        Hop::default(),
-    )
-    .await
-    .expect("delivered");
-    assert_eq!(take_seen("wire-r"), [dbg(&exact())]);
-    let err = e
-        .deliver(
-            &to,
-            tiny_sdk::engine::Source::Signal,
-            Msg::from_json_bytes(br#"{"n":"seven"}"#.to_vec()),
-            Hop::default(),
-        )
-        .await
-        .err()
-        .map(|e| e.to_string())
-        .unwrap_or_default();
-    assert!(err.contains("field `n` does not decode"), "{err}");
+    // A receiver that takes the value, and one that borrows it.
+    for node in ["wire-r", "wire-l"] {
+        let to = tiny_sdk::flow::PortAddress::parse(&format!("{node}:input")).expect("address");
+        let deliver = |bytes: Vec<u8>| {
+            e.deliver(
+                &to,
+                tiny_sdk::engine::Source::Signal,
+                Msg::from_json_bytes(bytes),
+                Hop::default(),
+            )
+        };
+        deliver(serde_json::to_vec(&exact()).expect("encodes"))
+            .await
+            .expect("delivered");
+        assert_eq!(take_seen(node), [dbg(&exact())], "{node}");
+        let err = deliver(br#"{"n":"seven"}"#.to_vec())
+            .await
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("field `n` does not decode"), "{node}: {err}");
+    }
 }
 
 /// Where the sender's and the receiver's strings live: the same heap block when the
