@@ -46,14 +46,14 @@ pub(crate) async fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut 
 
 /// Sends along several edges at once.
 async fn fan_out(engine: &Arc<Inner>, from: &Arc<str>, routes: &[Arc<Route>], msg: Msg, hop: Hop) -> Result<Reply> {
-    // Each branch holds a reference; the sender's goes before they run, so that when
-    // the others are done with theirs by the time the last runs, its receiver may get
-    // the value itself.
     // The branches start together: one reading of the clock for all that may retry.
     let started = routes
         .iter()
         .any(|r| r.backoff.max_attempts > 1)
         .then(tokio::time::Instant::now);
+    // Each branch holds a reference; the sender's goes before they run, so that when
+    // the others are done with theirs by the time the last runs, its receiver may get
+    // the value itself.
     let branches = join_all(
         routes
             .iter()
