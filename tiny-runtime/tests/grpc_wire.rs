@@ -255,6 +255,28 @@ async fn a_transient_remote_error_is_retried_by_the_senders_edge_policy() {
 }
 
 #[tokio::test]
+async fn an_error_passed_up_in_the_remote_module_is_retried_there_only() {
+    // a's ask -> b's relay -> b's flaky, which always fails transiently; both edges
+    // allow 3 attempts. b's edge into flaky retries; a's edge into the relay does not
+    // run the relay (and flaky's three) again: the error arose below the relay.
+    let flow = ask("f.b.relay-1:input", retry(3, 1), |f| {
+        f.module("b")
+            .node("f.b.relay-1", "relay")
+            .node("f.b.flaky-1", "flaky")
+            .settings(json!({"failures": 100}))
+            .edge_with("f.b.relay-1:out", "f.b.flaky-1:input", json!("{{$}}"), retry(3, 1))
+    });
+    let m = modules(flow, PoolOptions::default()).await;
+    let err =
+        m.a.send("f.a.ask-1:input", json!("hi"))
+            .await
+            .expect_err("flaky always fails");
+    assert_eq!(err.kind(), ErrorKind::Transient, "{err}");
+    let count = m.b.send("f.b.flaky-1:count", Value::Null).await.expect("count");
+    assert_eq!(count.into_value(), Some(json!(3)), "{err}");
+}
+
+#[tokio::test]
 async fn a_permanent_remote_error_is_not_retried_and_keeps_its_code_and_origin() {
     let flow = ask("f.b.flaky-1:input", retry(5, 10), |f| {
         f.module("b")

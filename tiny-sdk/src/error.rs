@@ -111,6 +111,21 @@ impl Error {
         self.origin.as_deref()
     }
 
+    /// Whether it arose further down the chain than the node that returned it (a
+    /// handler passed a downstream failure up). Only the edge into the node where an
+    /// error arose retries it, so that attempts do not multiply up a chain.
+    pub fn is_relayed(&self) -> bool {
+        self.relayed
+    }
+
+    /// Marks it as arisen further down the chain (see [`is_relayed`](Self::is_relayed)):
+    /// what the gRPC wire does for an error another module's node passed up.
+    #[must_use]
+    pub fn relayed(mut self) -> Self {
+        self.relayed = true;
+        self
+    }
+
     /// Transient or permanent.
     pub fn kind(&self) -> ErrorKind {
         self.kind

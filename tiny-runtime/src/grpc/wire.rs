@@ -38,6 +38,10 @@ pub const ERROR_KIND_KEY: &str = "x-error-kind";
 pub const ERROR_CODE_KEY: &str = "x-error-code";
 /// Metadata key of where an error was raised.
 pub const ERROR_ORIGIN_KEY: &str = "x-error-origin";
+/// Metadata key saying an error arose further down the receiver's chain than the node
+/// the message went to (`1`; absent otherwise and from Go peers): the sender's edge
+/// does not retry it, the edge into the node where it arose did.
+pub const ERROR_RELAYED_KEY: &str = "x-error-relayed";
 /// The `From` of a message sent from outside a flow (the Go SDK's `wire.FromSignal`):
 /// the receiver decodes the payload as it is, with no edge mapping.
 pub const FROM_SIGNAL: &str = "signal";
@@ -185,7 +189,8 @@ pub fn default_code(err: &Error) -> Code {
 }
 
 /// The status an error travels as: its text as the message (what a Go peer shows), and
-/// its kind, code and origin as metadata (what a tiny peer rebuilds it from).
+/// its kind, code, origin and whether it was relayed as metadata (what a tiny peer
+/// rebuilds it from).
 pub fn error_to_status(err: &Error, code: Code) -> Status {
     let mut metadata = MetadataMap::new();
     let kind = match err.kind() {
@@ -200,11 +205,14 @@ pub fn error_to_status(err: &Error, code: Code) -> Status {
     if let Some(value) = err.origin().and_then(|o| MetadataValue::try_from(o).ok()) {
         metadata.insert(ERROR_ORIGIN_KEY, value);
     }
+    if err.is_relayed() {
+        metadata.insert(ERROR_RELAYED_KEY, MetadataValue::from_static("1"));
+    }
     Status::with_metadata(code, err.to_string(), metadata)
 }
 
 /// The error a status stands for. With tiny's metadata the remote error comes back
-/// whole (kind, code, origin, message); without it (a Go peer, the transport) the kind
+/// whole (kind, code, origin, relayed, message); without it (a Go peer, the transport) the kind
 /// follows the gRPC code, and `context` (which module, where) prefixes the message.
 pub fn status_to_error(status: &Status, context: impl FnOnce() -> String) -> Error {
     let metadata = status.metadata();
@@ -245,6 +253,9 @@ pub fn status_to_error(status: &Status, context: impl FnOnce() -> String) -> Err
     if let Some(c) = code {
         err = err.with_code(c);
     }
+    if text(ERROR_RELAYED_KEY) == Some("1") {
+        err = err.relayed();
+    }
     match origin {
         Some(o) => err.at(|| o.to_owned()),
         None => err,
@@ -283,6 +294,10 @@ mod tests {
                 .with_code("b")
                 .at(|| "n1 port `in`".to_owned()),
             Error::permanent("no node `x` in this flow").at(|| "node `x` port `in`".to_owned()),
+            // Passed up from further down the remote chain: not retried by the sender.
+            Error::transient("deep")
+                .at(|| "node `c` port `in`".to_owned())
+                .relayed(),
         ];
         for err in errors {
             let status = error_to_status(&err, default_code(&err));
