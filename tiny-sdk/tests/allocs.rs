@@ -187,17 +187,23 @@ async fn count(e: &Engine, n: u64) -> u64 {
     ALLOCS.load(Ordering::Relaxed) - before
 }
 
-async fn per_hop(retry: Option<RetryPolicy>, observer: Option<Arc<Counter>>) -> f64 {
+/// Allocations per message that `large` makes beyond `small`, per one of the `extra`
+/// hops or branches it has more.
+async fn per_extra(small: &Engine, large: &Engine, extra: u64) -> f64 {
     const N: u64 = 2000;
+    count(small, 100).await; // warm-up
+    count(large, 100).await;
+    let a = count(small, N).await;
+    let b = count(large, N).await;
+    (b as f64 - a as f64) / (extra * N) as f64
+}
+
+async fn per_hop(retry: Option<RetryPolicy>, observer: Option<Arc<Counter>>) -> f64 {
     let (short, long) = (
         chain(0, retry.clone(), observer.clone()).await,
         chain(10, retry, observer).await,
     );
-    count(&short, 100).await; // warm-up
-    count(&long, 100).await;
-    let a = count(&short, N).await;
-    let b = count(&long, N).await;
-    (b as f64 - a as f64) / (10 * N) as f64
+    per_extra(&short, &long, 10).await
 }
 
 fn no_retries() -> Option<RetryPolicy> {
@@ -275,13 +281,8 @@ async fn fan(width: usize, sink: &str) -> Engine {
 }
 
 async fn per_branch(sink: &str) -> f64 {
-    const N: u64 = 2000;
     let (one, eleven) = (fan(1, sink).await, fan(11, sink).await);
-    count(&one, 100).await; // warm-up
-    count(&eleven, 100).await;
-    let a = count(&one, N).await;
-    let b = count(&eleven, N).await;
-    (b as f64 - a as f64) / (10 * N) as f64
+    per_extra(&one, &eleven, 10).await
 }
 
 #[test]
