@@ -119,7 +119,9 @@ impl Error {
     }
 
     /// Marks it as arisen further down the chain (see [`is_relayed`](Self::is_relayed)):
-    /// what the gRPC wire does for an error another module's node passed up.
+    /// what the gRPC wire does for an error another module's node passed up, and what a
+    /// handler does that answers a downstream failure with an error of its own that its
+    /// edge should not retry.
     #[must_use]
     pub fn relayed(mut self) -> Self {
         self.relayed = true;

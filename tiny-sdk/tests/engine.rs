@@ -321,6 +321,42 @@ async fn only_the_edge_into_the_failing_node_retries() {
     assert!(err.to_string().contains("attempt 3 failed"), "{err}");
 }
 
+/// Emits on `out`; a failure from there comes back as an error of its own, which it
+/// marks relayed (it arose further down).
+#[derive(Debug, Component, Default)]
+#[component(name = "wrap")]
+struct Wrap {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Wrap {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.out
+            .emit(ctx, msg)
+            .await
+            .map_err(|e| Error::transient(format!("below: {}", e.message())).relayed())
+    }
+}
+
+#[tokio::test]
+async fn a_handler_may_mark_its_own_error_relayed() {
+    // a -> w -> f: `w` answers f's failure with a fresh error marked relayed; the edge
+    // a -> w keeps the mark and does not run w (and f's three attempts) again.
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("w", "wrap")
+        .node("f", "flaky")
+        .settings(json!({"failures": 100}))
+        .edge_with("a:out", "w:input", json!("{{$}}"), fast_retry(3))
+        .edge_with("w:out", "f:input", json!("{{$}}"), fast_retry(3))
+        .build();
+    let h = harness().register::<Wrap>().flow(flow).build().await.expect("loads");
+    let err = h.send("a:input", json!("x")).await.expect_err("f always fails");
+    assert!(err.is_relayed() && err.is_retryable(), "{err}");
+    assert_eq!(failures_at(&h, "f:input"), 3, "{err}");
+}
+
 #[tokio::test]
 async fn retries_stop_at_max_attempts() {
     let h = flaky_flow(json!({"failures": 5}), fast_retry(2)).await;
