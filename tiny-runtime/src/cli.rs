@@ -17,7 +17,7 @@
 //! Go operator chart's arguments work, as do its hook commands `pre-install` and
 //! `pre-delete` (they check the namespace, and clean up after the module).
 
-use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use clap::{Parser, Subcommand};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -55,6 +55,27 @@ enum Command {
     PreInstall(HookArgs),
     /// Helm pre-delete hook: delete the TinyModule, the Lease, the nodes' finalizers and exposed Services.
     PreDelete(HookArgs),
+    /// Send a message into a node over NATS, as the platform's signals do; print the reply with --wait.
+    Send(SendArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct SendArgs {
+    /// The node's full name (`<flow>.<module>.<component>-<suffix>`): its module picks the subject.
+    node: String,
+    /// The port (a system port such as `_control` reaches every replica; the leader acts).
+    port: String,
+    /// The message, as JSON (`-` reads it from standard input).
+    data: String,
+    /// Wait for the node's reply and print it (as JSON; nothing for an empty reply).
+    #[arg(long)]
+    wait: bool,
+    /// How long to wait for the reply, in seconds.
+    #[arg(long, default_value_t = crate::nats::wire::DEFAULT_SIGNAL_TIMEOUT.as_secs())]
+    timeout: u64,
+    /// The broker (`nats://[token@]host:port`).
+    #[arg(long, env = "TINY_NATS_URL")]
+    nats_url: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -117,6 +138,10 @@ struct RunArgs {
     /// Suffix of generated hostnames.
     #[arg(long, env = "TINY_INGRESS_HOSTNAME_SUFFIX")]
     ingress_hostname_suffix: Option<String>,
+    /// The NATS broker (`nats://[token@]host:port`): other modules and the platform reach this one
+    /// over NATS, as a Go module with TINY_NATS_URL. Unset: gRPC only.
+    #[arg(long, env = "TINY_NATS_URL")]
+    nats_url: Option<String>,
 }
 
 /// A bind address: `host:port`, `[v6]:port`, or Go's `:port` (every IPv4 interface).
@@ -211,6 +236,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
             Ok(())
         }),
         Command::Components => print_components(&registry),
+        Command::Send(args) => block_on(send(args)),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
                 print!("{y}");
@@ -325,8 +351,14 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
             .clone()
             .unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())),
     );
-    tracing::info!(module = %config.name, version = %config.version, grpc = ?config.grpc_addr, "starting");
+    let grpc_addr = config.grpc_addr.clone().unwrap_or_default();
+    let transport = Arc::new(transport(&config.name, &grpc_addr, args.nats_url.as_deref()).await);
+    tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();
+    let routes = Arc::new(crate::transport::Routes::new(
+        pool,
+        transport.link().cloned().map(crate::nats::NatsRouter::new),
+    ));
     let runtime = Runtime::start(
         client,
         Options {
@@ -338,15 +370,24 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
                     .or(args.metrics_bind_address)
                     .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
             ),
-            discovery: Some(pool.clone()),
-            router: Some(pool),
+            discovery: Some(routes.clone()),
+            router: Some(routes),
+            transport: Some(transport.clone()),
         },
     )
     .await?;
     let leadership = runtime.leadership();
-    let server = grpc
-        .with_leader(std::sync::Arc::new(move || leadership.is_leader()))
-        .serve(runtime.engine().clone());
+    let leader: crate::grpc::LeaderFn = Arc::new(move || leadership.is_leader());
+    // Beside gRPC: the subscriptions wait in the client until the broker answers.
+    let receiver = match transport.link() {
+        Some(link) => Some(
+            crate::nats::listen(link.client().clone(), runtime.engine().clone(), Some(leader.clone()))
+                .await
+                .map_err(crate::Error::Nats)?,
+        ),
+        None => None,
+    };
+    let server = grpc.with_leader(leader).serve(runtime.engine().clone());
     if let Some(addr) = runtime.probe_addr {
         tracing::info!(%addr, "probes and metrics");
         println!("probe-addr {addr}");
@@ -359,7 +400,71 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
         }
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
+    if let Some(receiver) = receiver {
+        receiver.stop().await;
+    }
     runtime.stop().await;
+    Ok(())
+}
+
+/// The wire this module speaks: NATS when a URL is given (waiting up to
+/// [`CONNECT_TIMEOUT`](crate::nats::CONNECT_TIMEOUT) for the broker, then going on
+/// with gRPC until it answers), else gRPC.
+async fn transport(module: &str, grpc_addr: &str, nats_url: Option<&str>) -> crate::transport::Transport {
+    use crate::{nats::Link, transport::Transport};
+    let Some(url) = nats_url.map(str::trim).filter(|u| !u.is_empty()) else {
+        return Transport::grpc(module, grpc_addr);
+    };
+    match Link::connect(url).await {
+        Ok(link) => {
+            if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+                tracing::warn!(
+                    url = %link.url(),
+                    grpc = %grpc_addr,
+                    "NATS does not answer; serving gRPC meanwhile and reconnecting every 2 s (see /readyz and the TinyModule's Transport condition)"
+                );
+            }
+            Transport::nats(module, grpc_addr, link)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, grpc = %grpc_addr, "NATS cannot be used; serving gRPC only");
+            Transport::nats_unusable(module, grpc_addr, e.to_string())
+        }
+    }
+}
+
+/// `send`: one message into a node over NATS.
+async fn send(args: SendArgs) -> Result<(), String> {
+    let data = if args.data == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| format!("reading standard input: {e}"))?;
+        text
+    } else {
+        args.data
+    };
+    serde_json::from_str::<serde::de::IgnoredAny>(&data).map_err(|e| format!("the message is not JSON: {e}"))?;
+    let link = crate::nats::Link::connect(&args.nats_url)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+        return Err(format!(
+            "the NATS broker at {} did not answer within {} s",
+            link.url(),
+            crate::nats::CONNECT_TIMEOUT.as_secs()
+        ));
+    }
+    let mut opts = crate::nats::SendOptions::default();
+    if args.wait {
+        opts.wait = Some(Duration::from_secs(args.timeout));
+    }
+    let reply = crate::nats::send(link.client(), &args.node, &args.port, data.into_bytes(), &opts)
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(msg) = reply.as_ref().and_then(tiny_sdk::Reply::as_msg) {
+        let bytes = msg.to_json_bytes().map_err(|e| e.to_string())?;
+        println!("{}", String::from_utf8_lossy(&bytes));
+    }
     Ok(())
 }
 

@@ -23,6 +23,9 @@ use crate::metrics::Metrics;
 pub struct Readiness {
     started: AtomicBool,
     watches: Mutex<BTreeMap<&'static str, WatchState>>,
+    /// The wire to other modules, on a module told to use NATS: not ready while the
+    /// broker does not answer.
+    transport: std::sync::OnceLock<Arc<crate::transport::Transport>>,
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +62,11 @@ impl Readiness {
         self.set(watch, WatchState::Failing(why));
     }
 
+    /// Readiness also depends on `transport` (see [`Transport::check`](crate::transport::Transport::check)).
+    pub fn watch_transport(&self, transport: Arc<crate::transport::Transport>) {
+        let _ = self.transport.set(transport);
+    }
+
     /// `Ok` when ready, else every reason why not.
     pub fn check(&self) -> Result<(), String> {
         let mut reasons = Vec::new();
@@ -73,6 +81,9 @@ impl Readiness {
                     WatchState::Failing(why) => reasons.push(format!("{name}: cannot list: {why}")),
                 }
             }
+        }
+        if let Some(Err(why)) = self.transport.get().map(|t| t.check()) {
+            reasons.push(why);
         }
         if reasons.is_empty() {
             Ok(())

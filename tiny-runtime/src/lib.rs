@@ -10,7 +10,8 @@
 //!   and logs.
 //! - [`config`]: who the module is; [`leader`]: whether this replica leads.
 //! - [`resources`]: the resource manager components receive on `_client`.
-//! - [`grpc`]: messages to and from other modules.
+//! - [`grpc`], [`nats`]: messages to and from other modules (gRPC, or NATS as a
+//!   current TinySystems cluster runs it); [`transport`]: which one a module uses.
 //! - [`rbac`]: the permissions a module needs (what the API server refused it is shown
 //!   in its TinyModule's `Permitted` condition); [`metrics`]: the counters of `/metrics`.
 
@@ -23,14 +24,17 @@ pub mod crd;
 pub mod grpc;
 mod health;
 mod hooks;
+mod inbound;
 pub mod leader;
 pub mod metrics;
+pub mod nats;
 mod permissions;
 pub mod rbac;
 pub mod resources;
 pub mod runtime;
 mod status;
 mod telemetry;
+pub mod transport;
 
 pub use hooks::HookError;
 
@@ -81,6 +85,9 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The NATS subjects could not be subscribed to.
+    #[error("NATS: {0}")]
+    Nats(#[source] tiny_sdk::Error),
     /// A Helm hook (`pre-install`, `pre-delete`) failed.
     #[error(transparent)]
     Hook(#[from] hooks::HookError),

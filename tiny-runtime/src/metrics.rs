@@ -9,6 +9,8 @@
 //! | `tiny_nodes` | gauge | `state`: `running`, `failed` |
 //! | `tiny_grpc_client_calls_total` | counter | `module`, `outcome`: calls to other modules, by gRPC outcome |
 //! | `tiny_grpc_server_calls_total` | counter | `outcome`: calls from other modules |
+//! | `tiny_nats_client_calls_total` | counter | `module`, `outcome` (`OK`, `Error`, `Timeout`, `Unreachable`): requests to other modules over NATS |
+//! | `tiny_nats_server_calls_total` | counter | `outcome` (`OK`, `Error`): NATS messages handled |
 //! | `tiny_signals_delivered_total` | counter | TinySignals this replica delivered |
 //! | `tiny_leader` | gauge | 1 while this replica leads |
 //! | `tiny_hops_total`, `tiny_hop_errors_total` | counter | all messages handled, and failed |
@@ -138,6 +140,7 @@ impl Metrics {
         }
         self.ports.render(&mut out);
         grpc().render(&mut out);
+        nats().render(&mut out);
         out
     }
 }
@@ -314,19 +317,38 @@ impl PortTable {
     }
 }
 
-/// gRPC calls between modules, by outcome. One per process: a process runs one module.
-#[derive(Debug, Default)]
-pub(crate) struct GrpcMetrics {
+/// Calls between modules over one transport, by outcome. One per process and
+/// transport: a process runs one module.
+#[derive(Debug)]
+pub(crate) struct WireMetrics {
+    /// `grpc` or `nats`: the metric names' middle part.
+    transport: &'static str,
     /// (peer module, outcome) -> calls made.
     client: Mutex<Vec<(String, &'static str, u64)>>,
     /// outcome -> calls served.
     server: Mutex<Vec<(&'static str, u64)>>,
 }
 
+impl WireMetrics {
+    const fn new(transport: &'static str) -> Self {
+        Self {
+            transport,
+            client: Mutex::new(Vec::new()),
+            server: Mutex::new(Vec::new()),
+        }
+    }
+}
+
 /// The process's gRPC counters.
-pub(crate) fn grpc() -> &'static GrpcMetrics {
-    static GRPC: OnceLock<GrpcMetrics> = OnceLock::new();
-    GRPC.get_or_init(GrpcMetrics::default)
+pub(crate) fn grpc() -> &'static WireMetrics {
+    static GRPC: WireMetrics = WireMetrics::new("grpc");
+    &GRPC
+}
+
+/// The process's NATS counters.
+pub(crate) fn nats() -> &'static WireMetrics {
+    static NATS: WireMetrics = WireMetrics::new("nats");
+    &NATS
 }
 
 /// The outcome label of a gRPC call: `OK`, or the status code's name.
@@ -353,7 +375,7 @@ pub(crate) fn outcome(code: Option<tonic::Code>) -> &'static str {
     }
 }
 
-impl GrpcMetrics {
+impl WireMetrics {
     /// One call to `module` ended with `outcome`.
     pub(crate) fn client_call(&self, module: &str, outcome: &'static str) {
         let mut calls = self.client.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -362,11 +384,12 @@ impl GrpcMetrics {
             return;
         }
         let known = calls.iter().any(|(m, _, _)| m == module);
-        let modules = {
-            let mut names: Vec<&str> = calls.iter().map(|(m, _, _)| m.as_str()).collect();
-            names.dedup();
-            names.len()
-        };
+        // Distinct modules: a module seen with two outcomes has two rows.
+        let modules = calls
+            .iter()
+            .map(|(m, _, _)| m.as_str())
+            .collect::<std::collections::HashSet<_>>()
+            .len();
         let module = if !known && modules >= MAX_MODULES {
             OTHER
         } else {
@@ -388,11 +411,13 @@ impl GrpcMetrics {
     }
 
     fn render(&self, out: &mut String) {
+        let (transport, name) = (self.transport, self.transport.to_uppercase());
+        let client_metric = format!("tiny_{transport}_client_calls_total");
         header(
             out,
-            "tiny_grpc_client_calls_total",
+            &client_metric,
             "counter",
-            "gRPC calls to other modules, by outcome.",
+            &format!("{name} calls to other modules, by outcome."),
         );
         let mut client = self
             .client
@@ -403,15 +428,16 @@ impl GrpcMetrics {
         for (module, outcome, n) in client {
             let _ = writeln!(
                 out,
-                "tiny_grpc_client_calls_total{{module=\"{}\",outcome=\"{outcome}\"}} {n}",
+                "{client_metric}{{module=\"{}\",outcome=\"{outcome}\"}} {n}",
                 Label(&module)
             );
         }
+        let server_metric = format!("tiny_{transport}_server_calls_total");
         header(
             out,
-            "tiny_grpc_server_calls_total",
+            &server_metric,
             "counter",
-            "gRPC calls from other modules, by outcome.",
+            &format!("{name} calls from other modules, by outcome."),
         );
         let mut server = self
             .server
@@ -420,7 +446,7 @@ impl GrpcMetrics {
             .clone();
         server.sort();
         for (outcome, n) in server {
-            let _ = writeln!(out, "tiny_grpc_server_calls_total{{outcome=\"{outcome}\"}} {n}");
+            let _ = writeln!(out, "{server_metric}{{outcome=\"{outcome}\"}} {n}");
         }
     }
 }

@@ -45,6 +45,9 @@ pub struct Options {
     pub discovery: Option<Arc<dyn Discovery>>,
     /// How the engine reaches other modules.
     pub router: Option<Arc<dyn tiny_sdk::engine::RemoteRouter>>,
+    /// The wire other modules reach this one on (what the TinyModule advertises, its
+    /// `Transport` condition, and part of `/readyz`). `None`: gRPC at `config.grpc_addr`.
+    pub transport: Option<Arc<crate::transport::Transport>>,
 }
 
 impl std::fmt::Debug for Options {
@@ -111,7 +114,7 @@ impl Runtime {
             .observer(Arc::new(crate::metrics::HopMetrics(metrics.clone())))
             .observer(tracking.clone())
             .build();
-        let shared = Arc::new(Shared::new(
+        let mut shared = Shared::new(
             client,
             opts.config,
             engine,
@@ -119,7 +122,12 @@ impl Runtime {
             metrics.clone(),
             opts.discovery,
             tracking.clone(),
-        ));
+        );
+        if let Some(transport) = opts.transport {
+            shared.readiness.watch_transport(transport.clone());
+            shared.transport = Some(transport);
+        }
+        let shared = Arc::new(shared);
         metrics.watch_module(&shared);
         controller::module::register(&shared)
             .await

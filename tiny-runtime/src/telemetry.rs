@@ -241,6 +241,63 @@ pub fn extract(metadata: &MetadataMap) -> Context {
     propagator().extract(&MetadataReader(metadata))
 }
 
+/// The W3C keys as Go's `propagation.HeaderCarrier` (an `http.Header`) puts them on a
+/// NATS message: canonical MIME case, the only form a Go receiver finds.
+fn canonical(key: &str) -> Option<&'static str> {
+    use crate::nats::wire::header;
+    match key {
+        "traceparent" => Some(header::TRACEPARENT),
+        "tracestate" => Some(header::TRACESTATE),
+        "baggage" => Some(header::BAGGAGE),
+        _ => None,
+    }
+}
+
+struct NatsWriter<'a>(&'a mut async_nats::HeaderMap);
+
+impl Injector for NatsWriter<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Some(key), Ok(value)) = (canonical(key), value.parse::<async_nats::HeaderValue>()) {
+            self.0.insert(key, value);
+        }
+    }
+}
+
+struct NatsReader<'a>(Option<&'a async_nats::HeaderMap>);
+
+impl Extractor for NatsReader<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        let headers = self.0?;
+        // Go writes the canonical key; a hand-made client may write it in lower case.
+        canonical(key)
+            .and_then(|k| headers.get(k))
+            .or_else(|| headers.get(key))
+            .map(async_nats::HeaderValue::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        ["traceparent", "tracestate", "baggage"]
+            .into_iter()
+            .filter(|k| self.get(k).is_some())
+            .collect()
+    }
+}
+
+/// Puts `span`'s trace context into NATS headers, as a Go module writes it
+/// (`Traceparent`, ...); nothing while traces are not exported.
+pub fn inject_nats(span: &tracing::Span, headers: &mut async_nats::HeaderMap) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    if span.is_disabled() || !tracing_enabled() {
+        return;
+    }
+    propagator().inject_context(&span.context(), &mut NatsWriter(headers));
+}
+
+/// The trace context NATS headers carry (empty without one).
+pub fn extract_nats(headers: Option<&async_nats::HeaderMap>) -> Context {
+    propagator().extract(&NatsReader(headers))
+}
+
 /// The trace and span ids of the current span, when one is recorded.
 fn current_ids() -> Option<(String, String)> {
     let cx = Context::current();

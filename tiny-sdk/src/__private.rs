@@ -158,9 +158,10 @@ pub fn arg<'x, T, K, A: Arg<'x, T, K>>(inbox: &'x mut Inbox<T, K>, port: &str) -
 
 /// The answer to a message for a port the component does not have.
 pub fn unknown_port(component: &'static str, port: &str) -> Result<Reply> {
-    Err(Error::permanent(format!(
-        "component `{component}` has no input port `{port}`"
-    )))
+    Err(
+        Error::permanent(format!("component `{component}` has no input port `{port}`"))
+            .with_code(crate::error::code::UNKNOWN_PORT),
+    )
 }
 
 /// The message for one handler call, until the handler's parameter says how it wants

@@ -212,6 +212,18 @@ pub mod code {
     pub const STATE_TOO_LARGE: &str = "STATE_TOO_LARGE";
     /// A node state key has characters a metadata key cannot hold.
     pub const STATE_KEY: &str = "STATE_KEY";
+    /// A message from another module is malformed: no `<node>:<port>` target, a hop
+    /// count that is not a number, a payload that is not JSON.
+    pub const INVALID_MESSAGE: &str = "INVALID_MESSAGE";
+    /// Another module could not be reached: no replica answers on its subject or
+    /// address, or the broker between them is down.
+    pub const UNREACHABLE: &str = "UNREACHABLE";
+    /// Another module did not answer within the hop's deadline.
+    pub const TIMEOUT: &str = "TIMEOUT";
+    /// A message or reply is over the limit of the wire between modules.
+    pub const MESSAGE_TOO_LARGE: &str = "MESSAGE_TOO_LARGE";
+    /// No TinyModule announces the module a message is for.
+    pub const MODULE_UNKNOWN: &str = "MODULE_UNKNOWN";
 }
 
 /// Foreign errors are transient unless marked otherwise: an I/O or HTTP failure usually is.

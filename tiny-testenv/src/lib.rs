@@ -43,9 +43,11 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 mod binaries;
+mod nats;
 mod process;
 
 pub use binaries::{BIN_ENV, Binaries, KUBERNETES_VERSION, cache_bin_dir};
+pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
 use process::{Proc, free_ports};
 
 /// Field manager used for server-side apply by this crate.
@@ -602,7 +604,7 @@ fn read_crds(path: &Path) -> Result<Vec<serde_json::Value>, Error> {
 }
 
 /// Waits until `port` accepts connections, failing early if `proc` exits.
-async fn wait_for_port(proc: &mut Proc, port: u16, timeout: Duration) -> Result<(), Error> {
+pub(crate) async fn wait_for_port(proc: &mut Proc, port: u16, timeout: Duration) -> Result<(), Error> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = proc.exited() {
@@ -714,7 +716,7 @@ async fn make_client(
 }
 
 /// A random bearer token (128 bits from the kernel, hex).
-fn random_token() -> Result<String, Error> {
+pub(crate) fn random_token() -> Result<String, Error> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))

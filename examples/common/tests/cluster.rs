@@ -44,6 +44,7 @@ async fn start_module(client: &Client, ns: &str) -> Runtime {
             probe_addr: None,
             discovery: None,
             router: None,
+            transport: None,
         },
     )
     .await

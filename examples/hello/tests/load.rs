@@ -103,6 +103,7 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
             probe_addr: None,
             discovery: None,
             router: None,
+            transport: None,
         },
     )
     .await

@@ -153,6 +153,7 @@ async fn common_module(client: &Kube) -> Runtime {
             probe_addr: None,
             discovery: Some(pool.clone()),
             router: Some(pool),
+            transport: None,
         },
     )
     .await

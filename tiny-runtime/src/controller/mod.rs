@@ -53,6 +53,9 @@ pub(crate) struct Shared {
     pub(crate) readiness: Arc<crate::health::Readiness>,
     /// The operations the API server refuses now, shown in the TinyModule's status.
     pub(crate) permissions: Arc<crate::permissions::Permissions>,
+    /// The wire to other modules (what the TinyModule advertises), when the binary
+    /// says; else the config's gRPC address.
+    pub(crate) transport: Option<Arc<crate::transport::Transport>>,
 }
 
 impl Shared {
@@ -84,6 +87,7 @@ impl Shared {
             claimed: Mutex::new(HashMap::new()),
             readiness: Arc::default(),
             permissions: Arc::default(),
+            transport: None,
         }
     }
 }

@@ -80,12 +80,21 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         async move {
             let mut leadership = shared.leadership.clone();
             let mut refusals = shared.permissions.subscribe();
+            let mut wire = shared.transport.as_ref().and_then(|t| t.changes());
             loop {
                 if leadership.is_leader() {
                     publish(&shared, &api).await;
                 }
+                let wire_changed = async {
+                    match wire.as_mut() {
+                        Some(w) => w.changed().await.is_ok(),
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     _ = leadership.changed() => {}
+                    // The broker came or went: the address and the condition follow.
+                    true = wire_changed => {}
                     changed = refusals.changed() => {
                         if changed.is_err() {
                             return;
@@ -125,6 +134,10 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
 async fn publish(shared: &Shared, api: &Api<TinyModule>) {
     let mut status = module_status(&shared.config, shared.engine.registry());
     status.conditions = vec![shared.permissions.condition(None)];
+    if let Some(transport) = &shared.transport {
+        status.addr = transport.advertised();
+        status.conditions.extend(transport.condition());
+    }
     let patch = Patch::Merge(json!({ "status": status }));
     if let Err(e) = api
         .patch_status(&shared.config.name, &PatchParams::default(), &patch)

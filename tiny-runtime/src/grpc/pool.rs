@@ -176,6 +176,12 @@ impl Pool {
         self.read().modules.get(module).map(|a| a.to_string())
     }
 
+    /// Whether `module` (or a name [`module_matches`](tiny_sdk::flow::module_matches)
+    /// takes for it) is registered.
+    pub fn knows(&self, module: &str) -> bool {
+        self.peer(module).is_some()
+    }
+
     /// How many connections the pool holds (one per distinct address).
     pub fn connections(&self) -> usize {
         self.read().channels.len()
@@ -258,7 +264,7 @@ impl Pool {
             return Err(Error::transient(format!(
                 "no TinyModule announces module `{module}` (message for `{to}`)"
             ))
-            .with_code("MODULE_UNKNOWN"));
+            .with_code(tiny_sdk::error::code::MODULE_UNKNOWN));
         };
         let (from, edge_id) = wire::source_to_wire(&source);
         let message = MessageRequest {
@@ -392,7 +398,7 @@ impl Call {
                     peer.addr,
                     timeout.as_secs_f64()
                 ))
-                .with_code("TIMEOUT")),
+                .with_code(tiny_sdk::error::code::TIMEOUT)),
                 Some(tonic::Code::DeadlineExceeded),
             ),
         }

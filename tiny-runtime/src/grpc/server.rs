@@ -5,13 +5,15 @@
 
 use std::{fmt, future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
-use tiny_sdk::{Error, Hop, Msg, engine::Engine, flow::PortAddress, flow::parse_node_name};
+use tiny_sdk::{Error, engine::Engine};
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 use tonic::{
     Code, Request, Response, Status,
     transport::{Server, server::TcpIncoming},
 };
+
+use crate::inbound::{self, Inbound, Refusal};
 
 use super::{
     proto::{
@@ -74,64 +76,31 @@ struct Handler {
 
 impl Handler {
     async fn handle(&self, request: Request<MessageRequest>) -> Result<MessageResponse, (Error, Code)> {
-        let invalid = |e: Error| (e, Code::InvalidArgument);
-        let depth = wire::read_depth(request.metadata()).map_err(invalid)?;
+        let depth = wire::read_depth(request.metadata()).map_err(|e| (e, Code::InvalidArgument))?;
         let attempt = wire::read_attempt(request.metadata());
-        if depth > tiny_sdk::engine::MAX_DEPTH {
-            let e = Error::permanent(format!(
-                "cycle guard: a message passed {} hops",
-                tiny_sdk::engine::MAX_DEPTH
-            ));
-            return Err((e, Code::FailedPrecondition));
-        }
         let mut msg = request.into_inner();
-        // Checked as `PortAddress::parse` does, without copying the parts.
-        let (node, port) = match msg.to.rsplit_once(':') {
-            Some((n, p)) if !n.is_empty() && !p.is_empty() => (n, p),
-            _ => {
-                return Err(invalid(
-                    PortAddress::parse(&msg.to)
-                        .err()
-                        .unwrap_or_else(|| Error::permanent("bad address")),
-                ));
-            }
-        };
-        let module = self.engine.module();
-        let known = self.engine.has_node(node);
-        // Only this module's nodes: forwarding would let two modules bounce a message.
-        if !known
-            && let Some((owner, _)) = parse_node_name(node)
-            && owner != module
-        {
-            let e = Error::permanent(format!(
-                "module `{module}` has no node `{node}`: it belongs to module `{owner}`"
-            ));
-            return Err((e, Code::NotFound));
-        }
-        // Checked here (no allocation), decoded straight into the receiving port's
-        // type when it is taken: no JSON tree unless something asks for one.
-        wire::check_json(&msg.payload).map_err(invalid)?;
-        let data = Msg::from_json_bytes(std::mem::take(&mut msg.payload));
-        let source = wire::source_from_wire(&msg.from, &msg.edge_id);
         // Cancelled when the caller goes away (this future is dropped) or the server stops.
         let cancel = self.stopping.child_token();
         let _cancel_on_drop = cancel.clone().drop_guard();
-        let leader = self.leader.as_ref().is_some_and(|f| f());
-        let hop = Hop { depth, cancel, leader };
-        let reply = self
-            .engine
-            .deliver_attempt_at(node, port, source, data, hop, attempt)
-            .await
-            .map_err(|e| {
-                // A node this module does not have: `NotFound`, unless the engine
-                // thinks it may still load (then it is transient, `Unavailable`).
-                let code = if known || e.is_retryable() {
-                    wire::default_code(&e)
-                } else {
-                    Code::NotFound
-                };
-                (e, code)
-            })?;
+        let inbound = Inbound {
+            to: &msg.to,
+            from: &msg.from,
+            edge_id: &msg.edge_id,
+            depth,
+            attempt,
+            payload: std::mem::take(&mut msg.payload),
+            cancel,
+            leader: self.leader.as_ref().is_some_and(|f| f()),
+        };
+        let reply = inbound::deliver(&self.engine, inbound).await.map_err(|(e, refusal)| {
+            let code = match refusal {
+                Refusal::Invalid => Code::InvalidArgument,
+                Refusal::Cycle => Code::FailedPrecondition,
+                Refusal::NotHere => Code::NotFound,
+                Refusal::Failed => wire::default_code(&e),
+            };
+            (e, code)
+        })?;
         let data = wire::encode_reply(&reply).map_err(|e| (e, Code::Internal))?;
         wire::check_size(
             format_args!("the reply of `{}`", msg.to),

@@ -106,7 +106,7 @@ pub fn check_size(what: impl std::fmt::Display, size: usize, limit: usize) -> Re
         human(size),
         human(limit)
     ))
-    .with_code("MESSAGE_TOO_LARGE"))
+    .with_code(tiny_sdk::error::code::MESSAGE_TOO_LARGE))
 }
 
 /// `4 MiB`, `1.5 KiB`, `200 B`.
@@ -233,9 +233,26 @@ pub fn status_to_error(status: &Status, context: impl FnOnce() -> String) -> Err
         }
         return err;
     };
-    // The message is the remote error's `Display`: `origin: message [code]`.
-    let (code, origin) = (text(ERROR_CODE_KEY), text(ERROR_ORIGIN_KEY));
-    let mut message = status.message();
+    rebuild_error(
+        kind,
+        status.message(),
+        text(ERROR_CODE_KEY),
+        text(ERROR_ORIGIN_KEY),
+        text(ERROR_RELAYED_KEY) == Some("1"),
+    )
+}
+
+/// A remote tiny error from what its wire carried: `text` is its `Display` (`origin:
+/// message [code]`), from which the origin and code are taken off again. Both
+/// transports (gRPC metadata, NATS headers) carry the same parts.
+pub(crate) fn rebuild_error(
+    kind: ErrorKind,
+    text: &str,
+    code: Option<&str>,
+    origin: Option<&str>,
+    relayed: bool,
+) -> Error {
+    let mut message = text;
     if let Some(o) = origin {
         message = message
             .strip_prefix(o)
@@ -253,7 +270,7 @@ pub fn status_to_error(status: &Status, context: impl FnOnce() -> String) -> Err
     if let Some(c) = code {
         err = err.with_code(c);
     }
-    if text(ERROR_RELAYED_KEY) == Some("1") {
+    if relayed {
         err = err.relayed();
     }
     match origin {

@@ -476,11 +476,14 @@ impl Runner {
                     .with_code(crate::error::code::UNKNOWN_PORT),
                 );
             }
-            return Call::Refused(Error::permanent(format!(
-                "component `{}` has no input port `{port}` (inputs: {})",
-                self.node.spec.component,
-                port_list(ports, |p| !p.is_source() && !p.is_system())
-            )));
+            return Call::Refused(
+                Error::permanent(format!(
+                    "component `{}` has no input port `{port}` (inputs: {})",
+                    self.node.spec.component,
+                    port_list(ports, |p| !p.is_source() && !p.is_system())
+                ))
+                .with_code(crate::error::code::UNKNOWN_PORT),
+            );
         };
         let inlet = &self.inputs[index];
         let input = match Self::input(inlet, source, data) {

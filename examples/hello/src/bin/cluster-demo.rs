@@ -48,6 +48,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
             probe_addr: None,
             discovery: None,
             router: None,
+            transport: None,
         },
     )
     .await?;

@@ -40,6 +40,7 @@ pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
             probe_addr: None,
             discovery: None,
             router: None,
+            transport: None,
         },
     )
     .await

@@ -1,0 +1,115 @@
+//! A message from another module, whatever carried it (gRPC or NATS): the checks
+//! every transport makes before the engine sees it, and the delivery. Each
+//! transport reads its own framing into an [`Inbound`] and writes the outcome back in
+//! its own way; what is refused, and why, is decided here once.
+
+use tiny_sdk::{
+    Error, Hop, Msg, Reply,
+    engine::{Engine, MAX_DEPTH},
+    error::code,
+    flow::{PortAddress, parse_node_name},
+};
+use tokio_util::sync::CancellationToken;
+
+/// One message from another module.
+#[derive(Debug)]
+pub(crate) struct Inbound<'a> {
+    /// `<node>:<port>`.
+    pub to: &'a str,
+    /// `<node>:<port>` of the sender, `signal`, or empty.
+    pub from: &'a str,
+    /// The edge's id.
+    pub edge_id: &'a str,
+    /// Hops made so far.
+    pub depth: u32,
+    /// Which attempt of the sender's edge this is.
+    pub attempt: u32,
+    /// The payload's JSON bytes (none is `null`).
+    pub payload: Vec<u8>,
+    /// Cancelled when the sender goes away or the server stops.
+    pub cancel: CancellationToken,
+    /// Whether the handler is told this replica leads.
+    pub leader: bool,
+}
+
+/// Why a message was not delivered, for transports that classify (gRPC codes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The message itself is malformed: no target, a bad depth, a body that is not JSON.
+    Invalid,
+    /// Past the cycle guard.
+    Cycle,
+    /// For a node of another module, or one this module does not have.
+    NotHere,
+    /// Delivered, and the chain failed.
+    Failed,
+}
+
+/// `x-to` / `To` as node and port, checked as [`PortAddress::parse`] does without
+/// copying the parts.
+pub(crate) fn split_target(to: &str) -> Result<(&str, &str), Error> {
+    match to.rsplit_once(':') {
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok((n, p)),
+        _ => Err(PortAddress::parse(to)
+            .err()
+            .unwrap_or_else(|| Error::permanent(format!("`{to}` is not `<node>:<port>`")))
+            .with_code(code::INVALID_MESSAGE)),
+    }
+}
+
+/// The cycle guard's refusal.
+pub(crate) fn cycle(depth: u32) -> Error {
+    Error::permanent(format!(
+        "cycle guard: a message passed {MAX_DEPTH} hops (this one has made {depth})"
+    ))
+    .with_code(code::CYCLE)
+}
+
+/// Checks `msg` and delivers it to the engine; the reply of the chain behind it.
+pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, (Error, Refusal)> {
+    if msg.depth > MAX_DEPTH {
+        return Err((cycle(msg.depth), Refusal::Cycle));
+    }
+    let (node, port) = split_target(msg.to).map_err(|e| (e, Refusal::Invalid))?;
+    let module = engine.module();
+    let known = engine.has_node(node);
+    // Only this module's nodes: forwarding would let two modules bounce a message.
+    if !known
+        && let Some((owner, _)) = parse_node_name(node)
+        && owner != module
+    {
+        let e = Error::permanent(format!(
+            "module `{module}` has no node `{node}`: it belongs to module `{owner}`"
+        ))
+        .with_code(code::NODE_NOT_FOUND);
+        return Err((e, Refusal::NotHere));
+    }
+    // Checked here (no allocation), decoded straight into the receiving port's type
+    // when it is taken: no JSON tree unless something asks for one.
+    crate::grpc::wire::check_json(&msg.payload).map_err(|e| {
+        let e = e
+            .context(format_args!("the payload for `{}`", msg.to))
+            .with_code(code::INVALID_MESSAGE);
+        (e, Refusal::Invalid)
+    })?;
+    let data = Msg::from_json_bytes(msg.payload);
+    let source = crate::grpc::wire::source_from_wire(msg.from, msg.edge_id);
+    let hop = Hop {
+        depth: msg.depth,
+        cancel: msg.cancel,
+        leader: msg.leader,
+    };
+    engine
+        .deliver_attempt_at(node, port, source, data, hop, msg.attempt)
+        .await
+        .map_err(|e| {
+            // A node this module does not have (and does not expect) is not here; a
+            // transient failure means it may still load.
+            let refusal = if known || e.is_retryable() {
+                Refusal::Failed
+            } else {
+                Refusal::NotHere
+            };
+            (e, refusal)
+        })
+}

@@ -1,0 +1,296 @@
+//! The module's connection to the broker, as the Go SDK makes it (`cli/nats.go`):
+//! named `tiny-module`, 5 s to connect, a reconnect every 2 s without end, the
+//! credentials taken from the URL (`nats://<token>@host:4222`, as the TinySystems
+//! NATS chart writes it, or `nats://user:pass@host`).
+//!
+//! Where Go falls back to gRPC in silence when the first connection fails, a [`Link`]
+//! keeps trying in the background and tells, through [`Link::state`], whether the
+//! broker answers: the runtime shows it in `/readyz`, in the TinyModule's `Transport`
+//! condition and in the address it advertises.
+
+use std::{fmt, time::Duration};
+
+use async_nats::{Client, ConnectOptions, Event};
+use tokio::sync::watch;
+
+/// How long one connection attempt may take (Go's `nats.Timeout(5s)`).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The pause between reconnection attempts (Go's `nats.ReconnectWait(2s)`).
+pub const RECONNECT_WAIT: Duration = Duration::from_secs(2);
+
+/// Whether the broker answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkState {
+    /// Not connected yet (the first attempts are under way).
+    Connecting,
+    /// Connected: messages flow.
+    Connected,
+    /// The connection was lost or refused; reconnecting. The text says why.
+    Down(String),
+}
+
+impl LinkState {
+    /// `true` while connected.
+    pub fn is_up(&self) -> bool {
+        matches!(self, LinkState::Connected)
+    }
+}
+
+/// Why a NATS URL cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The URL is not a NATS URL (`nats://[token@]host:port`).
+    #[error("TINY_NATS_URL `{url}` is not a NATS URL: {reason}")]
+    Url {
+        /// The URL, its credentials masked.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The client could not be made.
+    #[error("connecting to {url}: {source}")]
+    Connect {
+        /// The URL, its credentials masked.
+        url: String,
+        /// Why.
+        #[source]
+        source: async_nats::ConnectError,
+    },
+}
+
+/// A connection to the broker that reconnects by itself.
+#[derive(Clone)]
+pub struct Link {
+    client: Client,
+    url: String,
+    state: watch::Receiver<LinkState>,
+}
+
+impl fmt::Debug for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Link")
+            .field("url", &self.url)
+            .field("state", &*self.state.borrow())
+            .finish()
+    }
+}
+
+/// The servers and credentials of a NATS URL (a comma-separated list, as Go takes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// `nats://host:port` each, without credentials.
+    pub servers: Vec<String>,
+    /// A token (`nats://<token>@host`).
+    pub token: Option<String>,
+    /// A user and password (`nats://user:pass@host`).
+    pub user: Option<(String, String)>,
+    /// The URL for logs and conditions, credentials masked.
+    pub shown: String,
+}
+
+/// Reads `url`: servers, and credentials from the first server that has them.
+pub(crate) fn parse_url(url: &str) -> Result<Target, LinkError> {
+    let mut target = Target {
+        servers: Vec::new(),
+        token: None,
+        user: None,
+        shown: String::new(),
+    };
+    let mut shown = Vec::new();
+    for part in url.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (scheme, rest) = match part.split_once("://") {
+            Some((s, r)) => (s, r),
+            None => ("nats", part),
+        };
+        let (userinfo, host) = match rest.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, rest),
+        };
+        let masked = userinfo.map_or(String::new(), |_| "***@".to_owned());
+        shown.push(format!("{scheme}://{masked}{host}"));
+        if host.is_empty() || host.contains('/') {
+            return Err(LinkError::Url {
+                url: shown.join(","),
+                reason: format!("`{scheme}://{masked}{host}` has no host:port"),
+            });
+        }
+        match userinfo {
+            Some(u) if target.token.is_none() && target.user.is_none() => match u.split_once(':') {
+                Some((user, pass)) => target.user = Some((decode(user), decode(pass))),
+                None => target.token = Some(decode(u)),
+            },
+            _ => {}
+        }
+        target.servers.push(format!("{scheme}://{host}"));
+    }
+    target.shown = shown.join(",");
+    if target.servers.is_empty() {
+        return Err(LinkError::Url {
+            url: url.to_owned(),
+            reason: "no server in it".to_owned(),
+        });
+    }
+    Ok(target)
+}
+
+/// Percent-decoding of URL user info (a token with `@` or `:` must be escaped).
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Link {
+    /// Starts connecting to `url` and returns at once: the client buffers what is
+    /// sent and subscribed until the broker answers. [`wait_up`](Self::wait_up)
+    /// waits for the first connection.
+    pub async fn connect(url: &str) -> Result<Link, LinkError> {
+        let target = parse_url(url)?;
+        let (tx, state) = watch::channel(LinkState::Connecting);
+        let mut opts = ConnectOptions::new()
+            .name("tiny-module")
+            .connection_timeout(CONNECT_TIMEOUT)
+            .reconnect_delay_callback(|attempts| if attempts <= 1 { Duration::ZERO } else { RECONNECT_WAIT })
+            .max_reconnects(None)
+            .retry_on_initial_connect()
+            // Each hop has its own deadline (the edge's or the default 5 min).
+            .request_timeout(None)
+            .event_callback(move |event| {
+                let tx = tx.clone();
+                async move { on_event(&tx, event) }
+            });
+        if let Some(token) = target.token.clone() {
+            opts = opts.token(token);
+        }
+        if let Some((user, pass)) = target.user.clone() {
+            opts = opts.user_and_password(user, pass);
+        }
+        let servers: Vec<async_nats::ServerAddr> = target
+            .servers
+            .iter()
+            .map(|s| {
+                s.parse().map_err(|e: std::io::Error| LinkError::Url {
+                    url: target.shown.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let client = opts.connect(servers).await.map_err(|source| LinkError::Connect {
+            url: target.shown.clone(),
+            source,
+        })?;
+        Ok(Link {
+            client,
+            url: target.shown,
+            state,
+        })
+    }
+
+    /// The client, for subscribing and sending.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The URL, credentials masked.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether the broker answers now, and a receiver that sees it change.
+    pub fn state(&self) -> watch::Receiver<LinkState> {
+        self.state.clone()
+    }
+
+    /// `true` while connected.
+    pub fn is_up(&self) -> bool {
+        self.state.borrow().is_up()
+    }
+
+    /// Waits up to `limit` for the connection; `true` once connected.
+    pub async fn wait_up(&self, limit: Duration) -> bool {
+        let mut state = self.state.clone();
+        tokio::time::timeout(limit, state.wait_for(LinkState::is_up))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
+fn on_event(tx: &watch::Sender<LinkState>, event: Event) {
+    let next = match event {
+        Event::Connected => LinkState::Connected,
+        Event::Disconnected => LinkState::Down("disconnected from the broker".to_owned()),
+        Event::Closed => LinkState::Down("the connection was closed".to_owned()),
+        Event::ClientError(e) => {
+            tracing::debug!(error = %e, "NATS client error");
+            return;
+        }
+        Event::ServerError(e) => {
+            tracing::warn!(error = %e, "NATS server error");
+            return;
+        }
+        other => {
+            tracing::debug!(event = %other, "NATS");
+            return;
+        }
+    };
+    tx.send_if_modified(|s| {
+        let changed = *s != next;
+        if changed {
+            match &next {
+                LinkState::Connected => tracing::info!("NATS connected"),
+                LinkState::Down(why) => tracing::warn!(why = %why, "NATS connection lost; reconnecting every 2 s"),
+                LinkState::Connecting => {}
+            }
+            *s = next;
+        }
+        changed
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_charts_token_url_gives_a_token_and_a_masked_url() {
+        let t = parse_url("nats://s3cr3t@tinysystems-nats.tinysystems.svc:4222").unwrap();
+        assert_eq!(t.servers, ["nats://tinysystems-nats.tinysystems.svc:4222"]);
+        assert_eq!(t.token.as_deref(), Some("s3cr3t"));
+        assert_eq!(t.shown, "nats://***@tinysystems-nats.tinysystems.svc:4222");
+    }
+
+    #[test]
+    fn user_and_password_lists_and_escapes() {
+        let t = parse_url("nats://a%40b:p%3Aw@h1:4222, h2:4223").unwrap();
+        assert_eq!(t.user, Some(("a@b".to_owned(), "p:w".to_owned())));
+        assert_eq!(t.servers, ["nats://h1:4222", "nats://h2:4223"]);
+        assert!(!t.shown.contains("p:w") && !t.shown.contains("a@b"), "{}", t.shown);
+    }
+
+    #[test]
+    fn bad_urls_say_what_is_wrong_without_the_secret() {
+        let e = parse_url("nats://tok@").unwrap_err().to_string();
+        assert!(e.contains("has no host:port") && !e.contains("tok"), "{e}");
+        assert!(parse_url(" , ").is_err());
+    }
+}

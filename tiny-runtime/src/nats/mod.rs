@@ -1,0 +1,30 @@
+//! NATS between modules, byte for byte as the Go SDK speaks it (core request/reply).
+//!
+//! A module run with `TINY_NATS_URL` (or `--nats-url`) takes its business messages
+//! from `tinymodule.<module>.msg` in a queue group (its replicas share them) and its
+//! system-port messages from `tinymodule.<module>.sysmsg` (every replica), answers as
+//! Go answers, and sends to other modules with requests on their subjects. Its
+//! TinyModule advertises `nats://tinymodule.<module>.msg`.
+//!
+//! - [`wire`]: subjects, header names, replies.
+//! - [`Link`]: the connection (Go's options; reconnects by itself; says whether the
+//!   broker answers).
+//! - [`listen`]: the receiving side, over an [`Engine`](tiny_sdk::engine::Engine).
+//! - [`NatsRouter`]: the sending side, the engine's
+//!   [`RemoteRouter`](tiny_sdk::engine::RemoteRouter).
+//! - [`send`]: a message into a node from outside a flow (Go's `wire.Publish`; the
+//!   module binary's `send` command).
+//!
+//! Core NATS delivers at most once: a message in flight when a replica dies is lost,
+//! and the sender's edge retry policy is what recovers it (see `docs/delivery.md`).
+
+mod link;
+mod receiver;
+mod router;
+mod send;
+pub mod wire;
+
+pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT};
+pub use receiver::{Receiver, listen};
+pub use router::NatsRouter;
+pub use send::{SendOptions, send};

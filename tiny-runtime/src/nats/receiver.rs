@@ -1,0 +1,196 @@
+//! The receiving side: other modules' messages and the platform's signals, from the
+//! broker into this module's [`Engine`].
+//!
+//! Business messages arrive on `tinymodule.<module>.msg` in the queue group
+//! `<module>`, so the replicas of a module share them; system-port messages
+//! (`_control`, `_settings`, ...) on `tinymodule.<module>.sysmsg`, which every
+//! replica hears, with the handler told whether its replica leads. Every message is
+//! handled on its own task: a handler that sends to its own module and waits does not
+//! block the one that will answer it.
+
+use std::sync::Arc;
+
+use async_nats::{Client, HeaderMap, Message, Subject};
+use bytes::Bytes;
+use futures::StreamExt as _;
+use tiny_sdk::{Error, Reply, Result, engine::Engine, error::code};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use super::wire::{self, get, header};
+use crate::{
+    grpc::LeaderFn,
+    inbound::{self, Inbound},
+};
+
+/// What every handler task shares.
+struct Shared {
+    client: Client,
+    engine: Engine,
+    leader: Option<LeaderFn>,
+    /// Cancelled when the receiver stops: in-flight hops see it.
+    stopping: CancellationToken,
+}
+
+/// A running receiver, from [`listen`]. Dropping it leaves it running; [`stop`](Self::stop)
+/// ends it.
+#[derive(Debug)]
+pub struct Receiver {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Receiver {
+    /// Unsubscribes, cancels the hops in flight and waits for the loop to end.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// Subscribes `engine`'s module to its two subjects on `client` and handles what
+/// arrives until [`Receiver::stop`]. The subscriptions are made before this returns
+/// (the client sends them once it is connected, and again after every reconnect).
+pub async fn listen(client: Client, engine: Engine, leader: Option<LeaderFn>) -> Result<Receiver> {
+    let module = engine.module().to_owned();
+    let unreachable = |e: async_nats::SubscribeError| {
+        Error::transient(format!("subscribing to the subjects of module `{module}`: {e}")).with_code(code::UNREACHABLE)
+    };
+    let mut business = client
+        .queue_subscribe(wire::subject(&module), module.clone())
+        .await
+        .map_err(unreachable)?;
+    let mut system = client
+        .subscribe(wire::system_subject(&module))
+        .await
+        .map_err(unreachable)?;
+    let stop = CancellationToken::new();
+    let shared = Arc::new(Shared {
+        client,
+        engine,
+        leader,
+        stopping: stop.clone(),
+    });
+    let task = tokio::spawn(async move {
+        loop {
+            let (msg, is_system) = tokio::select! {
+                Some(m) = business.next() => (m, false),
+                Some(m) = system.next() => (m, true),
+                () = shared.stopping.cancelled() => break,
+                else => break,
+            };
+            tokio::spawn(handle(shared.clone(), msg, is_system));
+        }
+        let _ = business.unsubscribe().await;
+        let _ = system.unsubscribe().await;
+    });
+    Ok(Receiver { stop, task })
+}
+
+/// One message: delivered, and answered when the sender waits.
+async fn handle(shared: Arc<Shared>, msg: Message, is_system: bool) {
+    let Message {
+        subject,
+        reply,
+        payload,
+        headers,
+        ..
+    } = msg;
+    // The native reply subject, else `x-reply-inbox` (a sender whose native reply is
+    // taken, as on JetStream): one answer, never two.
+    let answer_to: Option<Subject> = reply.or_else(|| get(headers.as_ref(), header::REPLY_INBOX).map(Subject::from));
+    let outcome = if crate::telemetry::tracing_enabled() {
+        use opentelemetry::context::FutureExt as _;
+        let parent = crate::telemetry::extract_nats(headers.as_ref());
+        receive(&shared, &subject, headers.as_ref(), payload, is_system)
+            .with_context(parent)
+            .await
+    } else {
+        receive(&shared, &subject, headers.as_ref(), payload, is_system).await
+    };
+    crate::metrics::nats().server_call(if outcome.is_ok() { "OK" } else { "Error" });
+    let Some(to) = answer_to else {
+        if let Err(e) = &outcome {
+            // Fire and forget: nobody hears the failure, so the log does.
+            tracing::warn!(subject = %subject, error = %e, "message failed (the sender did not wait for a reply)");
+        }
+        return;
+    };
+    let (reply_headers, body) = wire::reply(&outcome);
+    if let Err(e) = respond(&shared.client, to.clone(), reply_headers, body).await {
+        // The reply is over the broker's payload limit: say so instead.
+        let e = Error::permanent(format!("the reply to a message on `{subject}` could not be sent: {e}"))
+            .with_code(code::MESSAGE_TOO_LARGE);
+        tracing::warn!(error = %e, "reply not sent");
+        let _ = respond(&shared.client, to, Some(wire::error_headers(&e)), Bytes::new()).await;
+    }
+}
+
+async fn respond(
+    client: &Client,
+    to: Subject,
+    headers: Option<HeaderMap>,
+    body: Bytes,
+) -> std::result::Result<(), async_nats::PublishError> {
+    match headers {
+        // A value travels with no headers at all (a plain PUB), as Go's `RespondMsg`
+        // of a message without a header.
+        None => client.publish(to, body).await,
+        Some(h) => client.publish_with_headers(to, h, body).await,
+    }
+}
+
+/// Reads the headers, checks them and delivers.
+async fn receive(
+    shared: &Shared,
+    subject: &Subject,
+    headers: Option<&HeaderMap>,
+    payload: Bytes,
+    is_system: bool,
+) -> Result<Reply> {
+    let invalid = |what: String| Error::permanent(what).with_code(code::INVALID_MESSAGE);
+    let to = get(headers, header::TO).filter(|t| !t.is_empty()).ok_or_else(|| {
+        invalid(format!(
+            "a message on `{subject}` has no `x-to` header (want `<node>:<port>`)"
+        ))
+    })?;
+    let depth = match get(headers, header::DEPTH).map(str::trim) {
+        None | Some("") => 0,
+        Some(text) => text.parse().map_err(|_| {
+            invalid(format!(
+                "the message for `{to}` has `x-message-depth: {text}`, not a hop count"
+            ))
+        })?,
+    };
+    let attempt = get(headers, header::ATTEMPT)
+        .and_then(|a| a.trim().parse().ok())
+        .unwrap_or(1);
+    let from = get(headers, header::FROM).unwrap_or_default();
+    let span = tracing::info_span!(
+        target: "tiny::flow",
+        "nats.server",
+        otel.name = %subject,
+        otel.kind = "server",
+        messaging.system = "nats",
+        messaging.destination.name = %subject,
+        to = to,
+        from = from,
+    );
+    let inbound = Inbound {
+        to,
+        from,
+        edge_id: get(headers, header::EDGE_ID).unwrap_or_default(),
+        depth,
+        attempt,
+        payload: payload.into(),
+        cancel: shared.stopping.child_token(),
+        // As Go: a business message is handled without leadership; a system port
+        // hears whether this replica leads.
+        leader: is_system && shared.leader.as_ref().is_some_and(|f| f()),
+    };
+    inbound::deliver(&shared.engine, inbound)
+        .instrument(span)
+        .await
+        .map_err(|(e, _)| e)
+}

@@ -1,0 +1,222 @@
+//! The sending side: the engine's messages for nodes of other modules, as NATS
+//! requests on `tinymodule.<module>.msg`, answered as the Go SDK answers them.
+
+use std::time::Duration;
+
+use async_nats::{HeaderMap, Request, RequestErrorKind};
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use tiny_sdk::{
+    Error, Hop, Msg, Reply, Result,
+    engine::{RemoteRouter, Source},
+    error::code,
+    flow::PortAddress,
+};
+use tracing::{Instrument as _, field::Empty};
+
+use super::{
+    link::Link,
+    wire::{self, header},
+};
+
+/// Carries the engine's messages for other modules over NATS request/reply.
+///
+/// Every hop is one request to `tinymodule.<module>.msg`, where `<module>` is the
+/// second part of the target node's name (as Go's sender takes it), with Go's
+/// headers; the reply is read as Go reads it. While the broker is unreachable a hop
+/// fails at once with a transient [`code::UNREACHABLE`] error (the edge's retry
+/// policy decides what follows) instead of waiting for a reconnection.
+#[derive(Debug, Clone)]
+pub struct NatsRouter {
+    link: Link,
+    timeout: Duration,
+}
+
+impl NatsRouter {
+    /// A router on `link`, waiting up to [`wire::DEFAULT_REQUEST_TIMEOUT`] (5 min,
+    /// Go's) for a reply.
+    pub fn new(link: Link) -> Self {
+        Self {
+            link,
+            timeout: wire::DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
+
+    /// How long a hop waits for its reply.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The connection it sends on.
+    pub fn link(&self) -> &Link {
+        &self.link
+    }
+
+    /// Sends one message and waits for the reply of the chain behind it.
+    async fn request(
+        self,
+        module: String,
+        to: String,
+        headers: HeaderMap,
+        payload: Result<Vec<u8>>,
+        hop: Hop,
+    ) -> Result<Reply> {
+        let subject = wire::subject(&module);
+        let payload = Bytes::from(payload?);
+        let span = tracing::info_span!(
+            target: "tiny::flow",
+            "nats.client",
+            otel.name = %subject,
+            otel.kind = "client",
+            messaging.system = "nats",
+            messaging.destination.name = %subject,
+            to = %to,
+            tiny.module = %module,
+            tiny.depth = hop.depth,
+            tiny.outcome = Empty,
+            otel.status_code = Empty,
+            otel.status_description = Empty,
+        );
+        let mut headers = headers;
+        crate::telemetry::inject_nats(&span, &mut headers);
+        let result = self
+            .exchange(&module, &subject, headers, payload, &hop)
+            .instrument(span.clone())
+            .await;
+        crate::metrics::nats().client_call(
+            &module,
+            match &result {
+                Ok(_) => "OK",
+                Err(e) if e.code() == Some(code::UNREACHABLE) => "Unreachable",
+                Err(e) if e.code() == Some(code::TIMEOUT) => "Timeout",
+                Err(_) => "Error",
+            },
+        );
+        if !span.is_disabled() {
+            match &result {
+                Ok(_) => {
+                    span.record("tiny.outcome", "ok");
+                }
+                Err(e) => {
+                    span.record("tiny.outcome", "error");
+                    span.record("otel.status_code", "ERROR");
+                    span.record("otel.status_description", tracing::field::display(e));
+                }
+            }
+        }
+        result
+    }
+
+    async fn exchange(
+        &self,
+        module: &str,
+        subject: &str,
+        headers: HeaderMap,
+        payload: Bytes,
+        hop: &Hop,
+    ) -> Result<Reply> {
+        if !self.link.is_up() {
+            return Err(Error::transient(format!(
+                "module `{module}` is unreachable: the NATS broker at {} does not answer",
+                self.link.url()
+            ))
+            .with_code(code::UNREACHABLE));
+        }
+        let client = self.link.client();
+        let max = client.max_payload();
+        if max > 0 && payload.len() > max {
+            return Err(too_large(module, subject, payload.len(), max));
+        }
+        let request = Request::new()
+            .headers(headers)
+            .payload(payload)
+            .timeout(Some(self.timeout));
+        let sent = tokio::select! {
+            r = client.send_request(subject.to_owned(), request) => r,
+            () = hop.cancel.cancelled() => {
+                return Err(Error::permanent(format!("cancelled while waiting for module `{module}`")));
+            }
+        };
+        match sent {
+            Ok(msg) => wire::decode_reply(msg.headers.as_ref(), msg.payload, || format!("module `{module}`")),
+            Err(e) => Err(match e.kind() {
+                RequestErrorKind::NoResponders => Error::transient(format!(
+                    "module `{module}` is unreachable: no replica listens on `{subject}`"
+                ))
+                .with_code(code::UNREACHABLE),
+                RequestErrorKind::TimedOut => Error::transient(format!(
+                    "module `{module}` did not answer on `{subject}` within {} s",
+                    self.timeout.as_secs_f64()
+                ))
+                .with_code(code::TIMEOUT),
+                RequestErrorKind::MaxPayloadExceeded => too_large(module, subject, 0, max),
+                _ => Error::transient(format!("module `{module}` over NATS: {e}")).with_code(code::UNREACHABLE),
+            }),
+        }
+    }
+}
+
+fn too_large(module: &str, subject: &str, size: usize, max: usize) -> Error {
+    let size = if size > 0 {
+        format!("{size} bytes, ")
+    } else {
+        String::new()
+    };
+    Error::permanent(format!(
+        "the message for module `{module}` on `{subject}` is too large ({size}the broker takes at most {max} bytes)"
+    ))
+    .with_code(code::MESSAGE_TOO_LARGE)
+}
+
+/// Go's request headers for one hop: `x-from`, `x-to`, `x-edge-id` and
+/// `Nats-Msg-Id` (the edge id; both always set, even empty), `x-message-depth` when
+/// above 0; tiny's `x-hop-attempt` on a retry.
+pub(crate) fn request_headers(to: &str, source: &Source<'_>, depth: u32, attempt: u32) -> HeaderMap {
+    let (from, edge_id) = match source {
+        Source::Signal => (wire::FROM_SIGNAL, ""),
+        Source::Edge { from, edge_id } => (*from, *edge_id),
+    };
+    let mut h = HeaderMap::new();
+    h.insert(header::FROM, wire::header_value(from));
+    h.insert(header::TO, wire::header_value(to));
+    h.insert(header::EDGE_ID, wire::header_value(edge_id));
+    h.insert(header::MSG_ID, wire::header_value(edge_id));
+    if depth > 0 {
+        h.insert(header::DEPTH, depth.to_string().as_str());
+    }
+    if attempt > 1 {
+        h.insert(header::ATTEMPT, attempt.to_string().as_str());
+    }
+    h
+}
+
+impl RemoteRouter for NatsRouter {
+    fn route(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        self.route_attempt(module, to, source, data, hop, 1)
+    }
+
+    fn route_attempt(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        let to = to.to_string();
+        let headers = request_headers(&to, &source, hop.depth, attempt);
+        // Straight from the typed value to bytes: no JSON tree on the way.
+        let payload = data.to_json_bytes();
+        Box::pin(self.clone().request(module.to_owned(), to, headers, payload, hop))
+    }
+}

@@ -1,0 +1,260 @@
+//! Which wire a module speaks to other modules, and what it tells the cluster about it.
+//!
+//! Without `TINY_NATS_URL` a module is on gRPC, as before. With it, the module
+//! listens on its NATS subjects and, beside them, still serves gRPC: while the broker
+//! answers, its TinyModule advertises `nats://tinymodule.<module>.msg`, `/readyz` is
+//! ready and the `Transport` condition is `True`; while it does not (at start, or
+//! after the broker went away), the TinyModule advertises the gRPC address (tiny
+//! peers reach it there meanwhile), `/readyz` says why it is not ready and the
+//! condition is `False`. The Go SDK falls back to gRPC in silence and only at start.
+//!
+//! [`Routes`] sends each message the way its peer listens: over NATS to a module
+//! that advertises a `nats://` address (or none: Go modules on NATS are reached by
+//! subject alone), over gRPC to one that advertises `host:port`.
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
+use tiny_sdk::{
+    Hop, Msg, Reply, Result,
+    engine::{RemoteRouter, Source},
+    flow::PortAddress,
+};
+use tokio::sync::watch;
+
+use crate::{
+    controller::Discovery,
+    grpc::Pool,
+    nats::{Link, LinkState, NatsRouter, wire},
+};
+
+/// The TinyModule condition that says whether the module is on the wire it was told
+/// to use.
+pub const CONDITION: &str = "Transport";
+
+/// The module's wire: gRPC, or NATS (with gRPC beside it).
+#[derive(Debug)]
+pub struct Transport {
+    module: String,
+    grpc_addr: String,
+    nats: Nats,
+    /// When the condition last changed, and to what.
+    since: Mutex<Option<(bool, Time)>>,
+}
+
+#[derive(Debug)]
+enum Nats {
+    /// Not asked for.
+    Off,
+    /// Asked for, and connecting or connected.
+    On(Link),
+    /// Asked for with a URL that cannot be used.
+    Unusable(String),
+}
+
+impl Transport {
+    /// gRPC only, advertising `grpc_addr`.
+    pub fn grpc(module: &str, grpc_addr: &str) -> Self {
+        Self::new(module, grpc_addr, Nats::Off)
+    }
+
+    /// NATS on `link`, gRPC at `grpc_addr` while the broker does not answer.
+    pub fn nats(module: &str, grpc_addr: &str, link: Link) -> Self {
+        Self::new(module, grpc_addr, Nats::On(link))
+    }
+
+    /// NATS was asked for but cannot be used (`why`): gRPC, and the condition and
+    /// `/readyz` say so.
+    pub fn nats_unusable(module: &str, grpc_addr: &str, why: String) -> Self {
+        Self::new(module, grpc_addr, Nats::Unusable(why))
+    }
+
+    fn new(module: &str, grpc_addr: &str, nats: Nats) -> Self {
+        Self {
+            module: module.to_owned(),
+            grpc_addr: grpc_addr.to_owned(),
+            nats,
+            since: Mutex::new(None),
+        }
+    }
+
+    /// The NATS connection, when there is one.
+    pub fn link(&self) -> Option<&Link> {
+        match &self.nats {
+            Nats::On(link) => Some(link),
+            _ => None,
+        }
+    }
+
+    /// `nats` while messages come over NATS, else `grpc`.
+    pub fn current(&self) -> &'static str {
+        if self.link().is_some_and(Link::is_up) {
+            "nats"
+        } else {
+            "grpc"
+        }
+    }
+
+    /// What the TinyModule's `status.addr` says now.
+    pub fn advertised(&self) -> String {
+        match self.current() {
+            "nats" => wire::advertised_addr(&self.module),
+            _ => self.grpc_addr.clone(),
+        }
+    }
+
+    /// Why the module is not on the wire it was told to use (`/readyz`'s reason);
+    /// `Ok` on plain gRPC and while NATS answers.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        match &self.nats {
+            Nats::Off => Ok(()),
+            Nats::Unusable(why) => Err(format!("NATS: {why}; serving gRPC at {} instead", self.grpc_addr)),
+            Nats::On(link) => match &*link.state().borrow() {
+                LinkState::Connected => Ok(()),
+                LinkState::Connecting => Err(format!(
+                    "NATS: not connected to {} yet; serving gRPC at {} meanwhile",
+                    link.url(),
+                    self.grpc_addr
+                )),
+                LinkState::Down(why) => Err(format!(
+                    "NATS: the broker at {} does not answer ({why}), reconnecting every {} s; serving gRPC at {} meanwhile",
+                    link.url(),
+                    crate::nats::RECONNECT_WAIT.as_secs(),
+                    self.grpc_addr
+                )),
+            },
+        }
+    }
+
+    /// The `Transport` condition, on a module asked to use NATS.
+    pub fn condition(&self) -> Option<Condition> {
+        if matches!(self.nats, Nats::Off) {
+            return None;
+        }
+        let result = self.check();
+        let ok = result.is_ok();
+        let time = {
+            let mut since = self.since.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &*since {
+                Some((was, t)) if *was == ok => t.clone(),
+                _ => {
+                    let t = Time(Timestamp::now());
+                    *since = Some((ok, t.clone()));
+                    t
+                }
+            }
+        };
+        let (status, reason, message) = match result {
+            Ok(()) => (
+                "True",
+                "Nats",
+                format!("on NATS: {}", wire::advertised_addr(&self.module)),
+            ),
+            Err(why) if matches!(self.nats, Nats::Unusable(_)) => ("False", "NatsUnusable", why),
+            Err(why) => ("False", "NatsUnreachable", why),
+        };
+        Some(Condition {
+            type_: CONDITION.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            last_transition_time: time,
+            observed_generation: None,
+        })
+    }
+
+    /// Changes of the broker connection, when there is one.
+    pub fn changes(&self) -> Option<watch::Receiver<LinkState>> {
+        self.link().map(Link::state)
+    }
+}
+
+/// Sends each message the way its peer listens: NATS or gRPC (see the module docs).
+#[derive(Debug)]
+pub struct Routes {
+    pool: Arc<Pool>,
+    nats: Option<NatsRouter>,
+    /// Modules whose TinyModule advertises a `nats://` address.
+    on_nats: std::sync::RwLock<std::collections::HashSet<String>>,
+}
+
+impl Routes {
+    /// gRPC through `pool`, and NATS through `nats` when given.
+    pub fn new(pool: Arc<Pool>, nats: Option<NatsRouter>) -> Self {
+        Self {
+            pool,
+            nats,
+            on_nats: Default::default(),
+        }
+    }
+
+    fn on_nats(&self) -> std::sync::RwLockWriteGuard<'_, std::collections::HashSet<String>> {
+        self.on_nats.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The router for `module`, or why it cannot be reached from here.
+    fn pick(&self, module: &str) -> std::result::Result<&dyn RemoteRouter, tiny_sdk::Error> {
+        match &self.nats {
+            // A peer that advertises a gRPC address is reached there.
+            Some(nats) if !self.pool.knows(module) => Ok(nats),
+            None if !self.pool.knows(module) && self.on_nats.read().is_ok_and(|m| m.contains(module)) => {
+                Err(tiny_sdk::Error::permanent(format!(
+                    "module `{module}` is on NATS ({}) and this module is not: start it with TINY_NATS_URL",
+                    wire::advertised_addr(module)
+                ))
+                .with_code(tiny_sdk::error::code::UNREACHABLE))
+            }
+            _ => Ok(&*self.pool),
+        }
+    }
+}
+
+impl RemoteRouter for Routes {
+    fn route(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        self.route_attempt(module, to, source, data, hop, 1)
+    }
+
+    fn route_attempt(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> BoxFuture<'static, Result<Reply>> {
+        match self.pick(module) {
+            Ok(router) => router.route_attempt(module, to, source, data, hop, attempt),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+}
+
+impl Discovery for Routes {
+    fn register(&self, module: &str, addr: &str) {
+        if wire::is_nats_addr(addr) {
+            // On NATS now: no longer at a gRPC address.
+            self.pool.deregister(module);
+            self.on_nats().insert(module.to_owned());
+        } else {
+            self.on_nats().remove(module);
+            Discovery::register(&*self.pool, module, addr);
+        }
+    }
+
+    fn deregister(&self, module: &str) {
+        self.on_nats().remove(module);
+        self.pool.deregister(module);
+    }
+}
