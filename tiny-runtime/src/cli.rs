@@ -28,6 +28,7 @@ use crate::{
     rbac::Requirements,
     runtime::{LEASE_DURATION, Options, Runtime},
     telemetry::{self, LogFormat},
+    transport::{Routes, Transport},
 };
 
 /// A tiny module.
@@ -352,13 +353,10 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
             .unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())),
     );
     let grpc_addr = config.grpc_addr.clone().unwrap_or_default();
-    let transport = Arc::new(transport(&config.name, &grpc_addr, args.nats_url.as_deref()).await);
+    let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, args.nats_url.as_deref()).await);
     tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();
-    let routes = Arc::new(crate::transport::Routes::new(
-        pool,
-        transport.link().cloned().map(crate::nats::NatsRouter::new),
-    ));
+    let routes = Arc::new(Routes::for_transport(pool, &transport));
     let runtime = Runtime::start(
         client,
         Options {
@@ -405,32 +403,6 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     }
     runtime.stop().await;
     Ok(())
-}
-
-/// The wire this module speaks: NATS when a URL is given (waiting up to
-/// [`CONNECT_TIMEOUT`](crate::nats::CONNECT_TIMEOUT) for the broker, then going on
-/// with gRPC until it answers), else gRPC.
-async fn transport(module: &str, grpc_addr: &str, nats_url: Option<&str>) -> crate::transport::Transport {
-    use crate::{nats::Link, transport::Transport};
-    let Some(url) = nats_url.map(str::trim).filter(|u| !u.is_empty()) else {
-        return Transport::grpc(module, grpc_addr);
-    };
-    match Link::connect(url).await {
-        Ok(link) => {
-            if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
-                tracing::warn!(
-                    url = %link.url(),
-                    grpc = %grpc_addr,
-                    "NATS does not answer; serving gRPC meanwhile and reconnecting every 2 s (see /readyz and the TinyModule's Transport condition)"
-                );
-            }
-            Transport::nats(module, grpc_addr, link)
-        }
-        Err(e) => {
-            tracing::error!(error = %e, grpc = %grpc_addr, "NATS cannot be used; serving gRPC only");
-            Transport::nats_unusable(module, grpc_addr, e.to_string())
-        }
-    }
 }
 
 /// `send`: one message into a node over NATS.

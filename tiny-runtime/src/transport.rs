@@ -73,6 +73,32 @@ impl Transport {
         Self::new(module, grpc_addr, Nats::Unusable(why))
     }
 
+    /// What a module binary does with `TINY_NATS_URL` (`nats_url`): connect, waiting up
+    /// to [`CONNECT_TIMEOUT`](crate::nats::CONNECT_TIMEOUT) for the broker, and go on
+    /// (on gRPC while the broker does not answer); a URL that cannot be used is logged
+    /// and shown. No URL: gRPC.
+    pub async fn connect(module: &str, grpc_addr: &str, nats_url: Option<&str>) -> Self {
+        let Some(url) = nats_url.map(str::trim).filter(|u| !u.is_empty()) else {
+            return Self::grpc(module, grpc_addr);
+        };
+        match Link::connect(url).await {
+            Ok(link) => {
+                if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+                    tracing::warn!(
+                        url = %link.url(),
+                        grpc = %grpc_addr,
+                        "NATS does not answer; serving gRPC meanwhile and reconnecting every 2 s (see /readyz and the TinyModule's Transport condition)"
+                    );
+                }
+                Self::nats(module, grpc_addr, link)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, grpc = %grpc_addr, "NATS cannot be used; serving gRPC only");
+                Self::nats_unusable(module, grpc_addr, e.to_string())
+            }
+        }
+    }
+
     fn new(module: &str, grpc_addr: &str, nats: Nats) -> Self {
         Self {
             module: module.to_owned(),
@@ -190,6 +216,11 @@ impl Routes {
             nats,
             on_nats: Default::default(),
         }
+    }
+
+    /// gRPC through `pool`, and NATS when `transport` has a link.
+    pub fn for_transport(pool: Arc<Pool>, transport: &Transport) -> Self {
+        Self::new(pool, transport.link().cloned().map(NatsRouter::new))
     }
 
     fn on_nats(&self) -> std::sync::RwLockWriteGuard<'_, std::collections::HashSet<String>> {

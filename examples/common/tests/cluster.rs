@@ -449,10 +449,16 @@ struct Replica {
 
 impl Replica {
     fn start(env: &TestEnv, ns: &str, identity: &str) -> Replica {
+        Replica::start_with(env, ns, identity, &[])
+    }
+
+    /// [`start`](Self::start) with extra arguments (`--nats-url ...`).
+    fn start_with(env: &TestEnv, ns: &str, identity: &str, extra: &[&str]) -> Replica {
         let mut child = Command::new(env!("CARGO_BIN_EXE_common-module"))
             .args(["run", "--name", MODULE, "--version", "0.1.0", "--namespace", ns])
             .args(["--lease-seconds", "4", "--identity", identity])
             .args(["--grpc-server-bind-address", "127.0.0.1:0"])
+            .args(extra)
             .env("KUBECONFIG", env.kubeconfig_path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -470,10 +476,10 @@ impl Replica {
         Replica { child, probe }
     }
 
-    /// Whether it leads, from its `/metrics`.
-    async fn leads(&self) -> bool {
+    /// Its `/metrics`.
+    async fn metrics(&self) -> String {
         let addr = self.probe.clone();
-        let body = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             use std::io::{Read as _, Write as _};
             let mut s = std::net::TcpStream::connect(&addr).ok()?;
             s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
@@ -484,8 +490,21 @@ impl Replica {
         .await
         .ok()
         .flatten()
-        .unwrap_or_default();
-        body.lines().any(|l| l.trim() == "tiny_leader 1")
+        .unwrap_or_default()
+    }
+
+    /// Whether it leads, from its `/metrics`.
+    async fn leads(&self) -> bool {
+        self.metrics().await.lines().any(|l| l.trim() == "tiny_leader 1")
+    }
+
+    /// A counter of its `/metrics` (0 when absent).
+    async fn counter(&self, series: &str) -> u64 {
+        self.metrics()
+            .await
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0)
     }
 }
 
@@ -585,4 +604,92 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     .await;
     assert_eq!(view["stop"], true);
     println!("ticker resumed on the new leader {resumed:?} after the kill (lease 4 s)");
+}
+
+/// The platform's way to press a dashboard button on a cluster on NATS: a message on the
+/// module's `.sysmsg` subject with `x-from: signal`, which every replica hears and only
+/// the leader acts on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
+    let env = env().await;
+    let broker = tiny_testenv::NatsServer::start().await.expect("nats-server starts");
+    let client = env.client();
+    let ns = "sys";
+    env.create_namespace(ns).await.expect("namespace");
+    let url = broker.url();
+    let replicas = [
+        Replica::start_with(&env, ns, "replica-a", &["--nats-url", &url]),
+        Replica::start_with(&env, ns, "replica-b", &["--nats-url", &url]),
+    ];
+    apply_yaml(&client, ns, &ticker_flow("sys", 200)).await;
+    let (ticker, debug) = ("sys.common-module-v0.ticker-1", "sys.common-module-v0.debug-1");
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    let leader = eventually("exactly one leader", Duration::from_secs(60), || async {
+        let mut leaders = Vec::new();
+        for (i, r) in replicas.iter().enumerate() {
+            if r.leads().await {
+                leaders.push(i);
+            }
+        }
+        (leaders.len() == 1).then(|| leaders[0])
+    })
+    .await;
+    eventually("the ticker to show Start", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
+    })
+    .await;
+
+    // Start, as the platform publishes it: fire and forget, on `.sysmsg`.
+    let mut platform = tiny_testenv::RawNats::connect(broker.port(), broker.token())
+        .await
+        .expect("connects");
+    let press = |button: &'static str| {
+        (
+            "tinymodule.common-module-v0.sysmsg",
+            [("x-to", format!("{ticker}:_control")), ("x-from", "signal".to_owned())],
+            format!("{{\"{button}\":true}}"),
+        )
+    };
+    let (subject, headers, body) = press("start");
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    platform
+        .publish(subject, None, Some(&headers), body.as_bytes())
+        .await
+        .expect("published");
+    platform.flush().await.expect("flushed");
+    eventually("a few ticks", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move { last_tick(&nodes, debug).await.filter(|t| *t >= 3) }
+    })
+    .await;
+    // Both replicas heard it; only the leader's ticker sent to the debug node.
+    let debug_in = format!("tiny_node_messages_total{{node=\"{debug}\",port=\"in\"}}");
+    for r in &replicas {
+        let heard = r.counter(r#"tiny_nats_server_calls_total{outcome="OK"}"#).await;
+        assert!(heard >= 1, "every replica handled the _control message");
+    }
+    assert!(replicas[leader].counter(&debug_in).await >= 3);
+    assert_eq!(
+        replicas[1 - leader].counter(&debug_in).await,
+        0,
+        "the follower did not tick"
+    );
+
+    // Stop, the same way: the ticks end.
+    let (subject, headers, body) = press("stop");
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    platform
+        .publish(subject, None, Some(&headers), body.as_bytes())
+        .await
+        .expect("published");
+    platform.flush().await.expect("flushed");
+    eventually("the ticker to stop", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["status"] == "Not running") }
+    })
+    .await;
+    let stopped_at = last_tick(&nodes, debug).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(last_tick(&nodes, debug).await, stopped_at, "no tick after Stop");
 }

@@ -153,6 +153,61 @@ fn both_charts_lint_and_render_and_the_rendered_manifests_are_snapshotted() {
 }
 
 #[test]
+fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env_of = |values: &str| -> Value {
+        let file = write(dir.path(), "nats.yaml", values);
+        let docs = documents(&render(&[&file]));
+        find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"].clone()
+    };
+    let var = |env: &Value, name: &str| {
+        env.as_array()
+            .and_then(|e| e.iter().find(|v| v["name"] == name).cloned())
+    };
+    // None by default: the module stays on gRPC.
+    assert_eq!(var(&env_of("{}"), "TINY_NATS_URL"), None);
+    // The URL as given.
+    let env = env_of("nats: {url: 'nats://tok@tinysystems-nats:4222'}");
+    assert_eq!(
+        var(&env, "TINY_NATS_URL"),
+        Some(json!({"name": "TINY_NATS_URL", "value": "nats://tok@tinysystems-nats:4222"}))
+    );
+    // The TinySystems NATS chart's Secret: the token comes from it, never from values.
+    let env = env_of("nats: {url: 'nats://tinysystems-nats:4222', tokenSecret: {name: tinysystems-nats-auth}}");
+    assert_eq!(
+        var(&env, "NATS_TOKEN"),
+        Some(
+            json!({"name": "NATS_TOKEN", "valueFrom": {"secretKeyRef": {"name": "tinysystems-nats-auth", "key": "token"}}})
+        )
+    );
+    assert_eq!(
+        var(&env, "TINY_NATS_URL").map(|v| v["value"].clone()),
+        Some(json!("nats://$(NATS_TOKEN)@tinysystems-nats:4222"))
+    );
+    // values.schema.json refuses what is not a NATS URL.
+    let bad = write(
+        dir.path(),
+        "bad-nats.yaml",
+        "nats: {url: 'http://tinysystems-nats:4222'}",
+    );
+    let chart = repo("charts/tiny-module");
+    let out = Command::new(repo("tools/helm/helm"))
+        .args([
+            "template",
+            chart.to_str().expect("utf-8"),
+            "--name",
+            RELEASE,
+            "--namespace",
+            "x",
+        ])
+        .args(["-f", bad.to_str().expect("utf-8")])
+        .output()
+        .expect("helm runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/nats/url"), "{err}");
+}
+
+#[test]
 fn the_crds_chart_holds_the_crds_generated_from_the_rust_types() {
     let rendered = helm(&[
         "template",

@@ -23,11 +23,14 @@ use kube::{
     api::{DeleteParams, ListParams, PostParams},
 };
 use serde_json::{Value, json};
+use std::sync::Arc;
+
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyNode, TinySignal, TinySignalSpec},
+    crd::{TinyModule, TinyNode, TinySignal, TinySignalSpec},
     grpc::Grpc,
     runtime::{Options, Runtime},
+    transport::{Routes, Transport},
 };
 use tiny_sdk::flow::RawJson;
 use tiny_testenv::{TestEnv, eventually};
@@ -136,14 +139,17 @@ fn flow() -> Vec<TinyNode> {
     vec![server, router, delay, debug, client]
 }
 
-/// The common module, in this process: its engine, served over gRPC.
-async fn common_module(client: &Kube) -> Runtime {
+/// The common module, in this process: its engine, served over gRPC, or only over
+/// NATS when a broker is given (no gRPC server at all: the hops must cross NATS).
+async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime, Option<tiny_runtime::nats::Receiver>) {
     let grpc = Grpc::bind("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("gRPC binds");
-    let mut config = ModuleConfig::new("common-module", "0.1.0", NS, "common-0");
-    config.grpc_addr = Some(format!("127.0.0.1:{}", grpc.port()));
-    let pool = grpc.pool();
+    let mut config = ModuleConfig::new("common-module", "0.1.0", ns, "common-0");
+    let grpc_addr = format!("127.0.0.1:{}", grpc.port());
+    config.grpc_addr = Some(grpc_addr.clone());
+    let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats).await);
+    let routes = Arc::new(Routes::for_transport(grpc.pool(), &transport));
     let runtime = Runtime::start(
         client.clone(),
         Options {
@@ -151,26 +157,37 @@ async fn common_module(client: &Kube) -> Runtime {
             registry: tiny_example_common::registry(),
             lease_duration: None,
             probe_addr: None,
-            discovery: Some(pool.clone()),
-            router: Some(pool),
-            transport: None,
+            discovery: Some(routes.clone()),
+            router: Some(routes),
+            transport: Some(transport.clone()),
         },
     )
     .await
     .expect("the common module starts");
-    tokio::spawn(grpc.serve(runtime.engine().clone()));
-    runtime
+    let receiver = match transport.link() {
+        Some(link) => Some(
+            tiny_runtime::nats::listen(link.client().clone(), runtime.engine().clone(), None)
+                .await
+                .expect("subscribes"),
+        ),
+        None => {
+            tokio::spawn(grpc.serve(runtime.engine().clone()));
+            None
+        }
+    };
+    (runtime, receiver)
 }
 
 /// An `http-module run` process.
 struct Module(Child);
 
 impl Module {
-    fn start(env: &TestEnv) -> Module {
+    fn start(env: &TestEnv, ns: &str, extra: &[&str]) -> Module {
         let mut child = Command::new(env!("CARGO_BIN_EXE_http-module"))
-            .args(["run", "--name", "http-module", "--version", "0.1.0", "--namespace", NS])
+            .args(["run", "--name", "http-module", "--version", "0.1.0", "--namespace", ns])
             .args(["--identity", "http-0", "--grpc-server-bind-address", "127.0.0.1:0"])
             .args(["--pod-selector", "app=http-module"])
+            .args(extra)
             .env("KUBECONFIG", env.kubeconfig_path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
@@ -193,7 +210,11 @@ impl Drop for Module {
 }
 
 async fn signal(kube: &Kube, name: &str, node: &str, port: &str, data: Value) {
-    let signals: Api<TinySignal> = Api::namespaced(kube.clone(), NS);
+    signal_in(kube, NS, name, node, port, data).await;
+}
+
+async fn signal_in(kube: &Kube, ns: &str, name: &str, node: &str, port: &str, data: Value) {
+    let signals: Api<TinySignal> = Api::namespaced(kube.clone(), ns);
     let spec = TinySignalSpec {
         node: node.into(),
         port: port.into(),
@@ -261,8 +282,8 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
         .expect("the control plane starts");
     let kube = env.client();
     env.create_namespace(NS).await.expect("namespace");
-    let common = common_module(&kube).await;
-    let _http = Module::start(&env);
+    let (common, _) = common_module(&kube, NS, None).await;
+    let _http = Module::start(&env, NS, &[]);
     let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), NS);
     for n in flow() {
         nodes.create(&PostParams::default(), &n).await.expect("node created");
@@ -411,5 +432,76 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
         }
     })
     .await;
+    common.stop().await;
+}
+
+/// The same flow on a cluster on NATS: the http module's process and the common module
+/// (no gRPC server at all) reach each other over the broker only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_requests_get_the_flows_answers_with_the_router_over_nats() {
+    let env = TestEnv::builder()
+        .crds_dir(CRDS)
+        .start()
+        .await
+        .expect("the control plane starts");
+    let broker = tiny_testenv::NatsServer::start().await.expect("nats-server starts");
+    let kube = env.client();
+    let ns = "webn";
+    env.create_namespace(ns).await.expect("namespace");
+    let url = broker.url();
+    let (common, receiver) = common_module(&kube, ns, Some(&url)).await;
+    let _http = Module::start(&env, ns, &["--nats-url", &url]);
+    let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), ns);
+    for n in flow() {
+        nodes.create(&PostParams::default(), &n).await.expect("node created");
+    }
+    let modules: Api<TinyModule> = Api::namespaced(kube.clone(), ns);
+    eventually("the http module to advertise NATS", Duration::from_secs(60), || {
+        let modules = modules.clone();
+        async move {
+            let m = modules.get("http-module-v0").await.ok()?;
+            (m.status?.addr == "nats://tinymodule.http-module-v0.msg").then_some(())
+        }
+    })
+    .await;
+    signal_in(
+        &kube,
+        ns,
+        "start",
+        SERVER,
+        "start",
+        json!({"context": {"run": 1}, "writeTimeout": 30}),
+    )
+    .await;
+    let port = running_port(&nodes).await;
+    let http: Http = Client::builder(TokioExecutor::new()).build_http();
+    let (status, headers, got) = call(&http, port, "POST", "/echo/nats", "over the broker").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["x-echo-path"], "/echo/nats");
+    assert_eq!(got, "over the broker".as_bytes());
+    let (status, _, _) = call(&http, port, "GET", "/teapot", "").await;
+    assert_eq!(status, StatusCode::IM_A_TEAPOT);
+    let started = Instant::now();
+    let calls = (0..200).map(|i| {
+        let http = http.clone();
+        async move {
+            (
+                i,
+                call(&http, port, "PUT", &format!("/n/{i}"), &format!("request {i}")).await,
+            )
+        }
+    });
+    for (i, (status, headers, got)) in futures::future::join_all(calls).await {
+        assert_eq!(status, StatusCode::OK, "request {i}");
+        assert_eq!(headers["x-echo-path"], format!("/n/{i}").as_str());
+        assert_eq!(got, format!("request {i}").as_bytes());
+    }
+    println!(
+        "200 concurrent requests across two modules over NATS in {:?}",
+        started.elapsed()
+    );
+    if let Some(r) = receiver {
+        r.stop().await;
+    }
     common.stop().await;
 }

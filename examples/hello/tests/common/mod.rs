@@ -159,6 +159,11 @@ impl Replica {
         }
     }
 
+    /// Whether the process is still running (it has not exited or been restarted).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -1,0 +1,349 @@
+//! Modules on NATS, as a current TinySystems cluster runs them: a real control plane
+//! and a real `nats-server`, module processes started with `--nats-url`. A flow
+//! crosses two modules over NATS; a person sends into it with the binary's `send`;
+//! replicas share the business messages; a replica dies under load; the broker dies
+//! and comes back.
+
+mod common;
+
+use std::{
+    process::Command,
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use common::{Replica, create_flow, env, eventually, ready, signal};
+use kube::Api;
+use serde_json::{Value, json};
+use tiny_runtime::{
+    crd::{TinyModule, TinyNode},
+    nats::{Link, SendOptions, send},
+};
+use tiny_testenv::{NatsServer, TestEnv};
+
+/// alpha.hello -> beta.shout -> alpha.respond; beta.shout-2 stands alone.
+const FLOW: &str = r#"
+kind: TinyNode
+metadata: { name: n.alpha-v0.hello-1, labels: { tinysystems.io/flow-name: n } }
+spec:
+  module: alpha
+  component: hello
+  edges:
+    - id: to-beta
+      port: greeting
+      to: "n.beta-v0.shout-1:input"
+      flowID: n
+      retryPolicy: { maxAttempts: 3, initialDelayMs: 100, backoffCoefficient: "1.0", timeoutMs: 3000 }
+---
+kind: TinyNode
+metadata: { name: n.beta-v0.shout-1, labels: { tinysystems.io/flow-name: n } }
+spec:
+  module: beta
+  component: shout
+  ports:
+    - from: "n.alpha-v0.hello-1:greeting"
+      port: input
+      configuration: { context: "{{$.context}}", text: "{{$.greeting}}" }
+  edges:
+    - { id: back, port: out, to: "n.alpha-v0.respond-1:response", flowID: n }
+---
+kind: TinyNode
+metadata: { name: n.alpha-v0.respond-1, labels: { tinysystems.io/flow-name: n } }
+spec:
+  module: alpha
+  component: respond
+  ports:
+    - from: "n.beta-v0.shout-1:out"
+      port: response
+      configuration: { answer: "{{$.text}}" }
+"#;
+
+fn on_nats(broker: &NatsServer) -> Vec<String> {
+    vec![
+        "--grpc-server-bind-address".into(),
+        "127.0.0.1:0".into(),
+        "--nats-url".into(),
+        broker.url(),
+    ]
+}
+
+fn start(env: &TestEnv, ns: &str, identity: &str, module: &str, broker: &NatsServer) -> Replica {
+    let args = on_nats(broker);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Replica::start_as(env, ns, identity, module, &args)
+}
+
+async fn nodes_ready(client: &kube::Client, ns: &str, names: &[String]) {
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    for name in names {
+        eventually(&format!("{name} to be Ready"), Duration::from_secs(60), || {
+            let nodes = nodes.clone();
+            async move { nodes.get(name).await.ok().filter(|n| ready(n) == Some(true)) }
+        })
+        .await;
+    }
+}
+
+/// The module's TinyModule once its status says `addr` and its Transport condition `status`.
+async fn module_says(
+    client: &kube::Client,
+    ns: &str,
+    module: &str,
+    addr: impl Fn(&str) -> bool,
+    status: &str,
+) -> TinyModule {
+    let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
+    eventually(
+        &format!("TinyModule {module} to advertise the right address with Transport={status}"),
+        Duration::from_secs(60),
+        || {
+            let modules = modules.clone();
+            let addr = &addr;
+            async move {
+                let m = modules.get(module).await.ok()?;
+                let s = m.status.as_ref()?;
+                let c = s.conditions.iter().find(|c| c.type_ == "Transport")?;
+                (addr(&s.addr) && c.status == status).then_some(m)
+            }
+        },
+    )
+    .await
+}
+
+/// `hello-module send ...`: stdout, or stderr on failure.
+fn send_cli(broker: &NatsServer, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+        .arg("send")
+        .args(args)
+        .env("TINY_NATS_URL", broker.url())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("hello-module runs");
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flow_crosses_modules_over_nats_and_survives_the_broker() {
+    let env = env().await;
+    let mut broker = NatsServer::start().await.expect("nats-server starts");
+    let client = env.client();
+    let ns = "n";
+    env.create_namespace(ns).await.expect("namespace");
+    let mut alpha = start(&env, ns, "alpha-0", "alpha", &broker);
+    let mut beta = start(&env, ns, "beta-0", "beta", &broker);
+    let flow = create_flow(&client, ns, FLOW).await;
+    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
+    nodes_ready(&client, ns, &names).await;
+    let announced = module_says(&client, ns, "beta-v0", |a| a == "nats://tinymodule.beta-v0.msg", "True").await;
+    let condition = announced
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Transport").cloned())
+        .expect("a Transport condition");
+    assert_eq!(condition.reason, "Nats");
+
+    // A person sends into the flow over NATS, as the platform does, and reads the reply.
+    let reply = send_cli(&broker, &["n.alpha-v0.hello-1", "input", r#"{"name":"Ada"}"#, "--wait"]).expect("send works");
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply).ok(),
+        Some(json!({"answer": "HELLO, ADA!"}))
+    );
+    assert!(
+        beta.metric(r#"tiny_nats_server_calls_total{outcome="OK"}"#)
+            .await
+            .unwrap_or(0)
+            >= 1
+    );
+    assert!(
+        alpha
+            .metric(r#"tiny_nats_client_calls_total{module="beta-v0",outcome="OK"}"#)
+            .await
+            .unwrap_or(0)
+            >= 1,
+        "alpha reached beta over NATS"
+    );
+    // Bad input from the command line: the error names what was wrong.
+    let e = send_cli(&broker, &["n.alpha-v0.hello-1", "nope", "{}", "--wait"]).expect_err("no such port");
+    assert!(
+        e.contains("has no input port `nope`") && e.contains("UNKNOWN_PORT"),
+        "{e}"
+    );
+    let e = send_cli(&broker, &["n.alpha-v0.hello-1", "input", "{name", "--wait"]).expect_err("not JSON");
+    assert!(e.contains("not JSON"), "{e}");
+    // TinySignals still work beside NATS.
+    let s = signal(
+        &client,
+        ns,
+        "classic",
+        "n.alpha-v0.hello-1",
+        "input",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    assert_eq!(
+        s.status.and_then(|s| s.reply).map(|r| r.0),
+        Some(json!({"answer": "HELLO, BO!"}))
+    );
+
+    // The broker dies: readiness says so, the modules advertise their gRPC addresses,
+    // and tiny to tiny goes on over gRPC.
+    broker.kill();
+    for r in [&alpha, &beta] {
+        let (code, body) = eventually("/readyz to say NATS is down", Duration::from_secs(20), || async {
+            r.probe("/readyz").await.filter(|(code, _)| *code == 503)
+        })
+        .await;
+        assert_eq!(code, 503);
+        assert!(body.contains("NATS: the broker at nats://***@127.0.0.1"), "{body}");
+        assert!(!body.contains(broker.token()), "the token stays secret: {body}");
+    }
+    module_says(&client, ns, "beta-v0", |a| !a.starts_with("nats://"), "False").await;
+    let s = signal(
+        &client,
+        ns,
+        "during-outage",
+        "n.alpha-v0.hello-1",
+        "input",
+        json!({"name": "Cy"}),
+    )
+    .await;
+    assert_eq!(
+        s.status.and_then(|s| s.reply).map(|r| r.0),
+        Some(json!({"answer": "HELLO, CY!"})),
+        "alpha reaches beta over gRPC while the broker is away"
+    );
+
+    // It comes back: both reconnect by themselves, nobody restarted.
+    broker.restart().await.expect("the broker restarts");
+    for r in [&alpha, &beta] {
+        eventually("/readyz ready again", Duration::from_secs(30), || async {
+            r.probe("/readyz").await.filter(|(code, _)| *code == 200)
+        })
+        .await;
+    }
+    module_says(&client, ns, "beta-v0", |a| a == "nats://tinymodule.beta-v0.msg", "True").await;
+    assert!(alpha.running() && beta.running(), "no process restarted");
+    let reply =
+        send_cli(&broker, &["n.alpha-v0.hello-1", "input", r#"{"name":"Di"}"#, "--wait"]).expect("send works again");
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply).ok(),
+        Some(json!({"answer": "HELLO, DI!"}))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
+    let env = env().await;
+    let broker = NatsServer::start().await.expect("nats-server starts");
+    let client = env.client();
+    let ns = "r";
+    env.create_namespace(ns).await.expect("namespace");
+    let flow = FLOW
+        .replace("n.", "r.")
+        .replace("flow-name: n", "flow-name: r")
+        .replace("flowID: n", "flowID: r");
+    let alpha = start(&env, ns, "alpha-0", "alpha", &broker);
+    let mut betas: Vec<Replica> = (0..3)
+        .map(|i| start(&env, ns, &format!("beta-{i}"), "beta", &broker))
+        .collect();
+    let flow = create_flow(&client, ns, &flow).await;
+    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
+    nodes_ready(&client, ns, &names).await;
+    module_says(&client, ns, "beta-v0", |a| a.starts_with("nats://"), "True").await;
+    let link = Link::connect(&broker.url()).await.expect("a URL");
+    assert!(link.wait_up(Duration::from_secs(10)).await);
+    // Every replica has loaded the node before the count starts.
+    for b in &betas {
+        eventually("each beta to load its node", Duration::from_secs(60), || async {
+            b.metric(r#"tiny_nodes{state="running"}"#).await.filter(|n| *n >= 1)
+        })
+        .await;
+    }
+
+    let nats = link.client().clone();
+    let greet = move |name: String| {
+        let client = nats.clone();
+        async move {
+            send(
+                &client,
+                "r.alpha-v0.hello-1",
+                "input",
+                serde_json::to_vec(&json!({ "name": name })).unwrap_or_default(),
+                &SendOptions::default().wait(),
+            )
+            .await
+        }
+    };
+    // Shares: 90 greetings, each crossing alpha -> beta (one of three) -> alpha.
+    for i in 0..90 {
+        let reply = greet(format!("n{i}"))
+            .await
+            .expect("answers")
+            .and_then(|r| r.into_value());
+        assert_eq!(reply, Some(json!({"answer": format!("HELLO, N{i}!")})));
+    }
+    let mut counts = Vec::new();
+    for b in &betas {
+        counts.push(
+            b.metric(r#"tiny_nats_server_calls_total{outcome="OK"}"#)
+                .await
+                .unwrap_or(0),
+        );
+    }
+    println!("90 messages over 3 beta replicas: {counts:?}");
+    assert_eq!(counts.iter().sum::<u64>(), 90);
+    assert!(counts.iter().all(|&n| n > 0), "each replica takes a share: {counts:?}");
+
+    // Under load, one replica is SIGKILLed: what it held is lost (core NATS delivers
+    // at most once) and alpha's edge retry (3 attempts, 3 s each) sends it again.
+    let total = 120u32;
+    let (done, failed) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    let load = {
+        let (done, failed) = (done.clone(), failed.clone());
+        let calls = (0..total).map(move |i| {
+            let (done, failed, call) = (done.clone(), failed.clone(), greet(format!("k{i}")));
+            async move {
+                match call.await {
+                    Ok(Some(_)) => done.fetch_add(1, Ordering::SeqCst),
+                    _ => failed.fetch_add(1, Ordering::SeqCst),
+                };
+            }
+        });
+        tokio::spawn(async move {
+            use futures::StreamExt as _;
+            futures::stream::iter(calls)
+                .buffer_unordered(8)
+                .collect::<Vec<()>>()
+                .await
+        })
+    };
+    let started = Instant::now();
+    while done.load(Ordering::SeqCst) < total / 4 && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killed = betas.remove(1);
+    let handled_before_kill = killed
+        .metric(r#"tiny_nats_server_calls_total{outcome="OK"}"#)
+        .await
+        .unwrap_or(0);
+    drop(killed); // SIGKILL
+    load.await.expect("the load finishes");
+    let (done, failed) = (done.load(Ordering::SeqCst), failed.load(Ordering::SeqCst));
+    let timeouts = alpha
+        .metric(r#"tiny_nats_client_calls_total{module="beta-v0",outcome="Timeout"}"#)
+        .await
+        .unwrap_or(0);
+    println!(
+        "SIGKILL of a beta replica under load ({total} messages, 8 in flight; it had handled {handled_before_kill}): \
+         {done} answered, {failed} failed; {timeouts} hops were lost in flight and sent again by alpha's edge retry"
+    );
+    assert_eq!(done + failed, total);
+    assert_eq!(failed, 0, "every lost hop is recovered by the retry");
+}
