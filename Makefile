@@ -5,12 +5,12 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-expr fuzz fuzz-smoke load ci
+.PHONY: help run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-expr fuzz fuzz-smoke load ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
 
-run: ## start a local control plane, run the hello module on it, apply a flow and a signal, print the result
+run: ## start a local control plane and nats-server, run the hello module on NATS, apply a flow, send its signal over NATS, print the result
 	$(CARGO) run -q -p tiny-example-hello --bin cluster-demo
 
 demo: ## run the hello example flow in-process (no cluster) and print its reply
@@ -58,6 +58,9 @@ bench-flow: ## flow engine benchmark beside Node-RED, with ratios: with the syst
 
 bench-http: ## http_server flow vs a bare hyper server vs Node-RED (http in -> http response), with ratios; needs Node.js and npm
 	$(CARGO) bench -p tiny-example-http --bench http -- --peer
+
+bench-nats: ## the cross-module hop over a real nats-server beside a bare async-nats echo (and tiny's gRPC hop), with ratios
+	$(CARGO) bench -p tiny-runtime --bench hop -- --nats
 
 bench-expr: ## expression evaluation micro-benchmark
 	$(CARGO) run --release -p tiny-expr --example bench

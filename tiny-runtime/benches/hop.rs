@@ -14,6 +14,11 @@
 //!
 //! `cargo bench -p tiny-runtime --bench hop`. `HOP_SCALE=0.2` for a quicker run;
 //! `HOP_ONLY=echo|tiny|route|pool|local` runs one side alone (for a profiler).
+//!
+//! With `-- --nats` (`make bench-nats`) the same hop crosses a real `nats-server`
+//! instead: tiny's NATS transport (a's router -> request on `tinymodule.b.msg` -> b's
+//! receiver) beside a bare async-nats request/reply echo with the same payload on the
+//! same broker, and tiny's gRPC hop printed beside them.
 
 #[cfg(feature = "fast-alloc")]
 #[global_allocator]
@@ -111,6 +116,135 @@ impl Target for PoolOnly {
             .await;
         assert!(reply.is_ok_and(|r| !r.is_empty()), "pool hop failed");
     }
+}
+
+/// A bare async-nats request/reply echo: the same payload, no tiny in between.
+#[derive(Clone)]
+struct NatsEcho {
+    client: async_nats::Client,
+    payload: bytes::Bytes,
+}
+
+impl Target for NatsEcho {
+    async fn call(&self) {
+        let reply = self.client.request("bench.echo", self.payload.clone()).await;
+        assert!(reply.is_ok_and(|r| !r.payload.is_empty()), "NATS echo failed");
+    }
+}
+
+/// The echo service: replies with the payload, in a queue group as a module would.
+async fn nats_echo(broker: &tiny_testenv::NatsServer) -> NatsEcho {
+    use futures::StreamExt as _;
+    let server = async_nats::ConnectOptions::with_token(broker.token().to_owned())
+        .connect(broker.address())
+        .await
+        .expect("the echo connects");
+    let mut requests = server
+        .queue_subscribe("bench.echo", "echo".into())
+        .await
+        .expect("subscribes");
+    server.flush().await.expect("flushes");
+    tokio::spawn(async move {
+        while let Some(m) = requests.next().await {
+            if let Some(reply) = m.reply {
+                let _ = server.publish(reply, m.payload).await;
+            }
+        }
+    });
+    let client = async_nats::ConnectOptions::with_token(broker.token().to_owned())
+        .connect(broker.address())
+        .await
+        .expect("the client connects");
+    NatsEcho {
+        client,
+        payload: serde_json::to_vec(&payload()).expect("json").into(),
+    }
+}
+
+/// Engines `a` and `b` on the broker: a's node emits to b's node over NATS.
+async fn tiny_nats(broker: &tiny_testenv::NatsServer) -> (Tiny, tiny_runtime::nats::Receiver) {
+    use tiny_runtime::nats::{Link, NatsRouter, listen};
+    let link = async || {
+        let link = Link::connect(&broker.url()).await.expect("a NATS URL");
+        assert!(link.wait_up(Duration::from_secs(10)).await, "connects");
+        link
+    };
+    let (link_a, link_b) = (link().await, link().await);
+    let engine = |module: &str, link: &Link| {
+        Engine::builder()
+            .module(module)
+            .register::<Relay>()
+            .register::<Answer>()
+            .router(Arc::new(NatsRouter::new(link.clone())))
+            .build()
+    };
+    let (a, b) = (engine("a", &link_a), engine("b", &link_b));
+    let flow = FlowBuilder::new()
+        .module("a")
+        .node("f.a.ask-1", "relay")
+        .module("b")
+        .node("f.b.answer-1", "answer")
+        .edge("f.a.ask-1:out", "f.b.answer-1:input", json!("{{$}}"))
+        .build();
+    for node in flow.nodes {
+        let target = if node.spec.module == "a" { &a } else { &b };
+        target.apply(node).await.expect("node loads");
+    }
+    let receiver = listen(link_b.client().clone(), b, None).await.expect("subscribes");
+    link_b.client().flush().await.expect("flushes");
+    (
+        Tiny {
+            engine: a,
+            to: "f.a.ask-1:input",
+            payload: payload(),
+        },
+        receiver,
+    )
+}
+
+/// `--nats`: the hop over NATS beside a bare async-nats echo, and over gRPC.
+async fn over_nats(sequential: usize, in_flight: usize, total: usize) {
+    let broker = tiny_testenv::NatsServer::start().await.expect("nats-server starts");
+    let echo = nats_echo(&broker).await;
+    let (tiny, receiver) = tiny_nats(&broker).await;
+    let (grpc, _, grpc_server) = self::tiny(([127, 0, 0, 1], 0).into()).await;
+    println!(
+        "payload: {} bytes of JSON; {sequential} calls one at a time, then {total} with {in_flight} in flight; 2 worker threads; nats-server on loopback",
+        serde_json::to_vec(&payload()).map(|v| v.len()).unwrap_or(0)
+    );
+    let (mut echo_runs, mut tiny_runs, mut grpc_runs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..3 {
+        echo_runs.push(measure(echo.clone(), sequential, in_flight, total).await);
+        tiny_runs.push(measure(tiny.clone(), sequential, in_flight, total).await);
+        grpc_runs.push(measure(grpc.clone(), sequential, in_flight, total).await);
+    }
+    let (echo_f, tiny_f, grpc_f) = (best(echo_runs), best(tiny_runs), best(grpc_runs));
+    println!("\n{:<40} {:>10} {:>10} {:>12}", "", "p50", "p99", "msgs/s @64");
+    row("echo (bare async-nats request/reply)", &echo_f);
+    row("tiny over NATS (node a -> edge -> b)", &tiny_f);
+    row("tiny over gRPC (the same hop)", &grpc_f);
+    let p50_ratio = micros(tiny_f.p50) / micros(echo_f.p50);
+    let tput_ratio = tiny_f.throughput / echo_f.throughput;
+    println!();
+    println!(
+        "p50 tiny-NATS/echo          {p50_ratio:.2}  (goal <= 1.30: {})",
+        verdict(p50_ratio <= 1.3)
+    );
+    println!(
+        "p99 tiny-NATS/echo          {:.2}",
+        micros(tiny_f.p99) / micros(echo_f.p99)
+    );
+    println!(
+        "throughput tiny-NATS/echo   {tput_ratio:.2}  (goal >= 0.80: {})",
+        verdict(tput_ratio >= 0.8)
+    );
+    println!(
+        "tiny NATS/gRPC              p50 {:.2}, throughput {:.2}",
+        micros(tiny_f.p50) / micros(grpc_f.p50),
+        tiny_f.throughput / grpc_f.throughput
+    );
+    receiver.stop().await;
+    let _ = grpc_server.stop().await;
 }
 
 #[derive(Clone)]
@@ -276,6 +410,10 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    if std::env::args().any(|a| a == "--nats") {
+        runtime.block_on(over_nats(sequential, in_flight, total));
+        return;
+    }
     runtime.block_on(async {
         let any: SocketAddr = ([127, 0, 0, 1], 0).into();
         let (echo, echo_server) = bare(any).await;

@@ -9,7 +9,7 @@
 //! | `tiny_nodes` | gauge | `state`: `running`, `failed` |
 //! | `tiny_grpc_client_calls_total` | counter | `module`, `outcome`: calls to other modules, by gRPC outcome |
 //! | `tiny_grpc_server_calls_total` | counter | `outcome`: calls from other modules |
-//! | `tiny_nats_client_calls_total` | counter | `module`, `outcome` (`OK`, `Error`, `Timeout`, `Unreachable`): requests to other modules over NATS |
+//! | `tiny_nats_client_calls_total` | counter | `module`, `outcome` (`OK`, `Error`, `Timeout`, `Unreachable`, `Abandoned`: given up by the edge before a reply): requests to other modules over NATS |
 //! | `tiny_nats_server_calls_total` | counter | `outcome` (`OK`, `Error`): NATS messages handled |
 //! | `tiny_signals_delivered_total` | counter | TinySignals this replica delivered |
 //! | `tiny_leader` | gauge | 1 while this replica leads |

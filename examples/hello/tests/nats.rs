@@ -59,6 +59,28 @@ spec:
     - from: "n.beta-v0.shout-1:out"
       port: response
       configuration: { answer: "{{$.text}}" }
+---
+kind: TinyNode
+metadata: { name: n.alpha-v0.shout-9, labels: { tinysystems.io/flow-name: n } }
+spec:
+  module: alpha
+  component: shout
+  edges:
+    - id: to-delay
+      port: out
+      to: "n.beta-v0.delay-1:input"
+      flowID: n
+      retryPolicy: { maxAttempts: 3, initialDelayMs: 10, backoffCoefficient: "1.0", timeoutMs: 2000 }
+---
+kind: TinyNode
+metadata: { name: n.beta-v0.delay-1, labels: { tinysystems.io/flow-name: n } }
+spec:
+  module: beta
+  component: delay
+  ports:
+    - from: "n.alpha-v0.shout-9:out"
+      port: input
+      configuration: { context: "{{$.text}}", delay: 200 }
 "#;
 
 fn on_nats(broker: &NatsServer) -> Vec<String> {
@@ -301,18 +323,21 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
     assert_eq!(counts.iter().sum::<u64>(), 90);
     assert!(counts.iter().all(|&n| n > 0), "each replica takes a share: {counts:?}");
 
-    // Under load, one replica is SIGKILLed: what it held is lost (core NATS delivers
-    // at most once) and alpha's edge retry (3 attempts, 3 s each) sends it again.
+    // Under load, one replica is SIGKILLed while it holds messages (each waits 200 ms
+    // in beta's delay): what it held is lost (core NATS delivers at most once), and
+    // alpha's edge retry (3 attempts, 2 s each) sends it to a survivor.
     let total = 120u32;
     let (done, failed) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
     let load = {
-        let (done, failed) = (done.clone(), failed.clone());
+        let (done, failed, nats) = (done.clone(), failed.clone(), link.client().clone());
         let calls = (0..total).map(move |i| {
-            let (done, failed, call) = (done.clone(), failed.clone(), greet(format!("k{i}")));
+            let (done, failed, nats) = (done.clone(), failed.clone(), nats.clone());
             async move {
-                match call.await {
-                    Ok(Some(_)) => done.fetch_add(1, Ordering::SeqCst),
-                    _ => failed.fetch_add(1, Ordering::SeqCst),
+                let data = serde_json::to_vec(&json!({ "text": format!("k{i}") })).unwrap_or_default();
+                let wait = SendOptions::default().wait();
+                match send(&nats, "r.alpha-v0.shout-9", "input", data, &wait).await {
+                    Ok(_) => done.fetch_add(1, Ordering::SeqCst),
+                    Err(_) => failed.fetch_add(1, Ordering::SeqCst),
                 };
             }
         });
@@ -336,14 +361,22 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
     drop(killed); // SIGKILL
     load.await.expect("the load finishes");
     let (done, failed) = (done.load(Ordering::SeqCst), failed.load(Ordering::SeqCst));
-    let timeouts = alpha
-        .metric(r#"tiny_nats_client_calls_total{module="beta-v0",outcome="Timeout"}"#)
+    let lost = alpha
+        .metric(r#"tiny_nats_client_calls_total{module="beta-v0",outcome="Abandoned"}"#)
         .await
         .unwrap_or(0);
+    let mut retried = 0;
+    for b in &betas {
+        retried += b
+            .metric(r#"tiny_node_retries_total{node="r.beta-v0.delay-1",port="input"}"#)
+            .await
+            .unwrap_or(0);
+    }
     println!(
-        "SIGKILL of a beta replica under load ({total} messages, 8 in flight; it had handled {handled_before_kill}): \
-         {done} answered, {failed} failed; {timeouts} hops were lost in flight and sent again by alpha's edge retry"
+        "SIGKILL of a beta replica under load ({total} messages of 200 ms, 8 in flight; it had handled {handled_before_kill}): \
+         {done} answered, {failed} failed; {lost} hops were lost in flight, {retried} sent again by alpha's edge retry and answered by a survivor"
     );
     assert_eq!(done + failed, total);
     assert_eq!(failed, 0, "every lost hop is recovered by the retry");
+    assert_eq!(lost, retried, "each lost hop was retried once");
 }

@@ -81,10 +81,14 @@ impl NatsRouter {
         );
         let mut headers = headers;
         crate::telemetry::inject_nats(&span, &mut headers);
+        // A hop given up before its reply (the edge's timeout, a cancelled flow) is
+        // counted too: on core NATS that is how a message lost in flight shows.
+        let mut abandoned = Abandoned(Some(&module));
         let result = self
             .exchange(&module, &subject, headers, payload, &hop)
             .instrument(span.clone())
             .await;
+        abandoned.0 = None;
         crate::metrics::nats().client_call(
             &module,
             match &result {
@@ -154,6 +158,17 @@ impl NatsRouter {
                 RequestErrorKind::MaxPayloadExceeded => too_large(module, subject, 0, max),
                 _ => Error::transient(format!("module `{module}` over NATS: {e}")).with_code(code::UNREACHABLE),
             }),
+        }
+    }
+}
+
+/// Counts a request dropped before it ended as `Abandoned`.
+struct Abandoned<'a>(Option<&'a str>);
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if let Some(module) = self.0 {
+            crate::metrics::nats().client_call(module, "Abandoned");
         }
     }
 }

@@ -1,18 +1,25 @@
-//! The whole path on a real control plane: starts etcd, kube-apiserver and
-//! kube-controller-manager (built from Debian's packages, cached per user), installs
-//! the CRDs, runs the hello module against them, applies the example flow and its
-//! TinySignal, and prints the signal's reply and each node's status.
+//! The whole path as a current TinySystems cluster runs it: starts etcd,
+//! kube-apiserver and kube-controller-manager (built from Debian's packages, cached
+//! per user) and a `nats-server` beside them, installs the CRDs, runs the hello module
+//! on NATS against them, applies the example flow, sends its signal over NATS (as the
+//! platform does) and prints the reply, the transport that carried it, and each
+//! node's status.
 
 use std::{process::ExitCode, time::Duration};
+
+use std::sync::Arc;
 
 use kube::{Api, ResourceExt as _, api::PostParams};
 use tiny_example_hello::{GREET_FLOW, registry};
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyNode, TinySignal, TinySignalSpec},
+    crd::{TinyModule, TinyNode},
+    grpc::Pool,
+    nats::{SendOptions, listen, send, wire},
     runtime::{Options, Runtime},
+    transport::{Routes, Transport},
 };
-use tiny_sdk::flow::{Flow, RawJson};
+use tiny_sdk::flow::Flow;
 
 const NAMESPACE: &str = "tinysystems";
 
@@ -39,19 +46,27 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         env.kubeconfig_path().display()
     );
 
+    let broker = tiny_testenv::NatsServer::start().await?;
+    eprintln!("nats-server up at {} (token auth)", broker.address());
+    let config = ModuleConfig::new("examples", "0.1.0", NAMESPACE, "demo-0");
+    let module = config.name.clone();
+    let transport = Arc::new(Transport::connect(&module, "", Some(&broker.url())).await);
+    let routes = Arc::new(Routes::for_transport(Arc::new(Pool::default()), &transport));
     let runtime = Runtime::start(
         client.clone(),
         Options {
-            config: ModuleConfig::new("examples", "0.1.0", NAMESPACE, "demo-0"),
+            config,
             registry: registry(),
             lease_duration: None,
             probe_addr: None,
-            discovery: None,
-            router: None,
-            transport: None,
+            discovery: Some(routes.clone()),
+            router: Some(routes),
+            transport: Some(transport.clone()),
         },
     )
     .await?;
+    let link = transport.link().ok_or("no NATS link")?;
+    let receiver = listen(link.client().clone(), runtime.engine().clone(), None).await?;
 
     let flow = Flow::from_yaml(GREET_FLOW)?;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), NAMESPACE);
@@ -60,40 +75,44 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         node.metadata.labels = Some(n.labels.clone());
         nodes.create(&PostParams::default(), &node).await?;
     }
-    let signals: Api<TinySignal> = Api::namespaced(client.clone(), NAMESPACE);
-    let mut last = None;
-    for s in &flow.signals {
-        let spec = TinySignalSpec {
-            node: s.node.clone(),
-            port: s.port.clone(),
-            data: Some(RawJson(s.data.clone())),
-            ..Default::default()
-        };
-        let created = signals
-            .create(&PostParams::default(), &TinySignal::new(&s.name, spec))
-            .await?;
-        last = Some(created.name_any());
-    }
-    let Some(name) = last else {
+    let Some(signal) = flow.signals.last() else {
         return Err("the flow has no signal".into());
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        let s = signals.get(&name).await?.status.unwrap_or_default();
-        if matches!(s.phase.as_deref(), Some("Delivered" | "Failed")) {
-            break s;
+    // As the platform sends it: `x-from: signal` on the module's subject, waiting for
+    // the reply. The node may still be loading: the module waits for it.
+    let reply = send(
+        link.client(),
+        &signal.node,
+        &signal.port,
+        serde_json::to_vec(&signal.data)?,
+        &SendOptions::default().wait(),
+    )
+    .await?;
+    let reply = reply
+        .and_then(tiny_sdk::Reply::into_value)
+        .unwrap_or(serde_json::Value::Null);
+    println!(
+        "signal to {}:{} carried over NATS on `{}`; reply {reply}",
+        signal.node,
+        signal.port,
+        wire::subject(&module)
+    );
+    let modules: Api<TinyModule> = Api::namespaced(client.clone(), NAMESPACE);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = modules.get(&module).await?.status.unwrap_or_default();
+        if let Some(c) = status.conditions.iter().find(|c| c.type_ == "Transport") {
+            println!(
+                "TinyModule {module}: addr {}; Transport {} ({})",
+                status.addr, c.status, c.message
+            );
+            break;
         }
         if tokio::time::Instant::now() > deadline {
-            return Err(format!("signal {name} not delivered within 60 s").into());
+            println!("TinyModule {module}: no Transport condition yet");
+            break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-    };
-    match status.phase.as_deref() {
-        Some("Delivered") => {
-            let reply = status.reply.map(|r| r.0).unwrap_or_default();
-            println!("signal {name}: delivered; reply {reply}");
-        }
-        _ => println!("signal {name}: failed: {}", status.error.unwrap_or_default()),
     }
     for n in nodes.list(&Default::default()).await? {
         let s = n.status.clone().unwrap_or_default();
@@ -112,6 +131,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
             ports
         );
     }
+    receiver.stop().await;
     runtime.stop().await;
     Ok(())
 }
