@@ -474,4 +474,35 @@ mod tests {
         propagator().inject_context(&cx, &mut MetadataWriter(&mut out));
         assert_eq!(out.get("traceparent").unwrap().to_str().unwrap(), parent);
     }
+
+    #[test]
+    fn trace_context_crosses_nats_in_gos_canonical_case() {
+        use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+        let span = SpanContext::new(
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        );
+        let cx = Context::new().with_remote_span_context(span);
+        let mut headers = async_nats::HeaderMap::new();
+        propagator().inject_context(&cx, &mut NatsWriter(&mut headers));
+        // What a Go receiver finds: the canonical key, never the lower-case one.
+        assert_eq!(
+            headers.get("Traceparent").map(async_nats::HeaderValue::as_str),
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        );
+        assert!(headers.get("traceparent").is_none());
+        // Read back, from Go's form and from a lower-case one alike.
+        let back = extract_nats(Some(&headers));
+        assert_eq!(
+            back.span().span_context().trace_id(),
+            cx.span().span_context().trace_id()
+        );
+        let mut lower = async_nats::HeaderMap::new();
+        lower.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        assert!(extract_nats(Some(&lower)).span().span_context().is_valid());
+        assert!(!extract_nats(None).span().span_context().is_valid());
+    }
 }

@@ -63,15 +63,37 @@ impl NatsServer {
 
     /// [`start`](Self::start) with extra `nats-server` arguments (e.g. `--jetstream`).
     pub async fn start_with(extra: &[&str]) -> Result<Self, Error> {
+        Self::launch(None, &crate::random_token()?, extra).await
+    }
+
+    /// A broker on a port and token chosen before it starts: for a test of a module
+    /// that is told a broker's URL before the broker runs ([`reserve`](Self::reserve)).
+    pub async fn start_on(port: u16, token: &str) -> Result<Self, Error> {
+        Self::launch(Some(port), token, &[]).await
+    }
+
+    /// A free port and a random token for [`start_on`](Self::start_on), and the URL a
+    /// module will reach the broker at.
+    pub fn reserve() -> Result<(u16, String, String), Error> {
+        let [port] = crate::process::free_ports::<1>()?;
+        let token = crate::random_token()?;
+        let url = format!("nats://{token}@127.0.0.1:{port}");
+        Ok((port, token, url))
+    }
+
+    async fn launch(fixed_port: Option<u16>, token: &str, extra: &[&str]) -> Result<Self, Error> {
         let bin = nats_server_binary().await?;
         let dir = tempfile::Builder::new()
             .prefix("tiny-nats-")
             .tempdir()
             .map_err(io_err("creating a temporary folder"))?;
-        let token = crate::random_token()?;
+        let token = token.to_owned();
         let mut last = None;
         for _ in 0..3 {
-            let [port] = crate::process::free_ports::<1>()?;
+            let port = match fixed_port {
+                Some(p) => p,
+                None => crate::process::free_ports::<1>()?[0],
+            };
             let mut cmd = Command::new(&bin);
             cmd.args(["--addr", "127.0.0.1", "--port", &port.to_string()])
                 .arg("--auth")

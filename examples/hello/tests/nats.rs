@@ -380,3 +380,60 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
     assert_eq!(failed, 0, "every lost hop is recovered by the retry");
     assert_eq!(lost, retried, "each lost hop was retried once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_started_before_its_broker_serves_grpc_until_the_broker_answers() {
+    let env = env().await;
+    let client = env.client();
+    let ns = "early";
+    env.create_namespace(ns).await.expect("namespace");
+    let (port, token, url) = NatsServer::reserve().expect("a port");
+    let args = ["--grpc-server-bind-address", "127.0.0.1:0", "--nats-url", url.as_str()];
+    let mut beta = Replica::start_as(&env, ns, "beta-0", "beta", &args);
+    // Go would fall back to gRPC in silence; tiny says so.
+    let (code, body) = eventually(
+        "/readyz to say NATS is not there yet",
+        Duration::from_secs(30),
+        || async { beta.probe("/readyz").await.filter(|(code, _)| *code == 503) },
+    )
+    .await;
+    assert_eq!(code, 503);
+    assert!(body.contains("NATS: not connected to nats://***@127.0.0.1"), "{body}");
+    assert!(!body.contains(&token), "{body}");
+    let waiting = module_says(&client, ns, "beta-v0", |a| a.starts_with("127.0.0.1:"), "False").await;
+    let condition = waiting
+        .status
+        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Transport"));
+    assert_eq!(condition.map(|c| c.reason).as_deref(), Some("NatsUnreachable"));
+
+    // The broker starts: the module moves to NATS by itself and the condition clears.
+    let broker = NatsServer::start_on(port, &token).await.expect("nats-server starts");
+    module_says(&client, ns, "beta-v0", |a| a == "nats://tinymodule.beta-v0.msg", "True").await;
+    eventually("/readyz ready", Duration::from_secs(30), || async {
+        beta.probe("/readyz").await.filter(|(code, _)| *code == 200)
+    })
+    .await;
+    assert!(beta.running());
+    let flow = create_flow(
+        &client,
+        ns,
+        "kind: TinyNode\nmetadata: { name: early.beta-v0.shout-1 }\nspec: { module: beta, component: shout }\n",
+    )
+    .await;
+    nodes_ready(&client, ns, &[flow.nodes[0].name.clone()]).await;
+    let reply = send_cli(
+        &broker,
+        &["early.beta-v0.shout-1", "input", r#"{"text":"up"}"#, "--wait"],
+    )
+    .expect("answers");
+    assert_eq!(
+        reply, "",
+        "shout's out leads nowhere: an empty reply, printed as nothing"
+    );
+    assert!(
+        beta.metric(r#"tiny_nats_server_calls_total{outcome="OK"}"#)
+            .await
+            .unwrap_or(0)
+            >= 1
+    );
+}

@@ -23,7 +23,7 @@ use super::{
     wire,
 };
 
-/// Tells whether this replica leads its module, for [`Hop::leader`].
+/// Tells whether this replica leads its module, for [`Hop::leader`](tiny_sdk::Hop::leader).
 pub type LeaderFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// How the server runs.
