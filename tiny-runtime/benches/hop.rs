@@ -18,7 +18,8 @@
 //! With `-- --nats` (`make bench-nats`) the same hop crosses a real `nats-server`
 //! instead: tiny's NATS transport (a's router -> request on `tinymodule.b.msg` -> b's
 //! receiver) beside a bare async-nats request/reply echo with the same payload on the
-//! same broker, and tiny's gRPC hop printed beside them.
+//! same broker, and tiny's gRPC hop printed beside them; `HOP_ONLY=echo|tiny` runs one
+//! side alone.
 
 #[cfg(feature = "fast-alloc")]
 #[global_allocator]
@@ -208,6 +209,11 @@ async fn over_nats(sequential: usize, in_flight: usize, total: usize) {
     let echo = nats_echo(&broker).await;
     let (tiny, receiver) = tiny_nats(&broker).await;
     let (grpc, _, grpc_server) = self::tiny(([127, 0, 0, 1], 0).into()).await;
+    match std::env::var("HOP_ONLY").as_deref() {
+        Ok("echo") => return row("echo", &measure(echo, sequential, in_flight, total).await),
+        Ok("tiny") => return row("tiny", &measure(tiny, sequential, in_flight, total).await),
+        _ => {}
+    }
     println!(
         "payload: {} bytes of JSON; {sequential} calls one at a time, then {total} with {in_flight} in flight; 2 worker threads; nats-server on loopback",
         serde_json::to_vec(&payload()).map(|v| v.len()).unwrap_or(0)

@@ -26,6 +26,10 @@
 //! A test process that is killed (SIGKILL, abort) takes its control plane with it, through
 //! the kernel's parent-death signal, but leaves the temporary folder behind.
 //!
+//! [`NatsServer`] starts a real `nats-server` the same way (loopback, a free port, token
+//! auth as the TinySystems NATS chart configures it), and [`RawNats`] speaks the NATS
+//! protocol by hand, for tests that check bytes on the wire.
+//!
 //! Like every library on `k8s-openapi`, this crate picks no Kubernetes version feature: the
 //! crate that uses it (its dev-dependencies, or a binary) enables one, e.g. `v1_33`.
 

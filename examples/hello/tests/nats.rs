@@ -61,6 +61,14 @@ spec:
       configuration: { answer: "{{$.text}}" }
 ---
 kind: TinyNode
+metadata: { name: n.beta-v0.login-1, labels: { tinysystems.io/flow-name: n } }
+spec:
+  module: beta
+  component: login
+  ports:
+    - { port: _settings, configuration: { user: ada, password: hunter2 } }
+---
+kind: TinyNode
 metadata: { name: n.alpha-v0.shout-9, labels: { tinysystems.io/flow-name: n } }
 spec:
   module: alpha
@@ -199,6 +207,16 @@ async fn a_flow_crosses_modules_over_nats_and_survives_the_broker() {
     );
     let e = send_cli(&broker, &["n.alpha-v0.hello-1", "input", "{name", "--wait"]).expect_err("not JSON");
     assert!(e.contains("not JSON"), "{e}");
+    // Secrets stay masked in `x-error`, as everywhere else.
+    let e = send_cli(
+        &broker,
+        &["n.beta-v0.login-1", "input", r#"{"password":"guess"}"#, "--wait"],
+    )
+    .expect_err("refused");
+    assert!(
+        e.contains("is wrong") && !e.contains("hunter2") && !e.contains("guess"),
+        "{e}"
+    );
     // TinySignals still work beside NATS.
     let s = signal(
         &client,

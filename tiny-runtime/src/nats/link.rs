@@ -63,7 +63,7 @@ pub enum LinkError {
 #[derive(Clone)]
 pub struct Link {
     client: Client,
-    url: String,
+    url: std::sync::Arc<str>,
     state: watch::Receiver<LinkState>,
 }
 
@@ -200,7 +200,7 @@ impl Link {
         })?;
         Ok(Link {
             client,
-            url: target.shown,
+            url: target.shown.into(),
             state,
         })
     }

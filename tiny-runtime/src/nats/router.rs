@@ -194,15 +194,15 @@ pub(crate) fn request_headers(to: &str, source: &Source<'_>, depth: u32, attempt
         Source::Edge { from, edge_id } => (*from, *edge_id),
     };
     let mut h = HeaderMap::new();
-    h.insert(header::FROM, wire::header_value(from));
-    h.insert(header::TO, wire::header_value(to));
-    h.insert(header::EDGE_ID, wire::header_value(edge_id));
-    h.insert(header::MSG_ID, wire::header_value(edge_id));
+    h.insert(wire::name(header::FROM), wire::header_value(from));
+    h.insert(wire::name(header::TO), wire::header_value(to));
+    h.insert(wire::name(header::EDGE_ID), wire::header_value(edge_id));
+    h.insert(wire::name(header::MSG_ID), wire::header_value(edge_id));
     if depth > 0 {
-        h.insert(header::DEPTH, depth.to_string().as_str());
+        h.insert(wire::name(header::DEPTH), depth.to_string().as_str());
     }
     if attempt > 1 {
-        h.insert(header::ATTEMPT, attempt.to_string().as_str());
+        h.insert(wire::name(header::ATTEMPT), attempt.to_string().as_str());
     }
     h
 }

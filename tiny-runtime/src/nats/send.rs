@@ -65,12 +65,15 @@ fn envelope(node: &str, port_name: &str, opts: &SendOptions) -> Result<(String, 
         wire::subject(module)
     };
     let mut headers = HeaderMap::new();
-    headers.insert(header::TO, wire::header_value(&format!("{node}:{port_name}")));
+    headers.insert(
+        wire::name(header::TO),
+        wire::header_value(&format!("{node}:{port_name}")),
+    );
     if !opts.from.is_empty() {
-        headers.insert(header::FROM, wire::header_value(&opts.from));
+        headers.insert(wire::name(header::FROM), wire::header_value(&opts.from));
     }
     if !opts.edge_id.is_empty() {
-        headers.insert(header::EDGE_ID, wire::header_value(&opts.edge_id));
+        headers.insert(wire::name(header::EDGE_ID), wire::header_value(&opts.edge_id));
     }
     Ok((subject, headers))
 }
@@ -108,7 +111,7 @@ pub async fn send(client: &Client, node: &str, port: &str, data: Vec<u8>, opts: 
     let inbox = client.new_inbox();
     let mut replies = client.subscribe(inbox.clone()).await.map_err(|e| unreachable(&e))?;
     // Both the native reply subject and `x-reply-inbox`, as Go sets them.
-    headers.insert(header::REPLY_INBOX, inbox.as_str());
+    headers.insert(wire::name(header::REPLY_INBOX), inbox.as_str());
     client
         .publish_with_reply_and_headers(subject.clone(), inbox, headers, Bytes::from(data))
         .await

@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use async_nats::{HeaderMap, HeaderValue};
+use async_nats::{HeaderMap, HeaderValue, header::HeaderName};
 use bytes::Bytes;
 use tiny_sdk::{Error, ErrorKind, Reply, Result};
 
@@ -111,9 +111,15 @@ pub fn header_value(text: &str) -> HeaderValue {
     line.trim().parse().unwrap_or_default()
 }
 
+/// A header name for the map, without copying it (a `&str` name is copied into a
+/// new buffer at every insert and every lookup).
+pub(crate) const fn name(text: &'static str) -> HeaderName {
+    HeaderName::from_static(text)
+}
+
 /// One header's value as text, when present.
-pub fn get<'a>(headers: Option<&'a HeaderMap>, name: &str) -> Option<&'a str> {
-    headers.and_then(|h| h.get(name)).map(HeaderValue::as_str)
+pub fn get<'a>(headers: Option<&'a HeaderMap>, header: &'static str) -> Option<&'a str> {
+    headers.and_then(|h| h.get(name(header))).map(HeaderValue::as_str)
 }
 
 /// A handler's outcome as a reply: headers (none for a value) and body.
@@ -136,7 +142,7 @@ pub fn reply(outcome: &Result<Reply>) -> (Option<HeaderMap>, Bytes) {
 /// `x-empty: 1`.
 fn empty_headers() -> HeaderMap {
     let mut h = HeaderMap::new();
-    h.insert(header::EMPTY, "1");
+    h.insert(name(header::EMPTY), "1");
     h
 }
 
@@ -144,20 +150,20 @@ fn empty_headers() -> HeaderMap {
 /// `x-error-code`, and tiny's kind, origin and relayed mark.
 pub fn error_headers(err: &Error) -> HeaderMap {
     let mut h = HeaderMap::new();
-    h.insert(header::ERROR, header_value(&err.to_string()));
+    h.insert(name(header::ERROR), header_value(&err.to_string()));
     if let Some(code) = err.code() {
-        h.insert(header::ERROR_CODE, header_value(code));
+        h.insert(name(header::ERROR_CODE), header_value(code));
     }
     let kind = match err.kind() {
         ErrorKind::Transient => "transient",
         ErrorKind::Permanent => "permanent",
     };
-    h.insert(header::ERROR_KIND, kind);
+    h.insert(name(header::ERROR_KIND), kind);
     if let Some(origin) = err.origin() {
-        h.insert(header::ERROR_ORIGIN, header_value(origin));
+        h.insert(name(header::ERROR_ORIGIN), header_value(origin));
     }
     if err.is_relayed() {
-        h.insert(header::ERROR_RELAYED, "1");
+        h.insert(name(header::ERROR_RELAYED), "1");
     }
     h
 }
