@@ -80,25 +80,15 @@ pub async fn listen(client: Client, engine: Engine, leader: Option<LeaderFn>) ->
                 () = shared.stopping.cancelled() => break,
                 else => break,
             };
-            start(handle(shared.clone(), msg, is_system)).await;
+            // Each on its own task, from the start: a handler that computes before its
+            // first wait must not hold up the module's other messages (measured: polling
+            // each inline first would save a wake-up, 14% of throughput in the bench).
+            tokio::spawn(handle(shared.clone(), msg, is_system));
         }
         let _ = business.unsubscribe().await;
         let _ = system.unsubscribe().await;
     });
     Ok(Receiver { stop, task })
-}
-
-/// Runs a message's handling: as far as it gets at once here, and on a task of its own
-/// from its first wait on. A message whose chain finishes without waiting (the common
-/// case: in-process nodes, a reply written to the connection's buffer) costs no task
-/// and no thread wake-up; one that waits (a nested request, a timer, I/O) goes on
-/// concurrently, so the loop takes the next message at once.
-async fn start(fut: impl Future<Output = ()> + Send + 'static) {
-    let mut fut = Box::pin(fut);
-    let pending = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx).is_pending())).await;
-    if pending {
-        tokio::spawn(fut);
-    }
 }
 
 /// One message: delivered, and answered when the sender waits.
