@@ -98,17 +98,7 @@ pub mod components {
     use tiny_sdk::prelude::*;
 
     /// Answers with its input.
-    #[derive(Debug, Default, Component)]
-    #[component(name = "answer")]
-    pub struct Answer {
-        input: Input<Value>,
-    }
-
-    impl Answer {
-        async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
-            Reply::value(msg)
-        }
-    }
+    pub use tiny_testkit::components::Answer;
 
     /// How `knob` writes its word.
     #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, Schema)]

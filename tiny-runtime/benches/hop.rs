@@ -30,6 +30,7 @@ use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
+use tiny_testkit::components::Answer;
 
 use serde_json::{Value, json};
 use tiny_runtime::grpc::{
@@ -43,19 +44,6 @@ use tiny_runtime::grpc::{
 };
 use tiny_sdk::{engine::Engine, flow::FlowBuilder, harness::Relay, prelude::*};
 use tonic::{Request, Response, Status, transport::Channel};
-
-/// Answers with its input.
-#[derive(Debug, Component, Default)]
-#[component(name = "answer")]
-struct Answer {
-    input: Input<Value>,
-}
-
-impl Answer {
-    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
-        Reply::value(msg)
-    }
-}
 
 /// The bare service: answers with the payload.
 struct Echo;

@@ -128,13 +128,10 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     // The flow's spans are made only when they go somewhere: whatever RUST_LOG says,
     // on with an exporter, off (one cached check per hop) without.
-    let flow: Directive = if provider.is_some() {
-        "tiny::flow=info"
-    } else {
-        "tiny::flow=off"
-    }
-    .parse()
-    .map_err(TelemetryError::Filter)?;
+    let level = if provider.is_some() { "info" } else { "off" };
+    let flow: Directive = format!("{}={level}", tiny_sdk::engine::TRACE_TARGET)
+        .parse()
+        .map_err(TelemetryError::Filter)?;
     filter = filter.add_directive(flow);
     let ansi = format == LogFormat::Text && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let logs = tracing_subscriber::fmt::layer()
@@ -142,13 +139,15 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         .with_ansi(ansi)
         .event_format(Lines { format, ansi })
         // The flow's span events (`data`, `exception`) belong to the trace, not the log.
-        .with_filter(filter_fn(|m| !(m.is_event() && m.target().starts_with("tiny::flow"))));
+        .with_filter(filter_fn(|m| {
+            !(m.is_event() && m.target().starts_with(tiny_sdk::engine::TRACE_TARGET))
+        }));
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer("tiny"))
             // Only the flow's spans: log events do not become span events (they are
             // logged, with the trace id), and other crates' spans stay out.
-            .with_filter(filter_fn(|m| m.target().starts_with("tiny::flow")))
+            .with_filter(filter_fn(|m| m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)))
     });
     tracing_subscriber::registry()
         .with(filter)
@@ -239,6 +238,24 @@ pub fn inject(span: &tracing::Span, metadata: &mut MetadataMap) {
 /// The trace context a request carries (empty without one).
 pub fn extract(metadata: &MetadataMap) -> Context {
     propagator().extract(&MetadataReader(metadata))
+}
+
+/// Records how a call ended on its span (`tiny.outcome`, and the OpenTelemetry status
+/// of a failure); nothing on a span that is not recorded.
+pub fn record_outcome<T>(span: &tracing::Span, result: &Result<T, tiny_sdk::Error>) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        Ok(_) => {
+            span.record("tiny.outcome", "ok");
+        }
+        Err(e) => {
+            span.record("tiny.outcome", "error");
+            span.record("otel.status_code", "ERROR");
+            span.record("otel.status_description", tracing::field::display(e));
+        }
+    }
 }
 
 /// The W3C keys as Go's `propagation.HeaderCarrier` (an `http.Header`) puts them on a

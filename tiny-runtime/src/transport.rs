@@ -245,17 +245,6 @@ impl Routes {
 }
 
 impl RemoteRouter for Routes {
-    fn route(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-    ) -> BoxFuture<'static, Result<Reply>> {
-        self.route_attempt(module, to, source, data, hop, 1)
-    }
-
     fn route_attempt(
         &self,
         module: &str,

@@ -7,7 +7,7 @@ use std::{
     net::SocketAddr,
     sync::{
         Arc,
-        atomic::{AtomicBool, AtomicU32, Ordering},
+        atomic::{AtomicBool, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -21,89 +21,7 @@ use tiny_sdk::{
     harness::Relay,
     prelude::*,
 };
-
-/// Answers with its input and the depth it arrived at.
-#[derive(Debug, Component, Default)]
-#[component(name = "answer")]
-struct Answer {
-    input: Input<Value>,
-}
-
-impl Answer {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
-        Reply::value(json!({"answer": msg, "depth": ctx.hop().depth, "node": ctx.node_name()}))
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-#[serde(default, rename_all = "camelCase")]
-struct FlakySettings {
-    /// Fail this many times before succeeding.
-    failures: u32,
-    /// Fail permanently instead.
-    permanent: bool,
-    /// The code of the errors.
-    code: Option<String>,
-}
-
-/// Fails as its settings say; `count` answers how many messages `input` took.
-#[derive(Debug, Component, Default)]
-#[component(name = "flaky", settings = FlakySettings)]
-struct Flaky {
-    input: Input<Value>,
-    count: Input<Value>,
-    attempts: AtomicU32,
-}
-
-impl Flaky {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
-        let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
-        let s = ctx.settings();
-        if n <= s.failures {
-            let m = format!("attempt {n} failed");
-            let e = if s.permanent {
-                Error::permanent(m)
-            } else {
-                Error::transient(m)
-            };
-            return Err(match &s.code {
-                Some(c) => e.with_code(c),
-                None => e,
-            });
-        }
-        Ok(Reply::value(json!({"attempts": n, "msg": msg})))
-    }
-
-    async fn on_count(&self, _: &Ctx<Self>, _: Value) -> Reply {
-        Reply::value(json!(self.attempts.load(Ordering::SeqCst)))
-    }
-}
-
-/// Never answers, and watches its hop's cancellation from a task of its own (as a
-/// component holding a stream or a subprocess would); `cancelled` answers whether the
-/// hop was cancelled.
-#[derive(Debug, Component, Default)]
-#[component(name = "slow")]
-struct Slow {
-    input: Input<Value>,
-    cancelled: Input<Value>,
-    seen: Arc<AtomicBool>,
-}
-
-impl Slow {
-    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
-        let (cancel, seen) = (ctx.hop().cancel.clone(), self.seen.clone());
-        tokio::spawn(async move {
-            cancel.cancelled().await;
-            seen.store(true, Ordering::SeqCst);
-        });
-        std::future::pending().await
-    }
-
-    async fn on_cancelled(&self, _: &Ctx<Self>, _: Value) -> Reply {
-        Reply::value(json!(self.seen.load(Ordering::SeqCst)))
-    }
-}
+use tiny_testkit::components::{Flaky, Located, Slow, Whoami};
 
 /// Answers with its input twice.
 #[derive(Debug, Component, Default)]
@@ -115,19 +33,6 @@ struct Double {
 impl Double {
     async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
         Reply::value(json!([msg, msg]))
-    }
-}
-
-/// Answers whether its replica leads.
-#[derive(Debug, Component, Default)]
-#[component(name = "whoami")]
-struct Whoami {
-    input: Input<Value>,
-}
-
-impl Whoami {
-    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Reply {
-        Reply::value(json!({"leader": ctx.hop().leader}))
     }
 }
 
@@ -148,7 +53,7 @@ fn engine(module: &str, pool: Arc<Pool>) -> Engine {
         .module(module)
         .node_wait(NODE_WAIT)
         .register::<Relay>()
-        .register::<Answer>()
+        .register::<Located>()
         .register::<Flaky>()
         .register::<Slow>()
         .register::<Double>()

@@ -4,13 +4,7 @@
 //! requests are captured raw and read header by header. Then two tiny modules over
 //! the broker, replicas sharing a queue group, bad input, and a broker that dies.
 
-use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicU32, Ordering},
-    },
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use serde_json::{Value, json};
 use tiny_runtime::nats::{Link, NatsRouter, Receiver, SendOptions, listen, send};
@@ -22,20 +16,10 @@ use tiny_sdk::{
     harness::Relay,
     prelude::*,
 };
-use tiny_testenv::{NatsServer, RawMessage, RawNats};
-
-/// Answers with its input and the depth it arrived at.
-#[derive(Debug, Component, Default)]
-#[component(name = "answer")]
-struct Answer {
-    input: Input<Value>,
-}
-
-impl Answer {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
-        Reply::value(json!({"answer": msg, "depth": ctx.hop().depth, "node": ctx.node_name()}))
-    }
-}
+use tiny_testkit::{
+    NatsServer, RawMessage, RawNats,
+    components::{Flaky, Located, Whoami},
+};
 
 /// Takes a number; answers nothing.
 #[derive(Debug, Component, Default)]
@@ -47,54 +31,6 @@ struct Sink {
 impl Sink {
     async fn on_input(&self, _: &Ctx<Self>, _: i64) -> Reply {
         Reply::empty()
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-#[serde(default)]
-struct FailSettings {
-    /// The error's code.
-    code: Option<String>,
-    /// Fail this many times, transiently, then answer.
-    transient: u32,
-}
-
-/// Fails permanently with its code, or transiently `transient` times.
-#[derive(Debug, Component, Default)]
-#[component(name = "fail", settings = FailSettings)]
-struct Fail {
-    input: Input<Value>,
-    runs: AtomicU32,
-}
-
-impl Fail {
-    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
-        let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
-        let s = ctx.settings();
-        if s.transient > 0 {
-            if n <= s.transient {
-                return Err(Error::transient(format!("run {n} failed")));
-            }
-            return Ok(Reply::value(json!({"runs": n})));
-        }
-        let e = Error::permanent("the payment was declined\nby the bank");
-        Err(match &s.code {
-            Some(c) => e.with_code(c),
-            None => e,
-        })
-    }
-}
-
-/// Answers whether the hop says its replica leads.
-#[derive(Debug, Component, Default)]
-#[component(name = "whoami")]
-struct Whoami {
-    input: Input<Value>,
-}
-
-impl Whoami {
-    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Reply {
-        Reply::value(json!({"leader": ctx.hop().leader}))
     }
 }
 
@@ -125,9 +61,9 @@ fn engine(module: &str, router: Option<NatsRouter>) -> Engine {
         .module(module)
         .node_wait(Duration::from_millis(100))
         .register::<Relay>()
-        .register::<Answer>()
+        .register::<Located>()
         .register::<Sink>()
-        .register::<Fail>()
+        .register::<Flaky>()
         .register::<Whoami>()
         .register::<Tag>();
     if let Some(r) = router {
@@ -165,8 +101,8 @@ fn flow_b() -> Flow {
         .module("b")
         .node("f.b.answer-1", "answer")
         .node("f.b.sink-1", "sink")
-        .node("f.b.fail-1", "fail")
-        .settings(json!({"code": "DECLINED"}))
+        .node("f.b.flaky-1", "flaky")
+        .settings(json!({"failures": 1000, "permanent": true, "code": "DECLINED"}))
         .node("f.b.whoami-1", "whoami")
         .edge("f.a.ask-1:out", "f.b.answer-1:input", json!("{{$}}"))
         .build()
@@ -246,15 +182,14 @@ async fn go_requests_get_go_replies_byte_for_byte() {
     let failed = ask_raw(
         &mut c,
         "tinymodule.b.msg",
-        &[("x-to", "f.b.fail-1:input"), ("x-from", "signal")],
+        &[("x-to", "f.b.flaky-1:input"), ("x-from", "signal")],
         b"{}",
     )
     .await;
     assert!(failed.payload.is_empty());
     assert_eq!(failed.header("x-error-code").as_deref(), Some("DECLINED"));
     let text = failed.header("x-error").unwrap_or_default();
-    assert!(text.contains("the payment was declined by the bank"), "{text}");
-    assert!(!text.contains('\n') && !text.contains('\r'));
+    assert!(text.ends_with("attempt 1 failed [DECLINED]"), "{text}");
     // tiny's additions, which a Go sender ignores.
     assert_eq!(failed.header("x-error-kind").as_deref(), Some("permanent"));
     // Header names are lower case, exactly as Go's `nats.Header` keeps them.
@@ -464,8 +399,6 @@ fn round_trip() -> Flow {
         .node("f.a.answer-1", "answer")
         .module("b")
         .node("f.b.comp-1", "relay")
-        .node("f.b.fail-1", "fail")
-        .settings(json!({"transient": 2}))
         .edge("f.a.ask-1:out", "f.b.comp-1:input", json!("{{$}}"))
         .edge(
             "f.b.comp-1:out",
@@ -517,11 +450,11 @@ async fn a_remote_transient_error_is_retried_by_the_senders_edge() {
         .module("a")
         .node("f.a.ask-1", "relay")
         .module("b")
-        .node("f.b.fail-1", "fail")
-        .settings(json!({"transient": 2}))
+        .node("f.b.flaky-1", "flaky")
+        .settings(json!({"failures": 2}))
         .edge_with(
             "f.a.ask-1:out",
-            "f.b.fail-1:input",
+            "f.b.flaky-1:input",
             json!("{{$}}"),
             Some(RetryPolicy {
                 max_attempts: Some(3),
@@ -536,7 +469,7 @@ async fn a_remote_transient_error_is_retried_by_the_senders_edge() {
         .send("f.a.ask-1:input", json!("hi"))
         .await
         .expect("the third attempt answers");
-    assert_eq!(reply.into_value(), Some(json!({"runs": 3})));
+    assert_eq!(reply.into_value(), Some(json!({"attempts": 3, "msg": "hi"})));
 }
 
 #[tokio::test]
@@ -629,7 +562,7 @@ async fn send_reaches_a_node_fire_and_forget_or_waiting() {
     // An error comes back as the node's error.
     let e = send(
         client,
-        "f.b.fail-1",
+        "f.b.flaky-1",
         "input",
         b"{}".to_vec(),
         &SendOptions::default().wait(),

@@ -316,14 +316,14 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("bench"))
         .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-            m.target().starts_with("tiny::flow")
+            m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)
         }));
     let filter = tracing_subscriber::EnvFilter::new("info,tiny::flow=info");
     let logs =
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::sink)
             .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-                !(m.is_event() && m.target().starts_with("tiny::flow"))
+                !(m.is_event() && m.target().starts_with(tiny_sdk::engine::TRACE_TARGET))
             }));
     tracing_subscriber::registry().with(filter).with(otel).with(logs)
 }

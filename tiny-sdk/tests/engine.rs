@@ -5,6 +5,7 @@ use std::{
     sync::atomic::{AtomicU32, Ordering},
     time::Duration,
 };
+use tiny_testkit::components::{Answer, Flaky};
 
 use serde_json::{Value, json};
 use tiny_sdk::{
@@ -15,60 +16,6 @@ use tiny_sdk::{
     prelude::*,
 };
 use tokio_util::sync::CancellationToken;
-
-/// Answers with its input.
-#[derive(Debug, Component, Default)]
-#[component(name = "answer")]
-struct Answer {
-    input: Input<Value>,
-}
-
-impl Answer {
-    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
-        Reply::value(msg)
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-#[serde(default, rename_all = "camelCase")]
-struct FlakySettings {
-    /// Fail this many times before succeeding.
-    failures: u32,
-    /// Fail permanently instead.
-    permanent: bool,
-    /// The code of the errors.
-    code: Option<String>,
-}
-
-/// Fails as its settings say, counting attempts.
-#[derive(Debug, Component, Default)]
-#[component(name = "flaky", settings = FlakySettings)]
-struct Flaky {
-    input: Input<Value>,
-    attempts: AtomicU32,
-}
-
-impl Flaky {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
-        let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
-        let s = ctx.settings();
-        let fail = |m: String| {
-            let e = if s.permanent {
-                Error::permanent(m)
-            } else {
-                Error::transient(m)
-            };
-            match &s.code {
-                Some(c) => e.with_code(c),
-                None => e,
-            }
-        };
-        if n <= s.failures {
-            return Err(fail(format!("attempt {n} failed")));
-        }
-        Ok(Reply::value(json!({"attempts": n, "msg": msg})))
-    }
-}
 
 /// Panics on `boom`.
 #[derive(Debug, Component, Default)]

@@ -6,6 +6,7 @@ use std::sync::{
     Arc, Mutex,
     atomic::{AtomicU32, Ordering},
 };
+use tiny_testkit::components::Answer;
 
 use serde_json::{Value, json};
 use tiny_sdk::{
@@ -61,19 +62,6 @@ impl Guarded {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: VaultIn) -> Result<Reply> {
         let s = ctx.settings();
         Err(Error::permanent(format!("`{}` is not `{}`", msg.password, s.password)))
-    }
-}
-
-/// Answers with its input.
-#[derive(Debug, Component, Default)]
-#[component(name = "answer")]
-struct Answer {
-    input: Input<Value>,
-}
-
-impl Answer {
-    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
-        Reply::value(msg)
     }
 }
 

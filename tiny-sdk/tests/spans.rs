@@ -3,23 +3,11 @@
 //! own: a test process with one subscriber, whose interest no other test races.)
 
 use std::sync::{Arc, Mutex};
+use tiny_testkit::components::Answer;
 
-use serde_json::{Value, json};
-use tiny_sdk::{engine::Engine, flow::FlowBuilder, harness::Relay, prelude::*};
+use serde_json::json;
+use tiny_sdk::{engine::Engine, flow::FlowBuilder, harness::Relay};
 use tracing_subscriber::{Layer, layer::SubscriberExt as _, registry::LookupSpan};
-
-/// Answers with its input.
-#[derive(Debug, Component, Default)]
-#[component(name = "answer")]
-struct Answer {
-    input: Input<Value>,
-}
-
-impl Answer {
-    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
-        Reply::value(msg)
-    }
-}
 
 /// Records each `hop` span: its `to`, and the `to` of the nearest hop span above it.
 #[derive(Clone, Default)]

@@ -2,37 +2,27 @@
 //! between replicas, a router whose ports follow its settings, a kv store that
 //! outlives the module) and a flow written the way the Go module's editor writes it.
 
-use std::{
-    io::{BufRead as _, BufReader},
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use base64::{Engine as _, engine::general_purpose::STANDARD};
 use kube::{
     Api, Client,
-    api::{Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams},
 };
 use serde_json::{Value, json};
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyNode, TinySignal, TinySignalSpec},
+    crd::TinyNode,
     runtime::{Options, Runtime},
 };
-use tiny_sdk::flow::RawJson;
-use tiny_testenv::{TestEnv, eventually};
+use tiny_testkit::{
+    Replica, ReplicaBuilder, TestEnv,
+    cluster::{apply_yaml, delivered, env, port_config, signal},
+    eventually,
+};
 
-const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
 /// `--name common-module --version 0.1.0` owns nodes named `*.common-module-v0.*`.
 const MODULE: &str = "common-module";
-
-async fn env() -> TestEnv {
-    TestEnv::builder()
-        .crds_dir(CRDS)
-        .start()
-        .await
-        .expect("the control plane starts")
-}
 
 async fn start_module(client: &Client, ns: &str) -> Runtime {
     Runtime::start(
@@ -49,50 +39,6 @@ async fn start_module(client: &Client, ns: &str) -> Runtime {
     )
     .await
     .expect("the module starts")
-}
-
-/// Creates the TinyNodes of a YAML stream of whole objects (as `kubectl apply` would).
-async fn apply_yaml(client: &Client, ns: &str, yaml: &str) {
-    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    for doc in yaml.split("\n---\n").filter(|d| !d.trim().is_empty()) {
-        let node: TinyNode = serde_yaml::from_str(doc).expect("a TinyNode");
-        nodes.create(&PostParams::default(), &node).await.expect("node created");
-    }
-}
-
-/// Sends `data` to `node:port` through a TinySignal and waits for it to finish.
-async fn signal(client: &Client, ns: &str, name: &str, node: &str, port: &str, data: Value) -> TinySignal {
-    let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
-    let spec = TinySignalSpec {
-        node: node.into(),
-        port: port.into(),
-        data: Some(RawJson(data)),
-        ..Default::default()
-    };
-    signals
-        .create(&PostParams::default(), &TinySignal::new(name, spec))
-        .await
-        .expect("signal created");
-    eventually(&format!("signal {name} to finish"), Duration::from_secs(60), || {
-        let signals = signals.clone();
-        async move {
-            let s = signals.get(name).await.ok()?;
-            let phase = s.status.as_ref()?.phase.clone()?;
-            (phase == "Delivered" || phase == "Failed").then_some(s)
-        }
-    })
-    .await
-}
-
-fn delivered(s: &TinySignal) {
-    let st = s.status.as_ref().expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
-}
-
-/// The configuration that `node`'s status shows for `port`, decoded.
-fn port_config(node: &TinyNode, port: &str) -> Option<Value> {
-    let p = node.status.as_ref()?.ports.iter().find(|p| p.name == port)?;
-    p.configuration.as_ref()?.decode().ok()
 }
 
 fn port_schema(node: &TinyNode, port: &str) -> Option<Value> {
@@ -441,78 +387,9 @@ spec:
     configuration: Int7JC5jb250ZXh0fX0i
 "#;
 
-/// A `common-module run` process.
-struct Replica {
-    child: Child,
-    probe: String,
-}
-
-impl Replica {
-    fn start(env: &TestEnv, ns: &str, identity: &str) -> Replica {
-        Replica::start_with(env, ns, identity, &[])
-    }
-
-    /// [`start`](Self::start) with extra arguments (`--nats-url ...`).
-    fn start_with(env: &TestEnv, ns: &str, identity: &str, extra: &[&str]) -> Replica {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_common-module"))
-            .args(["run", "--name", MODULE, "--version", "0.1.0", "--namespace", ns])
-            .args(["--lease-seconds", "4", "--identity", identity])
-            .args(["--grpc-server-bind-address", "127.0.0.1:0"])
-            .args(extra)
-            .env("KUBECONFIG", env.kubeconfig_path())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("common-module starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let probe = line
-            .trim()
-            .strip_prefix("probe-addr ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_owned();
-        Replica { child, probe }
-    }
-
-    /// Its `/metrics`.
-    async fn metrics(&self) -> String {
-        let addr = self.probe.clone();
-        tokio::task::spawn_blocking(move || {
-            use std::io::{Read as _, Write as _};
-            let mut s = std::net::TcpStream::connect(&addr).ok()?;
-            s.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").ok()?;
-            let mut out = String::new();
-            s.read_to_string(&mut out).ok()?;
-            Some(out)
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-    }
-
-    /// Whether it leads, from its `/metrics`.
-    async fn leads(&self) -> bool {
-        self.metrics().await.lines().any(|l| l.trim() == "tiny_leader 1")
-    }
-
-    /// A counter of its `/metrics` (0 when absent).
-    async fn counter(&self, series: &str) -> u64 {
-        self.metrics()
-            .await
-            .lines()
-            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `common-module run`, to be started.
+fn common(env: &TestEnv, ns: &str, identity: &str) -> ReplicaBuilder {
+    Replica::builder(env!("CARGO_BIN_EXE_common-module"), env, ns, identity, MODULE)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -522,8 +399,8 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     let ns = "ha";
     env.create_namespace(ns).await.expect("namespace");
     let mut replicas = vec![
-        Replica::start(&env, ns, "replica-a"),
-        Replica::start(&env, ns, "replica-b"),
+        common(&env, ns, "replica-a").start(),
+        common(&env, ns, "replica-b").start(),
     ];
     apply_yaml(&client, ns, &ticker_flow("ha", 300)).await;
     let (ticker, debug) = ("ha.common-module-v0.ticker-1", "ha.common-module-v0.debug-1");
@@ -618,8 +495,8 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     env.create_namespace(ns).await.expect("namespace");
     let url = broker.url();
     let replicas = [
-        Replica::start_with(&env, ns, "replica-a", &["--nats-url", &url]),
-        Replica::start_with(&env, ns, "replica-b", &["--nats-url", &url]),
+        common(&env, ns, "replica-a").nats(&url).start(),
+        common(&env, ns, "replica-b").nats(&url).start(),
     ];
     apply_yaml(&client, ns, &ticker_flow("sys", 200)).await;
     let (ticker, debug) = ("sys.common-module-v0.ticker-1", "sys.common-module-v0.debug-1");
@@ -666,12 +543,15 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     // Both replicas heard it; only the leader's ticker sent to the debug node.
     let debug_in = format!("tiny_node_messages_total{{node=\"{debug}\",port=\"in\"}}");
     for r in &replicas {
-        let heard = r.counter(r#"tiny_nats_server_calls_total{outcome="OK"}"#).await;
+        let heard = r
+            .metric(r#"tiny_nats_server_calls_total{outcome="OK"}"#)
+            .await
+            .unwrap_or(0);
         assert!(heard >= 1, "every replica handled the _control message");
     }
-    assert!(replicas[leader].counter(&debug_in).await >= 3);
+    assert!(replicas[leader].metric(&debug_in).await.unwrap_or(0) >= 3);
     assert_eq!(
-        replicas[1 - leader].counter(&debug_in).await,
+        replicas[1 - leader].metric(&debug_in).await.unwrap_or(0),
         0,
         "the follower did not tick"
     );

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Replica, create_flow, env, eventually, ready, signal, start_module};
+use common::{create_flow, env, eventually, ready, replica, signal, start_module};
 
 use k8s_openapi::api::events::v1::Event;
 use kube::{
@@ -294,10 +294,7 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
     let env = env().await;
     let client = env.client();
     env.create_namespace("ha").await.expect("namespace");
-    let mut replicas = vec![
-        Replica::start(&env, "ha", "replica-a"),
-        Replica::start(&env, "ha", "replica-b"),
-    ];
+    let mut replicas = vec![replica(&env, "ha", "replica-a"), replica(&env, "ha", "replica-b")];
     create_flow(
         &client,
         "ha",

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Replica, create_flow, env, eventually, ready, signal};
+use common::{create_flow, env, eventually, hello, ready, signal};
 use kube::Api;
 use serde_json::json;
 use tiny_runtime::crd::{TinyModule, TinyNode};
@@ -91,14 +91,8 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         l.local_addr().expect("addr").port()
     };
     let beta_addr = format!("127.0.0.1:{beta_port}");
-    let _alpha = Replica::start_as(&env, "x", "alpha-0", "alpha", &[]);
-    let mut beta = Some(Replica::start_as(
-        &env,
-        "x",
-        "beta-0",
-        "beta",
-        &["--grpc-server-bind-address", &beta_addr],
-    ));
+    let _alpha = hello(&env, "x", "alpha-0", "alpha").start();
+    let mut beta = Some(hello(&env, "x", "beta-0", "beta").grpc(&beta_addr).start());
     let flow = create_flow(&client, "x", FLOW).await;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "x");
     for n in &flow.nodes {
@@ -184,7 +178,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         }
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let back = Replica::start_as(&env, "x", "beta-1", "beta", &["--grpc-server-bind-address", &beta_addr]);
+    let back = hello(&env, "x", "beta-1", "beta").grpc(&beta_addr).start();
     let s = signals.await.expect("signal task");
     let st = s.status.expect("status");
     assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);

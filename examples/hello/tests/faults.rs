@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Replica, create_flow, env, eventually, ready, signal, start_module};
+use common::{create_flow, env, eventually, ready, replica, signal, start_module};
 
 use kube::{
     Api, ResourceExt as _,
@@ -151,10 +151,7 @@ async fn a_leader_killed_mid_flow_leaves_its_signal_failed_and_not_redelivered()
     let client = env.client();
     let ns = "kill";
     env.create_namespace(ns).await.expect("namespace");
-    let mut replicas = [
-        Some(Replica::start(&env, ns, "k-0")),
-        Some(Replica::start(&env, ns, "k-1")),
-    ];
+    let mut replicas = [Some(replica(&env, ns, "k-0")), Some(replica(&env, ns, "k-1"))];
     let flow = create_flow(&client, ns, SLOW_FLOW).await;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     all_ready(&nodes, flow.nodes.iter().map(|n| n.name.clone())).await;

@@ -17,7 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Replica, env, eventually, rss_kib};
+use common::{env, eventually, replica, rss_kib};
 
 /// CPU time (user + system) a process has used so far, in seconds.
 fn cpu_secs(pid: u32) -> f64 {
@@ -321,7 +321,7 @@ async fn many_nodes_reach_ready_beside_a_bare_controller() {
     let _ = bare.kill();
     let _ = bare.wait();
 
-    let module = Replica::start(&env, "tiny", "scale-0");
+    let module = replica(&env, "tiny", "scale-0");
     eventually("the module to be ready", Duration::from_secs(30), || async {
         module.probe("/readyz").await.filter(|(code, _)| *code == 200)
     })

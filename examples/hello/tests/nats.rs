@@ -15,11 +15,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Replica, create_flow, env, eventually, ready, signal};
+use common::{Replica, create_flow, env, eventually, hello, nodes_ready, signal};
 use kube::Api;
 use serde_json::{Value, json};
 use tiny_runtime::{
-    crd::{TinyModule, TinyNode},
+    crd::TinyModule,
     nats::{Link, SendOptions, send},
 };
 use tiny_testenv::{NatsServer, TestEnv};
@@ -91,30 +91,8 @@ spec:
       configuration: { context: "{{$.text}}", delay: 200 }
 "#;
 
-fn on_nats(broker: &NatsServer) -> Vec<String> {
-    vec![
-        "--grpc-server-bind-address".into(),
-        "127.0.0.1:0".into(),
-        "--nats-url".into(),
-        broker.url(),
-    ]
-}
-
 fn start(env: &TestEnv, ns: &str, identity: &str, module: &str, broker: &NatsServer) -> Replica {
-    let args = on_nats(broker);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    Replica::start_as(env, ns, identity, module, &args)
-}
-
-async fn nodes_ready(client: &kube::Client, ns: &str, names: &[String]) {
-    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    for name in names {
-        eventually(&format!("{name} to be Ready"), Duration::from_secs(60), || {
-            let nodes = nodes.clone();
-            async move { nodes.get(name).await.ok().filter(|n| ready(n) == Some(true)) }
-        })
-        .await;
-    }
+    hello(env, ns, identity, module).nats(&broker.url()).start()
 }
 
 /// The module's TinyModule once its status says `addr` and its Transport condition `status`.
@@ -406,8 +384,7 @@ async fn a_module_started_before_its_broker_serves_grpc_until_the_broker_answers
     let ns = "early";
     env.create_namespace(ns).await.expect("namespace");
     let (port, token, url) = NatsServer::reserve().expect("a port");
-    let args = ["--grpc-server-bind-address", "127.0.0.1:0", "--nats-url", url.as_str()];
-    let mut beta = Replica::start_as(&env, ns, "beta-0", "beta", &args);
+    let mut beta = hello(&env, ns, "beta-0", "beta").nats(&url).start();
     // Go would fall back to gRPC in silence; tiny says so.
     let (code, body) = eventually(
         "/readyz to say NATS is not there yet",

@@ -12,7 +12,7 @@ use std::{
     time::Duration,
 };
 
-use common::{Replica, create_flow, env, eventually, ready, signal};
+use common::{Replica, create_flow, env, eventually, hello, ready, signal};
 use kube::{Api, api::PostParams};
 use opentelemetry_proto::tonic::{
     collector::trace::v1::{
@@ -180,8 +180,8 @@ async fn announced(client: &kube::Client, ns: &str, module: &str) {
 
 /// Two modules, `alpha` and `beta`, each exporting to `vars`' receiver.
 fn two_modules(env: &TestEnv, ns: &str, vars: &[(&'static str, &str)]) -> (Replica, Replica) {
-    let alpha = Replica::start_with(env, ns, "alpha-0", "alpha", &[], vars, None);
-    let beta = Replica::start_with(env, ns, "beta-0", "beta", &[], vars, None);
+    let alpha = hello(env, ns, "alpha-0", "alpha").envs(vars.iter().copied()).start();
+    let beta = hello(env, ns, "beta-0", "beta").envs(vars.iter().copied()).start();
     (alpha, beta)
 }
 
@@ -668,7 +668,10 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     let mut vars = otel_vars(&endpoint);
     vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
     vars.push(("RUST_LOG", "info".to_owned()));
-    let alpha = Replica::start_with(&env, "s", "alpha-0", "alpha", &[], &as_refs(&vars), Some(&logs));
+    let alpha = hello(&env, "s", "alpha-0", "alpha")
+        .envs(as_refs(&vars))
+        .logs(&logs)
+        .start();
     let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "s");
     let spec = TinyTrackerSpec {
         flow_id: "s".into(),

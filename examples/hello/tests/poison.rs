@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Replica, create_flow, env, eventually, ready, signal};
+use common::{create_flow, env, eventually, hello, ready, replica, signal};
 
 use k8s_openapi::{
     api::events::v1::Event, apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
@@ -129,7 +129,7 @@ async fn malformed_objects_are_refused_alone_across_a_restart() {
             .expect("created");
     }
 
-    let mut module = Some(Replica::start(&env, ns, "m-0"));
+    let mut module = Some(replica(&env, ns, "m-0"));
     for round in 0..2 {
         let replica = module.as_ref().expect("running");
         // The good flow runs and answers.
@@ -214,7 +214,7 @@ async fn malformed_objects_are_refused_alone_across_a_restart() {
             event_for(&client, ns, "bad-data", "SignalUndecodable").await;
             // A restart lists everything again, bad objects included.
             drop(module.take());
-            module = Some(Replica::start(&env, ns, "m-1"));
+            module = Some(common::replica(&env, ns, "m-1"));
         }
     }
 }
@@ -225,7 +225,7 @@ async fn readyz_says_when_a_watch_cannot_list() {
     let client = env.client();
     let ns = "unready";
     env.create_namespace(ns).await.expect("namespace");
-    let replica = Replica::start(&env, ns, "r-0");
+    let replica = common::replica(&env, ns, "r-0");
     eventually("ready", Duration::from_secs(30), || async {
         replica.probe("/readyz").await.filter(|(code, _)| *code == 200)
     })
@@ -276,13 +276,7 @@ async fn go_flags_own_go_shaped_nodes_and_publish_the_go_module_name() {
     let client = env.client();
     let ns = "gonames";
     env.create_namespace(ns).await.expect("namespace");
-    let replica = Replica::start_as(
-        &env,
-        ns,
-        "g-0",
-        "hello-module",
-        &["--grpc-server-bind-address", "127.0.0.1:0"],
-    );
+    let replica = hello(&env, ns, "g-0", "hello-module").start();
     // Settings {"greetingWord":"Hej"}; the second node's name carries a publisher prefix.
     let hello = "a1b2c3d4.hello-module-v0.hello-x7k2p";
     let respond = "a1b2c3d4.tinysystems-hello-module-v0.respond-q9z8w";

@@ -4,8 +4,7 @@
 //! writes it: Go's port names, configurations as base64 of JSON.
 
 use std::{
-    io::{BufRead as _, BufReader},
-    process::{Child, Command, Stdio},
+    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -23,19 +22,19 @@ use kube::{
     api::{DeleteParams, ListParams, PostParams},
 };
 use serde_json::{Value, json};
-use std::sync::Arc;
-
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyModule, TinyNode, TinySignal, TinySignalSpec},
+    crd::{TinyModule, TinyNode},
     grpc::Grpc,
     runtime::{Options, Runtime},
     transport::{Routes, Transport},
 };
-use tiny_sdk::flow::RawJson;
-use tiny_testenv::{TestEnv, eventually};
+use tiny_testkit::{
+    Replica, TestEnv,
+    cluster::{delivered, env, port_config},
+    eventually,
+};
 
-const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
 const NS: &str = "web";
 const SERVER: &str = "web.http-module-v0.http-server-1";
 const CLIENT: &str = "web.http-module-v0.http-request-1";
@@ -178,69 +177,28 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
     (runtime, receiver)
 }
 
-/// An `http-module run` process.
-struct Module(Child);
-
-impl Module {
-    fn start(env: &TestEnv, ns: &str, extra: &[&str]) -> Module {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_http-module"))
-            .args(["run", "--name", "http-module", "--version", "0.1.0", "--namespace", ns])
-            .args(["--identity", "http-0", "--grpc-server-bind-address", "127.0.0.1:0"])
-            .args(["--pod-selector", "app=http-module"])
-            .args(extra)
-            .env("KUBECONFIG", env.kubeconfig_path())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("http-module starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        assert!(line.starts_with("probe-addr "), "unexpected first line {line:?}");
-        Module(child)
+/// `http-module run`, on NATS when `nats` is given.
+fn http_module(env: &TestEnv, ns: &str, nats: Option<&str>) -> Replica {
+    let module = Replica::builder(env!("CARGO_BIN_EXE_http-module"), env, ns, "http-0", "http-module")
+        .args(["--pod-selector", "app=http-module"]);
+    match nats {
+        Some(url) => module.nats(url),
+        None => module,
     }
+    .start()
 }
 
-impl Drop for Module {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Sends a TinySignal in `ns` and asserts it was delivered.
+async fn signal_in(kube: &Kube, ns: &str, name: &str, node: &str, port: &str, data: Value) {
+    delivered(&tiny_testkit::cluster::signal(kube, ns, name, node, port, data).await);
 }
 
 async fn signal(kube: &Kube, name: &str, node: &str, port: &str, data: Value) {
     signal_in(kube, NS, name, node, port, data).await;
 }
 
-async fn signal_in(kube: &Kube, ns: &str, name: &str, node: &str, port: &str, data: Value) {
-    let signals: Api<TinySignal> = Api::namespaced(kube.clone(), ns);
-    let spec = TinySignalSpec {
-        node: node.into(),
-        port: port.into(),
-        data: Some(RawJson(data)),
-        ..Default::default()
-    };
-    signals
-        .create(&PostParams::default(), &TinySignal::new(name, spec))
-        .await
-        .expect("signal created");
-    let s = eventually(&format!("signal {name}"), Duration::from_secs(60), || {
-        let signals = signals.clone();
-        async move {
-            let s = signals.get(name).await.ok()?;
-            let phase = s.status.as_ref()?.phase.clone()?;
-            (phase == "Delivered" || phase == "Failed").then_some(s)
-        }
-    })
-    .await;
-    let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{name}: {:?}", st.error);
-}
-
 fn view(node: &TinyNode) -> Option<Value> {
-    let p = node.status.as_ref()?.ports.iter().find(|p| p.name == "_control")?;
-    p.configuration.as_ref()?.decode().ok()
+    port_config(node, "_control")
 }
 
 /// The server's port, once its view says it runs.
@@ -275,15 +233,11 @@ async fn call(http: &Http, port: u16, method: &str, path: &str, body: &str) -> (
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_requests_get_the_flows_answers_across_two_modules() {
-    let env = TestEnv::builder()
-        .crds_dir(CRDS)
-        .start()
-        .await
-        .expect("the control plane starts");
+    let env = env().await;
     let kube = env.client();
     env.create_namespace(NS).await.expect("namespace");
     let (common, _) = common_module(&kube, NS, None).await;
-    let _http = Module::start(&env, NS, &[]);
+    let _http = http_module(&env, NS, None);
     let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), NS);
     for n in flow() {
         nodes.create(&PostParams::default(), &n).await.expect("node created");
@@ -439,18 +393,14 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
 /// (no gRPC server at all) reach each other over the broker only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_requests_get_the_flows_answers_with_the_router_over_nats() {
-    let env = TestEnv::builder()
-        .crds_dir(CRDS)
-        .start()
-        .await
-        .expect("the control plane starts");
+    let env = env().await;
     let broker = tiny_testenv::NatsServer::start().await.expect("nats-server starts");
     let kube = env.client();
     let ns = "webn";
     env.create_namespace(ns).await.expect("namespace");
     let url = broker.url();
     let (common, receiver) = common_module(&kube, ns, Some(&url)).await;
-    let _http = Module::start(&env, ns, &["--nats-url", &url]);
+    let _http = http_module(&env, ns, Some(&url));
     let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), ns);
     for n in flow() {
         nodes.create(&PostParams::default(), &n).await.expect("node created");

@@ -42,14 +42,13 @@ use crate::{
 use kube::runtime::watcher;
 use tokio::sync::Semaphore;
 
-/// Signal phases.
-pub mod phase {
-    /// Claimed by a leader, being delivered.
-    pub const DELIVERING: &str = "Delivering";
-    /// Done; `status.reply` holds the flow's reply.
-    pub const DELIVERED: &str = "Delivered";
-    /// Not deliverable; `status.error` says why.
-    pub const FAILED: &str = "Failed";
+/// Signal phases as the status writes them (constants, for patterns).
+mod phase {
+    use crate::crd::SignalPhase;
+
+    pub const DELIVERING: &str = SignalPhase::Delivering.as_str();
+    pub const DELIVERED: &str = SignalPhase::Delivered.as_str();
+    pub const FAILED: &str = SignalPhase::Failed.as_str();
 }
 
 /// The name `/readyz` gives the TinySignal watch.
@@ -363,7 +362,7 @@ async fn run_flow(shared: &Shared, signal: &TinySignal) -> Outcome {
     let to = format!("{node}:{}", signal.spec.port);
     // The root of the flow run's trace: every hop it makes is a descendant.
     let span = tracing::info_span!(
-        target: "tiny::flow",
+        target: tiny_sdk::engine::TRACE_TARGET,
         parent: None,
         "signal",
         otel.name = "signal",
@@ -377,18 +376,7 @@ async fn run_flow(shared: &Shared, signal: &TinySignal) -> Outcome {
         otel.status_description = Empty,
     );
     let result = shared.engine.send_with(&to, data, hop).instrument(span.clone()).await;
-    if !span.is_disabled() {
-        match &result {
-            Ok(_) => {
-                span.record("tiny.outcome", "ok");
-            }
-            Err(e) => {
-                span.record("tiny.outcome", "error");
-                span.record("otel.status_code", "ERROR");
-                span.record("otel.status_description", tracing::field::display(e));
-            }
-        }
-    }
+    crate::telemetry::record_outcome(&span, &result);
     Metrics::inc(&shared.metrics.signals_delivered);
     match result {
         Ok(reply) => Outcome {

@@ -18,7 +18,7 @@ pub use encoded::{DecodeError, EncodedJson};
 pub use flow::{TinyFlow, TinyFlowSpec, TinyFlowStatus, TinyProject, TinyProjectSpec, TinyProjectStatus};
 pub use module::{ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus};
 pub use node::{ComponentStatus, ModuleStatus, PortStatus, TinyNode, TinyNodeSpec, TinyNodeStatus};
-pub use signal::{TinySignal, TinySignalSpec, TinySignalStatus};
+pub use signal::{SignalPhase, TinySignal, TinySignalSpec, TinySignalStatus};
 pub use tracker::{TinyTracker, TinyTrackerSpec, TinyTrackerStatus, TrackedHop};
 pub use widget::{TinyWidgetPage, TinyWidgetPageSpec, TinyWidgetPageStatus, Widget};
 

@@ -34,6 +34,53 @@ pub struct TinySignalSpec {
     pub edge_id: Option<String>,
 }
 
+/// Where a TinySignal's delivery stands: its `status.phase`.
+///
+/// ```
+/// use tiny_runtime::crd::SignalPhase;
+/// assert_eq!(SignalPhase::Delivered.as_str(), "Delivered");
+/// assert_eq!(SignalPhase::parse("Failed"), Some(SignalPhase::Failed));
+/// assert!(SignalPhase::Failed.is_final() && !SignalPhase::Delivering.is_final());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SignalPhase {
+    /// Claimed by a leader (`claimedBy`), being delivered.
+    Delivering,
+    /// Done; `reply` holds the flow's reply.
+    Delivered,
+    /// Not deliverable, or its delivery was interrupted; `error` says why.
+    Failed,
+}
+
+impl SignalPhase {
+    /// The phase as the status writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SignalPhase::Delivering => "Delivering",
+            SignalPhase::Delivered => "Delivered",
+            SignalPhase::Failed => "Failed",
+        }
+    }
+
+    /// The phase a status value names (`None` for anything else).
+    pub fn parse(text: &str) -> Option<Self> {
+        [SignalPhase::Delivering, SignalPhase::Delivered, SignalPhase::Failed]
+            .into_iter()
+            .find(|p| p.as_str() == text)
+    }
+
+    /// `Delivered` or `Failed`: the signal will not change any more.
+    pub const fn is_final(self) -> bool {
+        matches!(self, SignalPhase::Delivered | SignalPhase::Failed)
+    }
+}
+
+impl std::fmt::Display for SignalPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Delivery progress, written by the leader of the node's module.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -53,4 +100,12 @@ pub struct TinySignalStatus {
     /// When it was delivered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<Time>,
+}
+
+impl TinySignalStatus {
+    /// [`phase`](Self::phase) read as a [`SignalPhase`] (`None` without one, or for a
+    /// value tiny does not write).
+    pub fn signal_phase(&self) -> Option<SignalPhase> {
+        self.phase.as_deref().and_then(SignalPhase::parse)
+    }
 }

@@ -287,7 +287,7 @@ impl Pool {
         // The call's span, child of the sending hop's; the receiving hop continues
         // from it (W3C trace context in the metadata, as the Go SDK's otelgrpc).
         let span = tracing::info_span!(
-            target: "tiny::flow",
+            target: tiny_sdk::engine::TRACE_TARGET,
             "grpc.client",
             otel.name = "module.ModuleService/Message",
             otel.kind = "client",
@@ -336,19 +336,8 @@ impl Call {
         let (result, code) = self.exchange(hop).instrument(span.clone()).await;
         let outcome = crate::metrics::outcome(code);
         crate::metrics::grpc().client_call(&module, outcome);
-        if !span.is_disabled() {
-            span.record("rpc.grpc.status_code", code.map_or(0, |c| c as i32));
-            match &result {
-                Ok(_) => {
-                    span.record("tiny.outcome", "ok");
-                }
-                Err(e) => {
-                    span.record("tiny.outcome", "error");
-                    span.record("otel.status_code", "ERROR");
-                    span.record("otel.status_description", tracing::field::display(e));
-                }
-            }
-        }
+        span.record("rpc.grpc.status_code", code.map_or(0, |c| c as i32));
+        crate::telemetry::record_outcome(&span, &result);
         result
     }
 
@@ -434,17 +423,6 @@ fn prewarm(channel: Channel, addr: Arc<str>, limit: Duration) {
 }
 
 impl RemoteRouter for Pool {
-    fn route(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-    ) -> BoxFuture<'static, Result<Reply>> {
-        self.route_attempt(module, to, source, data, hop, 1)
-    }
-
     fn route_attempt(
         &self,
         module: &str,

@@ -171,7 +171,7 @@ async fn receive(
         .unwrap_or(1);
     let from = get(headers, header::FROM).unwrap_or_default();
     let span = tracing::info_span!(
-        target: "tiny::flow",
+        target: tiny_sdk::engine::TRACE_TARGET,
         "nats.server",
         otel.name = %subject,
         otel.kind = "server",

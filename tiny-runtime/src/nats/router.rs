@@ -66,7 +66,7 @@ impl NatsRouter {
         let subject = wire::subject(&module);
         let payload = Bytes::from(payload?);
         let span = tracing::info_span!(
-            target: "tiny::flow",
+            target: tiny_sdk::engine::TRACE_TARGET,
             "nats.client",
             otel.name = %subject,
             otel.kind = "client",
@@ -98,18 +98,7 @@ impl NatsRouter {
                 Err(_) => "Error",
             },
         );
-        if !span.is_disabled() {
-            match &result {
-                Ok(_) => {
-                    span.record("tiny.outcome", "ok");
-                }
-                Err(e) => {
-                    span.record("tiny.outcome", "error");
-                    span.record("otel.status_code", "ERROR");
-                    span.record("otel.status_description", tracing::field::display(e));
-                }
-            }
-        }
+        crate::telemetry::record_outcome(&span, &result);
         result
     }
 
@@ -208,17 +197,6 @@ pub(crate) fn request_headers(to: &str, source: &Source<'_>, depth: u32, attempt
 }
 
 impl RemoteRouter for NatsRouter {
-    fn route(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-    ) -> BoxFuture<'static, Result<Reply>> {
-        self.route_attempt(module, to, source, data, hop, 1)
-    }
-
     fn route_attempt(
         &self,
         module: &str,

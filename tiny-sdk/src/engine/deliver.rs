@@ -32,22 +32,12 @@ pub enum Source<'a> {
     },
 }
 
-/// Carries messages to nodes of other modules (gRPC in `tiny-runtime`).
+/// Carries messages to nodes of other modules (gRPC or NATS in `tiny-runtime`).
 pub trait RemoteRouter: Send + Sync + 'static {
-    /// Delivers `data` to `to` (`node:port`) in `module`. The message is typed or
-    /// JSON; [`Msg::to_json_bytes`] writes it for the wire without a JSON tree.
-    fn route(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-    ) -> BoxFuture<'static, Result<Reply>>;
-
-    /// [`route`](Self::route) as attempt `attempt` of the edge's retries (1 for the
-    /// first), for routers that tell the receiver (whose metrics and spans count
-    /// retries). By default the attempt is not passed on.
+    /// Delivers `data` to `to` (`node:port`) in `module` as attempt `attempt` of the
+    /// edge's retries (1 for the first; a router may tell the receiver, whose metrics
+    /// and spans count retries). The message is typed or JSON;
+    /// [`Msg::to_json_bytes`] writes it for the wire without a JSON tree.
     fn route_attempt(
         &self,
         module: &str,
@@ -56,9 +46,18 @@ pub trait RemoteRouter: Send + Sync + 'static {
         data: Msg,
         hop: Hop,
         attempt: u32,
+    ) -> BoxFuture<'static, Result<Reply>>;
+
+    /// [`route_attempt`](Self::route_attempt) as a first attempt.
+    fn route(
+        &self,
+        module: &str,
+        to: &PortAddress,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
     ) -> BoxFuture<'static, Result<Reply>> {
-        let _ = attempt;
-        self.route(module, to, source, data, hop)
+        self.route_attempt(module, to, source, data, hop, 1)
     }
 }
 

@@ -44,7 +44,7 @@ pub(crate) fn hop_span(module: &str, node: &Node, port: &str, source: &Source<'_
         Source::Edge { from, edge_id } => (*from, *edge_id),
     };
     tracing::info_span!(
-        target: "tiny::flow",
+        target: TARGET,
         "hop",
         otel.name = %Addr(&node.name, port),
         otel.kind = "internal",
@@ -80,7 +80,7 @@ pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
             // As OpenTelemetry's `RecordError` (which the Go SDK calls): an `exception`
             // event with the message, before the status says the same.
             tracing::event!(
-                target: "tiny::flow",
+                target: TARGET,
                 parent: span,
                 tracing::Level::ERROR,
                 exception.message = %e,
@@ -101,7 +101,7 @@ pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
 /// is encoded unless the span is recorded.
 pub(crate) fn data(input: &Msg, secrets: &Secrets) {
     tracing::event!(
-        target: "tiny::flow",
+        target: TARGET,
         tracing::Level::INFO,
         payload = %Payload(input, secrets),
         "data"
