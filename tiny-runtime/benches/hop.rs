@@ -181,26 +181,11 @@ async fn tiny_nats(broker: &tiny_testenv::NatsServer) -> (Tiny, tiny_runtime::na
         link
     };
     let (link_a, link_b) = (link().await, link().await);
-    let engine = |module: &str, link: &Link| {
-        Engine::builder()
-            .module(module)
-            .register::<Relay>()
-            .register::<Answer>()
-            .router(Arc::new(NatsRouter::new(link.clone())))
-            .build()
-    };
-    let (a, b) = (engine("a", &link_a), engine("b", &link_b));
-    let flow = FlowBuilder::new()
-        .module("a")
-        .node("f.a.ask-1", "relay")
-        .module("b")
-        .node("f.b.answer-1", "answer")
-        .edge("f.a.ask-1:out", "f.b.answer-1:input", json!("{{$}}"))
-        .build();
-    for node in flow.nodes {
-        let target = if node.spec.module == "a" { &a } else { &b };
-        target.apply(node).await.expect("node loads");
-    }
+    let (a, b) = two_engines(
+        Arc::new(NatsRouter::new(link_a.clone())),
+        Arc::new(NatsRouter::new(link_b.clone())),
+    )
+    .await;
     let receiver = listen(link_b.client().clone(), b, None).await.expect("subscribes");
     link_b.client().flush().await.expect("flushes");
     (
@@ -335,20 +320,21 @@ async fn measure<T: Target>(target: T, sequential: usize, in_flight: usize, tota
     Figures { p50, p99, throughput }
 }
 
-async fn tiny(addr: SocketAddr) -> (Tiny, PoolOnly, tiny_runtime::grpc::ServerHandle) {
-    let (pool_a, pool_b) = (
-        Arc::new(Pool::new(PoolOptions::default())),
-        Arc::new(Pool::new(PoolOptions::default())),
-    );
-    let engine = |module: &str, pool: Arc<Pool>| {
+/// Engines `a` and `b`, each reaching the other through its router: `a`'s relay
+/// `f.a.ask-1` emits along an edge to `b`'s `f.b.answer-1`.
+async fn two_engines(
+    router_a: Arc<dyn tiny_sdk::engine::RemoteRouter>,
+    router_b: Arc<dyn tiny_sdk::engine::RemoteRouter>,
+) -> (Engine, Engine) {
+    let engine = |module: &str, router| {
         Engine::builder()
             .module(module)
             .register::<Relay>()
             .register::<Answer>()
-            .router(pool)
+            .router(router)
             .build()
     };
-    let (a, b) = (engine("a", pool_a.clone()), engine("b", pool_b));
+    let (a, b) = (engine("a", router_a), engine("b", router_b));
     let flow = FlowBuilder::new()
         .module("a")
         .node("f.a.ask-1", "relay")
@@ -360,6 +346,15 @@ async fn tiny(addr: SocketAddr) -> (Tiny, PoolOnly, tiny_runtime::grpc::ServerHa
         let target = if node.spec.module == "a" { &a } else { &b };
         target.apply(node).await.expect("node loads");
     }
+    (a, b)
+}
+
+async fn tiny(addr: SocketAddr) -> (Tiny, PoolOnly, tiny_runtime::grpc::ServerHandle) {
+    let (pool_a, pool_b) = (
+        Arc::new(Pool::new(PoolOptions::default())),
+        Arc::new(Pool::new(PoolOptions::default())),
+    );
+    let (a, b) = two_engines(pool_a.clone(), pool_b).await;
     let server = spawn(b, addr, ServerOptions::default()).await.expect("binds");
     pool_a.register("b", &server.addr().to_string()).expect("address");
     let to = tiny_sdk::flow::PortAddress::parse("f.b.answer-1:input").expect("address");

@@ -31,6 +31,7 @@ use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
+use tiny_testkit::components::{Payload, Step, User};
 
 use futures::{StreamExt as _, stream};
 use serde_json::{Value, json};
@@ -40,36 +41,6 @@ use tiny_sdk::{
     flow::{Flow, FlowBuilder, RetryPolicy},
     prelude::*,
 };
-
-/// The payload of the Node-RED peer (bench/node-red/README.md).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-struct Payload {
-    n: u64,
-    v: i64,
-    user: User,
-    text: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-struct User {
-    name: String,
-    tags: Vec<String>,
-}
-
-/// One hop: `v = n` (Node-RED: `set msg.payload.v = msg.payload.n`).
-#[derive(Debug, Component, Default)]
-#[component(name = "step")]
-struct Step {
-    input: Input<Payload>,
-    out: Output<Payload>,
-}
-
-impl Step {
-    async fn on_input(&self, ctx: &Ctx<Self>, mut msg: Payload) -> Result<Reply> {
-        msg.v = msg.n as i64;
-        self.out.emit(ctx, msg).await
-    }
-}
 
 /// One hop whose work is all in the edge expression.
 #[derive(Debug, Component, Default)]

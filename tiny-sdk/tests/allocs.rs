@@ -12,6 +12,7 @@ use std::{
         atomic::{AtomicU64, Ordering},
     },
 };
+use tiny_testkit::components::{Payload, Step, User};
 
 use serde_json::json;
 use tiny_sdk::{
@@ -58,36 +59,6 @@ fn runtime() -> (std::sync::MutexGuard<'static, ()>, tokio::runtime::Runtime) {
         .build()
         .expect("runtime");
     (turn, rt)
-}
-
-/// The flow benchmark's payload (bench/node-red/README.md).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-struct Payload {
-    n: u64,
-    v: i64,
-    user: User,
-    text: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-struct User {
-    name: String,
-    tags: Vec<String>,
-}
-
-/// `v = n`, and on.
-#[derive(Debug, Component, Default)]
-#[component(name = "step")]
-struct Step {
-    input: Input<Payload>,
-    out: Output<Payload>,
-}
-
-impl Step {
-    async fn on_input(&self, ctx: &Ctx<Self>, mut msg: Payload) -> Result<Reply> {
-        msg.v = msg.n as i64;
-        self.out.emit(ctx, msg).await
-    }
 }
 
 /// The end of a fan-out, borrowing the message.

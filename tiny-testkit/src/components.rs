@@ -128,3 +128,41 @@ impl Whoami {
         Reply::value(json!({"leader": ctx.hop().leader}))
     }
 }
+
+/// The flow benchmark's payload, the Node-RED peer's (`bench/node-red/README.md`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Payload {
+    /// The message's number.
+    pub n: u64,
+    /// What a step writes: `v = n`.
+    pub v: i64,
+    /// A nested object.
+    pub user: User,
+    /// Some text.
+    pub text: String,
+}
+
+/// [`Payload::user`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct User {
+    /// A name.
+    pub name: String,
+    /// A few tags.
+    pub tags: Vec<String>,
+}
+
+/// `step`: one hop of the flow benchmark, `v = n` (Node-RED: `set msg.payload.v =
+/// msg.payload.n`), then on along `out`.
+#[derive(Debug, Component, Default)]
+#[component(name = "step")]
+pub struct Step {
+    input: Input<Payload>,
+    out: Output<Payload>,
+}
+
+impl Step {
+    async fn on_input(&self, ctx: &Ctx<Self>, mut msg: Payload) -> Result<Reply> {
+        msg.v = msg.n as i64;
+        self.out.emit(ctx, msg).await
+    }
+}

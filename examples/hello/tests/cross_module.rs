@@ -5,46 +5,20 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{create_flow, env, eventually, hello, ready, signal};
+use common::{create_flow, env, eventually, hello, ready, round_trip, signal};
 use kube::Api;
 use serde_json::json;
 use tiny_runtime::crd::{TinyModule, TinyNode};
 
 /// alpha.hello -> beta.shout -> alpha.respond, and edges to failure cases.
-const FLOW: &str = r#"
-kind: TinyNode
-metadata: { name: x.alpha-v0.hello-1, labels: { tinysystems.io/flow-name: x } }
-spec:
-  module: alpha
-  component: hello
-  edges:
-    - id: to-beta
-      port: greeting
-      to: "x.beta-v0.shout-1:input"
-      flowID: x
-      retryPolicy: { maxAttempts: 40, initialDelayMs: 250, backoffCoefficient: "1.0" }
----
-kind: TinyNode
-metadata: { name: x.beta-v0.shout-1, labels: { tinysystems.io/flow-name: x } }
-spec:
-  module: beta
-  component: shout
-  ports:
-    - from: "x.alpha-v0.hello-1:greeting"
-      port: input
-      configuration: { context: "{{$.context}}", text: "{{$.greeting}}" }
-  edges:
-    - { id: back, port: out, to: "x.alpha-v0.respond-1:response", flowID: x }
----
-kind: TinyNode
-metadata: { name: x.alpha-v0.respond-1, labels: { tinysystems.io/flow-name: x } }
-spec:
-  module: alpha
-  component: respond
-  ports:
-    - from: "x.beta-v0.shout-1:out"
-      port: response
-      configuration: { answer: "{{$.text}}" }
+fn cross_flow() -> String {
+    round_trip(
+        "x",
+        Some(r#"{ maxAttempts: 40, initialDelayMs: 250, backoffCoefficient: "1.0" }"#),
+    ) + FAILURES
+}
+
+const FAILURES: &str = r#"
 ---
 kind: TinyNode
 metadata: { name: x.alpha-v0.shout-2 }
@@ -93,7 +67,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     let beta_addr = format!("127.0.0.1:{beta_port}");
     let _alpha = hello(&env, "x", "alpha-0", "alpha").start();
     let mut beta = Some(hello(&env, "x", "beta-0", "beta").grpc(&beta_addr).start());
-    let flow = create_flow(&client, "x", FLOW).await;
+    let flow = create_flow(&client, "x", &cross_flow()).await;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "x");
     for n in &flow.nodes {
         eventually(&format!("{} to be Ready", n.name), Duration::from_secs(60), || {

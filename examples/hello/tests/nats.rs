@@ -15,7 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use common::{Replica, create_flow, env, eventually, hello, nodes_ready, signal};
+use common::{Replica, create_flow, env, eventually, hello, nodes_ready, round_trip, signal};
 use kube::Api;
 use serde_json::{Value, json};
 use tiny_runtime::{
@@ -24,72 +24,46 @@ use tiny_runtime::{
 };
 use tiny_testenv::{NatsServer, TestEnv};
 
-/// alpha.hello -> beta.shout -> alpha.respond; beta.shout-2 stands alone.
-const FLOW: &str = r#"
-kind: TinyNode
-metadata: { name: n.alpha-v0.hello-1, labels: { tinysystems.io/flow-name: n } }
-spec:
-  module: alpha
-  component: hello
-  edges:
-    - id: to-beta
-      port: greeting
-      to: "n.beta-v0.shout-1:input"
-      flowID: n
-      retryPolicy: { maxAttempts: 3, initialDelayMs: 100, backoffCoefficient: "1.0", timeoutMs: 3000 }
+/// alpha.hello -> beta.shout -> alpha.respond (retried, 3 s an attempt); beta's login
+/// (a secret in its settings); alpha's shout -> beta's delay (200 ms), retried.
+fn nats_flow(flow: &str) -> String {
+    let retry = r#"{ maxAttempts: 3, initialDelayMs: 100, backoffCoefficient: "1.0", timeoutMs: 3000 }"#;
+    round_trip(flow, Some(retry))
+        + &format!(
+            r#"
 ---
 kind: TinyNode
-metadata: { name: n.beta-v0.shout-1, labels: { tinysystems.io/flow-name: n } }
-spec:
-  module: beta
-  component: shout
-  ports:
-    - from: "n.alpha-v0.hello-1:greeting"
-      port: input
-      configuration: { context: "{{$.context}}", text: "{{$.greeting}}" }
-  edges:
-    - { id: back, port: out, to: "n.alpha-v0.respond-1:response", flowID: n }
----
-kind: TinyNode
-metadata: { name: n.alpha-v0.respond-1, labels: { tinysystems.io/flow-name: n } }
-spec:
-  module: alpha
-  component: respond
-  ports:
-    - from: "n.beta-v0.shout-1:out"
-      port: response
-      configuration: { answer: "{{$.text}}" }
----
-kind: TinyNode
-metadata: { name: n.beta-v0.login-1, labels: { tinysystems.io/flow-name: n } }
+metadata: {{ name: {flow}.beta-v0.login-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}
 spec:
   module: beta
   component: login
   ports:
-    - { port: _settings, configuration: { user: ada, password: hunter2 } }
+    - {{ port: _settings, configuration: {{ user: ada, password: hunter2 }} }}
 ---
 kind: TinyNode
-metadata: { name: n.alpha-v0.shout-9, labels: { tinysystems.io/flow-name: n } }
+metadata: {{ name: {flow}.alpha-v0.shout-9, labels: {{ tinysystems.io/flow-name: {flow} }} }}
 spec:
   module: alpha
   component: shout
   edges:
     - id: to-delay
       port: out
-      to: "n.beta-v0.delay-1:input"
-      flowID: n
-      retryPolicy: { maxAttempts: 3, initialDelayMs: 10, backoffCoefficient: "1.0", timeoutMs: 2000 }
+      to: "{flow}.beta-v0.delay-1:input"
+      flowID: {flow}
+      retryPolicy: {{ maxAttempts: 3, initialDelayMs: 10, backoffCoefficient: "1.0", timeoutMs: 2000 }}
 ---
 kind: TinyNode
-metadata: { name: n.beta-v0.delay-1, labels: { tinysystems.io/flow-name: n } }
+metadata: {{ name: {flow}.beta-v0.delay-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}
 spec:
   module: beta
   component: delay
   ports:
-    - from: "n.alpha-v0.shout-9:out"
+    - from: "{flow}.alpha-v0.shout-9:out"
       port: input
-      configuration: { context: "{{$.text}}", delay: 200 }
-"#;
+      configuration: {{ context: "{{{{$.text}}}}", delay: 200 }}
+"#
+        )
+}
 
 fn start(env: &TestEnv, ns: &str, identity: &str, module: &str, broker: &NatsServer) -> Replica {
     hello(env, ns, identity, module).nats(&broker.url()).start()
@@ -146,7 +120,7 @@ async fn a_flow_crosses_modules_over_nats_and_survives_the_broker() {
     env.create_namespace(ns).await.expect("namespace");
     let mut alpha = start(&env, ns, "alpha-0", "alpha", &broker);
     let mut beta = start(&env, ns, "beta-0", "beta", &broker);
-    let flow = create_flow(&client, ns, FLOW).await;
+    let flow = create_flow(&client, ns, &nats_flow(ns)).await;
     let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
     nodes_ready(&client, ns, &names).await;
     let announced = module_says(&client, ns, "beta-v0", |a| a == "nats://tinymodule.beta-v0.msg", "True").await;
@@ -263,15 +237,11 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
     let client = env.client();
     let ns = "r";
     env.create_namespace(ns).await.expect("namespace");
-    let flow = FLOW
-        .replace("n.", "r.")
-        .replace("flow-name: n", "flow-name: r")
-        .replace("flowID: n", "flowID: r");
     let alpha = start(&env, ns, "alpha-0", "alpha", &broker);
     let mut betas: Vec<Replica> = (0..3)
         .map(|i| start(&env, ns, &format!("beta-{i}"), "beta", &broker))
         .collect();
-    let flow = create_flow(&client, ns, &flow).await;
+    let flow = create_flow(&client, ns, &nats_flow(ns)).await;
     let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
     nodes_ready(&client, ns, &names).await;
     module_says(&client, ns, "beta-v0", |a| a.starts_with("nats://"), "True").await;

@@ -12,7 +12,7 @@ use std::{
     time::Duration,
 };
 
-use common::{Replica, create_flow, env, eventually, hello, ready, signal};
+use common::{Replica, create_flow, env, eventually, hello, ready, round_trip, signal};
 use kube::{Api, api::PostParams};
 use opentelemetry_proto::tonic::{
     collector::trace::v1::{
@@ -187,36 +187,11 @@ fn two_modules(env: &TestEnv, ns: &str, vars: &[(&'static str, &str)]) -> (Repli
 
 /// `hello` in alpha, `shout` in beta, `respond` in alpha; and a warm-up path the same
 /// way, so that the measured run finds the connections made.
-const CROSS_FLOW: &str = r#"
-kind: TinyNode
-metadata: { name: t.alpha-v0.hello-1, labels: { tinysystems.io/flow-name: t } }
-spec:
-  module: alpha
-  component: hello
-  edges:
-    - { id: to-beta, port: greeting, to: "t.beta-v0.shout-1:input", flowID: t }
----
-kind: TinyNode
-metadata: { name: t.beta-v0.shout-1, labels: { tinysystems.io/flow-name: t } }
-spec:
-  module: beta
-  component: shout
-  ports:
-    - from: "t.alpha-v0.hello-1:greeting"
-      port: input
-      configuration: { context: "{{$.context}}", text: "{{$.greeting}}" }
-  edges:
-    - { id: back, port: out, to: "t.alpha-v0.respond-1:response", flowID: t }
----
-kind: TinyNode
-metadata: { name: t.alpha-v0.respond-1, labels: { tinysystems.io/flow-name: t } }
-spec:
-  module: alpha
-  component: respond
-  ports:
-    - from: "t.beta-v0.shout-1:out"
-      port: response
-      configuration: { answer: "{{$.text}}" }
+fn cross_flow() -> String {
+    round_trip("t", None) + WARM_UP
+}
+
+const WARM_UP: &str = r#"
 ---
 kind: TinyNode
 metadata: { name: t.alpha-v0.shout-9 }
@@ -274,7 +249,7 @@ async fn a_flow_run_across_two_modules_is_one_trace() {
     env.create_namespace("t").await.expect("namespace");
     let vars = otel_vars(&endpoint);
     let (_alpha, _beta) = two_modules(&env, "t", &as_refs(&vars));
-    let flow = create_flow(&client, "t", CROSS_FLOW).await;
+    let flow = create_flow(&client, "t", &cross_flow()).await;
     let names: Vec<&str> = flow.nodes.iter().map(|n| n.name.as_str()).collect();
     all_ready(&client, "t", &names).await;
     announced(&client, "t", "alpha-v0").await;
@@ -496,7 +471,7 @@ async fn metrics_count_a_known_flow_run_exactly() {
     let client = env.client();
     env.create_namespace("t").await.expect("namespace");
     let (alpha, beta) = two_modules(&env, "t", &[]);
-    let flow = create_flow(&client, "t", CROSS_FLOW).await;
+    let flow = create_flow(&client, "t", &cross_flow()).await;
     let extra = create_flow(&client, "t", METRICS_FLOW).await;
     let names: Vec<&str> = flow
         .nodes

@@ -45,6 +45,50 @@ pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
     .expect("the module starts")
 }
 
+/// alpha's `hello` -> beta's `shout` -> alpha's `respond`, in flow `flow` (the first
+/// part of the node names): the cross-module round trip the tests share. `retry` is
+/// the first edge's `retryPolicy` (a YAML flow mapping), if it has one. Append more
+/// documents after a `---` line.
+pub fn round_trip(flow: &str, retry: Option<&str>) -> String {
+    let retry = retry.map(|r| format!("\n      retryPolicy: {r}")).unwrap_or_default();
+    format!(
+        r#"
+kind: TinyNode
+metadata: {{ name: {flow}.alpha-v0.hello-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}
+spec:
+  module: alpha
+  component: hello
+  edges:
+    - id: to-beta
+      port: greeting
+      to: "{flow}.beta-v0.shout-1:input"
+      flowID: {flow}{retry}
+---
+kind: TinyNode
+metadata: {{ name: {flow}.beta-v0.shout-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}
+spec:
+  module: beta
+  component: shout
+  ports:
+    - from: "{flow}.alpha-v0.hello-1:greeting"
+      port: input
+      configuration: {{ context: "{{{{$.context}}}}", text: "{{{{$.greeting}}}}" }}
+  edges:
+    - {{ id: back, port: out, to: "{flow}.alpha-v0.respond-1:response", flowID: {flow} }}
+---
+kind: TinyNode
+metadata: {{ name: {flow}.alpha-v0.respond-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}
+spec:
+  module: alpha
+  component: respond
+  ports:
+    - from: "{flow}.beta-v0.shout-1:out"
+      port: response
+      configuration: {{ answer: "{{{{$.text}}}}" }}
+"#
+    )
+}
+
 /// Resident memory of process `pid`, in KiB (`VmRSS`).
 pub fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
