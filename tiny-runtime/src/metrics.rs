@@ -518,4 +518,32 @@ mod tests {
     fn label_values_are_escaped() {
         assert_eq!(Label("a\"b\\c\nd").to_string(), "a\\\"b\\\\c\\nd");
     }
+
+    #[test]
+    fn the_peer_cap_counts_distinct_modules_not_rows() {
+        let m = WireMetrics::new("grpc");
+        // 100 modules seen with two outcomes each, their rows interleaved.
+        for outcome in ["OK", "Unavailable"] {
+            for i in 0..100 {
+                m.client_call(&format!("m{i}"), outcome);
+            }
+        }
+        // 156 more: 256 distinct modules, each with a label of its own.
+        for i in 100..256 {
+            m.client_call(&format!("m{i}"), "OK");
+        }
+        // The 257th goes to `_other`.
+        m.client_call("m256", "OK");
+        let mut out = String::new();
+        m.render(&mut out);
+        for i in [0, 99, 100, 255] {
+            assert!(
+                out.contains(&format!("module=\"m{i}\",outcome=\"OK\"}} 1")),
+                "m{i}: {out}"
+            );
+        }
+        assert!(out.contains("module=\"m0\",outcome=\"Unavailable\"} 1"), "{out}");
+        assert!(out.contains(&format!("module=\"{OTHER}\",outcome=\"OK\"}} 1")), "{out}");
+        assert!(!out.contains("m256"), "{out}");
+    }
 }

@@ -32,7 +32,7 @@ use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tiny_sdk::client::{CreateNodeRequest, ExposePortRequest};
 use tiny_sdk::flow::{Node, PortConfig, RawJson};
-use tiny_sdk::{Error, ResourceManager, Result};
+use tiny_sdk::{Error, ResourceManager, Result, error::code};
 
 use tiny_sdk::contract::{annotation, label, port};
 
@@ -595,15 +595,15 @@ fn api_error(err: kube::Error, what: &str) -> Error {
                 status.message.clone()
             };
             if status.is_not_found() {
-                Error::permanent(format!("{what} not found")).with_code("NOT_FOUND")
+                Error::permanent(format!("{what} not found")).with_code(code::NOT_FOUND)
             } else if status.is_conflict() {
-                Error::transient(format!("{what}: write conflict: {detail}")).with_code("CONFLICT")
+                Error::transient(format!("{what}: write conflict: {detail}")).with_code(code::CONFLICT)
             } else if status.is_already_exists() {
-                Error::permanent(format!("{what} already exists: {detail}")).with_code("ALREADY_EXISTS")
+                Error::permanent(format!("{what} already exists: {detail}")).with_code(code::ALREADY_EXISTS)
             } else if status.is_invalid() || status.code == 400 {
-                Error::permanent(format!("{what} is invalid: {detail}")).with_code("INVALID")
+                Error::permanent(format!("{what} is invalid: {detail}")).with_code(code::INVALID)
             } else if status.is_forbidden() || status.code == 401 {
-                Error::permanent(format!("{what}: not allowed: {detail}")).with_code("FORBIDDEN")
+                Error::permanent(format!("{what}: not allowed: {detail}")).with_code(code::FORBIDDEN)
             } else if status.code == 429 || status.code >= 500 {
                 Error::transient(format!("{what}: the API server answered {}: {detail}", status.code))
             } else if (400..500).contains(&status.code) {

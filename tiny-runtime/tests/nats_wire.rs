@@ -233,7 +233,7 @@ async fn bad_input_gets_a_clear_x_error_and_nothing_else_breaks() {
             "body not the port's type",
             signal("f.b.sink-1:input"),
             br#""seven""#,
-            None,
+            Some(code::UNDECODABLE),
             "port `input`",
         ),
         (

@@ -224,6 +224,17 @@ pub mod code {
     pub const MESSAGE_TOO_LARGE: &str = "MESSAGE_TOO_LARGE";
     /// No TinyModule announces the module a message is for.
     pub const MODULE_UNKNOWN: &str = "MODULE_UNKNOWN";
+    /// [`ResourceManager`](crate::ResourceManager): the object asked for does not exist.
+    pub const NOT_FOUND: &str = "NOT_FOUND";
+    /// [`ResourceManager`](crate::ResourceManager): a write lost a race with another
+    /// writer (transient: retried calls usually pass).
+    pub const CONFLICT: &str = "CONFLICT";
+    /// [`ResourceManager`](crate::ResourceManager): the object to create exists already.
+    pub const ALREADY_EXISTS: &str = "ALREADY_EXISTS";
+    /// [`ResourceManager`](crate::ResourceManager): the API server refused the object as invalid.
+    pub const INVALID: &str = "INVALID";
+    /// [`ResourceManager`](crate::ResourceManager): the module's RBAC does not allow the call.
+    pub const FORBIDDEN: &str = "FORBIDDEN";
 }
 
 /// Foreign errors are transient unless marked otherwise: an I/O or HTTP failure usually is.

@@ -293,9 +293,10 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(port: &str, payload: &Value
         Ok(v) => Ok(v),
         Err(plain) => match serde_path_to_error::deserialize::<_, T>(payload) {
             Err(e) => Err(decode_error(port, &e)),
-            Ok(_) => Err(Error::permanent(format!(
-                "port `{port}`: message does not decode: {plain}"
-            ))),
+            Ok(_) => Err(
+                Error::permanent(format!("port `{port}`: message does not decode: {plain}"))
+                    .with_code(crate::error::code::UNDECODABLE),
+            ),
         },
     }
 }
@@ -308,7 +309,7 @@ pub(crate) fn decode_error<E: fmt::Display>(port: &str, e: &serde_path_to_error:
         Error::permanent(format!("port `{port}`: field `{path}` does not decode: {}", e.inner()))
     };
     err.undecodable = true;
-    err
+    err.with_code(crate::error::code::UNDECODABLE)
 }
 
 // Manual impls: the derives would wrongly require `T: Clone` etc.

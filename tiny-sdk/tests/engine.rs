@@ -10,6 +10,7 @@ use tiny_testkit::components::{Answer, Flaky};
 use serde_json::{Value, json};
 use tiny_sdk::{
     Hop,
+    error::code,
     flow::{FlowBuilder, RetryPolicy},
     harness::Harness,
     harness::Relay,
@@ -138,6 +139,7 @@ async fn a_path_that_matches_nothing_is_an_error_naming_node_edge_and_field() {
     assert!(text.contains("from `a:out`"), "{text}");
     assert!(text.contains("/user/name"), "{text}");
     assert!(!err.is_retryable());
+    assert_eq!(err.code(), Some(code::MAPPING));
 }
 
 #[tokio::test]
@@ -152,6 +154,7 @@ async fn a_syntax_error_is_reported_at_load_and_other_nodes_keep_working() {
     assert_eq!(errors.len(), 1);
     let (node, err) = &errors[0];
     assert_eq!(node, "b");
+    assert_eq!(err.code(), Some(code::INVALID_SPEC));
     let text = err.to_string();
     assert!(text.contains("node `b`"), "{text}");
     assert!(text.contains("port `input`"), "{text}");
@@ -411,6 +414,7 @@ async fn the_cycle_guard_stops_a_loop_with_a_clear_error() {
         err.to_string().contains("cycle guard: a message passed 256 hops"),
         "{err}"
     );
+    assert_eq!(err.code(), Some(code::CYCLE));
     assert_eq!(h.arrivals("loop:input").len(), 257);
 }
 
@@ -423,6 +427,7 @@ async fn a_panic_fails_only_that_message() {
         .expect("loads");
     let err = h.send("f:input", json!("boom")).await.expect_err("panicked");
     assert!(err.to_string().contains("handler panicked: fragile got boom"), "{err}");
+    assert_eq!(err.code(), Some(code::PANIC));
     let ok = h.send("f:input", json!("fine")).await.expect("still running");
     assert_eq!(ok.into_value(), Some(json!("fine")));
 }
@@ -448,6 +453,7 @@ async fn bad_input_gets_errors_attributed_to_its_node() {
         port.to_string().contains("has no input port `nope` (inputs: input)"),
         "{port}"
     );
+    assert_eq!(port.code(), Some(code::UNKNOWN_PORT));
     let decode = h
         .send("f:input", json!({"not": "a string"}))
         .await
@@ -458,6 +464,7 @@ async fn bad_input_gets_errors_attributed_to_its_node() {
             .contains("node `f` port `input`: port `input`: message does not decode"),
         "{decode}"
     );
+    assert_eq!(decode.code(), Some(code::UNDECODABLE));
     let address = h.send("no-colon", json!(1)).await.expect_err("bad address");
     assert!(address.to_string().contains("not a port address"), "{address}");
 }
@@ -493,6 +500,7 @@ spec:
         "{}",
         text[1]
     );
+    assert!(errors.iter().all(|(_, e)| e.code() == Some(code::INVALID_SPEC)));
 }
 
 // ---- settings and YAML ----
@@ -509,6 +517,7 @@ async fn settings_that_do_not_decode_are_a_node_error_naming_the_field() {
             .contains("port `_settings`: field `failures` does not decode"),
         "{err}"
     );
+    assert_eq!(err.code(), Some(code::UNDECODABLE));
 }
 
 #[tokio::test]

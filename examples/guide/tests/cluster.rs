@@ -6,6 +6,7 @@ use std::{
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
+use tiny_runtime::crd::SignalPhase;
 
 use kube::{Api, api::PostParams};
 use tiny_runtime::crd::{TinyNode, TinySignal};
@@ -73,13 +74,18 @@ async fn the_module_runs_on_the_local_control_plane() {
     let deadline = Instant::now() + Duration::from_secs(90);
     let status = loop {
         let s = signals.get("weather-now").await.expect("the signal").status;
-        if let Some(s) = s.filter(|s| matches!(s.phase.as_deref(), Some("Delivered" | "Failed"))) {
+        if let Some(s) = s.filter(|s| matches!(s.signal_phase(), Some(SignalPhase::Delivered | SignalPhase::Failed))) {
             break s;
         }
         assert!(Instant::now() < deadline, "the signal was not delivered within 90 s");
         tokio::time::sleep(Duration::from_millis(250)).await;
     };
-    assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
+    assert_eq!(
+        status.signal_phase(),
+        Some(SignalPhase::Delivered),
+        "{:?}",
+        status.error
+    );
 
     // The node's status lists its ports, as the editor shows them.
     let node = nodes.get("weather.guide-v0.convert-1").await.expect("the node");

@@ -5,6 +5,7 @@
 mod common;
 
 use std::time::{Duration, Instant};
+use tiny_runtime::crd::SignalPhase;
 
 use common::{create_flow, env, eventually, ready, replica, signal, start_module};
 
@@ -73,7 +74,12 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     )
     .await;
     let status = s.status.expect("status");
-    assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
+    assert_eq!(
+        status.signal_phase(),
+        Some(SignalPhase::Delivered),
+        "{:?}",
+        status.error
+    );
     assert_eq!(
         status.reply.map(|r| r.0),
         Some(json!({"greeting": "HELLO, ADA!", "for": "ada"}))
@@ -233,7 +239,7 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
         json!({"name": "Bo"}),
     )
     .await;
-    assert_eq!(ok.status.and_then(|s| s.phase), Some("Delivered".into()));
+    assert_eq!(ok.status.and_then(|s| s.signal_phase()), Some(SignalPhase::Delivered));
     // A signal sent the moment its node is created waits for the node to load.
     bad.create(&PostParams::default(), &mk("b.examples-v0.hello-3", "hello", vec![]))
         .await
@@ -248,10 +254,10 @@ async fn the_module_runs_flows_reports_errors_and_does_not_rewrite_status() {
     )
     .await;
     let early = early.status.expect("status");
-    assert_eq!(early.phase.as_deref(), Some("Delivered"), "{:?}", early.error);
+    assert_eq!(early.signal_phase(), Some(SignalPhase::Delivered), "{:?}", early.error);
     let unknown_port = signal(&client, "bad", "no-port", "b.examples-v0.hello-1", "nope", json!({})).await;
     let st = unknown_port.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Failed"));
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Failed));
     let err = st.error.unwrap_or_default();
     assert!(err.contains("has no input port `nope`"), "{err}");
     let unknown_node = signal(&client, "bad", "no-node", "b.examples-v0.ghost-1", "input", json!({})).await;
@@ -339,7 +345,12 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
     )
     .await;
     let status = s.status.expect("status");
-    assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
+    assert_eq!(
+        status.signal_phase(),
+        Some(SignalPhase::Delivered),
+        "{:?}",
+        status.error
+    );
     assert_eq!(status.claimed_by.as_deref(), Some(survivor.identity.as_str()));
     let took = killed_at.elapsed();
     assert_eq!(survivor.metric("tiny_leader").await, Some(1), "the survivor leads");

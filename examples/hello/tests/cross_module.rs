@@ -4,6 +4,7 @@
 mod common;
 
 use std::time::{Duration, Instant};
+use tiny_runtime::crd::SignalPhase;
 
 use common::{create_flow, env, eventually, hello, ready, round_trip, signal};
 use kube::Api;
@@ -102,7 +103,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
     assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, ADA!"})));
 
     // A permanent error at B (the input does not decode) is not retried by A, though
@@ -119,7 +120,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Failed"));
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Failed));
     let err = st.error.unwrap_or_default();
     assert!(err.contains("field `text` does not decode"), "{err}");
     assert!(
@@ -155,7 +156,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     let back = hello(&env, "x", "beta-1", "beta").grpc(&beta_addr).start();
     let s = signals.await.expect("signal task");
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
     assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, CY!"})));
     assert!(stopped.elapsed() < Duration::from_secs(40));
     assert!(
@@ -174,7 +175,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Failed"));
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Failed));
     let err = st.error.unwrap_or_default();
     assert!(err.contains("no TinyModule announces module `gamma`"), "{err}");
 }

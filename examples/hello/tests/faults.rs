@@ -5,6 +5,7 @@
 mod common;
 
 use std::time::Duration;
+use tiny_runtime::crd::SignalPhase;
 
 use common::{create_flow, env, eventually, ready, replica, signal, start_module};
 
@@ -80,8 +81,8 @@ async fn signals_across_an_etcd_and_api_server_restart_are_never_doubled_or_left
                 .into_iter()
                 .filter(|s| {
                     matches!(
-                        s.status.as_ref().and_then(|st| st.phase.as_deref()),
-                        Some("Delivered" | "Failed")
+                        s.status.as_ref().and_then(|st| st.signal_phase()),
+                        Some(SignalPhase::Delivered | SignalPhase::Failed)
                     )
                 })
                 .collect();
@@ -91,11 +92,11 @@ async fn signals_across_an_etcd_and_api_server_restart_are_never_doubled_or_left
     .await;
     let delivered: Vec<&TinySignal> = finished
         .iter()
-        .filter(|s| s.status.as_ref().and_then(|st| st.phase.as_deref()) == Some("Delivered"))
+        .filter(|s| s.status.as_ref().and_then(|st| st.signal_phase()) == Some(SignalPhase::Delivered))
         .collect();
     for s in &finished {
         let st = s.status.as_ref().expect("status");
-        if st.phase.as_deref() == Some("Failed") {
+        if st.signal_phase() == Some(SignalPhase::Failed) {
             // The only failure the guarantee allows: a claim whose answer was lost with
             // the API server, never delivered rather than maybe delivered twice.
             let err = st.error.as_deref().unwrap_or_default();
@@ -179,7 +180,7 @@ async fn a_leader_killed_mid_flow_leaves_its_signal_failed_and_not_redelivered()
         let signals = signals.clone();
         async move {
             let s = signals.get("in-flight").await.ok()?;
-            (s.status?.phase.as_deref() == Some("Delivering")).then_some(())
+            (s.status?.signal_phase() == Some(SignalPhase::Delivering)).then_some(())
         }
     })
     .await;
@@ -190,7 +191,7 @@ async fn a_leader_killed_mid_flow_leaves_its_signal_failed_and_not_redelivered()
         let signals = signals.clone();
         async move {
             let s = signals.get("in-flight").await.ok()?;
-            s.status.filter(|st| st.phase.as_deref() == Some("Failed"))
+            s.status.filter(|st| st.signal_phase() == Some(SignalPhase::Failed))
         }
     })
     .await;
@@ -243,5 +244,5 @@ async fn a_hung_api_server_does_not_wedge_messages_between_loaded_nodes() {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
 }

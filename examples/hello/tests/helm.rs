@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use tiny_example_hello::GREET_FLOW;
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyModule, TinyNode, TinySignal, TinySignalSpec},
+    crd::{SignalPhase, TinyModule, TinyNode, TinySignal, TinySignalSpec},
     rbac::{Rule, cleanup_rules, runtime_rules},
 };
 use tiny_sdk::{ResourceManager as _, client::ExposePortRequest, contract::NODE_FINALIZER, flow::RawJson};
@@ -686,8 +686,8 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     .await;
     let status = s.status.expect("status");
     assert_eq!(
-        status.phase.as_deref(),
-        Some("Delivered"),
+        status.signal_phase(),
+        Some(SignalPhase::Delivered),
         "{:?}\n{}",
         status.error,
         pod.log()

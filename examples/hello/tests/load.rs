@@ -40,7 +40,7 @@ use kube::{
 use serde_json::json;
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyNode, TinyNodeSpec, TinySignal, TinySignalSpec},
+    crd::{SignalPhase, TinyNode, TinyNodeSpec, TinySignal, TinySignalSpec},
     runtime::{Options, Runtime},
 };
 use tiny_sdk::{flow::RawJson, prelude::*};
@@ -191,7 +191,7 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
                     .iter()
                     .filter(|s| {
                         s.status.as_ref().is_some_and(|st| {
-                            st.phase.as_deref() == Some("Delivered")
+                            st.signal_phase() == Some(SignalPhase::Delivered)
                                 && st.claimed_by.as_deref() == Some("load-0")
                                 && st.delivered_at.is_some()
                                 && st.error.is_none()

@@ -11,6 +11,7 @@ use std::{
     sync::{Arc, Mutex},
     time::Duration,
 };
+use tiny_runtime::crd::SignalPhase;
 
 use common::{Replica, create_flow, env, eventually, hello, ready, round_trip, signal};
 use kube::{Api, api::PostParams};
@@ -237,7 +238,12 @@ async fn warm_up(client: &kube::Client, ns: &str) {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "warm-up: {:?}", st.error);
+    assert_eq!(
+        st.signal_phase(),
+        Some(SignalPhase::Delivered),
+        "warm-up: {:?}",
+        st.error
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,7 +272,7 @@ async fn a_flow_run_across_two_modules_is_one_trace() {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
     assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, ADA!"})));
 
     // Three hops and two calls between modules, under the signal's span.
@@ -491,12 +497,12 @@ async fn metrics_count_a_known_flow_run_exactly() {
     // The known run: two greetings across both modules, an empty name (fails at
     // once), and one message through an edge that retries a flaky node twice.
     for (name, data, phase) in [
-        ("m1", json!({"name": "Ada"}), "Delivered"),
-        ("m2", json!({"name": "Bo"}), "Delivered"),
-        ("m3", json!({"name": " "}), "Failed"),
+        ("m1", json!({"name": "Ada"}), SignalPhase::Delivered),
+        ("m2", json!({"name": "Bo"}), SignalPhase::Delivered),
+        ("m3", json!({"name": " "}), SignalPhase::Failed),
     ] {
         let s = signal(&client, "t", name, "t.alpha-v0.hello-1", "input", data).await;
-        assert_eq!(s.status.and_then(|s| s.phase).as_deref(), Some(phase), "{name}");
+        assert_eq!(s.status.and_then(|s| s.signal_phase()), Some(phase), "{name}");
     }
     let s = signal(
         &client,
@@ -508,7 +514,7 @@ async fn metrics_count_a_known_flow_run_exactly() {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
     // A retry across modules: beta's flaky node fails once, alpha's edge tries again.
     let s = signal(
         &client,
@@ -520,7 +526,7 @@ async fn metrics_count_a_known_flow_run_exactly() {
     )
     .await;
     let st = s.status.expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
     let (a, b) = (scrape(&alpha).await, scrape(&beta).await);
 
     let port = |node: &'static str, port: &'static str| [("node", node), ("port", port)];
@@ -700,7 +706,7 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     )
     .await;
     let st = s.status.clone().expect("status");
-    assert_eq!(st.phase.as_deref(), Some("Delivered"), "{:?}", st.error);
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
     assert_eq!(st.reply.map(|r| r.0), Some(json!({"user": "ada"})));
     // ...and a wrong one fails with an error that quoted both, masked.
     let s = signal(
@@ -713,7 +719,7 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     )
     .await;
     let wrong = s.status.clone().expect("status");
-    assert_eq!(wrong.phase.as_deref(), Some("Failed"));
+    assert_eq!(wrong.signal_phase(), Some(SignalPhase::Failed));
     let error = wrong.error.clone().unwrap_or_default();
     assert!(
         error.contains("password `<redacted>` is wrong: `<redacted>` expected") && error.contains("WRONG_PASSWORD"),

@@ -4,6 +4,7 @@
 mod common;
 
 use std::time::Duration;
+use tiny_runtime::crd::SignalPhase;
 
 use common::{create_flow, env, eventually, hello, ready, replica, signal};
 
@@ -150,7 +151,12 @@ async fn malformed_objects_are_refused_alone_across_a_restart() {
         )
         .await;
         let status = good.status.expect("status");
-        assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
+        assert_eq!(
+            status.signal_phase(),
+            Some(SignalPhase::Delivered),
+            "{:?}",
+            status.error
+        );
         assert_eq!(
             status.reply.map(|r| r.0),
             Some(json!({"greeting": "HELLO, ADA!", "for": "ada"}))
@@ -170,7 +176,7 @@ async fn malformed_objects_are_refused_alone_across_a_restart() {
         // The malformed signal fails, naming its field, and is never delivered.
         let bad = eventually("the bad signal to fail", Duration::from_secs(60), || async {
             let raw = get_raw(&client, ns, "TinySignal", "bad-data").await?;
-            (raw.pointer("/status/phase") == Some(&json!("Failed"))).then_some(raw)
+            (raw.pointer("/status/phase") == Some(&json!(SignalPhase::Failed.as_str()))).then_some(raw)
         })
         .await;
         let why = bad["status"]["error"].as_str().unwrap_or_default();
@@ -322,13 +328,18 @@ async fn go_flags_own_go_shaped_nodes_and_publish_the_go_module_name() {
     assert_eq!(published.status.expect("status").name, "hello-module-v0");
     let reply = signal(&client, ns, "go-greet", hello, "input", json!({"name": "Ada"})).await;
     let status = reply.status.expect("status");
-    assert_eq!(status.phase.as_deref(), Some("Delivered"), "{:?}", status.error);
+    assert_eq!(
+        status.signal_phase(),
+        Some(SignalPhase::Delivered),
+        "{:?}",
+        status.error
+    );
     assert_eq!(status.reply.map(|r| r.0["greeting"].clone()), Some(json!("Hej, Ada!")));
     // An uncaught error (the error port is off by default, as in Go) fails the signal
     // and is counted.
     let failed = signal(&client, ns, "go-empty", hello, "input", json!({"name": " "})).await;
     let status = failed.status.expect("status");
-    assert_eq!(status.phase.as_deref(), Some("Failed"));
+    assert_eq!(status.signal_phase(), Some(SignalPhase::Failed));
     assert!(status.error.unwrap_or_default().contains("name is empty [EMPTY_NAME]"));
     let errors = eventually("the error to be counted", Duration::from_secs(10), || async {
         replica.metric("tiny_hop_errors_total").await.filter(|n| *n >= 1)

@@ -32,7 +32,8 @@ pub(crate) async fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut 
         return Err(Error::permanent(format!(
             "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
             outlet.from
-        )));
+        ))
+        .with_code(crate::error::code::CYCLE));
     }
     hop.depth += 1;
     match outlet.edges.as_slice() {

@@ -183,7 +183,7 @@ fn guarded<'a, T>(what: &'a str, fut: impl Future<Output = Result<T>> + 'a) -> i
                 .map(|s| (*s).to_owned())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a non-string panic payload".to_owned());
-            Err(Error::permanent(format!("{what} panicked: {msg}")))
+            Err(Error::permanent(format!("{what} panicked: {msg}")).with_code(crate::error::code::PANIC))
         }
     })
 }

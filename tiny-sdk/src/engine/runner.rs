@@ -308,10 +308,12 @@ impl Runner {
             Source::Signal => Ok(data),
             Source::Edge { from, .. } => match inlet.mappings.iter().find(|(f, _)| f == from) {
                 Some((_, Mapping::Identity)) => Ok(data),
-                Some((_, Mapping::Template(template))) => template
-                    .render(data.json()?)
-                    .map(Msg::from_json)
-                    .map_err(|e| Error::permanent(format!("edge mapping from `{from}`: {e}"))),
+                Some((_, Mapping::Template(template))) => {
+                    template.render(data.json()?).map(Msg::from_json).map_err(|e| {
+                        Error::permanent(format!("edge mapping from `{from}`: {e}"))
+                            .with_code(crate::error::code::MAPPING)
+                    })
+                }
                 // As in the Go SDK: an edge without a mapping delivers the port's
                 // default configuration, not the sender's payload.
                 None => Ok(inlet.default.clone()),

@@ -247,7 +247,12 @@ impl Engine {
             }
         };
         instance.node().state().observe(&node.metadata);
-        let mut runner = Runner::build(node, instance)?;
+        // What the spec says that cannot run (a port, an expression, settings, an
+        // edge, a policy) is the spec's fault, unless a finer code says more.
+        let mut runner = Runner::build(node, instance).map_err(|e| match e.code() {
+            Some(_) => e,
+            None => e.with_code(code::INVALID_SPEC),
+        })?;
         // The Go SDK's order: client, reconcile, then settings before any business
         // message (the runner is not reachable until it is in the table).
         let hooks = async {
