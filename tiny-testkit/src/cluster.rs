@@ -108,9 +108,9 @@ pub fn ready(node: &TinyNode) -> Option<bool> {
 }
 
 /// Waits (up to 60 s each) until every node in `names` is Ready.
-pub async fn nodes_ready(client: &Client, ns: &str, names: &[String]) {
+pub async fn nodes_ready(client: &Client, ns: &str, names: &[impl AsRef<str>]) {
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    for name in names {
+    for name in names.iter().map(AsRef::as_ref) {
         eventually(&format!("{name} to be Ready"), Duration::from_secs(60), || {
             let nodes = nodes.clone();
             async move { nodes.get(name).await.ok().filter(|n| ready(n) == Some(true)) }

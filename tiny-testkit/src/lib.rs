@@ -21,6 +21,6 @@ pub mod cluster;
 mod replica;
 
 #[cfg(feature = "cluster")]
-pub use replica::{Replica, ReplicaBuilder};
+pub use replica::{Replica, ReplicaBuilder, the_leader};
 #[cfg(feature = "cluster")]
 pub use tiny_testenv::{NatsServer, RawMessage, RawNats, TestEnv, eventually};

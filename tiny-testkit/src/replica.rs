@@ -108,6 +108,20 @@ impl Replica {
     }
 }
 
+/// Waits (up to 60 s) until exactly one of `replicas` leads; its index.
+pub async fn the_leader(replicas: &[Replica]) -> usize {
+    tiny_testenv::eventually("exactly one leader", std::time::Duration::from_secs(60), || async {
+        let mut leaders = Vec::new();
+        for (i, r) in replicas.iter().enumerate() {
+            if r.leads().await {
+                leaders.push(i);
+            }
+        }
+        (leaders.len() == 1).then(|| leaders[0])
+    })
+    .await
+}
+
 impl Drop for Replica {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -18,7 +18,7 @@ use tiny_runtime::{
 use tiny_testkit::{
     Replica, ReplicaBuilder, TestEnv,
     cluster::{apply_yaml, delivered, env, port_config, signal},
-    eventually,
+    eventually, the_leader,
 };
 
 /// `--name common-module --version 0.1.0` owns nodes named `*.common-module-v0.*`.
@@ -405,16 +405,7 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     apply_yaml(&client, ns, &ticker_flow("ha", 300)).await;
     let (ticker, debug) = ("ha.common-module-v0.ticker-1", "ha.common-module-v0.debug-1");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    let leader = eventually("exactly one leader", Duration::from_secs(60), || async {
-        let mut leaders = Vec::new();
-        for (i, r) in replicas.iter().enumerate() {
-            if r.leads().await {
-                leaders.push(i);
-            }
-        }
-        (leaders.len() == 1).then(|| leaders[0])
-    })
-    .await;
+    let leader = the_leader(&replicas).await;
     eventually("the ticker to show Start", Duration::from_secs(60), || {
         let nodes = nodes.clone();
         async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
@@ -501,16 +492,7 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     apply_yaml(&client, ns, &ticker_flow("sys", 200)).await;
     let (ticker, debug) = ("sys.common-module-v0.ticker-1", "sys.common-module-v0.debug-1");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    let leader = eventually("exactly one leader", Duration::from_secs(60), || async {
-        let mut leaders = Vec::new();
-        for (i, r) in replicas.iter().enumerate() {
-            if r.leads().await {
-                leaders.push(i);
-            }
-        }
-        (leaders.len() == 1).then(|| leaders[0])
-    })
-    .await;
+    let leader = the_leader(&replicas).await;
     eventually("the ticker to show Start", Duration::from_secs(60), || {
         let nodes = nodes.clone();
         async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }

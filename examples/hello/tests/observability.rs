@@ -13,7 +13,7 @@ use std::{
 };
 use tiny_runtime::crd::SignalPhase;
 
-use common::{Replica, create_flow, env, eventually, hello, ready, round_trip, signal};
+use common::{Replica, create_flow, env, eventually, hello, nodes_ready, round_trip, signal};
 use kube::{Api, api::PostParams};
 use opentelemetry_proto::tonic::{
     collector::trace::v1::{
@@ -155,17 +155,6 @@ fn as_refs<'a>(vars: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
     vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-async fn all_ready(client: &kube::Client, ns: &str, names: &[&str]) {
-    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    for name in names {
-        eventually(&format!("{name} to be Ready"), Duration::from_secs(60), || {
-            let nodes = nodes.clone();
-            async move { nodes.get(name).await.ok().filter(|n| ready(n) == Some(true)) }
-        })
-        .await;
-    }
-}
-
 async fn announced(client: &kube::Client, ns: &str, module: &str) {
     let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
     eventually(
@@ -257,7 +246,7 @@ async fn a_flow_run_across_two_modules_is_one_trace() {
     let (_alpha, _beta) = two_modules(&env, "t", &as_refs(&vars));
     let flow = create_flow(&client, "t", &cross_flow()).await;
     let names: Vec<&str> = flow.nodes.iter().map(|n| n.name.as_str()).collect();
-    all_ready(&client, "t", &names).await;
+    nodes_ready(&client, "t", &names).await;
     announced(&client, "t", "alpha-v0").await;
     announced(&client, "t", "beta-v0").await;
     warm_up(&client, "t").await;
@@ -486,7 +475,7 @@ async fn metrics_count_a_known_flow_run_exactly() {
         .map(|n| n.name.as_str())
         .filter(|n| !n.contains("nosuch"))
         .collect();
-    all_ready(&client, "t", &names).await;
+    nodes_ready(&client, "t", &names).await;
     announced(&client, "t", "alpha-v0").await;
     announced(&client, "t", "beta-v0").await;
     warm_up(&client, "t").await;
@@ -663,7 +652,7 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
         .await
         .expect("tracker created");
     create_flow(&client, "s", &secret_flow()).await;
-    all_ready(&client, "s", &["s.alpha-v0.login-1", "s.alpha-v0.respond-1"]).await;
+    nodes_ready(&client, "s", &["s.alpha-v0.login-1", "s.alpha-v0.respond-1"]).await;
 
     // The status shows the settings, the password masked.
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "s");

@@ -231,6 +231,21 @@ async fn call(http: &Http, port: u16, method: &str, path: &str, body: &str) -> (
     )
 }
 
+/// `n` requests at once, each with its own path and body: each gets its own answer.
+async fn concurrent_echoes(http: &Http, port: u16, n: usize) {
+    let calls = (0..n).map(|i| async move {
+        (
+            i,
+            call(http, port, "PUT", &format!("/n/{i}"), &format!("request {i}")).await,
+        )
+    });
+    for (i, (status, headers, got)) in futures::future::join_all(calls).await {
+        assert_eq!(status, StatusCode::OK, "request {i}");
+        assert_eq!(headers["x-echo-path"], format!("/n/{i}").as_str());
+        assert_eq!(got, format!("request {i}").as_bytes());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_requests_get_the_flows_answers_across_two_modules() {
     let env = env().await;
@@ -265,20 +280,7 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
 
     // 500 at once, each with its own body, each gets its own answer.
     let started = Instant::now();
-    let calls = (0..500).map(|i| {
-        let http = http.clone();
-        async move {
-            (
-                i,
-                call(&http, port, "PUT", &format!("/n/{i}"), &format!("request {i}")).await,
-            )
-        }
-    });
-    for (i, (status, headers, got)) in futures::future::join_all(calls).await {
-        assert_eq!(status, StatusCode::OK, "request {i}");
-        assert_eq!(headers["x-echo-path"], format!("/n/{i}").as_str());
-        assert_eq!(got, format!("request {i}").as_bytes());
-    }
+    concurrent_echoes(&http, port, 500).await;
     println!("500 concurrent requests across two modules in {:?}", started.elapsed());
 
     // The body limit (1 MB here) is enforced before the flow.
@@ -432,20 +434,7 @@ async fn http_requests_get_the_flows_answers_with_the_router_over_nats() {
     let (status, _, _) = call(&http, port, "GET", "/teapot", "").await;
     assert_eq!(status, StatusCode::IM_A_TEAPOT);
     let started = Instant::now();
-    let calls = (0..200).map(|i| {
-        let http = http.clone();
-        async move {
-            (
-                i,
-                call(&http, port, "PUT", &format!("/n/{i}"), &format!("request {i}")).await,
-            )
-        }
-    });
-    for (i, (status, headers, got)) in futures::future::join_all(calls).await {
-        assert_eq!(status, StatusCode::OK, "request {i}");
-        assert_eq!(headers["x-echo-path"], format!("/n/{i}").as_str());
-        assert_eq!(got, format!("request {i}").as_bytes());
-    }
+    concurrent_echoes(&http, port, 200).await;
     println!(
         "200 concurrent requests across two modules over NATS in {:?}",
         started.elapsed()

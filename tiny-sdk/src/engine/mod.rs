@@ -4,7 +4,7 @@
 //!
 //! The same engine runs in an author's unit tests (through [`harness`](crate::harness))
 //! and inside a module on Kubernetes (through `tiny-runtime`, which feeds it TinyNodes
-//! and routes other modules' traffic over gRPC with a [`RemoteRouter`]).
+//! and routes other modules' traffic over gRPC or NATS with a [`RemoteRouter`]).
 //!
 //! Messages travel as [`Msg`](crate::Msg): the typed value a port declared, JSON only
 //! when something needs it (see [`msg`](crate::msg) for the rule).
