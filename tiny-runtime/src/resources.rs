@@ -757,6 +757,23 @@ fn is_label_value(v: &str) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn api_answers_become_the_resource_managers_codes() {
+        for (http, reason, want, transient) in [
+            (404, "NotFound", code::NOT_FOUND, false),
+            (409, "Conflict", code::CONFLICT, true),
+            (409, "AlreadyExists", code::ALREADY_EXISTS, false),
+            (422, "Invalid", code::INVALID, false),
+            (403, "Forbidden", code::FORBIDDEN, false),
+        ] {
+            let status = kube::core::Status::failure("the API server's words", reason).with_code(http);
+            let err = api_error(kube::Error::Api(status.boxed()), "Service `s`");
+            assert_eq!(err.code(), Some(want), "{http} {reason}: {err}");
+            assert_eq!(err.is_retryable(), transient, "{http} {reason}");
+            assert!(err.message().starts_with("Service `s`"), "{err}");
+        }
+    }
+
     fn is_dns1035(s: &str) -> bool {
         !s.is_empty()
             && s.len() <= 63

@@ -288,6 +288,7 @@ async fn a_module_nobody_announced_is_a_clear_error() {
         .await
         .expect_err("b is gone");
     assert!(err.message().starts_with("no TinyModule announces module `b`"), "{err}");
+    assert_eq!(err.code(), Some(tiny_sdk::error::code::MODULE_UNKNOWN));
 }
 
 #[tokio::test]
@@ -422,7 +423,7 @@ async fn a_timed_out_hop_cancels_the_remote_handler() {
         .expect_err("times out");
     assert_eq!(
         (err.kind(), err.code()),
-        (ErrorKind::Transient, Some("TIMEOUT")),
+        (ErrorKind::Transient, Some(tiny_sdk::error::code::TIMEOUT)),
         "{err}"
     );
     assert!(err.message().contains("did not answer within 0.1 s"), "{err}");

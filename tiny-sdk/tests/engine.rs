@@ -66,8 +66,31 @@ impl Hooks for Tidy {
     }
 }
 
+/// Uses its node state as its input says, wrongly.
+#[derive(Debug, Component, Default)]
+#[component(name = "stash")]
+struct Stash {
+    input: Input<String>,
+}
+
+impl Stash {
+    async fn on_input(&self, ctx: &Ctx<Self>, what: String) -> Result<Reply> {
+        let state = ctx.state();
+        match what.as_str() {
+            "bad key" => state.set("no spaces, please", &1).await?,
+            "too large" => state.set("big", &"x".repeat(1024 * 1024)).await?,
+            _ => {
+                state.set("n", &"seven").await?;
+                let _: Option<u64> = state.get("n")?;
+            }
+        }
+        Ok(Reply::empty())
+    }
+}
+
 fn harness() -> tiny_sdk::harness::HarnessBuilder {
     Harness::builder()
+        .register::<Stash>()
         .register::<Tidy>()
         .register::<Relay>()
         .register::<Answer>()
@@ -445,9 +468,13 @@ async fn bad_input_gets_errors_attributed_to_its_node() {
     assert_eq!(names.len(), 1);
     assert_eq!(names[0].0, "typo");
     assert!(names[0].1.contains("unknown component `relya`"), "{}", names[0].1);
+    assert_eq!(errors[0].1.code(), Some(code::UNKNOWN_COMPONENT));
+    let refused = h.send("typo:input", json!(1)).await.expect_err("not running");
+    assert_eq!(refused.code(), Some(code::NODE_NOT_RUNNING), "{refused}");
 
     let missing = h.send("a:input", json!(1)).await.expect_err("no ghost");
     assert!(missing.to_string().contains("no node `ghost`"), "{missing}");
+    assert_eq!(missing.code(), Some(code::NODE_NOT_FOUND));
     let port = h.send("f:nope", json!(1)).await.expect_err("no such port");
     assert!(
         port.to_string().contains("has no input port `nope` (inputs: input)"),
@@ -501,6 +528,23 @@ spec:
         text[1]
     );
     assert!(errors.iter().all(|(_, e)| e.code() == Some(code::INVALID_SPEC)));
+}
+
+#[tokio::test]
+async fn node_state_misuse_has_its_codes() {
+    let h = harness()
+        .flow(FlowBuilder::new().node("s", "stash").build())
+        .build()
+        .await
+        .expect("loads");
+    for (what, want) in [
+        ("bad key", code::STATE_KEY),
+        ("too large", code::STATE_TOO_LARGE),
+        ("wrong type", code::STATE_UNDECODABLE),
+    ] {
+        let err = h.send("s:input", json!(what)).await.expect_err(what);
+        assert_eq!(err.code(), Some(want), "{what}: {err}");
+    }
 }
 
 // ---- settings and YAML ----

@@ -551,7 +551,9 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
         async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["status"] == "Not running") }
     })
     .await;
+    // The debug node's view is written in batches: let the last tick before Stop land.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let stopped_at = last_tick(&nodes, debug).await;
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(last_tick(&nodes, debug).await, stopped_at, "no tick after Stop");
 }
