@@ -751,3 +751,25 @@ async fn an_error_that_fails_a_chain_is_logged_once_where_it_arose() {
         lines[0]
     );
 }
+
+#[tokio::test]
+async fn a_refused_spec_is_logged_once_however_often_it_is_applied() {
+    let h = harness().build().await.expect("an empty flow");
+    let bad = FlowBuilder::new().node("typo", "relya").build().nodes.remove(0);
+    let (logs, _guard) = capture_logs();
+    // Applied again and again, as a controller does after each status write and on
+    // its heartbeat: one line.
+    for _ in 0..3 {
+        assert!(h.engine().apply(bad.clone()).await.is_err());
+    }
+    let count = || {
+        let text = String::from_utf8(logs.lock().map(|l| l.clone()).unwrap_or_default()).unwrap_or_default();
+        text.lines().filter(|l| l.contains("node spec rejected")).count()
+    };
+    assert_eq!(count(), 1);
+    // A different mistake is news again.
+    let mut other = bad.clone();
+    other.spec.component = "relyy".into();
+    assert!(h.engine().apply(other).await.is_err());
+    assert_eq!(count(), 2);
+}

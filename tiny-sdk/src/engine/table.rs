@@ -214,7 +214,11 @@ impl Engine {
             }
             Err(e) => {
                 let e = e.at(|| format!("node `{name}`"));
-                tracing::warn!(node = %name, error = %e, "node spec rejected");
+                // Once per refusal: the same spec applied again (a status write, the
+                // heartbeat) is not news.
+                if slot.error.as_ref() != Some(&e) {
+                    tracing::warn!(node = %name, error = %e, "node spec rejected");
+                }
                 slot.error = Some(e.clone());
                 Err(e)
             }
@@ -289,13 +293,16 @@ impl Engine {
     /// rejected spec change.
     pub fn refuse(&self, node: Node, error: Error) {
         let name: Arc<str> = node.name.as_str().into();
-        tracing::warn!(node = %name, error = %error, "node refused");
         let mut nodes = self.inner.nodes_mut();
-        let slot = nodes.entry(name).or_insert_with(|| Slot {
+        let slot = nodes.entry(name.clone()).or_insert_with(|| Slot {
             node: node.clone(),
             runner: None,
             error: None,
         });
+        // Once per refusal, as for a rejected spec.
+        if slot.error.as_ref() != Some(&error) {
+            tracing::warn!(node = %name, error = %error, "node refused");
+        }
         slot.node = node;
         slot.error = Some(error);
     }
