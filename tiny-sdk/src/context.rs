@@ -107,6 +107,11 @@ impl NodeContext {
         self.stopped.cancelled()
     }
 
+    /// Whether the node was stopped (removed or replaced).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.is_cancelled()
+    }
+
     /// Whether any edge leaves the node's `port`.
     pub(crate) fn connected(&self, port: &str) -> bool {
         self.emitter.connected(port)

@@ -513,7 +513,7 @@ impl Serving {
             }
             Err(e) => {
                 tracing::warn!(node = self.ctx.node_name(), error = %e, "the flow failed the request");
-                return json_status(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+                return failure_status(&e);
             }
         };
         to_http(response)
@@ -611,6 +611,27 @@ fn plain(status: StatusCode, text: String) -> HttpResp<Body> {
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("text/plain; charset=UTF-8"),
     );
+    out
+}
+
+/// The answer to a flow that failed: a status that fits the error's code (413 for a
+/// message too large for the wire, 504 for a module that did not answer in time, 502
+/// for one that cannot be reached), 500 otherwise; the body names the code, never the
+/// error's text (it may hold internals).
+fn failure_status(e: &tiny_sdk::Error) -> HttpResp<Body> {
+    use tiny_sdk::error::code;
+    let status = match e.code() {
+        Some(code::MESSAGE_TOO_LARGE) => StatusCode::PAYLOAD_TOO_LARGE,
+        Some(code::TIMEOUT) => StatusCode::GATEWAY_TIMEOUT,
+        Some(code::UNREACHABLE | code::MODULE_UNKNOWN) => StatusCode::BAD_GATEWAY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    let reason = status.canonical_reason().unwrap_or("Error");
+    let mut out = json_status(status, reason);
+    if let Some(c) = e.code() {
+        let body = json!({ "message": reason, "code": c }).to_string();
+        *out.body_mut() = Full::new(Bytes::from(body)).boxed();
+    }
     out
 }
 

@@ -61,6 +61,7 @@ async fn harness(flow: tiny_sdk::flow::Flow) -> Harness {
         .register::<HttpServer>()
         .register::<HttpRequest>()
         .register::<Slow>()
+        .register::<tiny_testkit::components::Flaky>()
         .flow(flow)
         .build()
         .await
@@ -318,4 +319,31 @@ async fn http_request_without_its_error_port_fails_the_message() {
         .expect_err("fails");
     assert_eq!(err.kind(), tiny_sdk::ErrorKind::Permanent, "{err}");
     assert!(err.to_string().contains("invalid URL"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_flow_answers_with_a_status_that_fits_its_code() {
+    for (code, want) in [
+        ("MESSAGE_TOO_LARGE", StatusCode::PAYLOAD_TOO_LARGE),
+        ("TIMEOUT", StatusCode::GATEWAY_TIMEOUT),
+        ("UNREACHABLE", StatusCode::BAD_GATEWAY),
+        ("MODULE_UNKNOWN", StatusCode::BAD_GATEWAY),
+        ("DECLINED", StatusCode::INTERNAL_SERVER_ERROR),
+    ] {
+        let flow = FlowBuilder::new()
+            .node("srv", "http_server")
+            .node("fail", "flaky")
+            .settings(json!({"failures": 1000, "permanent": true, "code": code}))
+            .edge("srv:request", "fail:input", json!("{{$}}"))
+            .build();
+        let h = harness(flow).await;
+        let base = start(&h, "srv", json!({"writeTimeout": 5})).await;
+        let (status, headers, body) = call(&format!("{base}/x"), "GET", "").await;
+        assert_eq!(status, want, "{code}");
+        assert_eq!(headers["content-type"], "application/json");
+        let body: Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(body["code"], code, "{code}");
+        assert_eq!(body["message"], want.canonical_reason().unwrap_or_default());
+        assert!(!body.to_string().contains("attempt"), "no internals: {body}");
+    }
 }

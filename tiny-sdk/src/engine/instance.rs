@@ -158,7 +158,12 @@ fn until_stopped<'a>(
     let mut stop: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFuture<'a>>>> = None;
     std::future::poll_fn(move |cx| {
         if let std::task::Poll::Ready(r) = work.as_mut().poll(cx) {
-            return std::task::Poll::Ready(r);
+            // A handler that saw the stop (`ctx.cancelled()`) and answered with an error
+            // of its own: that error is the removal's, with the code the docs promise.
+            return std::task::Poll::Ready(r.map_err(|e| match e.code() {
+                None if node.is_stopped() => e.with_code(code::NODE_REMOVED),
+                _ => e,
+            }));
         }
         let stop = stop.get_or_insert_with(|| Box::pin(node.stopped()));
         stop.as_mut().poll(cx).map(|()| {
