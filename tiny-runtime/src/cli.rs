@@ -58,6 +58,18 @@ enum Command {
     PreDelete(HookArgs),
     /// Send a message into a node over NATS, as the platform's signals do; print the reply with --wait.
     Send(SendArgs),
+    /// Print a flow file as the API server takes it (`render flow.yaml | kubectl apply -f -`): inline JSON
+    /// in `configuration` and `data` becomes base64, as Go encodes it; `--inline` reads `kubectl get -o yaml` back.
+    Render(RenderArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RenderArgs {
+    /// The YAML file (`-`: standard input).
+    file: PathBuf,
+    /// The other way: base64 `configuration`, `schema` and `data` shown as JSON.
+    #[arg(long)]
+    inline: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -238,6 +250,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
         }),
         Command::Components => print_components(&registry),
         Command::Send(args) => block_on(send(args)),
+        Command::Render(args) => render(&args),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
                 print!("{y}");
@@ -403,6 +416,32 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     }
     runtime.stop().await;
     Ok(())
+}
+
+/// `render`: a flow file as the API server takes it, or back.
+fn render(args: &RenderArgs) -> ExitCode {
+    let text = if args.file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => return fail(format!("reading {}: {e}", args.file.display())),
+    };
+    let out = if args.inline {
+        crate::crd::inline(&text)
+    } else {
+        crate::crd::render(&text)
+    };
+    match out {
+        Ok(yaml) => {
+            print!("{yaml}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(format!("{}: {e}", args.file.display())),
+    }
 }
 
 /// `send`: one message into a node over NATS.

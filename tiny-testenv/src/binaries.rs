@@ -69,6 +69,24 @@ impl Binaries {
     }
 }
 
+/// `kubectl` of the control plane's version: beside the binaries in
+/// `TINY_CONTROL_PLANE_BIN` if it is there, else in the per-user cache, which
+/// `tools/control-plane/build.sh` fills (from Debian's `kubernetes-client`) when it lacks it.
+pub async fn kubectl() -> Result<PathBuf, Error> {
+    let in_dir = |dir: &Path| Some(dir.join("kubectl")).filter(|p| is_executable(p));
+    if let Some(found) = std::env::var_os(BIN_ENV)
+        .filter(|v| !v.is_empty())
+        .and_then(|dir| in_dir(Path::new(&dir)))
+    {
+        return Ok(found);
+    }
+    if let Some(found) = cache_bin_dir().and_then(|dir| in_dir(&dir)) {
+        return Ok(found);
+    }
+    let dir = run_build_script().await?;
+    in_dir(&dir).ok_or_else(|| Error::Binaries(format!("no kubectl in {}", dir.display())))
+}
+
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0 && m.permissions().mode() & 0o111 != 0)

@@ -50,7 +50,7 @@ mod binaries;
 mod nats;
 mod process;
 
-pub use binaries::{BIN_ENV, Binaries, KUBERNETES_VERSION, cache_bin_dir};
+pub use binaries::{BIN_ENV, Binaries, KUBERNETES_VERSION, cache_bin_dir, kubectl};
 pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
 use process::{Proc, free_ports};
 

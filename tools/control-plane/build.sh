@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds a local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager)
-# from Debian's own packages and caches the binaries per user, keyed by version.
+# from Debian's own packages and caches the binaries per user, keyed by version, with the
+# matching kubectl (Debian's kubernetes-client, the same 1.20.2).
 #
 #   tools/control-plane/build.sh          # prints the folder holding the three binaries
 #
@@ -25,7 +26,7 @@ K8S_VERSION=1.20.2
 CACHE_ROOT="${TINY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tiny}"
 BASE="$CACHE_ROOT/control-plane/k8s-$K8S_VERSION"
 BIN="$BASE/bin"
-BINARIES=(etcd kube-apiserver kube-controller-manager)
+BINARIES=(etcd kube-apiserver kube-controller-manager kubectl)
 
 log() { echo "control-plane: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -145,7 +146,7 @@ if [[ "$(id -u)" == 0 ]]; then
 fi
 
 # --- downloads ----------------------------------------------------------------------
-DEBS=(etcd-server golang-1.15-go golang-1.15-src rsync libpopt0)
+DEBS=(etcd-server golang-1.15-go golang-1.15-src rsync libpopt0 kubernetes-client)
 need_download=0
 for p in "${DEBS[@]}"; do
     compgen -G "$DL/${p}_*.deb" >/dev/null || need_download=1
@@ -178,6 +179,7 @@ done
 GO_ROOT="$ROOT/usr/lib/go-1.15"
 [[ -x "$GO_ROOT/bin/go" ]] || die "Go 1.15 not found at $GO_ROOT"
 [[ -x "$ROOT/usr/bin/etcd" ]] || die "etcd not found at $ROOT/usr/bin/etcd"
+[[ -x "$ROOT/usr/bin/kubectl" ]] || die "kubectl not found at $ROOT/usr/bin/kubectl"
 
 # rsync: use the system's if there is one, else the unpacked one through a wrapper that
 # finds its libraries in the private root.
@@ -240,6 +242,7 @@ done
 # --- install atomically ---------------------------------------------------------------
 TMP_BIN=$(mktemp -d "$BASE/bin.tmp.XXXXXX")
 cp "$ROOT/usr/bin/etcd" "$TMP_BIN/etcd"
+cp "$ROOT/usr/bin/kubectl" "$TMP_BIN/kubectl"
 cp "$OUT/kube-apiserver" "$OUT/kube-controller-manager" "$TMP_BIN/"
 chmod 755 "$TMP_BIN" "$TMP_BIN"/*
 "$TMP_BIN/kube-apiserver" --version >&2

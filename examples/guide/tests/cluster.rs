@@ -8,12 +8,11 @@ use std::{
 };
 use tiny_runtime::crd::SignalPhase;
 
-use kube::{Api, api::PostParams};
+use kube::Api;
 use tiny_runtime::crd::{TinyNode, TinySignal};
-use tiny_sdk::flow::Flow;
 
 const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
-const FLOW: &str = include_str!("../flows/convert.yaml");
+const FLOW: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/flows/convert.yaml");
 
 /// Kills the module when the test ends, passed or not.
 struct Module(Child);
@@ -48,28 +47,26 @@ async fn the_module_runs_on_the_local_control_plane() {
             .expect("guide-module starts"),
     );
 
-    // What `kubectl apply -f flows/convert.yaml` does.
+    // As the guide says: `guide-module render flows/convert.yaml | kubectl apply -n tinysystems -f -`.
     let client = env.client();
-    let flow = Flow::from_yaml(FLOW).expect("flow YAML");
+    let kubectl = tiny_testenv::kubectl().await.expect("kubectl");
+    let applied = Command::new("bash")
+        .args([
+            "-o",
+            "pipefail",
+            "-c",
+            r#""$MODULE" render "$FLOW" | "$KUBECTL" apply -n "$NS" -f -"#,
+        ])
+        .env("MODULE", env!("CARGO_BIN_EXE_guide-module"))
+        .env("FLOW", FLOW)
+        .env("KUBECTL", &kubectl)
+        .env("KUBECONFIG", env.kubeconfig_path())
+        .env("NS", ns)
+        .output()
+        .expect("bash runs");
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    for n in &flow.nodes {
-        let mut node = TinyNode::new(&n.name, n.spec.clone().into());
-        node.metadata.labels = Some(n.labels.clone());
-        nodes.create(&PostParams::default(), &node).await.expect("node created");
-    }
     let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
-    for s in &flow.signals {
-        let spec = tiny_runtime::crd::TinySignalSpec {
-            node: s.node.clone(),
-            port: s.port.clone(),
-            data: Some(tiny_sdk::flow::RawJson(s.data.clone())),
-            ..Default::default()
-        };
-        signals
-            .create(&PostParams::default(), &TinySignal::new(&s.name, spec))
-            .await
-            .expect("signal created");
-    }
 
     let deadline = Instant::now() + Duration::from_secs(90);
     let status = loop {

@@ -31,6 +31,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         r#".args(["run", "--name", "guide", "--version", "0.1.0", "--namespace", ns])"#,
     ),
     (
+        "guide-module render flows/convert.yaml | kubectl apply -n tinysystems -f -",
+        "examples/guide/tests/cluster.rs",
+        r#""$MODULE" render "$FLOW" | "$KUBECTL" apply -n "$NS" -f -"#,
+    ),
+    (
         "cargo test -p tiny-example-guide --test cluster",
         "Makefile",
         "$(CARGO) test --workspace",

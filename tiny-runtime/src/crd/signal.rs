@@ -23,7 +23,8 @@ pub struct TinySignalSpec {
     pub node: String,
     /// Target port.
     pub port: String,
-    /// Payload (base64 of JSON, or inline JSON when written by hand).
+    /// Payload: base64 of JSON, as the API server takes a `[]byte` field (`<module> render`
+    /// turns a file that writes it as inline JSON into that).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<RawJson>,
     /// Trace to continue, if any.

@@ -48,10 +48,12 @@ pub struct PortConfig {
     pub from: String,
     /// The port on this node.
     pub port: String,
-    /// The JSON Schema the editor authored for this port or edge.
+    /// The JSON Schema the editor authored for this port or edge (on the cluster, base64
+    /// of the JSON, as the Go SDK's `[]byte`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<RawJson>,
-    /// JSON whose strings may hold `{{...}}` expressions.
+    /// JSON whose strings may hold `{{...}}` expressions (on the cluster, base64 of the
+    /// JSON, as the Go SDK's `[]byte`: `<module> render` turns inline JSON into that).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<RawJson>,
     /// The flow that authored this configuration.
