@@ -84,7 +84,9 @@ impl Runtime {
         let (node_client, cfg) = (client.clone(), opts.config.clone());
         // Nodes whose `_control` view changed; their status is rewritten by the leader.
         let (changes, changed) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let directory = Arc::new(controller::node::Directory::new(&opts.config.namespace));
         let mut engine = Engine::builder()
+            .directory(directory.clone())
             .on_change(move |node: &str| {
                 let _ = changes.send(node.to_owned());
             })
@@ -123,6 +125,7 @@ impl Runtime {
             opts.discovery,
             tracking.clone(),
         );
+        shared.directory = directory;
         if let Some(transport) = opts.transport {
             shared.readiness.watch_transport(transport.clone());
             shared.transport = Some(transport);

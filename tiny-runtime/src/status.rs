@@ -77,6 +77,30 @@ pub fn node_status(
     s
 }
 
+/// The condition a node gets while edges of its lead to nodes that do not exist
+/// (`missing`: one line each); `None` while every edge has its target.
+pub fn edges_condition(missing: &[String], previous: Option<&TinyNodeStatus>, generation: i64) -> Option<Condition> {
+    if missing.is_empty() {
+        return None;
+    }
+    let message = missing.join("\n");
+    let since = previous
+        .and_then(|p| p.conditions.iter().find(|c| c.type_ == EDGES_CONDITION))
+        .filter(|c| c.message == message)
+        .map_or_else(|| Time(Timestamp::now()), |c| c.last_transition_time.clone());
+    Some(Condition {
+        type_: EDGES_CONDITION.into(),
+        status: "False".into(),
+        reason: "TargetMissing".into(),
+        message,
+        observed_generation: Some(generation),
+        last_transition_time: since,
+    })
+}
+
+/// The node condition about its edges' targets.
+pub const EDGES_CONDITION: &str = "EdgesResolved";
+
 /// The `Ready=False` reason for a node error, by its code.
 fn not_ready_reason(e: &Error) -> &'static str {
     match e.code() {

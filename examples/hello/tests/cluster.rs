@@ -367,3 +367,99 @@ async fn a_second_replica_takes_over_and_a_signal_in_the_handover_is_delivered_o
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(survivor.metric("tiny_signals_delivered_total").await, Some(1));
 }
+
+/// An edge to a node that does not exist: said on the sending node as soon as it loads,
+/// a message along it fails at once (not after three waits for a node that will never
+/// load), and both mend themselves when the node is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_to_a_missing_node_is_said_on_the_sender_and_fails_at_once() {
+    let env = env().await;
+    let client = env.client();
+    let ns = "edges";
+    env.create_namespace(ns).await.expect("namespace");
+    let _module = start_module(&client, ns).await;
+    let flow = r#"
+kind: TinyNode
+metadata: { name: e.examples-v0.hello-1 }
+spec:
+  module: examples
+  component: hello
+  edges:
+    - { id: to-missing, port: greeting, to: "e.examples-v0.shout-7:input", flowID: e }
+"#;
+    create_flow(&client, ns, flow).await;
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    let edges = |n: &TinyNode| {
+        n.status
+            .as_ref()?
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "EdgesResolved")
+            .cloned()
+    };
+    let said = eventually(
+        "the sender to say its edge leads nowhere",
+        Duration::from_secs(30),
+        || {
+            let nodes = nodes.clone();
+            async move { edges(&nodes.get("e.examples-v0.hello-1").await.ok()?) }
+        },
+    )
+    .await;
+    assert_eq!((said.status.as_str(), said.reason.as_str()), ("False", "TargetMissing"));
+    assert!(
+        said.message
+            .contains("edge `to-missing` leads to `e.examples-v0.shout-7:input`"),
+        "{}",
+        said.message
+    );
+    // The node runs (the edge is what is wrong), and a message along the edge fails at once.
+    let node = nodes.get("e.examples-v0.hello-1").await.expect("node");
+    assert_eq!(ready(&node), Some(true));
+    let started = Instant::now();
+    let s = signal(
+        &client,
+        ns,
+        "nowhere",
+        "e.examples-v0.hello-1",
+        "input",
+        json!({"name": "Ada"}),
+    )
+    .await;
+    let took = started.elapsed();
+    let st = s.status.expect("status");
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Failed));
+    let err = st.error.unwrap_or_default();
+    assert!(
+        err.contains("no node `e.examples-v0.shout-7`") && err.contains("NODE_NOT_FOUND"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(5), "failed after {took:?}");
+
+    // The node appears: the condition goes, and the edge carries messages.
+    create_flow(
+        &client,
+        ns,
+        "kind: TinyNode\nmetadata: { name: e.examples-v0.shout-7 }\nspec: { module: examples, component: shout }\n",
+    )
+    .await;
+    eventually("the condition to go", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get("e.examples-v0.hello-1").await.ok()?;
+            edges(&n).is_none().then_some(())
+        }
+    })
+    .await;
+    let s = signal(
+        &client,
+        ns,
+        "somewhere",
+        "e.examples-v0.hello-1",
+        "input",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    let st = s.status.expect("status");
+    assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
+}

@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     /// The wire to other modules (what the TinyModule advertises), when the binary
     /// says; else the config's gRPC address.
     pub(crate) transport: Option<Arc<crate::transport::Transport>>,
+    /// Which TinyNodes exist (the node watch's store).
+    pub(crate) directory: Arc<node::Directory>,
 }
 
 impl Shared {
@@ -88,6 +90,7 @@ impl Shared {
             readiness: Arc::default(),
             permissions: Arc::default(),
             transport: None,
+            directory: Arc::default(),
         }
     }
 }

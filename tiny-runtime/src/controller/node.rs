@@ -16,7 +16,7 @@ use kube::{
         controller::Action,
         events::{Event, EventType},
         finalizer::{self, Event as Finalizer},
-        watcher,
+        reflector, watcher,
     },
 };
 use serde_json::json;
@@ -27,7 +27,7 @@ use tiny_sdk::{
 };
 
 use super::{ReconcileError, Shared, watch};
-use tiny_sdk::contract::NODE_FINALIZER;
+use tiny_sdk::{contract::NODE_FINALIZER, engine::NodeDirectory as _};
 
 use crate::{
     config::ModuleConfig,
@@ -40,10 +40,74 @@ use crate::{
 /// The name `/readyz` gives the TinyNode watch.
 pub const WATCH: &str = "TinyNodes";
 
+/// Which TinyNodes exist in the module's namespace: the node watch's store, once it
+/// has listed. The engine asks it before waiting for a node of this module to load
+/// ([`NodeDirectory`](tiny_sdk::engine::NodeDirectory)); the controller asks it which
+/// nodes' edges lead nowhere.
+#[derive(Debug, Default)]
+pub(crate) struct Directory {
+    namespace: String,
+    store: std::sync::OnceLock<reflector::Store<Decoded<TinyNode>>>,
+    ready: std::sync::atomic::AtomicBool,
+}
+
+impl Directory {
+    pub(crate) fn new(namespace: &str) -> Self {
+        Self {
+            namespace: namespace.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    fn key(&self, name: &str) -> reflector::ObjectRef<Decoded<TinyNode>> {
+        reflector::ObjectRef::new(name).within(&self.namespace)
+    }
+
+    /// The nodes with an edge to a port of `target`.
+    fn senders_to(&self, target: &str) -> Vec<reflector::ObjectRef<Decoded<TinyNode>>> {
+        let Some(store) = self.store.get() else {
+            return Vec::new();
+        };
+        store
+            .state()
+            .iter()
+            .filter(|n| {
+                n.object()
+                    .is_ok_and(|n| n.spec.edges.iter().any(|e| edge_target(&e.to) == target))
+            })
+            .map(|n| self.key(n.name()))
+            .collect()
+    }
+
+    /// Whether `name` is in the store now.
+    fn has(&self, name: &str) -> bool {
+        self.store.get().is_some_and(|s| s.get(&self.key(name)).is_some())
+    }
+}
+
+impl tiny_sdk::engine::NodeDirectory for Directory {
+    fn exists(&self, node: &str) -> Option<bool> {
+        if !self.ready.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        Some(self.has(node))
+    }
+}
+
+/// The node an edge's `to` (`<node>:<port>`) names.
+fn edge_target(to: &str) -> &str {
+    to.rsplit_once(':').map_or(to, |(node, _)| node)
+}
+
 /// Runs the TinyNode controller until `shutdown` resolves.
 pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
-    let seen = forget_deleted(shared.clone());
-    watch::controller::<TinyNode>(&shared, WATCH, seen)
+    // Nodes whose edges should be looked at again: a node they lead to appeared.
+    let (again, agains) = futures::channel::mpsc::unbounded();
+    let seen = on_events(shared.clone(), again);
+    let controller = watch::controller::<TinyNode>(&shared, WATCH, seen);
+    let _ = shared.directory.store.set(controller.store());
+    controller
+        .reconcile_on(agains)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, shared)
         .for_each(|r| async move {
@@ -94,7 +158,7 @@ async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Shared>) -> Resul
         .is_some_and(|c| c.destroys());
     if !held && !destroys {
         // Nothing to run on deletion: no finalizer, so one write fewer per node; the
-        // deletion is seen on the watch instead (`forget_deleted`).
+        // deletion is seen on the watch instead (`on_events`).
         if node.metadata.deletion_timestamp.is_some() {
             return Ok(Action::await_change());
         }
@@ -146,6 +210,20 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
         node.metadata.generation.unwrap_or(0),
         current,
     );
+    // Edges to nodes that do not exist, said on this node until they do.
+    let missing: Vec<String> = node
+        .spec
+        .edges
+        .iter()
+        .filter(|e| shared.directory.exists(edge_target(&e.to)) == Some(false))
+        .map(|e| format!("edge `{}` leads to `{}`: there is no such node", e.id, e.to))
+        .collect();
+    let mut desired = desired;
+    desired.conditions.extend(status::edges_condition(
+        &missing,
+        current,
+        node.metadata.generation.unwrap_or(0),
+    ));
     write_status(api, shared, &name, current, desired).await?;
     publish_error(shared, node, &name, error.as_ref().map(ToString::to_string)).await;
     Ok(Action::requeue(status::HEARTBEAT))
@@ -334,10 +412,15 @@ where
     }
 }
 
-/// Removes from the engine the nodes of this module that are deleted without a
-/// finalizer: on their Delete event, and, after a relist (a watch that was down may
-/// have missed deletions), every node the list no longer holds.
-fn forget_deleted(shared: Arc<Shared>) -> impl Fn(&watcher::Event<Decoded<TinyNode>>) + Send + 'static {
+/// What the node watch's events mean before they reach the controller: nodes of this
+/// module deleted without a finalizer leave the engine (on their Delete event, and,
+/// after a relist, which may have missed deletions, every node the list no longer
+/// holds); the first complete list makes the [`Directory`] answer; a node that appears
+/// sends the nodes whose edges lead to it to `again`.
+fn on_events(
+    shared: Arc<Shared>,
+    again: futures::channel::mpsc::UnboundedSender<reflector::ObjectRef<Decoded<TinyNode>>>,
+) -> impl Fn(&watcher::Event<Decoded<TinyNode>>) + Send + 'static {
     let listing: std::sync::Mutex<Option<std::collections::HashSet<String>>> = std::sync::Mutex::default();
     move |event| {
         let forget = |name: String| {
@@ -358,12 +441,22 @@ fn forget_deleted(shared: Arc<Shared>) -> impl Fn(&watcher::Event<Decoded<TinyNo
                 }
             }
             watcher::Event::InitDone => {
+                // The store takes the list right after this: a lookup in between finds
+                // nothing for a moment, which the engine's grace for absent nodes covers.
+                shared.directory.ready.store(true, std::sync::atomic::Ordering::Release);
                 if let Some(names) = listing.take() {
                     for name in shared.engine.node_names() {
                         if !names.contains(&name) {
                             forget(name);
                         }
                     }
+                }
+            }
+            // A node that was not there before: the nodes whose edges lead to it have
+            // their target now (their status said otherwise).
+            watcher::Event::Apply(node) if !shared.directory.has(node.name()) => {
+                for sender in shared.directory.senders_to(node.name()) {
+                    let _ = again.unbounded_send(sender);
                 }
             }
             watcher::Event::Apply(_) => {}

@@ -61,6 +61,19 @@ pub trait RemoteRouter: Send + Sync + 'static {
     }
 }
 
+/// Tells the engine which nodes exist where its nodes come from (the cluster's
+/// TinyNodes, in `tiny-runtime`), so that a message for a node of this module that does
+/// not exist fails at once instead of waiting for it to load.
+pub trait NodeDirectory: Send + Sync + 'static {
+    /// `Some(true)`: the node exists (it may still be loading); `Some(false)`: it does
+    /// not (the list is complete); `None`: not known yet (the module is starting).
+    fn exists(&self, node: &str) -> Option<bool>;
+}
+
+/// How long a message waits for a node the [`NodeDirectory`] says does not exist, in
+/// case its creation has not reached the watch yet.
+const ABSENT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How long a message for a node of this module waits for the node to load (the Go
 /// SDK's 30 s): a module that just started gets messages before it read its nodes.
 pub const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -98,6 +111,8 @@ pub(crate) struct Inner {
     pub observer: Option<Arc<dyn Observer>>,
     pub client: Option<ClientFactory>,
     pub node_wait: std::time::Duration,
+    /// Which nodes exist, when the runtime knows.
+    pub directory: Option<Arc<dyn NodeDirectory>>,
     /// Whether this replica leads its module.
     pub leader: std::sync::atomic::AtomicBool,
     /// Told the name of a node whose status should be rewritten (its `_control` view
@@ -127,9 +142,17 @@ impl Inner {
             .map(|slot| (slot.runner.clone(), slot.error.clone()))
     }
 
-    /// Waits (bounded, with backoff) for a node of this module that is not loaded yet.
+    /// Whether the directory says `node` does not exist.
+    fn absent(&self, node: &str) -> bool {
+        self.directory.as_ref().and_then(|d| d.exists(node)) == Some(false)
+    }
+
+    /// Waits (bounded, with backoff) for a node of this module that is not loaded yet;
+    /// for one the directory says does not exist, only [`ABSENT_GRACE`] (its creation
+    /// may be on its way to the watch).
     async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
-        let deadline = tokio::time::Instant::now() + self.node_wait;
+        let start = tokio::time::Instant::now();
+        let deadline = start + self.node_wait;
         let mut pause = std::time::Duration::from_millis(20);
         while tokio::time::Instant::now() < deadline {
             tokio::select! {
@@ -139,7 +162,10 @@ impl Inner {
             if let Some(found) = self.lookup(node) {
                 return Some(found);
             }
-            pause = (pause * 2).min(std::time::Duration::from_secs(1));
+            if start.elapsed() >= ABSENT_GRACE && self.absent(node) {
+                return None;
+            }
+            pause = (pause * 2).min(std::time::Duration::from_millis(250));
         }
         None
     }
@@ -209,6 +235,8 @@ impl Inner {
             None if ours => self.wait_for(node, &hop).await,
             None => None,
         };
+        // A node of ours that the cluster does not have will not load: said as such.
+        let absent = ours && self.absent(node);
         let (runner, failure) = found.unwrap_or((None, None));
         if let Some(runner) = runner {
             return self.local(runner, port, source, data, hop, attempt).await;
@@ -226,6 +254,11 @@ impl Inner {
                 };
                 router.route_attempt(module, &to, source, data, hop, attempt).await
             }
+            _ if absent => Err(Error::permanent(format!(
+                "module `{}` has no node `{node}` (message for port `{port}`): no TinyNode of that name exists",
+                self.module
+            ))
+            .with_code(code::NODE_NOT_FOUND)),
             _ if ours => Err(Error::transient(format!(
                 "module `{}` has no node `{node}` (message for port `{port}`; this attempt waited {:.1} s for it to load)",
                 self.module,

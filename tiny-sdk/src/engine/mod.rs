@@ -33,7 +33,7 @@ mod runner;
 mod table;
 mod trace;
 
-pub use deliver::{NODE_WAIT, RemoteRouter, Source};
+pub use deliver::{NODE_WAIT, NodeDirectory, RemoteRouter, Source};
 pub(crate) use emitter::NodeEmitter;
 pub use observe::{HopEvent, HopKind, Observer, Observers};
 pub use registry::{ComponentEntry, Registry};

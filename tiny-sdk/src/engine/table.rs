@@ -64,6 +64,7 @@ pub struct EngineBuilder {
     observers: Observers,
     client: Option<ClientFactory>,
     node_wait: Option<std::time::Duration>,
+    directory: Option<Arc<dyn super::NodeDirectory>>,
     follower: bool,
     on_change: Option<ChangeFn>,
 }
@@ -134,6 +135,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Where the engine learns which nodes exist: a message for a node of this module
+    /// that the directory says does not exist fails at once (`NODE_NOT_FOUND`) instead
+    /// of waiting [`node_wait`](Self::node_wait) for it to load.
+    #[must_use]
+    pub fn directory(mut self, directory: Arc<dyn super::NodeDirectory>) -> Self {
+        self.directory = Some(directory);
+        self
+    }
+
     /// Starts as a replica that does not lead (a runtime then calls
     /// [`Engine::set_leader`] as leader election decides). By default an engine
     /// leads: in-process it is the only replica.
@@ -167,6 +177,7 @@ impl EngineBuilder {
                 observer: self.observers.into_observer(),
                 client: self.client,
                 node_wait: self.node_wait.unwrap_or(NODE_WAIT),
+                directory: self.directory,
                 leader: std::sync::atomic::AtomicBool::new(!self.follower),
                 on_change: self.on_change,
             }),
