@@ -550,6 +550,23 @@ async fn node_state_misuse_has_its_codes() {
 // ---- settings and YAML ----
 
 #[tokio::test]
+async fn settings_with_several_wrong_fields_name_every_one() {
+    let flow = FlowBuilder::new()
+        .node("f", "flaky")
+        .settings(json!({"failures": "many", "permanent": "yes", "code": 7}))
+        .build();
+    let err = harness().flow(flow).build().await.expect_err("bad settings");
+    let text = err.to_string();
+    for field in ["failures", "permanent", "code"] {
+        assert!(
+            text.contains(&format!("field `{field}` does not decode")),
+            "{field}: {text}"
+        );
+    }
+    assert_eq!(err.code(), Some(code::UNDECODABLE));
+}
+
+#[tokio::test]
 async fn settings_that_do_not_decode_are_a_node_error_naming_the_field() {
     let flow = FlowBuilder::new()
         .node("f", "flaky")

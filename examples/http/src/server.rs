@@ -435,7 +435,14 @@ async fn expose(ctx: &Ctx<HttpServer>, start: &Start, port: u16) -> Vec<String> 
             .await;
     }
     match result {
-        Ok(urls) if !urls.is_empty() => urls,
+        Ok(mut urls) if !urls.is_empty() => {
+            // Run outside a pod (on a developer's machine), the Service's name does not
+            // resolve here: show the address that answers here too.
+            if std::env::var_os("KUBERNETES_SERVICE_HOST").is_none() {
+                urls.extend(local);
+            }
+            urls
+        }
         Ok(_) => local,
         Err(e) => {
             tracing::warn!(node = ctx.node_name(), port, error = %e, "could not expose the port; reachable on the pod only");

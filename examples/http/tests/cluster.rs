@@ -267,6 +267,17 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
     .await;
     let port = running_port(&nodes).await;
     let http: Http = Client::builder(TokioExecutor::new()).build_http();
+    // The dashboard shows the Service, and, run outside a pod, the address that answers here.
+    let shown = view(&nodes.get(SERVER).await.expect("server")).expect("a view");
+    let addresses: Vec<&str> = shown["listenAddr"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    assert!(addresses.first().is_some_and(|a| a.contains(".svc")), "{addresses:?}");
+    assert_eq!(
+        addresses.last().copied(),
+        Some(format!("http://localhost:{port}").as_str())
+    );
 
     // The flow's answer, byte for byte: status, type, headers, body.
     let body = "héllo wörld — \"quoted\" {json: true}\n\ttabs & <tags>";
