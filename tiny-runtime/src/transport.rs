@@ -116,20 +116,22 @@ impl Transport {
         }
     }
 
-    /// `nats` while messages come over NATS, else `grpc`.
+    /// Whether messages come over NATS now (the broker answers).
+    fn on_nats(&self) -> bool {
+        self.link().is_some_and(Link::is_up)
+    }
+
+    /// `nats` while messages come over NATS, else `grpc` (for logs and metrics).
     pub fn current(&self) -> &'static str {
-        if self.link().is_some_and(Link::is_up) {
-            "nats"
-        } else {
-            "grpc"
-        }
+        if self.on_nats() { "nats" } else { "grpc" }
     }
 
     /// What the TinyModule's `status.addr` says now.
     pub fn advertised(&self) -> String {
-        match self.current() {
-            "nats" => wire::advertised_addr(&self.module),
-            _ => self.grpc_addr.clone(),
+        if self.on_nats() {
+            wire::advertised_addr(&self.module)
+        } else {
+            self.grpc_addr.clone()
         }
     }
 
@@ -223,7 +225,7 @@ impl Routes {
         Self::new(pool, transport.link().cloned().map(NatsRouter::new))
     }
 
-    fn on_nats(&self) -> std::sync::RwLockWriteGuard<'_, std::collections::HashSet<String>> {
+    fn nats_modules(&self) -> std::sync::RwLockWriteGuard<'_, std::collections::HashSet<String>> {
         self.on_nats.write().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -266,15 +268,15 @@ impl Discovery for Routes {
         if wire::is_nats_addr(addr) {
             // On NATS now: no longer at a gRPC address.
             self.pool.deregister(module);
-            self.on_nats().insert(module.to_owned());
+            self.nats_modules().insert(module.to_owned());
         } else {
-            self.on_nats().remove(module);
+            self.nats_modules().remove(module);
             Discovery::register(&*self.pool, module, addr);
         }
     }
 
     fn deregister(&self, module: &str) {
-        self.on_nats().remove(module);
+        self.nats_modules().remove(module);
         self.pool.deregister(module);
     }
 }
