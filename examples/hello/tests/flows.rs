@@ -6,10 +6,10 @@ mod common;
 
 use std::{path::Path, process::Command, time::Duration};
 
-use common::{HELLO, env, eventually, replica};
+use common::{HELLO, delivered, env, eventually, replica};
 use kube::Api;
 use serde_json::json;
-use tiny_runtime::crd::{SignalPhase, TinySignal};
+use tiny_runtime::crd::TinySignal;
 
 /// `sh -c script` with `MODULE`, `KUBECTL`, `NS` and `KUBECONFIG` set; its stdout.
 fn shell(script: &str, kubectl: &Path, kubeconfig: &Path, ns: &str) -> String {
@@ -63,17 +63,7 @@ async fn every_flow_file_applies_with_kubectl_as_documented_and_runs() {
         }
     })
     .await;
-    let status = done.status.unwrap_or_default();
-    assert_eq!(
-        status.signal_phase(),
-        Some(SignalPhase::Delivered),
-        "{:?}",
-        status.error
-    );
-    assert_eq!(
-        status.reply.map(|r| r.0),
-        Some(json!({"greeting": "HELLO, ADA!", "for": "ada"}))
-    );
+    assert_eq!(delivered(&done), Some(json!({"greeting": "HELLO, ADA!", "for": "ada"})));
     // What the cluster holds, read back as it was written.
     let back = shell(
         r#""$KUBECTL" get tinynodes,tinysignals -n "$NS" -o yaml | "$MODULE" render --inline -"#,
