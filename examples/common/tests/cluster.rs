@@ -69,6 +69,15 @@ fn b64(v: &Value) -> String {
     STANDARD.encode(serde_json::to_vec(v).expect("json"))
 }
 
+/// Waits until `ticker`'s dashboard offers Start (the node loaded and showed its view).
+async fn shows_start(nodes: &Api<TinyNode>, ticker: &str) -> Value {
+    eventually("the ticker to show Start", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
+    })
+    .await
+}
+
 /// A ticker feeding a debug node.
 fn ticker_flow(flow: &str, delay_ms: u64) -> String {
     let settings = b64(&json!({"context": {"flow": flow}, "delay": delay_ms, "countTicks": true}));
@@ -99,11 +108,7 @@ async fn living_components_on_one_replica() {
     // --- A signal presses Start on a ticker and is finished at once ----------------------
     apply_yaml(&client, ns, &ticker_flow("tick", 200)).await;
     let (ticker, debug) = ("tick.common-module-v0.ticker-1", "tick.common-module-v0.debug-1");
-    let view = eventually("the ticker to show Start", Duration::from_secs(60), || {
-        let nodes = nodes.clone();
-        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
-    })
-    .await;
+    let view = shows_start(&nodes, ticker).await;
     assert_eq!(view["status"], "Not running", "{view}");
     let started = Instant::now();
     let s = signal(&client, ns, "start", ticker, "_control", json!({"start": true})).await;
@@ -406,11 +411,7 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     let (ticker, debug) = ("ha.common-module-v0.ticker-1", "ha.common-module-v0.debug-1");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let leader = the_leader(&replicas).await;
-    eventually("the ticker to show Start", Duration::from_secs(60), || {
-        let nodes = nodes.clone();
-        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
-    })
-    .await;
+    shows_start(&nodes, ticker).await;
     delivered(&signal(&client, ns, "start", ticker, "_control", json!({"start": true})).await);
     eventually("a few ticks", Duration::from_secs(30), || {
         let nodes = nodes.clone();
@@ -493,11 +494,7 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     let (ticker, debug) = ("sys.common-module-v0.ticker-1", "sys.common-module-v0.debug-1");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let leader = the_leader(&replicas).await;
-    eventually("the ticker to show Start", Duration::from_secs(60), || {
-        let nodes = nodes.clone();
-        async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["start"] == true) }
-    })
-    .await;
+    shows_start(&nodes, ticker).await;
 
     // Start, as the platform publishes it: fire and forget, on `.sysmsg`.
     let mut platform = tiny_testenv::RawNats::connect(broker.port(), broker.token())
