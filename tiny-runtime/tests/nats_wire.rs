@@ -34,6 +34,19 @@ impl Sink {
     }
 }
 
+/// Answers with a string of as many bytes as its input says.
+#[derive(Debug, Component, Default)]
+#[component(name = "big")]
+struct Big {
+    input: Input<usize>,
+}
+
+impl Big {
+    async fn on_input(&self, _: &Ctx<Self>, size: usize) -> Reply {
+        Reply::value(json!("x".repeat(size)))
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
 #[serde(default)]
 struct TagSettings {
@@ -65,6 +78,7 @@ fn engine(module: &str, router: Option<NatsRouter>) -> Engine {
         .register::<Sink>()
         .register::<Flaky>()
         .register::<Whoami>()
+        .register::<Big>()
         .register::<Tag>();
     if let Some(r) = router {
         b = b.router(Arc::new(r));
@@ -104,6 +118,7 @@ fn flow_b() -> Flow {
         .node("f.b.flaky-1", "flaky")
         .settings(json!({"failures": 1000, "permanent": true, "code": "DECLINED"}))
         .node("f.b.whoami-1", "whoami")
+        .node("f.b.big-1", "big")
         .edge("f.a.ask-1:out", "f.b.answer-1:input", json!("{{$}}"))
         .build()
 }
@@ -594,4 +609,23 @@ async fn a_message_over_the_brokers_limit_fails_before_it_is_sent() {
     assert_eq!(e.code(), Some(code::MESSAGE_TOO_LARGE), "{e}");
     assert_eq!(e.kind(), ErrorKind::Permanent);
     assert!(e.message().contains(&format!("at most {max} bytes")), "{e}");
+}
+
+#[tokio::test]
+async fn a_reply_over_the_brokers_limit_comes_back_as_an_error_at_once() {
+    let broker = NatsServer::start().await.expect("nats-server starts");
+    let (_b, _receiver, link) = module_b(&broker, &flow_b()).await;
+    let max = link.client().max_payload();
+    let started = std::time::Instant::now();
+    let e = send(
+        link.client(),
+        "f.b.big-1",
+        "input",
+        (max + 1).to_string().into_bytes(),
+        &SendOptions::default().wait(),
+    )
+    .await
+    .expect_err("too large to answer");
+    assert_eq!(e.code(), Some(code::MESSAGE_TOO_LARGE), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 }

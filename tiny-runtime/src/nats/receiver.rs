@@ -121,12 +121,17 @@ async fn handle(shared: Arc<Shared>, msg: Message, is_system: bool) {
         return;
     };
     let (reply_headers, body) = wire::reply(&outcome);
-    if let Err(e) = respond(&shared.client, to.clone(), reply_headers, body).await {
-        // The reply is over the broker's payload limit: say so instead.
-        let e = Error::permanent(format!("the reply to a message on `{subject}` could not be sent: {e}"))
-            .with_code(code::MESSAGE_TOO_LARGE);
-        tracing::warn!(error = %e, "reply not sent");
-        let _ = respond(&shared.client, to, Some(wire::error_headers(&e)), Bytes::new()).await;
+    match respond(&shared.client, to.clone(), reply_headers, body).await {
+        Ok(()) => {}
+        // Over the broker's payload limit: the sender hears that instead of waiting.
+        Err(e) if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded => {
+            let e = Error::permanent(format!("the reply to a message on `{subject}` is too large: {e}"))
+                .with_code(code::MESSAGE_TOO_LARGE);
+            tracing::warn!(error = %e, "reply not sent");
+            let _ = respond(&shared.client, to, Some(wire::error_headers(&e)), Bytes::new()).await;
+        }
+        // The connection is gone: nothing else would get through either.
+        Err(e) => tracing::warn!(subject = %subject, error = %e, "reply not sent"),
     }
 }
 
