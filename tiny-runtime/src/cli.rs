@@ -455,6 +455,12 @@ async fn send(args: SendArgs) -> Result<(), String> {
         args.data
     };
     serde_json::from_str::<serde::de::IgnoredAny>(&data).map_err(|e| format!("the message is not JSON: {e}"))?;
+    let mut opts = crate::nats::SendOptions::default();
+    if args.wait {
+        opts.wait = Some(Duration::from_secs(args.timeout));
+    }
+    // A target that cannot be sent to is said before connecting.
+    crate::nats::envelope(&args.node, &args.port, &opts).map_err(|e| e.to_string())?;
     let link = crate::nats::Link::connect(&args.nats_url)
         .await
         .map_err(|e| e.to_string())?;
@@ -464,10 +470,6 @@ async fn send(args: SendArgs) -> Result<(), String> {
             link.url(),
             crate::nats::CONNECT_TIMEOUT.as_secs()
         ));
-    }
-    let mut opts = crate::nats::SendOptions::default();
-    if args.wait {
-        opts.wait = Some(Duration::from_secs(args.timeout));
     }
     let reply = crate::nats::send(link.client(), &args.node, &args.port, data.into_bytes(), &opts)
         .await

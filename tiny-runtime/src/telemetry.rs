@@ -43,7 +43,7 @@ use tracing_subscriber::{
 };
 
 /// The log filter when `RUST_LOG` is not set.
-pub const DEFAULT_FILTER: &str = "info,kube=warn,tower=warn,h2=warn,hyper=warn";
+pub const DEFAULT_FILTER: &str = "info,kube=warn,tower=warn,h2=warn,hyper=warn,async_nats=warn";
 
 /// How log lines look.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -27,4 +27,5 @@ pub mod wire;
 pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT};
 pub use receiver::{Receiver, listen};
 pub use router::NatsRouter;
+pub(crate) use send::envelope;
 pub use send::{SendOptions, send};

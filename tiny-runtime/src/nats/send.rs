@@ -43,8 +43,9 @@ impl SendOptions {
     }
 }
 
-/// What [`send`] publishes: the subject and headers for `node`'s `port`.
-fn envelope(node: &str, port_name: &str, opts: &SendOptions) -> Result<(String, HeaderMap)> {
+/// What [`send`] publishes: the subject and headers for `node`'s `port`; the error
+/// says what is wrong with the target before anything is sent.
+pub(crate) fn envelope(node: &str, port_name: &str, opts: &SendOptions) -> Result<(String, HeaderMap)> {
     let invalid = |what: String| Error::permanent(what).with_code(code::INVALID_MESSAGE);
     if node.contains(':') {
         return Err(invalid(format!(
