@@ -24,10 +24,10 @@ use tiny_runtime::{
 };
 use tiny_testenv::{NatsServer, TestEnv};
 
-/// alpha.hello -> beta.shout -> alpha.respond (retried, 3 s an attempt); beta's login
+/// alpha.hello -> beta.shout -> alpha.respond (retried, 5 s an attempt); beta's login
 /// (a secret in its settings); alpha's shout -> beta's delay (200 ms), retried.
 fn nats_flow(flow: &str) -> String {
-    let retry = r#"{ maxAttempts: 3, initialDelayMs: 100, backoffCoefficient: "1.0", timeoutMs: 3000 }"#;
+    let retry = r#"{ maxAttempts: 3, initialDelayMs: 100, backoffCoefficient: "1.0", timeoutMs: 5000 }"#;
     round_trip(flow, Some(retry))
         + &format!(
             r#"
@@ -50,7 +50,7 @@ spec:
       port: out
       to: "{flow}.beta-v0.delay-1:input"
       flowID: {flow}
-      retryPolicy: {{ maxAttempts: 3, initialDelayMs: 10, backoffCoefficient: "1.0", timeoutMs: 2000 }}
+      retryPolicy: {{ maxAttempts: 3, initialDelayMs: 10, backoffCoefficient: "1.0", timeoutMs: 5000 }}
 ---
 kind: TinyNode
 metadata: {{ name: {flow}.beta-v0.delay-1, labels: {{ tinysystems.io/flow-name: {flow} }} }}
@@ -291,7 +291,7 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
 
     // Under load, one replica is SIGKILLed while it holds messages (each waits 200 ms
     // in beta's delay): what it held is lost (core NATS delivers at most once), and
-    // alpha's edge retry (3 attempts, 2 s each) sends it to a survivor.
+    // alpha's edge retry (3 attempts, 5 s each) sends it to a survivor.
     let total = 120u32;
     let (done, failed) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
     let load = {
