@@ -5,10 +5,13 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-expr fuzz fuzz-smoke load ci
+.PHONY: help up run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-expr fuzz fuzz-smoke load ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
+
+up: ## a local control plane (CRDs, namespace tinysystems) and a NATS broker for your own module, until Ctrl-C; prints the export lines
+	$(CARGO) run -q -p tiny-testenv --example up -- --kubeconfig $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/kubeconfig --crds crds --namespace tinysystems --nats
 
 run: ## start a local control plane and nats-server, run the hello module on NATS, apply a flow, send its signal over NATS, print the result
 	$(CARGO) run -q -p tiny-example-hello --bin cluster-demo

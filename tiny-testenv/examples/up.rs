@@ -1,26 +1,34 @@
 //! Starts a local control plane for humans and keeps it running until Ctrl-C.
 //!
 //! ```text
-//! cargo run -p tiny-testenv --example up -- --kubeconfig /tmp/kc --crds crds/
+//! cargo run -p tiny-testenv --example up -- --kubeconfig /tmp/kc --crds crds/ --namespace tinysystems --nats
 //! ```
 //!
 //! Options:
 //!   --kubeconfig PATH         also write the admin kubeconfig to PATH
 //!   --crds DIR                apply the CRDs in DIR (repeatable)
+//!   --namespace NS            create the namespace NS (repeatable)
+//!   --nats                    start a NATS broker too (token auth) and print its URL
 //!   --no-controller-manager   do not run kube-controller-manager
 //!   --keep                    keep the temporary folder (logs, etcd data) after exit
+//!
+//! It prints `export` lines (`KUBECONFIG`, `TINY_NATS_URL`) for a shell to evaluate, and
+//! where the matching kubectl is.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use tiny_testenv::TestEnv;
 
-const USAGE: &str = "usage: up [--kubeconfig PATH] [--crds DIR]... [--no-controller-manager] [--keep]";
+const USAGE: &str =
+    "usage: up [--kubeconfig PATH] [--crds DIR]... [--namespace NS]... [--nats] [--no-controller-manager] [--keep]";
 
 #[derive(Debug, Default)]
 struct Args {
     kubeconfig: Option<PathBuf>,
     crds: Vec<PathBuf>,
+    namespaces: Vec<String>,
+    nats: bool,
     no_controller_manager: bool,
     keep: bool,
 }
@@ -43,6 +51,10 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--kubeconfig" => args.kubeconfig = Some(value("--kubeconfig")?),
             "--crds" => args.crds.push(value("--crds")?),
+            "--namespace" => args
+                .namespaces
+                .push(value("--namespace")?.to_string_lossy().into_owned()),
+            "--nats" => args.nats = true,
             "--no-controller-manager" => args.no_controller_manager = true,
             "--keep" => args.keep = true,
             "-h" | "--help" => {
@@ -96,11 +108,27 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => env.kubeconfig_path().to_path_buf(),
     };
+    for ns in &args.namespaces {
+        env.create_namespace(ns).await?;
+    }
     eprintln!("up: API server {} (logs in {})", env.server_url(), env.dir().display());
     println!("export KUBECONFIG={}", kubeconfig.display());
+    let broker = if args.nats {
+        let broker = tiny_testenv::NatsServer::start().await?;
+        eprintln!("up: NATS broker {} (token auth)", broker.address());
+        println!("export TINY_NATS_URL={}", broker.url());
+        Some(broker)
+    } else {
+        None
+    };
+    match tiny_testenv::kubectl().await {
+        Ok(kubectl) => eprintln!("up: kubectl for it: {}", kubectl.display()),
+        Err(e) => eprintln!("up: no kubectl: {e}"),
+    }
     eprintln!("up: running; Ctrl-C stops it");
     tokio::signal::ctrl_c().await?;
     eprintln!("up: stopping");
+    drop(broker);
     drop(env);
     Ok(())
 }
