@@ -475,6 +475,24 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     println!("ticker resumed on the new leader {resumed:?} after the kill (lease 4 s)");
 }
 
+/// Presses `button` on `ticker`'s dashboard as the platform does: `{"<button>":true}` on
+/// the module's `.sysmsg` subject with `x-from: signal`, fire and forget.
+async fn press(platform: &mut tiny_testkit::RawNats, ticker: &str, button: &str) {
+    let to = format!("{ticker}:_control");
+    let headers = [("x-to", to.as_str()), ("x-from", "signal")];
+    let body = format!("{{\"{button}\":true}}");
+    platform
+        .publish(
+            "tinymodule.common-module-v0.sysmsg",
+            None,
+            Some(&headers),
+            body.as_bytes(),
+        )
+        .await
+        .expect("published");
+    platform.flush().await.expect("flushed");
+}
+
 /// The platform's way to press a dashboard button on a cluster on NATS: a message on the
 /// module's `.sysmsg` subject with `x-from: signal`, which every replica hears and only
 /// the leader acts on.
@@ -497,23 +515,10 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     shows_start(&nodes, ticker).await;
 
     // Start, as the platform publishes it: fire and forget, on `.sysmsg`.
-    let mut platform = tiny_testenv::RawNats::connect(broker.port(), broker.token())
+    let mut platform = tiny_testkit::RawNats::connect(broker.port(), broker.token())
         .await
         .expect("connects");
-    let press = |button: &'static str| {
-        (
-            "tinymodule.common-module-v0.sysmsg",
-            [("x-to", format!("{ticker}:_control")), ("x-from", "signal".to_owned())],
-            format!("{{\"{button}\":true}}"),
-        )
-    };
-    let (subject, headers, body) = press("start");
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    platform
-        .publish(subject, None, Some(&headers), body.as_bytes())
-        .await
-        .expect("published");
-    platform.flush().await.expect("flushed");
+    press(&mut platform, ticker, "start").await;
     eventually("a few ticks", Duration::from_secs(30), || {
         let nodes = nodes.clone();
         async move { last_tick(&nodes, debug).await.filter(|t| *t >= 3) }
@@ -536,13 +541,7 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     );
 
     // Stop, the same way: the ticks end.
-    let (subject, headers, body) = press("stop");
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    platform
-        .publish(subject, None, Some(&headers), body.as_bytes())
-        .await
-        .expect("published");
-    platform.flush().await.expect("flushed");
+    press(&mut platform, ticker, "stop").await;
     eventually("the ticker to stop", Duration::from_secs(30), || {
         let nodes = nodes.clone();
         async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["status"] == "Not running") }
