@@ -418,11 +418,17 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     Ok(())
 }
 
+/// All of standard input (what `-` stands for in `render` and `send`).
+fn stdin() -> std::io::Result<String> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)?;
+    Ok(text)
+}
+
 /// `render`: a flow file as the API server takes it, or back.
 fn render(args: &RenderArgs) -> ExitCode {
     let text = if args.file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+        stdin()
     } else {
         std::fs::read_to_string(&args.file)
     };
@@ -447,10 +453,7 @@ fn render(args: &RenderArgs) -> ExitCode {
 /// `send`: one message into a node over NATS.
 async fn send(args: SendArgs) -> Result<(), String> {
     let data = if args.data == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| format!("reading standard input: {e}"))?;
-        text
+        stdin().map_err(|e| format!("reading standard input: {e}"))?
     } else {
         args.data
     };
