@@ -101,9 +101,13 @@
 //! # Differences from the Go SDK evaluator
 //!
 //! * `"{{$.a}} {{$.b}}"` is two interpolated expressions (Go reads it as one and fails).
-//! * A path that matches nothing is an error (Go yields null); use `a ?? b` for optional
-//!   fields. A failing expression fails the render instead of leaving `null` or the
-//!   `{{...}}` text in place.
+//! * A failing expression (a path that matches nothing, a wrong operand type) fails
+//!   [`Template::render`]; [`Template::render_lenient`] behaves as Go's evaluator does
+//!   (`null` for a whole-value expression, the `{{...}}` text left in place inside a
+//!   longer string) and hands the failures to the caller. The flow engine renders edges
+//!   leniently, as Go does, unless its module runs with strict expressions
+//!   (`run --strict-expressions`), where a failure fails the hop. `a ?? b` gives an
+//!   optional field a default in either mode.
 //! * Objects and arrays interpolate as compact JSON rather than Go's `map[...]` form.
 //! * Adds `!`, `??`, array literals, `now()` without an argument, and `\{{`; the root
 //!   may be any JSON value. The time and duration arithmetic of Go's `+`/`-` is not supported.

@@ -118,6 +118,31 @@ impl Template {
         render_node(&self.root, root)
     }
 
+    /// Renders the template as the Go SDK's evaluator does: an expression that fails
+    /// does not fail the render. A string that is one expression becomes `null`; an
+    /// expression inside a longer string leaves its text, braces included, in place.
+    /// Each failure is pushed onto `failures` (in document order), for the caller to
+    /// report.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tiny_expr::Template;
+    ///
+    /// let t = Template::compile(&json!({
+    ///     "note": "{{ $.order.note }}",
+    ///     "line": "Order {{$.order.id}}: {{$.order.note}}"
+    /// }))?;
+    /// let mut failures = Vec::new();
+    /// let out = t.render_lenient(&json!({"order": {"id": 7}}), &mut failures);
+    /// assert_eq!(out, json!({"note": null, "line": "Order 7: {{$.order.note}}"}));
+    /// assert_eq!(failures.len(), 2);
+    /// assert_eq!(failures[0].pointer, "/note");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn render_lenient(&self, root: &Value, failures: &mut Vec<EvalError>) -> Value {
+        render_lenient(&self.root, root, failures)
+    }
+
     /// True when the configuration holds no expressions, so [`render`](Self::render)
     /// returns the same value for every message (with `\{{` escapes resolved).
     pub fn is_constant(&self) -> bool {
@@ -248,6 +273,42 @@ fn render_node(n: &TNode, root: &Value) -> Result<Value, EvalError> {
             }
             Ok(Value::Object(map))
         }
+    }
+}
+
+fn render_lenient(n: &TNode, root: &Value, failures: &mut Vec<EvalError>) -> Value {
+    match n {
+        TNode::Const(v) => v.clone(),
+        TNode::Whole(site) => match site.eval(root) {
+            Ok(v) => v.into_owned(),
+            Err(e) => {
+                failures.push(e);
+                Value::Null
+            }
+        },
+        TNode::Interp(parts, hint) => {
+            let mut out = String::with_capacity(*hint);
+            for part in parts {
+                match part {
+                    Part::Text(t) => out.push_str(t),
+                    Part::Expr(site) => match site.eval(root) {
+                        Ok(v) => write_text(&mut out, &v),
+                        Err(e) => {
+                            failures.push(e);
+                            out.push_str(&site.source);
+                        }
+                    },
+                }
+            }
+            Value::String(out)
+        }
+        TNode::Array(items) => Value::Array(items.iter().map(|item| render_lenient(item, root, failures)).collect()),
+        TNode::Object(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(key, item)| (key.clone(), render_lenient(item, root, failures)))
+                .collect(),
+        ),
     }
 }
 

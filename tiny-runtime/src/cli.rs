@@ -155,6 +155,11 @@ struct RunArgs {
     /// over NATS, as a Go module with TINY_NATS_URL. Unset: gRPC only.
     #[arg(long, env = "TINY_NATS_URL")]
     nats_url: Option<String>,
+    /// Fail a message whose edge expression fails (a missing field, a wrong type) with code
+    /// MAPPING. Default, as the Go SDK: the field becomes null (or keeps its `{{...}}` text inside
+    /// a longer string), the hop goes on, and the failure is logged, counted and shown on the node.
+    #[arg(long, env = "TINY_STRICT_EXPRESSIONS")]
+    strict_expressions: bool,
 }
 
 /// A bind address: `host:port`, `[v6]:port`, or Go's `:port` (every IPv4 interface).
@@ -353,6 +358,7 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     }
     config.ingress_class.clone_from(&args.ingress_class);
     config.hostname_suffix.clone_from(&args.ingress_hostname_suffix);
+    config.strict_expressions = args.strict_expressions;
     let grpc = crate::grpc::Grpc::bind(args.grpc_server_bind_address)
         .await
         .map_err(|source| crate::Error::Bind {

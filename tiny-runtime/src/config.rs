@@ -28,6 +28,9 @@ pub struct ModuleConfig {
     pub ingress_class: Option<String>,
     /// Suffix of generated hostnames (`<prefix>-<suffix>`).
     pub hostname_suffix: Option<String>,
+    /// Fail a hop whose edge expression fails, instead of going on with `null` as the
+    /// Go SDK does (see [`tiny_sdk::engine::EngineBuilder::strict_expressions`]).
+    pub strict_expressions: bool,
 }
 
 impl ModuleConfig {
@@ -48,6 +51,7 @@ impl ModuleConfig {
             grpc_addr: None,
             ingress_class: None,
             hostname_suffix: None,
+            strict_expressions: false,
         }
     }
 

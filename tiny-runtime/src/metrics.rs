@@ -5,6 +5,7 @@
 //! | `tiny_node_messages_total` | counter | `node`, `port`: messages a node's port handled |
 //! | `tiny_node_errors_total` | counter | `node`, `port`, `code`: handler failures by error code (`none` without one) |
 //! | `tiny_node_retries_total` | counter | `node`, `port`: deliveries that were a retry along an edge |
+//! | `tiny_edge_expression_errors_total` | counter | `node`, `port`, `edge`: edge expressions that failed making a port's input (the hop went on with `null`, as in the Go SDK) |
 //! | `tiny_node_handle_duration_seconds` | histogram | `node`, `port`: handler time, downstream included |
 //! | `tiny_nodes` | gauge | `state`: `running`, `failed` |
 //! | `tiny_grpc_client_calls_total` | counter | `module`, `outcome`: calls to other modules, by gRPC outcome |
@@ -17,7 +18,7 @@
 //! | `tiny_status_writes_total`, `tiny_node_reconciles_total` | counter | TinyNode status writes, node reconciles |
 //!
 //! Labels never carry message data, and every labelled family is capped
-//! (10,000 node/port pairs, 16 codes per port, 256 peer modules): past a cap, counts go to a series labelled `_other`, so a flow
+//! (10,000 node/port pairs, 16 codes and 16 edges per port, 256 peer modules): past a cap, counts go to a series labelled `_other`, so a flow
 //! that makes up error codes cannot grow the exposition without bound.
 
 use std::{
@@ -85,6 +86,16 @@ impl Metrics {
             Metrics::inc(&self.hop_errors);
         }
         self.ports.get(node, port).record(took, attempt, error);
+    }
+
+    /// Counts `n` edge expressions that failed along `edge` into `node`'s `port`.
+    pub(crate) fn record_expression_errors(&self, node: &str, port: &str, edge: &str, n: usize) {
+        let stats = self.ports.get(node, port);
+        let mut edges = stats
+            .expression_errors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        bump(&mut edges, edge, n as u64);
     }
 
     /// The exposition text.
@@ -176,6 +187,21 @@ struct PortStats {
     sum_micros: AtomicU64,
     /// Failures by code: few, and only on the failure path.
     errors: Mutex<Vec<(String, u64)>>,
+    /// Failed edge expressions by edge id: only on the failure path.
+    expression_errors: Mutex<Vec<(String, u64)>>,
+}
+
+/// Adds `n` to `key`'s count, or to [`OTHER`]'s once [`MAX_CODES`] keys have one.
+fn bump(counts: &mut Vec<(String, u64)>, key: &str, n: u64) {
+    let key = if counts.len() >= MAX_CODES && !counts.iter().any(|(c, _)| c == key) {
+        OTHER
+    } else {
+        key
+    };
+    match counts.iter_mut().find(|(c, _)| c == key) {
+        Some((_, count)) => *count += n,
+        None => counts.push((key.to_owned(), n)),
+    }
 }
 
 impl PortStats {
@@ -190,17 +216,8 @@ impl PortStats {
         self.sum_micros
             .fetch_add(u64::try_from(took.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
         if let Some(code) = error {
-            let code = code.unwrap_or("none");
             let mut errors = self.errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let code = if errors.len() >= MAX_CODES && !errors.iter().any(|(c, _)| c == code) {
-                OTHER
-            } else {
-                code
-            };
-            match errors.iter_mut().find(|(c, _)| c == code) {
-                Some((_, n)) => *n += 1,
-                None => errors.push((code.to_owned(), 1)),
-            }
+            bump(&mut errors, code.unwrap_or("none"), 1);
         }
     }
 }
@@ -276,6 +293,27 @@ impl PortTable {
                     Label(n),
                     Label(p),
                     Label(code)
+                );
+            }
+        }
+        header(
+            out,
+            "tiny_edge_expression_errors_total",
+            "counter",
+            "Edge expressions that failed making a node's input (the hop went on with null).",
+        );
+        for (n, p, s) in &rows {
+            let edges = s
+                .expression_errors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (edge, count) in edges.iter() {
+                let _ = writeln!(
+                    out,
+                    "tiny_edge_expression_errors_total{{node=\"{}\",port=\"{}\",edge=\"{}\"}} {count}",
+                    Label(n),
+                    Label(p),
+                    Label(edge)
                 );
             }
         }
@@ -461,6 +499,14 @@ impl Observer for HopMetrics {
             let error = event.error.map(|e| e.code());
             self.0
                 .record_hop(event.node, event.port, event.duration, event.attempt, error);
+            if !event.expression_errors.is_empty() {
+                self.0.record_expression_errors(
+                    event.node,
+                    event.port,
+                    event.edge_id.unwrap_or_default(),
+                    event.expression_errors.len(),
+                );
+            }
         }
     }
 
@@ -496,6 +542,27 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
         }
+    }
+
+    #[test]
+    fn expression_errors_are_counted_per_edge_and_capped() {
+        let m = Metrics::default();
+        m.record_expression_errors("n", "in", "e1", 2);
+        m.record_expression_errors("n", "in", "e1", 1);
+        for i in 0..40 {
+            m.record_expression_errors("n", "in", &format!("made-up-{i}"), 1);
+        }
+        let text = m.render();
+        assert!(
+            text.lines()
+                .any(|l| l == "tiny_edge_expression_errors_total{node=\"n\",port=\"in\",edge=\"e1\"} 3"),
+            "{text}"
+        );
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("tiny_edge_expression_errors_total{"))
+            .count();
+        assert_eq!(series, MAX_CODES + 1, "capped, then `_other`: {text}");
     }
 
     #[test]

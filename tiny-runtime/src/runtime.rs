@@ -91,6 +91,7 @@ impl Runtime {
                 let _ = changes.send(node.to_owned());
             })
             .module(opts.config.name.clone())
+            .strict_expressions(opts.config.strict_expressions)
             .registry(opts.registry)
             .client_factory(Arc::new(
                 move |id: &tiny_sdk::NodeIdentity| -> Arc<dyn tiny_sdk::ResourceManager> {

@@ -73,6 +73,21 @@ pub fn node_status(
         observed_generation: Some(generation),
         last_transition_time: since,
     }];
+    if let Some(failing) = report.filter(|r| !r.failing_edges.is_empty()) {
+        // While an edge's expressions keep failing (the hops go on with null, as in
+        // the Go SDK): gone once they have rendered cleanly for a minute.
+        let since = previous
+            .and_then(|p| p.conditions.iter().find(|c| c.type_ == EXPRESSIONS_CONDITION))
+            .map_or_else(|| Time(Timestamp::now()), |c| c.last_transition_time.clone());
+        s.conditions.push(Condition {
+            type_: EXPRESSIONS_CONDITION.into(),
+            status: "False".into(),
+            reason: "ExpressionFailing".into(),
+            message: failing.failing_edges.join("\n"),
+            observed_generation: Some(generation),
+            last_transition_time: since,
+        });
+    }
     s.last_update_time = previous.and_then(|p| p.last_update_time.clone());
     s
 }
@@ -100,6 +115,10 @@ pub fn edges_condition(missing: &[String], previous: Option<&TinyNodeStatus>, ge
 
 /// The node condition about its edges' targets.
 pub const EDGES_CONDITION: &str = "EdgesResolved";
+
+/// The node condition while expressions on edges into it fail (see
+/// [`tiny_sdk::engine::FAILING_WINDOW`]).
+pub const EXPRESSIONS_CONDITION: &str = "ExpressionsEvaluated";
 
 /// The `Ready=False` reason for a node error, by its code.
 fn not_ready_reason(e: &Error) -> &'static str {

@@ -1,8 +1,25 @@
 //! Errors a component returns, and the payload of the conventional `error` port.
 //!
-//! Every error is either *transient* (worth another attempt under the edge's retry
-//! policy) or *permanent* (never retried: bad input, a missing node, a decode failure).
-//! The Go SDK loses this distinction on the wire; tiny keeps it end to end.
+//! Every error is either *transient* (marked retryable: worth another attempt under the
+//! edge's retry policy) or *permanent* (never retried). As in the Go SDK, an edge retries
+//! only what was marked retryable: an error nobody marked (a `?` on an I/O error, a
+//! `String`) gets one attempt, because its side effect (a payment, an email, a paid
+//! API call) may already have happened. Mark a failure that is safe to try again with
+//! [`Error::transient`]:
+//!
+//! ```
+//! # use tiny_sdk::{Error, Result};
+//! # async fn call() -> std::io::Result<u32> { Ok(1) }
+//! # async fn f() -> Result<u32> {
+//! // Retried by the edge (a refused connection is worth another attempt):
+//! let n = call().await.map_err(Error::transient)?;
+//! // Not retried (the default for every conversion):
+//! let m = call().await?;
+//! # Ok(n + m) }
+//! ```
+//!
+//! Which failures tiny itself marks retryable is listed in `docs/delivery.md`. The kind
+//! crosses the wire between tiny modules (`x-error-kind`).
 
 use std::fmt;
 
@@ -15,9 +32,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ErrorKind {
-    /// A retry may succeed (a timeout, a refused connection, a busy peer).
+    /// Marked retryable: a retry may succeed, and trying again is safe (a timeout, a
+    /// refused connection, a busy peer).
     Transient,
-    /// A retry repeats the failure (bad input, unknown port, a type mismatch).
+    /// Not retried: a retry repeats the failure (bad input, unknown port, a type
+    /// mismatch), or nobody said that trying again is safe (every `From` conversion).
     Permanent,
 }
 
@@ -46,7 +65,8 @@ pub struct Error {
 }
 
 impl Error {
-    /// A transient error: the edge's retry policy may try the hop again.
+    /// A transient error, marked retryable: the edge's retry policy may try the hop
+    /// again (Go's `module.Retryable`). Mark only failures whose retry is safe.
     pub fn transient(message: impl fmt::Display) -> Self {
         Self {
             kind: ErrorKind::Transient,
@@ -58,7 +78,7 @@ impl Error {
         }
     }
 
-    /// A permanent error: never retried.
+    /// A permanent error: never retried (also what every `From` conversion makes).
     pub fn permanent(message: impl fmt::Display) -> Self {
         Self {
             kind: ErrorKind::Permanent,
@@ -237,17 +257,19 @@ pub mod code {
     pub const FORBIDDEN: &str = "FORBIDDEN";
 }
 
-/// Foreign errors are transient unless marked otherwise: an I/O or HTTP failure usually is.
-macro_rules! transient_from {
+/// Foreign errors are not retried unless marked: as in the Go SDK, an unmarked failure
+/// gets one attempt, since what it did before failing may not be safe to do twice.
+/// Wrap a failure that is with [`Error::transient`] (`.map_err(Error::transient)?`).
+macro_rules! unmarked_from {
     ($($t:ty),* $(,)?) => {$(
         impl From<$t> for Error {
             fn from(e: $t) -> Self {
-                Error::transient(e)
+                Error::permanent(e)
             }
         }
     )*};
 }
-transient_from!(std::io::Error, String, &str, std::fmt::Error);
+unmarked_from!(std::io::Error, String, &str, std::fmt::Error);
 
 impl From<serde_json::Error> for Error {
     /// A (de)serialisation failure repeats on retry.

@@ -100,6 +100,16 @@ impl HarnessBuilder {
         self
     }
 
+    /// Fails a hop whose edge expression fails, as a module run with
+    /// `--strict-expressions` does (see [`EngineBuilder::strict_expressions`]); by
+    /// default, as in the Go SDK, the hop goes on with `null` in the field and the
+    /// failure is recorded ([`Harness::expression_errors`]).
+    #[must_use]
+    pub fn strict_expressions(mut self) -> Self {
+        self.engine = self.engine.strict_expressions(true);
+        self
+    }
+
     /// Starts every node; fails on the first node whose spec is wrong.
     pub async fn build(self) -> Result<Harness> {
         let (h, errors) = self.build_lenient().await?;
@@ -179,12 +189,21 @@ impl Harness {
         self.log.failures.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
+    /// Edge expressions that failed (and gave `null`, or left their text in place),
+    /// as `("<node>:<port>", error)` of the port they fed, in order.
+    pub fn expression_errors(&self) -> Vec<(String, crate::expr::EvalError)> {
+        self.log.expressions.lock().map(|f| f.clone()).unwrap_or_default()
+    }
+
     /// Forgets what was recorded so far.
     pub fn clear(&self) {
         if let Ok(mut e) = self.log.events.lock() {
             e.clear();
         }
         if let Ok(mut f) = self.log.failures.lock() {
+            f.clear();
+        }
+        if let Ok(mut f) = self.log.expressions.lock() {
             f.clear();
         }
     }
@@ -223,6 +242,7 @@ impl Relay {
 struct Recorder {
     events: Mutex<HashMap<(HopKind, String), Vec<Value>>>,
     failures: Mutex<Vec<(String, Error)>>,
+    expressions: Mutex<Vec<(String, crate::expr::EvalError)>>,
 }
 
 impl Recorder {
@@ -240,6 +260,11 @@ impl Observer for Recorder {
         let at = format!("{}:{}", event.node, event.port);
         if let (Some(err), Ok(mut f)) = (event.error, self.failures.lock()) {
             f.push((at.clone(), err.clone()));
+        }
+        if !event.expression_errors.is_empty()
+            && let Ok(mut f) = self.expressions.lock()
+        {
+            f.extend(event.expression_errors.iter().map(|e| (at.clone(), e.clone())));
         }
         if let Ok(mut e) = self.events.lock() {
             e.entry((event.kind, at))

@@ -145,6 +145,101 @@ async fn edge_mappings_keep_types_and_interpolate_each_expression() {
     );
 }
 
+/// One edge configuration with a required and an optional field, whole and
+/// interpolated, as an editor flow built for Go has it.
+fn optional_field_flow() -> tiny_sdk::flow::Flow {
+    FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "answer")
+        .edge(
+            "a:out",
+            "b:input",
+            json!({
+                "id": "{{$.id}}",
+                "note": "{{$.note}}",
+                "big": "{{$.total > 100}}",
+                "line": "Order {{$.id}}: {{$.note}}"
+            }),
+        )
+        .build()
+}
+
+#[tokio::test]
+async fn a_failing_expression_yields_null_or_keeps_its_text_as_in_go() {
+    let h = harness().flow(optional_field_flow()).build().await.expect("loads");
+    // With every field: as written.
+    let full = h
+        .send("a:input", json!({"id": 7, "note": "fragile", "total": 120}))
+        .await
+        .expect("runs");
+    assert_eq!(
+        full.into_value(),
+        Some(json!({"id": 7, "note": "fragile", "big": true, "line": "Order 7: fragile"}))
+    );
+    assert!(h.expression_errors().is_empty());
+    // Without `note` and `total`: Go's evaluator gives null for a whole-value
+    // expression that fails and leaves an interpolated one's text; the flow goes on.
+    let partial = h.send("a:input", json!({"id": 8})).await.expect("goes on");
+    assert_eq!(
+        partial.into_value(),
+        Some(json!({"id": 8, "note": null, "big": null, "line": "Order 8: {{$.note}}"}))
+    );
+    let failed = h.expression_errors();
+    let fields: Vec<&str> = failed.iter().map(|(_, e)| e.pointer.as_str()).collect();
+    assert_eq!(fields, ["/note", "/big", "/line"], "{failed:?}");
+    assert!(failed.iter().all(|(at, _)| at == "b:input"));
+    assert!(failed[1].1.message.contains("total"), "{failed:?}");
+    // The node says so while it keeps happening, naming edge, field and expression.
+    let report = h.report("b").expect("b runs");
+    assert!(report.error.is_none(), "the node itself is fine");
+    assert_eq!(report.failing_edges.len(), 1, "{:?}", report.failing_edges);
+    let line = &report.failing_edges[0];
+    for part in ["from `a:out`", "port `input`", "3 failed", "/note", "{{$.note}}"] {
+        assert!(line.contains(part), "`{part}` in {line}");
+    }
+    assert!(h.report("a").expect("a runs").failing_edges.is_empty());
+    // A re-apply of the same spec (a status write, the heartbeat) does not forget it.
+    let b = optional_field_flow()
+        .nodes
+        .into_iter()
+        .find(|n| n.name == "b")
+        .expect("b");
+    h.engine().apply(b).await.expect("re-applied");
+    assert_eq!(h.report("b").expect("b").failing_edges.len(), 1);
+}
+
+#[tokio::test]
+async fn strict_expressions_fail_the_hop_as_before() {
+    let h = harness()
+        .strict_expressions()
+        .flow(optional_field_flow())
+        .build()
+        .await
+        .expect("loads");
+    let ok = h.send("a:input", json!({"id": 7, "note": "n", "total": 1})).await;
+    assert!(ok.is_ok(), "{ok:?}");
+    let err = h.send("a:input", json!({"id": 8})).await.expect_err("strict");
+    assert_eq!(err.code(), Some(code::MAPPING));
+    assert!(err.to_string().contains("/note"), "{err}");
+    assert!(h.expression_errors().is_empty(), "a failed hop, not a lenient render");
+}
+
+#[tokio::test]
+async fn settings_expressions_see_no_message_and_yield_null_as_in_go() {
+    let flow = FlowBuilder::new()
+        .node("f", "flaky")
+        .settings(json!({"failures": 0, "code": "{{$.code}}"}))
+        .build();
+    harness().flow(flow.clone()).build().await.expect("loads: code is null");
+    let err = harness()
+        .strict_expressions()
+        .flow(flow)
+        .build()
+        .await
+        .expect_err("strict: the settings expression fails");
+    assert!(err.to_string().contains("_settings"), "{err}");
+}
+
 #[tokio::test]
 async fn a_path_that_matches_nothing_is_an_error_naming_node_edge_and_field() {
     let flow = FlowBuilder::new()
@@ -152,7 +247,7 @@ async fn a_path_that_matches_nothing_is_an_error_naming_node_edge_and_field() {
         .node("b", "answer")
         .edge("a:out", "b:input", json!({"user": {"name": "{{$.user.nmae}}"}}))
         .build();
-    let h = harness().flow(flow).build().await.expect("loads");
+    let h = harness().strict_expressions().flow(flow).build().await.expect("loads");
     let err = h
         .send("a:input", json!({"user": {"name": "Ada"}}))
         .await
@@ -328,6 +423,63 @@ async fn a_handler_may_mark_its_own_error_relayed() {
     let err = h.send("a:input", json!("x")).await.expect_err("f always fails");
     assert!(err.is_relayed() && err.is_retryable(), "{err}");
     assert_eq!(failures_at(&h, "f:input"), 3, "{err}");
+}
+
+/// Charges a card: fails with a plain `?`, which marks nothing, on an I/O error
+/// (`io: true`) or a `String`; counts its runs on `runs`.
+#[derive(Debug, Component, Default)]
+#[component(name = "charge")]
+struct Charge {
+    input: Input<Value>,
+    runs: Input<Value>,
+    count: AtomicU32,
+}
+
+impl Charge {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        if msg["io"] == json!(true) {
+            std::fs::read("/nonexistent/tiny/card")?;
+        }
+        Err(format!("card declined after charging {}", msg["amount"]))?
+    }
+
+    async fn on_runs(&self, _: &Ctx<Self>, _: Value) -> Reply {
+        Reply::value(json!(self.count.load(Ordering::SeqCst)))
+    }
+}
+
+#[tokio::test]
+async fn unmarked_errors_get_one_attempt_as_in_go() {
+    // The edge has the default policy (3 attempts): a plain `?` on an I/O error or a
+    // String is not marked retryable, so the side effect runs once.
+    for input in [json!({"amount": 5}), json!({"amount": 5, "io": true})] {
+        let flow = FlowBuilder::new()
+            .node("a", "relay")
+            .node("c", "charge")
+            .edge("a:out", "c:input", json!("{{$}}"))
+            .build();
+        let h = harness().register::<Charge>().flow(flow).build().await.expect("loads");
+        let err = h.send("a:input", input.clone()).await.expect_err("declined");
+        assert!(!err.is_retryable(), "{err}");
+        let runs = h.send("c:runs", json!(null)).await.expect("counts").into_value();
+        assert_eq!(runs, Some(json!(1)), "ran once for {input}: {err}");
+        assert_eq!(failures_at(&h, "c:input"), 1);
+    }
+}
+
+#[tokio::test]
+async fn marked_errors_are_retried_by_the_default_policy() {
+    // No retryPolicy on the edge: 3 attempts for an error marked transient.
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("f", "flaky")
+        .settings(json!({"failures": 2}))
+        .edge("a:out", "f:input", json!("{{$}}"))
+        .build();
+    let h = harness().flow(flow).build().await.expect("loads");
+    let reply = h.send("a:input", json!("x")).await.expect("third attempt succeeds");
+    assert_eq!(reply.into_value(), Some(json!({"attempts": 3, "msg": "x"})));
 }
 
 #[tokio::test]

@@ -816,3 +816,158 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     }
     drop(alpha);
 }
+
+/// `shout` answers through `respond`, whose edge reads a field `shout` never sends, as
+/// an editor flow built for Go does with an optional field.
+const OPTIONAL_FIELD_FLOW: &str = r#"
+kind: TinyNode
+metadata: { name: x.alpha-v0.shout-1, labels: { tinysystems.io/flow-name: x } }
+spec:
+  module: alpha
+  component: shout
+  edges:
+    - { id: to-respond, port: out, to: "x.alpha-v0.respond-1:response", flowID: x }
+---
+kind: TinyNode
+metadata: { name: x.alpha-v0.respond-1, labels: { tinysystems.io/flow-name: x } }
+spec:
+  module: alpha
+  component: respond
+  ports:
+    - from: "x.alpha-v0.shout-1:out"
+      port: response
+      configuration: { text: "{{$.text}}", note: "{{$.note}}", line: "said {{$.note}}" }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_edge_expression_goes_on_and_shows_in_log_metrics_span_tracker_and_status() {
+    let receiver = Receiver::default();
+    let endpoint = receiver.start().await;
+    let env = env().await;
+    let client = env.client();
+    env.create_namespace("x").await.expect("namespace");
+    let logs = env.dir().join("alpha-expressions.json");
+    let mut vars = otel_vars(&endpoint);
+    vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
+    vars.push(("RUST_LOG", "info".to_owned()));
+    let alpha = hello(&env, "x", "alpha-0", "alpha")
+        .envs(as_refs(&vars))
+        .logs(&logs)
+        .start();
+    let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "x");
+    let spec = TinyTrackerSpec {
+        flow_id: "x".into(),
+        max_hops: Some(50),
+    };
+    trackers
+        .create(&PostParams::default(), &TinyTracker::new("x-tracker", spec))
+        .await
+        .expect("tracker created");
+    create_flow(&client, "x", OPTIONAL_FIELD_FLOW).await;
+    let (shout, respond) = ("x.alpha-v0.shout-1", "x.alpha-v0.respond-1");
+    nodes_ready(&client, "x", &[shout, respond]).await;
+
+    // The flow goes on, as on a Go module: null for the whole-value field, the text
+    // kept in the interpolated one. Sent until the tracker follows the flow.
+    let mut runs = 0;
+    eventually("the module to follow the tracker", Duration::from_secs(60), || {
+        runs += 1;
+        let (client, trackers) = (client.clone(), trackers.clone());
+        let name = format!("run-{runs}");
+        async move {
+            let s = signal(&client, "x", &name, shout, "input", json!({"text": "hi"})).await;
+            let st = s.status.expect("status");
+            assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
+            assert_eq!(
+                st.reply.map(|r| r.0),
+                Some(json!({"text": "HI", "note": null, "line": "said {{$.note}}"}))
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await; // past a flush
+            let t = trackers.get("x-tracker").await.ok()?;
+            (t.status?.total > 0).then_some(())
+        }
+    })
+    .await;
+
+    // Counted by node and edge: two expressions failed on each run.
+    let metrics = scrape(&alpha).await;
+    let counted = sample(
+        &metrics,
+        "tiny_edge_expression_errors_total",
+        &[("node", respond), ("port", "response"), ("edge", "to-respond")],
+    );
+    assert_eq!(counted, Some(2.0 * f64::from(runs)), "{runs} runs");
+
+    // The tracker's preview of the respond hop names them.
+    let tracker = trackers.get("x-tracker").await.expect("tracker");
+    let hop = tracker
+        .status
+        .as_ref()
+        .and_then(|s| s.hops.iter().find(|h| h.node == respond))
+        .cloned()
+        .expect("the respond hop is tracked");
+    assert_eq!(hop.error, None, "the hop itself succeeded");
+    assert_eq!(hop.expression_errors.len(), 2, "{hop:?}");
+    assert!(hop.expression_errors[0].contains("{{$.note}}"), "{hop:?}");
+
+    // The node's status says so while it keeps happening.
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "x");
+    let condition = eventually("the failing edge on the node's status", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let node = nodes.get(respond).await.ok()?;
+            node.status?
+                .conditions
+                .into_iter()
+                .find(|c| c.type_ == "ExpressionsEvaluated")
+        }
+    })
+    .await;
+    assert_eq!(condition.status, "False");
+    assert_eq!(condition.reason, "ExpressionFailing");
+    assert!(
+        condition.message.contains("edge `to-respond`") && condition.message.contains("/note"),
+        "{}",
+        condition.message
+    );
+    let ready = nodes
+        .get(respond)
+        .await
+        .ok()
+        .and_then(|n| n.status)
+        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Ready"));
+    assert_eq!(ready.map(|c| c.status).as_deref(), Some("True"), "the node runs");
+
+    // The hop's span carries Go's `expression_error` events.
+    let (_, trace) = eventually("the run's spans", Duration::from_secs(30), || {
+        let found = receiver.trace_of_signal("run-1").filter(|(_, t)| t.len() >= 2);
+        async move { found }
+    })
+    .await;
+    let span = trace
+        .iter()
+        .find(|s| s.attr("tiny.node").as_deref() == Some(respond))
+        .expect("the respond hop's span");
+    assert_eq!(span.attr("tiny.outcome").as_deref(), Some("ok"));
+    let events: Vec<_> = span
+        .span
+        .events
+        .iter()
+        .filter(|e| e.name == "expression_error")
+        .collect();
+    assert_eq!(events.len(), 2, "{:?}", span.span.events);
+    assert_eq!(attr(&events[0].attributes, "expression").as_deref(), Some("{{$.note}}"));
+    assert!(attr(&events[0].attributes, "error").is_some_and(|e| e.contains("note")));
+
+    // The log says it once for the edge, however many runs failed.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = std::fs::read_to_string(&logs).expect("logs");
+    let said: Vec<&str> = log.lines().filter(|l| l.contains("edge expression failed")).collect();
+    assert_eq!(said.len(), 1, "{runs} runs, logged once:\n{log}");
+    assert!(
+        said[0].contains("to-respond") && said[0].contains(respond),
+        "{}",
+        said[0]
+    );
+    drop(alpha);
+}

@@ -226,7 +226,13 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     ));
     write_status(api, shared, &name, current, desired).await?;
     publish_error(shared, node, &name, error.as_ref().map(ToString::to_string)).await;
-    Ok(Action::requeue(status::HEARTBEAT))
+    // A failing edge is looked at again once it may have stopped, to clear its condition.
+    let failing = report.as_ref().is_some_and(|r| !r.failing_edges.is_empty());
+    Ok(Action::requeue(if failing {
+        tiny_sdk::engine::FAILING_WINDOW
+    } else {
+        status::HEARTBEAT
+    }))
 }
 
 /// Writes `desired` over `current` when they differ (or the heartbeat is due).

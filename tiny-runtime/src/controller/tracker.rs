@@ -175,6 +175,7 @@ impl Observer for Tracking {
             duration_us: u64::try_from(event.duration.as_micros()).unwrap_or(u64::MAX),
             error: event.error.map(ToString::to_string),
             data,
+            expression_errors: event.expression_errors.iter().map(ToString::to_string).collect(),
         };
         if let Ok(mut t) = track.lock() {
             t.total += 1;

@@ -118,6 +118,8 @@ pub(crate) struct Inner {
     /// Told the name of a node whose status should be rewritten (its `_control` view
     /// changed).
     pub on_change: Option<ChangeFn>,
+    /// Fail a hop whose edge expression fails, instead of going on as Go does.
+    pub strict_expressions: bool,
 }
 
 /// Told the name of a node whose status changed outside a reconcile.

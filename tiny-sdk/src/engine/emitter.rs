@@ -121,6 +121,7 @@ impl NodeEmitter {
                 error: None,
                 attempt: 1,
                 secrets: crate::redact::Secrets::none(),
+                expression_errors: &[],
             });
         }
         if let Some(outlet) = runner.outlet(port) {

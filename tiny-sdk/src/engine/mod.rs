@@ -16,6 +16,7 @@
 //! - `registry`: which components this module can run.
 //! - `instance`: a component instance behind a type-erased handle.
 //! - `runner`: one node: its instance, compiled mappings, settings and edges.
+//! - `mapping`: edge mappings, and what a failing expression does (Go's `null`).
 //! - `fanout`: emitting along edges, in parallel, with retries.
 //! - `retry`: retry policies and backoff.
 //! - `observe`: hooks that see every hop (test collectors, metrics, TinyTracker).
@@ -25,6 +26,7 @@ mod deliver;
 mod emitter;
 mod fanout;
 mod instance;
+mod mapping;
 mod observe;
 mod registry;
 mod report;
@@ -35,6 +37,7 @@ mod trace;
 
 pub use deliver::{NODE_WAIT, NodeDirectory, RemoteRouter, Source};
 pub(crate) use emitter::NodeEmitter;
+pub use mapping::FAILING_WINDOW;
 pub use observe::{HopEvent, HopKind, Observer, Observers};
 pub use registry::{ComponentEntry, Registry};
 pub use report::{NodeReport, PortReport};

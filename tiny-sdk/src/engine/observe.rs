@@ -55,6 +55,11 @@ pub struct HopEvent<'a> {
     /// Where the port's secret fields are in `data`: an observer that writes or
     /// prints the payload uses [`HopEvent::redacted_json`].
     pub secrets: &'a Secrets,
+    /// For deliveries along an edge: the edge expressions that failed making the
+    /// input (each gave `null` or left its text in place, as in the Go SDK), secret
+    /// values masked. Empty when all rendered, or when the engine runs strict (the
+    /// hop then fails with code `MAPPING`).
+    pub expression_errors: &'a [tiny_expr::EvalError],
 }
 
 impl HopEvent<'_> {

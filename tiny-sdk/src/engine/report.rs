@@ -15,6 +15,10 @@ pub struct NodeReport {
     pub ports: Vec<PortReport>,
     /// Why the node does not run as specified, if it does not.
     pub error: Option<Error>,
+    /// Edges into the node whose expressions failed within
+    /// [`FAILING_WINDOW`](super::FAILING_WINDOW) (the hop went on with `null`, as in
+    /// the Go SDK), one line each naming the edge, the field and the expression.
+    pub failing_edges: Vec<String>,
 }
 
 /// One port in a [`NodeReport`].
@@ -74,6 +78,7 @@ impl Engine {
                 component,
                 ports: Vec::new(),
                 error,
+                failing_edges: Vec::new(),
             });
         };
         let mut ports: Vec<PortReport> = runner
@@ -100,6 +105,7 @@ impl Engine {
             component: Some(runner.instance.info()),
             ports,
             error,
+            failing_edges: runner.failing_edges(),
         })
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tiny_expr::Template;
+use tiny_expr::EvalError;
 
 use crate::{
     context::Hop,
@@ -20,6 +20,7 @@ use crate::{
 use super::{
     deliver::{Source, To},
     instance::NodeInstance,
+    mapping::{EdgeMapping, Mapping, Policy, Site},
     observe::{HopEvent, HopKind, Observer},
     retry::Backoff,
 };
@@ -45,39 +46,20 @@ pub(crate) struct Runner {
     /// What is wrong with a spec that runs anyway: edges that leave ports the
     /// settings switched off or removed (see [`settle`](Self::settle)).
     pub problem: Option<Error>,
+    /// What a failing edge expression does.
+    policy: Policy,
 }
 
 /// One input port, resolved when the node loads.
 struct Inlet {
     spec: &'static PortSpec,
     /// Edge mappings by sender (`"<node>:<port>"`).
-    mappings: Vec<(String, Mapping)>,
+    mappings: Vec<EdgeMapping>,
     /// What an edge without a mapping delivers: the port's default configuration,
     /// encoded once.
     default: Msg,
     /// Where the port's secret fields are.
     secrets: Secrets,
-}
-
-/// How an edge's configuration turns the sender's message into the target's input.
-enum Mapping {
-    /// `"{{$}}"`: the message itself, borrowed rather than copied.
-    Identity,
-    Template(Template),
-}
-
-impl Mapping {
-    fn new(config: &Value) -> std::result::Result<Mapping, tiny_expr::CompileError> {
-        let identity = config
-            .as_str()
-            .and_then(|s| s.strip_prefix("{{")?.strip_suffix("}}"))
-            .is_some_and(|e| e.trim() == "$");
-        if identity {
-            Ok(Mapping::Identity)
-        } else {
-            Template::compile(config).map(Mapping::Template)
-        }
-    }
 }
 
 /// The edges leaving one source port.
@@ -120,7 +102,7 @@ impl Route {
 impl Runner {
     /// Compiles everything a message will need, so that nothing is parsed per message.
     /// Every mistake in the spec is reported here, naming where it is.
-    pub fn build(node: Node, instance: Arc<dyn NodeInstance>) -> Result<Runner> {
+    pub fn build(node: Node, instance: Arc<dyn NodeInstance>, policy: Policy) -> Result<Runner> {
         let ports = instance.ports();
         let name: Arc<str> = node.name.as_str().into();
         let mut inputs: Vec<Inlet> = ports
@@ -164,17 +146,26 @@ impl Runner {
                 Error::permanent(format!("port `{}`{edge}: {e}", pc.port))
             })?;
             if pc.port == system::SETTINGS && pc.from.is_empty() {
-                // Settings have no incoming message: expressions see an empty object.
+                // Settings have no incoming message: expressions see an empty object,
+                // so a path in them yields null, as in the Go SDK (strictly: an error).
                 let empty = Value::Object(Default::default());
                 let rendered = match mapping {
                     Mapping::Identity => empty,
-                    Mapping::Template(t) => t
+                    Mapping::Template(t) if policy.strict => t
                         .render(&empty)
                         .map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
+                    Mapping::Template(t) => {
+                        let mut failures = Vec::new();
+                        let rendered = t.render_lenient(&empty, &mut failures);
+                        for f in &failures {
+                            tracing::warn!(node = %name, error = %f, "settings expression yields null (settings see no message)");
+                        }
+                        rendered
+                    }
                 };
                 settings = Some(rendered);
             } else if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
-                inlet.mappings.push((pc.from.clone(), mapping));
+                inlet.mappings.push(EdgeMapping::new(pc.from.clone(), mapping));
             }
         }
         let mut outlets: Vec<Outlet> = Vec::new();
@@ -239,7 +230,32 @@ impl Runner {
             settings_secrets,
             secret_values,
             problem: None,
+            policy,
         })
+    }
+
+    /// Carries over what `old`, the node's previous runner, knows of failing edges
+    /// (the same sender into the same port).
+    pub fn keep_failures(&mut self, old: &Runner) {
+        for inlet in &mut self.inputs {
+            let Some(before) = old.inputs.iter().find(|i| i.spec.name == inlet.spec.name) else {
+                continue;
+            };
+            for m in &mut inlet.mappings {
+                if let Some(o) = before.mappings.iter().find(|o| o.from == m.from) {
+                    m.keep_failures(o);
+                }
+            }
+        }
+    }
+
+    /// The edges into this node whose expressions failed within
+    /// [`FAILING_WINDOW`](super::FAILING_WINDOW), one line each.
+    pub fn failing_edges(&self) -> Vec<String> {
+        self.inputs
+            .iter()
+            .flat_map(|i| i.mappings.iter().filter_map(|m| m.failing(i.spec.name)))
+            .collect()
     }
 
     /// The secret values of the node's settings, to keep out of what tiny prints.
@@ -302,21 +318,26 @@ impl Runner {
         self.outlets.iter().find(|o| o.port == port)
     }
 
-    /// The input for `inlet` from a message that came from `source`.
-    fn input(inlet: &Inlet, source: &Source<'_>, data: Msg) -> Result<Msg> {
+    /// The input for `inlet` from a message that came from `source`, with the edge
+    /// expressions that failed on the way (see [`mapping`](super::mapping)).
+    fn input(&self, inlet: &Inlet, source: &Source<'_>, data: Msg) -> Result<(Msg, Vec<EvalError>)> {
         match source {
-            Source::Signal => Ok(data),
-            Source::Edge { from, .. } => match inlet.mappings.iter().find(|(f, _)| f == from) {
-                Some((_, Mapping::Identity)) => Ok(data),
-                Some((_, Mapping::Template(template))) => {
-                    template.render(data.json()?).map(Msg::from_json).map_err(|e| {
-                        Error::permanent(format!("edge mapping from `{from}`: {e}"))
-                            .with_code(crate::error::code::MAPPING)
-                    })
-                }
+            Source::Signal => Ok((data, Vec::new())),
+            Source::Edge { from, edge_id } => match inlet.mappings.iter().find(|m| m.from == *from) {
+                Some(m) => m.apply(
+                    data,
+                    &self.policy,
+                    &Site {
+                        node: &self.name,
+                        port: inlet.spec.name,
+                        edge_id,
+                        secret_values: &self.secret_values,
+                        secrets: &inlet.secrets,
+                    },
+                ),
                 // As in the Go SDK: an edge without a mapping delivers the port's
                 // default configuration, not the sender's payload.
-                None => Ok(inlet.default.clone()),
+                None => Ok((inlet.default.clone(), Vec::new())),
             },
         }
     }
@@ -339,7 +360,7 @@ impl Runner {
     ) -> impl Future<Output = Result<Reply>> + Send + 'a {
         let span = super::trace::hop_span(module, &self.node, port, &source, hop.depth, attempt);
         let depth = hop.depth;
-        let (mut future, inlet, seen) = match span.in_scope(|| {
+        let (mut future, inlet, seen, expressions) = match span.in_scope(|| {
             self.call(
                 port,
                 &source,
@@ -348,10 +369,16 @@ impl Runner {
                 observer.is_some_and(|o| o.wants_data(&self.name)),
             )
         }) {
-            Call::Handler { inlet, future, seen } => (future, Some(inlet), seen),
-            Call::System(future) => (future, None, None),
+            Call::Handler {
+                inlet,
+                future,
+                seen,
+                expressions,
+            } => (future, Some(inlet), seen, expressions),
+            Call::System(future) => (future, None, None, None),
             Call::Refused(e) => (
                 Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
+                None,
                 None,
                 None,
             ),
@@ -366,8 +393,11 @@ impl Runner {
                 result,
                 port,
                 source,
-                inlet,
-                seen.as_ref(),
+                Seen {
+                    inlet,
+                    input: seen.as_ref(),
+                    expressions: expressions.as_deref().unwrap_or_default(),
+                },
                 observer,
                 clock,
                 depth,
@@ -385,16 +415,15 @@ impl Runner {
         result: Result<Reply>,
         port: &str,
         source: Source<'_>,
-        inlet: Option<usize>,
-        seen: Option<&Msg>,
+        seen: Seen<'_>,
         observer: Option<&dyn Observer>,
         clock: Option<std::time::Instant>,
         depth: u32,
         attempt: u32,
         span: &tracing::Span,
     ) -> Result<Reply> {
-        let secrets = inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
-        let result = result.map_err(|e| self.redact(e, secrets, seen));
+        let secrets = seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
+        let result = result.map_err(|e| self.redact(e, secrets, seen.input));
         if let (Some(observer), Some(clock)) = (observer, clock) {
             let (from, edge_id) = match source {
                 Source::Signal => (None, None),
@@ -408,13 +437,14 @@ impl Runner {
                 port,
                 from,
                 edge_id,
-                data: seen,
+                data: seen.input,
                 started: now.checked_sub(duration).unwrap_or(now),
                 duration,
                 depth,
                 error: result.as_ref().err(),
                 attempt,
                 secrets,
+                expression_errors: seen.expressions,
             });
         }
         let result = result.map_err(|mut e| {
@@ -488,8 +518,9 @@ impl Runner {
             );
         };
         let inlet = &self.inputs[index];
-        let input = match Self::input(inlet, source, data) {
-            Ok(input) => input,
+        let (input, expressions) = match self.input(inlet, source, data) {
+            // Boxed only when one failed: the hop's future stays small.
+            Ok((input, failed)) => (input, (!failed.is_empty()).then(|| failed.into_boxed_slice())),
             Err(e) => return Call::Refused(e),
         };
         super::trace::data(&input, &inlet.secrets);
@@ -501,8 +532,19 @@ impl Runner {
             inlet: index,
             future: self.instance.clone().handle(inlet.spec.name, input, hop),
             seen,
+            expressions,
         }
     }
+}
+
+/// What the end of a delivery knows of its input.
+struct Seen<'a> {
+    /// The index of the business port, if it was one.
+    inlet: Option<usize>,
+    /// The input, when kept for an observer or to mask a secret in an error.
+    input: Option<&'a Msg>,
+    /// The edge expressions that failed making it.
+    expressions: &'a [EvalError],
 }
 
 /// What a delivery runs, resolved when it starts.
@@ -512,6 +554,8 @@ enum Call {
         inlet: usize,
         future: BoxFuture<'static, Result<Reply>>,
         seen: Option<Msg>,
+        /// Edge expressions that failed making the input, if any did.
+        expressions: Option<Box<[EvalError]>>,
     },
     /// A system port's hook.
     System(BoxFuture<'static, Result<Reply>>),

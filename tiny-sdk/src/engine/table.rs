@@ -67,6 +67,7 @@ pub struct EngineBuilder {
     directory: Option<Arc<dyn super::NodeDirectory>>,
     follower: bool,
     on_change: Option<ChangeFn>,
+    strict_expressions: bool,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -161,6 +162,17 @@ impl EngineBuilder {
         self
     }
 
+    /// Fails a hop whose edge expression fails (code `MAPPING`), and a node whose
+    /// settings expression fails, instead of going on as the Go SDK does (`null` for a
+    /// whole-value expression, the `{{...}}` text left in place in a longer string):
+    /// for authors who would rather stop a flow than run it on a missing field. See
+    /// [`FAILING_WINDOW`](super::FAILING_WINDOW) for what the lenient default reports.
+    #[must_use]
+    pub fn strict_expressions(mut self, strict: bool) -> Self {
+        self.strict_expressions = strict;
+        self
+    }
+
     /// The module name.
     pub fn module_name(&self) -> &str {
         &self.module
@@ -180,6 +192,7 @@ impl EngineBuilder {
                 directory: self.directory,
                 leader: std::sync::atomic::AtomicBool::new(!self.follower),
                 on_change: self.on_change,
+                strict_expressions: self.strict_expressions,
             }),
         }
     }
@@ -251,7 +264,7 @@ impl Engine {
             other => (None, other),
         };
         let fresh = reused.is_none();
-        let instance = match reused {
+        let instance = match &reused {
             Some(r) => r.instance.clone(),
             None => {
                 let emitter = NodeEmitter::new(Arc::downgrade(&self.inner), name.clone());
@@ -264,10 +277,17 @@ impl Engine {
         instance.node().state().observe(&node.metadata);
         // What the spec says that cannot run (a port, an expression, settings, an
         // edge, a policy) is the spec's fault, unless a finer code says more.
-        let mut runner = Runner::build(node, instance).map_err(|e| match e.code() {
+        let policy = super::mapping::Policy {
+            strict: self.inner.strict_expressions,
+            on_change: self.inner.on_change.clone(),
+        };
+        let mut runner = Runner::build(node, instance, policy).map_err(|e| match e.code() {
             Some(_) => e,
             None => e.with_code(code::INVALID_SPEC),
         })?;
+        if let Some(old) = &reused {
+            runner.keep_failures(old);
+        }
         // The Go SDK's order: client, reconcile, then settings before any business
         // message (the runner is not reachable until it is in the table).
         let hooks = async {

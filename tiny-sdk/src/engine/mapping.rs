@@ -1,0 +1,207 @@
+//! Edge mappings: how an edge's configuration turns the sender's message into the
+//! target's input, and what an expression that fails does to the hop.
+//!
+//! As in the Go SDK, a failing expression does not stop the flow: a whole-value
+//! expression (`"{{$.missing}}"`) yields `null`, one inside a longer string leaves its
+//! `{{...}}` text in place, and the hop goes on. Each failure is put on the hop's span
+//! (an `expression_error` event, Go's name) and handed to the observers (metrics,
+//! TinyTracker); the log says it once while the edge keeps failing, and the node's
+//! report lists the edge until it has rendered without failure for [`FAILING_WINDOW`].
+//! An engine built with [`strict_expressions`](super::EngineBuilder::strict_expressions)
+//! fails the hop instead (code `MAPPING`), as tiny did before.
+
+use std::{
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+use tiny_expr::{EvalError, Template};
+
+use crate::{
+    error::{Error, Result, code},
+    msg::Msg,
+    redact::Secrets,
+};
+
+use super::deliver::ChangeFn;
+
+/// How long after its last failure an edge is still shown as failing on its node.
+pub const FAILING_WINDOW: Duration = Duration::from_secs(60);
+
+/// How failing expressions are handled, engine-wide.
+#[derive(Clone, Default)]
+pub(crate) struct Policy {
+    /// Fail the hop (tiny's former behaviour) instead of going on as Go does.
+    pub strict: bool,
+    /// Told the node whose edge started failing, so its status says so.
+    pub on_change: Option<ChangeFn>,
+}
+
+/// How an edge's configuration turns the sender's message into the target's input.
+pub(crate) enum Mapping {
+    /// `"{{$}}"`: the message itself, borrowed rather than copied.
+    Identity,
+    Template(Template),
+}
+
+impl Mapping {
+    pub fn new(config: &Value) -> std::result::Result<Mapping, tiny_expr::CompileError> {
+        let identity = config
+            .as_str()
+            .and_then(|s| s.strip_prefix("{{")?.strip_suffix("}}"))
+            .is_some_and(|e| e.trim() == "$");
+        if identity {
+            Ok(Mapping::Identity)
+        } else {
+            Template::compile(config).map(Mapping::Template)
+        }
+    }
+}
+
+/// One edge's mapping into a port, with what it remembers of its failures.
+pub(crate) struct EdgeMapping {
+    /// The sender, `"<node>:<port>"`.
+    pub from: String,
+    pub mapping: Mapping,
+    /// Touched only when an expression fails; shared with the runner the node's next
+    /// spec builds, so that a re-apply does not forget a failing edge.
+    failing: Arc<Mutex<Option<Failing>>>,
+}
+
+/// An edge whose expressions fail.
+struct Failing {
+    edge: String,
+    since: Instant,
+    last: Instant,
+    count: u64,
+    latest: String,
+}
+
+/// Where a mapping runs, for what it reports.
+pub(crate) struct Site<'a> {
+    pub node: &'a str,
+    pub port: &'a str,
+    pub edge_id: &'a str,
+    /// The node's secret values, kept out of what is reported.
+    pub secret_values: &'a [String],
+    /// Where the sender's message may hold secrets (the target port's secret fields).
+    pub secrets: &'a Secrets,
+}
+
+impl EdgeMapping {
+    pub fn new(from: String, mapping: Mapping) -> Self {
+        Self {
+            from,
+            mapping,
+            failing: Arc::default(),
+        }
+    }
+
+    /// Keeps what `old`, the same edge in the node's previous runner, knows of its
+    /// failures.
+    pub fn keep_failures(&mut self, old: &EdgeMapping) {
+        self.failing = old.failing.clone();
+    }
+
+    /// The target's input for `data`, with the expressions that failed on the way (an
+    /// empty list, which does not allocate, when none did).
+    pub fn apply(&self, data: Msg, policy: &Policy, site: &Site<'_>) -> Result<(Msg, Vec<EvalError>)> {
+        let template = match &self.mapping {
+            Mapping::Identity => return Ok((data, Vec::new())),
+            Mapping::Template(t) => t,
+        };
+        let root = data.json()?;
+        if policy.strict {
+            return template
+                .render(root)
+                .map(|v| (Msg::from_json(v), Vec::new()))
+                .map_err(|e| {
+                    Error::permanent(format!("edge mapping from `{}`: {e}", self.from)).with_code(code::MAPPING)
+                });
+        }
+        let mut failures = Vec::new();
+        let value = template.render_lenient(root, &mut failures);
+        if !failures.is_empty() {
+            // A message or a value quoted by an error must not carry a secret on.
+            let mut values = site.secret_values.to_vec();
+            site.secrets.collect(root, &mut values);
+            if !values.is_empty() {
+                for f in &mut failures {
+                    f.message = crate::redact::scrub(&f.message, &values).into_owned();
+                }
+            }
+            self.report(&failures, policy, site);
+        }
+        Ok((Msg::from_json(value), failures))
+    }
+
+    /// Puts the failures on the hop's span, and says the first in a while in the log
+    /// and to the runtime (which shows it on the node's status).
+    fn report(&self, failures: &[EvalError], policy: &Policy, site: &Site<'_>) {
+        for f in failures {
+            // In the hop's span (the caller runs in it); the target is the flow's, so
+            // the log does not print it for every message.
+            tracing::event!(
+                target: super::trace::TARGET,
+                tracing::Level::WARN,
+                expression = %f.expression,
+                error = %f.message,
+                field = %f.pointer,
+                "expression_error"
+            );
+        }
+        let Some(first) = failures.first() else { return };
+        let now = Instant::now();
+        let fresh = {
+            let mut failing = self.failing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match failing.as_mut() {
+                Some(f) if now.duration_since(f.last) < FAILING_WINDOW => {
+                    f.last = now;
+                    f.count += failures.len() as u64;
+                    f.latest = first.to_string();
+                    false
+                }
+                _ => {
+                    *failing = Some(Failing {
+                        edge: site.edge_id.to_owned(),
+                        since: now,
+                        last: now,
+                        count: failures.len() as u64,
+                        latest: first.to_string(),
+                    });
+                    true
+                }
+            }
+        };
+        if fresh {
+            tracing::warn!(
+                node = site.node,
+                port = site.port,
+                edge = site.edge_id,
+                from = %self.from,
+                error = %first,
+                failed = failures.len(),
+                "edge expression failed: the hop goes on with null (or the text) in its place, as in the Go SDK; \
+                 logged once while the edge keeps failing"
+            );
+            if let Some(changed) = &policy.on_change {
+                changed(site.node);
+            }
+        }
+    }
+
+    /// What the node's status says of this edge, while it fails.
+    pub fn failing(&self, port: &str) -> Option<String> {
+        let failing = self.failing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let f = failing.as_ref().filter(|f| f.last.elapsed() < FAILING_WINDOW)?;
+        Some(format!(
+            "edge `{}` from `{}` into port `{port}`: {} failed expression(s) in the last {} s, latest: {}",
+            f.edge,
+            self.from,
+            f.count,
+            f.since.elapsed().as_secs().max(1),
+            f.latest
+        ))
+    }
+}
