@@ -111,15 +111,19 @@
 #![warn(missing_docs)]
 
 mod ast;
+mod duration;
 mod error;
 mod eval;
 mod expr;
 mod functions;
 mod lexer;
+mod math;
 mod parser;
 mod path;
+mod place;
 mod template;
 mod time;
+mod timecalc;
 mod value;
 
 pub use error::{CompileError, EvalError};
