@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{err0, ev, ev0, eval_err, parse_err};
+use common::{err0, ev, ev0, eval_err, parse_err, render};
 use serde_json::{Value, json};
 use tiny_expr::Expr;
 
@@ -535,5 +535,26 @@ fn every_new_name_parses() {
     assert_eq!(
         parse_err("2 * PI").message,
         "unknown name 'PI' (names are case-sensitive: did you mean 'pi'?)"
+    );
+}
+
+/// In an edge configuration, as an editor flow writes them.
+#[test]
+fn in_a_template() {
+    let config = json!({
+        "deadline": "{{$.order.placed + $.sla}}",
+        "field": "{{key($.order.placed)}}",
+        "angle": "{{round(sin(pi / 6) * 100)}}",
+        "note": "due {{$.order.placed + $.sla}} ({{$.sla}})"
+    });
+    let msg = json!({"order": {"placed": "2024-06-01T08:00:00+02:00"}, "sla": "36h"});
+    assert_eq!(
+        render(&config, &msg),
+        json!({
+            "deadline": "2024-06-02T20:00:00+02:00",
+            "field": "placed",
+            "angle": 50,
+            "note": "due 2024-06-02T20:00:00+02:00 (36h)"
+        })
     );
 }
