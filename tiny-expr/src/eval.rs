@@ -68,6 +68,9 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
             }
         }
         Node::Call(func, args) => {
+            if let (true, [arg]) = (func.reads_place(), args.as_slice()) {
+                return crate::place::call(*func, arg, root);
+            }
             if !func.evaluates_args() {
                 return func.call(&mut []);
             }
@@ -131,6 +134,7 @@ pub(crate) fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value, Fault> {
                 _ => ord != Ordering::Less,
             }))
         }
+        BinOp::Add | BinOp::Sub if l.is_string() && r.is_string() => time_arith(op, l, r),
         BinOp::Add => match (l, r) {
             (Value::Number(a), Value::Number(b)) => arith(op, Num::of(a), Num::of(b)),
             (Value::String(_), _) | (_, Value::String(_)) => {
@@ -145,6 +149,23 @@ pub(crate) fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value, Fault> {
             _ => Err(type_error(op, l, r)),
         },
     }
+}
+
+/// `+`/`-` on two strings: the Go SDK's time and duration arithmetic, else `+`
+/// concatenates and `-` is an error.
+fn time_arith(op: BinOp, l: &Value, r: &Value) -> Result<Value, Fault> {
+    let (Value::String(a), Value::String(b)) = (l, r) else {
+        return Err(type_error(op, l, r));
+    };
+    if let Some(s) = crate::timecalc::apply(op == BinOp::Sub, a, b) {
+        return Ok(Value::String(s));
+    }
+    if op == BinOp::Sub {
+        return Err(Fault::other(format!(
+            "operator '-' on strings needs an RFC 3339 time and a Go duration, or two durations; got {l} and {r}"
+        )));
+    }
+    Ok(Value::String(format!("{a}{b}")))
 }
 
 fn type_error(op: BinOp, l: &Value, r: &Value) -> Fault {

@@ -6,10 +6,11 @@
 use std::borrow::Cow;
 
 use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::engine::general_purpose::{STANDARD as BASE64, STANDARD_NO_PAD as BASE64_NO_PAD};
 use serde_json::Value;
 
 use crate::error::Fault;
+use crate::math::MathFn;
 use crate::value::{Num, equal, float, to_text, truthy, type_name};
 
 /// A built-in function.
@@ -46,6 +47,17 @@ pub(crate) enum Func {
     Index,
     Not,
     Reverse,
+    /// A one-number function of Go's `math` package (`sin`, `log`, `gamma`, ...).
+    Math(MathFn),
+    Factorial,
+    Rand,
+    RandInt,
+    B64EncodeN,
+    /// `key`, `parent` and `root` read where their argument sits in the message; see
+    /// [`crate::place`].
+    Key,
+    Parent,
+    Root,
 }
 
 /// Name, function, fewest and most arguments.
@@ -81,6 +93,45 @@ const TABLE: &[(&str, Func, usize, usize)] = &[
     ("index", Func::Index, 2, 2),
     ("not", Func::Not, 1, 1),
     ("reverse", Func::Reverse, 1, 1),
+    ("acos", Func::Math(MathFn::Acos), 1, 1),
+    ("acosh", Func::Math(MathFn::Acosh), 1, 1),
+    ("asin", Func::Math(MathFn::Asin), 1, 1),
+    ("asinh", Func::Math(MathFn::Asinh), 1, 1),
+    ("atan", Func::Math(MathFn::Atan), 1, 1),
+    ("atanh", Func::Math(MathFn::Atanh), 1, 1),
+    ("cbrt", Func::Math(MathFn::Cbrt), 1, 1),
+    ("cos", Func::Math(MathFn::Cos), 1, 1),
+    ("cosh", Func::Math(MathFn::Cosh), 1, 1),
+    ("erf", Func::Math(MathFn::Erf), 1, 1),
+    ("erfc", Func::Math(MathFn::Erfc), 1, 1),
+    ("erfcinv", Func::Math(MathFn::Erfcinv), 1, 1),
+    ("erfinv", Func::Math(MathFn::Erfinv), 1, 1),
+    ("exp", Func::Math(MathFn::Exp), 1, 1),
+    ("exp2", Func::Math(MathFn::Exp2), 1, 1),
+    ("expm1", Func::Math(MathFn::Expm1), 1, 1),
+    ("gamma", Func::Math(MathFn::Gamma), 1, 1),
+    ("j0", Func::Math(MathFn::J0), 1, 1),
+    ("j1", Func::Math(MathFn::J1), 1, 1),
+    ("log", Func::Math(MathFn::Log), 1, 1),
+    ("log10", Func::Math(MathFn::Log10), 1, 1),
+    ("log1p", Func::Math(MathFn::Log1p), 1, 1),
+    ("log2", Func::Math(MathFn::Log2), 1, 1),
+    ("logb", Func::Math(MathFn::Logb), 1, 1),
+    ("roundtoeven", Func::Math(MathFn::RoundToEven), 1, 1),
+    ("sin", Func::Math(MathFn::Sin), 1, 1),
+    ("sinh", Func::Math(MathFn::Sinh), 1, 1),
+    ("tan", Func::Math(MathFn::Tan), 1, 1),
+    ("tanh", Func::Math(MathFn::Tanh), 1, 1),
+    ("trunc", Func::Math(MathFn::Trunc), 1, 1),
+    ("y0", Func::Math(MathFn::Y0), 1, 1),
+    ("y1", Func::Math(MathFn::Y1), 1, 1),
+    ("factorial", Func::Factorial, 1, 1),
+    ("rand", Func::Rand, 1, 1),
+    ("randint", Func::RandInt, 1, 1),
+    ("b64encoden", Func::B64EncodeN, 1, 1),
+    ("key", Func::Key, 1, 1),
+    ("parent", Func::Parent, 1, 1),
+    ("root", Func::Root, 1, 1),
 ];
 
 /// The most arguments any function takes.
@@ -95,6 +146,11 @@ impl Func {
     /// The function called `name`, if there is one.
     pub(crate) fn lookup(name: &str) -> Option<Func> {
         TABLE.iter().find(|e| e.0 == name).map(|e| e.1)
+    }
+
+    /// The spelling of the function whose name equals `name` ignoring ASCII case.
+    pub(crate) fn by_name_ignoring_case(name: &str) -> Option<&'static str> {
+        TABLE.iter().find(|e| e.0.eq_ignore_ascii_case(name)).map(|e| e.0)
     }
 
     fn entry(self) -> (&'static str, usize, usize) {
@@ -127,6 +183,12 @@ impl Func {
     /// (it exists for Go SDK compatibility), so it is not evaluated.
     pub(crate) fn evaluates_args(self) -> bool {
         self != Func::Now
+    }
+
+    /// Whether the function reads where its argument sits in the message rather than
+    /// only its value (`key`, `parent`, `root`); [`crate::place`] evaluates those.
+    pub(crate) fn reads_place(self) -> bool {
+        matches!(self, Func::Key | Func::Parent | Func::Root)
     }
 
     /// Runs the function. `args` holds exactly the arguments written in the call.
@@ -166,6 +228,18 @@ impl Func {
             Func::Index => index(&a),
             Func::Not => Ok(bool_value(!truthy(&a.args[0]))),
             Func::Reverse => reverse(&a),
+            Func::Math(m) => math(&a, m),
+            Func::Factorial => factorial(&a),
+            Func::Rand => {
+                let n = a.num(0)?.as_f64();
+                a.finite(n * fastrand::f64())
+            }
+            Func::RandInt => randint(&a),
+            Func::B64EncodeN => owned_str(BASE64_NO_PAD.encode(a.str(0)?)),
+            // Reached only for a value with no place in the message (see `crate::place`):
+            // it has no key or parent and is its own root.
+            Func::Key | Func::Parent => Ok(Cow::Owned(Value::Null)),
+            Func::Root => Ok(a.take(0)),
         }
     }
 }
@@ -199,6 +273,29 @@ impl<'a> Args<'_, 'a> {
 
     fn fail(&self, message: impl std::fmt::Display) -> Fault {
         Fault::other(format!("{}(): {message}", self.func.name()))
+    }
+
+    /// A computed number, or an error naming the argument when it is NaN or infinite.
+    fn finite<'x>(&self, f: f64) -> Out<'x> {
+        if f.is_finite() {
+            return float(f).map(Cow::Owned);
+        }
+        Err(self.fail(format!("the result for {} is {f}, not a finite number", self.get(0))))
+    }
+
+    /// A whole number (Go's `getInteger`): an integer, or a float with no fraction.
+    fn whole(&self, i: usize) -> Result<i64, Fault> {
+        match self.num(i)? {
+            Num::Int(v) => Ok(v),
+            // In range and whole, so the cast is exact.
+            #[allow(clippy::cast_possible_truncation)]
+            Num::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(f as i64),
+            Num::Float(_) => Err(self.fail(format!(
+                "argument {} must be a whole number, got {}",
+                i + 1,
+                self.get(i)
+            ))),
+        }
     }
 
     fn str(&self, i: usize) -> Result<&str, Fault> {
@@ -355,6 +452,36 @@ fn rounding<'a>(a: &Args<'_, 'a>, f: fn(f64) -> f64) -> Out<'a> {
     }
 }
 
+/// A function of Go's `math` package. NaN and infinite results are errors: JSON cannot
+/// hold them.
+fn math<'a>(a: &Args<'_, 'a>, m: MathFn) -> Out<'a> {
+    let n = a.num(0)?;
+    if m.keeps_integers() && matches!(n, Num::Int(_)) {
+        return Ok(a.args[0].clone());
+    }
+    a.finite(m.apply(n.as_f64()))
+}
+
+/// `n!` for a whole `n >= 0`: exact up to 20!, a double up to 170!.
+fn factorial<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let n = a.whole(0)?;
+    let n = u64::try_from(n).map_err(|_| a.fail(format!("argument 1 must not be negative, got {n}")))?;
+    match crate::math::factorial(n) {
+        Some(Ok(exact)) => Ok(Cow::Owned(Value::from(exact))),
+        Some(Err(approx)) => float(approx).map(Cow::Owned),
+        None => Err(a.fail(format!("{n}! is too large for a number (the largest is 170!)"))),
+    }
+}
+
+/// A random whole number from 0 up to, not including, `n`.
+fn randint<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let n = a.whole(0)?;
+    if n <= 0 {
+        return Err(a.fail(format!("argument 1 must be at least 1, got {}", a.get(0))));
+    }
+    Ok(Cow::Owned(Value::from(fastrand::i64(0..n))))
+}
+
 fn sqrt<'a>(a: &Args<'_, 'a>) -> Out<'a> {
     let x = a.num(0)?.as_f64();
     if x < 0.0 {
@@ -451,6 +578,7 @@ mod tests {
             assert!(min <= max && *max <= MAX_ARGS);
         }
         assert_eq!(Func::lookup("Upper"), None);
+        assert_eq!(Func::lookup("Sin"), None);
         assert_eq!(Func::lookup("rfc3339"), None);
     }
 

@@ -33,7 +33,8 @@
 //! **Values.** Numbers (`3`, `-1.5`, `2e3`), strings in single or double quotes with
 //! JSON-style escapes (`\n`, `\t`, `\\`, `\'`, `\"`, `\uXXXX`), `true`, `false`, `null`,
 //! and arrays `[1, $.a, 'x']` (handy as a default: `$.tags ?? []`). There are no object
-//! literals.
+//! literals. The constants of the Go SDK's evaluator are numbers too: `e`, `pi`, `phi`,
+//! `sqrt2`, `sqrte`, `sqrtpi`, `sqrtphi`, `ln2`, `log2e`, `ln10`, `log10e`.
 //!
 //! **Paths.** JSONPath as in RFC 9535 (through `jsonpath-rust`): `$`, `$.a.b`,
 //! `$.items[0].x`, `$.items[-1]`, `$['a b']`, `$.items[*].id`, `$..id`,
@@ -53,11 +54,20 @@
 //! | `==` `!=` | deep equality; numbers by value (`1 == 1.0`) |
 //! | `s =~ re` | the regular expression `re` matches somewhere in string `s` (Rust `regex` syntax; a literal pattern is compiled once) |
 //! | `<` `<=` `>` `>=` | numbers numerically, strings by code point; other pairs are an error |
-//! | `+` | adds numbers; concatenates if either side is a string |
-//! | `-` | subtracts numbers |
+//! | `+` | adds numbers; concatenates if either side is a string; time arithmetic (below) |
+//! | `-` | subtracts numbers; time arithmetic (below) |
 //! | `*` `/` `%` | numbers; dividing by zero is an error |
 //! | `-x` `!x` | negation, logical not |
 //! | `a ** b` | power (right-associative; `-2 ** 2` is `-4`) |
+//!
+//! **Time arithmetic**, as in the Go SDK: `+` and `-` on two strings that are an RFC 3339
+//! time and a Go duration give a time, and on two durations give seconds:
+//! `'2024-01-01T00:00:00Z' + '1h30m'` is `"2024-01-01T01:30:00Z"`, `'1h' - '30m'` is
+//! `"1800s"`. Durations are Go's (`1.5h`, `300ms`, `-2m`, `1us` or `1µs`, `10ns`, `0`); a
+//! time keeps its offset (`+02:00`; a zero offset is written `Z`) and loses any fraction of
+//! a second; seconds are printed as Go's `%v` prints them (`3.6e+06s`). A duration on the
+//! left of `-` is subtracted from the time on the right, as in Go. Other strings
+//! concatenate with `+`, and are an error with `-`.
 //!
 //! `false`, `null`, `0`, `""` and `[]` are falsy; everything else (including `{}`) is
 //! truthy. Integer arithmetic is exact; a computed whole number that a double holds
@@ -83,10 +93,28 @@
 //! | `now()`, `now(x)` | current Unix time in whole seconds (`x` is ignored; the Go SDK needs it) |
 //! | `RFC3339(secs)` | Unix seconds as `2024-01-02T03:04:05Z` (UTC, fraction dropped) |
 //! | `b64encode(s)`, `b64decode(s)` | standard base64 with padding; bad input or non-UTF-8 output is an error |
+//! | `b64encoden(s)` | base64 without padding |
 //! | `abs`, `ceil`, `floor`, `round`, `sqrt`, `pow10` | numbers (`round` halves away from zero) |
+//! | `trunc`, `roundtoeven` | toward zero; to the nearest, halves to even |
+//! | `sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `sinh`, `cosh`, `tanh`, `asinh`, `acosh`, `atanh` | trigonometric and hyperbolic functions and their inverses, in radians |
+//! | `exp`, `exp2`, `expm1`, `log`, `log2`, `log10`, `log1p`, `logb`, `cbrt` | `logb` is the binary exponent (`logb(100)` is 6) |
+//! | `erf`, `erfc`, `erfinv`, `erfcinv`, `gamma`, `j0`, `j1`, `y0`, `y1` | error function, gamma, Bessel functions |
+//! | `factorial(n)` | `n!` for a whole `n` from 0 to 170 (exact up to 20!) |
+//! | `rand(x)`, `randint(n)` | a random number in `[0, x)`; a random whole number in `0..n` (`n` ≥ 1) |
+//! | `key(p)`, `parent(p)`, `root(p)` | where the node a path `p` selects sits in the message: its key in an object (null in an array), the node holding it (null for `$`), the whole message |
 //! | `first(arr)`, `last(arr)` | an element, or null for an empty array |
 //! | `sum(arr)`, `avg(arr)` | of numbers; `avg([])` is null |
 //! | `not(x)` | `!x` |
+//!
+//! The math functions follow Go's `math` package to within a few units in the last place;
+//! a result that is NaN or infinite (`log(0)`, `acos(2)`) is an error, since JSON cannot
+//! hold it.
+//!
+//! `key`, `parent` and `root` look at how their argument is written: a path (also inside
+//! `c ? a : b` or `a ?? b`) keeps the place of the node it selects, so `key($.user.name)` is
+//! `"name"` and `parent($.items[?@.id == 7])` is the `items` array. A path selecting
+//! several nodes, and any other argument (a literal, arithmetic, `first(...)`), is a value
+//! of its own: no key, no parent, and its own root.
 //!
 //! # Templates
 //!
@@ -110,20 +138,28 @@
 //!   optional field a default in either mode.
 //! * Objects and arrays interpolate as compact JSON rather than Go's `map[...]` form.
 //! * Adds `!`, `??`, array literals, `now()` without an argument, and `\{{`; the root
-//!   may be any JSON value. The time and duration arithmetic of Go's `+`/`-` is not supported.
+//!   may be any JSON value.
+//! * Names of functions and constants are case-sensitive (Go accepts `SIN(x)` and `PI`);
+//!   a wrong case is a compile error that names the right spelling. `factorial(21)` and
+//!   above give the true value (Go's 64-bit product wraps around); `randint(0)` is an
+//!   error (Go panics).
 
 #![warn(missing_docs)]
 
 mod ast;
+mod duration;
 mod error;
 mod eval;
 mod expr;
 mod functions;
 mod lexer;
+mod math;
 mod parser;
 mod path;
+mod place;
 mod template;
 mod time;
+mod timecalc;
 mod value;
 
 pub use error::{CompileError, EvalError};

@@ -307,16 +307,20 @@ impl<'t> Parser<'t> {
         Ok(Node::Array(items))
     }
 
+    /// A name: a named constant (`pi`), or a function call (`sin(x)`).
     fn call(&mut self, name: &str, t: &Token) -> Result<Node, SyntaxError> {
+        let is_call = self.peek().kind == TokenKind::Punct(Punct::LParen);
+        if !is_call && let Some(c) = crate::math::constant(name) {
+            return Ok(Node::Literal(crate::value::float(c).unwrap_or(serde_json::Value::Null)));
+        }
         let Some(func) = Func::lookup(name) else {
-            return Err(SyntaxError::new(
-                t.start,
-                if self.peek().kind == TokenKind::Punct(Punct::LParen) {
-                    format!("unknown function '{name}'")
-                } else {
-                    format!("unknown name '{name}' (paths start with '$', strings need quotes)")
-                },
-            ));
+            let what = if is_call { "function" } else { "name" };
+            let message = match case_hint(name, is_call) {
+                Some(right) => format!("unknown {what} '{name}' (names are case-sensitive: did you mean '{right}'?)"),
+                None if is_call => format!("unknown function '{name}'"),
+                None => format!("unknown name '{name}' (paths start with '$', strings need quotes)"),
+            };
+            return Err(SyntaxError::new(t.start, message));
         };
         self.expect(Punct::LParen, &format!("after function name '{name}'"))?;
         self.nest(t.start)?;
@@ -335,6 +339,21 @@ impl<'t> Parser<'t> {
             .map_err(|message| SyntaxError::new(t.start, message))?;
         Ok(Node::Call(func, args))
     }
+}
+
+/// Names are case-sensitive here, while the Go SDK's evaluator folds them to lowercase:
+/// the existing spelling of `name` when only its case is wrong.
+fn case_hint(name: &str, is_call: bool) -> Option<&'static str> {
+    let found = if is_call {
+        Func::by_name_ignoring_case(name)
+    } else {
+        crate::math::constant_name_ignoring_case(name).or_else(|| {
+            ["true", "false", "null"]
+                .into_iter()
+                .find(|k| k.eq_ignore_ascii_case(name))
+        })
+    };
+    found.filter(|right| *right != name)
 }
 
 /// Regex errors span several lines; keep the last, most specific one.
@@ -384,6 +403,27 @@ mod tests {
                 "expected '(' after function name 'upper', found end of expression",
             ),
             ("upper(1, 2)", 0, "function 'upper' takes 1 argument, got 2"),
+            (
+                "SIN(1)",
+                0,
+                "unknown function 'SIN' (names are case-sensitive: did you mean 'sin'?)",
+            ),
+            (
+                "rfc3339(1)",
+                0,
+                "unknown function 'rfc3339' (names are case-sensitive: did you mean 'RFC3339'?)",
+            ),
+            (
+                "2 * PI",
+                4,
+                "unknown name 'PI' (names are case-sensitive: did you mean 'pi'?)",
+            ),
+            ("pi(1)", 0, "unknown function 'pi'"),
+            (
+                "True",
+                0,
+                "unknown name 'True' (names are case-sensitive: did you mean 'true'?)",
+            ),
             ("upper(1 2)", 8, "expected ',' or ')' in the argument list, found '2'"),
             ("[1, 2", 5, "expected ',' or ']' in the array, found end of expression"),
             ("[1,]", 3, "expected a value, found ']'"),

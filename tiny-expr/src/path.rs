@@ -82,20 +82,60 @@ impl Path {
         }
     }
 
+    /// Selects from `root` keeping where the result sits, for `key`, `parent` and `root`.
+    /// A single node is a [`Place::Node`]; several nodes are one detached array.
+    pub(crate) fn locate<'a>(&self, root: &'a Value) -> Result<Place<'a>, Fault> {
+        match &self.plan {
+            Plan::Singular(steps) => self.walk_placed(steps, root).map(Place::node),
+            Plan::Query(query) => {
+                let found = js_path_process(query, root)
+                    .map_err(|e| Fault::other(format!("path {} failed: {e}", self.source)))?;
+                match found.as_slice() {
+                    [] => Err(Fault::no_match(format!("path {} matched nothing", self.source))),
+                    [one] => {
+                        // The normalized path of the match (`$['a'][0]`) is a singular path;
+                        // walking it again finds the node's holder.
+                        match Path::compile(&one.path, 0) {
+                            Ok(Path {
+                                plan: Plan::Singular(steps),
+                                ..
+                            }) => self.walk_placed(&steps, root).map(Place::node),
+                            _ => Ok(Place::Detached(Cow::Borrowed(one.val))),
+                        }
+                    }
+                    many => Ok(Place::Detached(Cow::Owned(Value::Array(
+                        many.iter().map(|r| r.val.clone()).collect(),
+                    )))),
+                }
+            }
+        }
+    }
+
     fn walk<'a>(&self, steps: &[Step], root: &'a Value) -> Result<&'a Value, Fault> {
+        self.walk_placed(steps, root).map(|(value, _)| value)
+    }
+
+    /// Follows `steps` from `root`, returning the node reached and its holder.
+    fn walk_placed<'a>(&self, steps: &[Step], root: &'a Value) -> Result<(&'a Value, Holder<'a>), Fault> {
         let mut node = root;
+        let mut holder = None;
         for (i, step) in steps.iter().enumerate() {
             let next = match (step, node) {
-                (Step::Key(k), Value::Object(map)) => map.get(k),
-                (Step::Index(idx), Value::Array(items)) => resolve_index(*idx, items.len()).and_then(|i| items.get(i)),
+                (Step::Key(k), Value::Object(map)) => map.get_key_value(k).map(|(k, v)| (v, Some(k.as_str()))),
+                (Step::Index(idx), Value::Array(items)) => resolve_index(*idx, items.len())
+                    .and_then(|i| items.get(i))
+                    .map(|v| (v, None)),
                 _ => None,
             };
             match next {
-                Some(n) => node = n,
+                Some((n, key)) => {
+                    holder = Some((node, key));
+                    node = n;
+                }
                 None => return Err(self.no_match(&steps[..i], step, node)),
             }
         }
-        Ok(node)
+        Ok((node, holder))
     }
 
     /// A no-match fault that says which step failed, e.g. `($.user has no key "nmae")`.
@@ -125,6 +165,25 @@ impl Path {
             (Step::Index(_), other) => format!("{at} is {}, not an array", a_type(other)),
         };
         Fault::no_match(format!("path {} matched nothing ({why})", self.source))
+    }
+}
+
+/// The node holding a selected node, and the selected node's key when the holder is an
+/// object; `None` for `$` itself.
+pub(crate) type Holder<'a> = Option<(&'a Value, Option<&'a str>)>;
+
+/// Where a selected value sits in the message.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Place<'a> {
+    /// One node of the message.
+    Node { value: &'a Value, holder: Holder<'a> },
+    /// A value that is not one node of the message.
+    Detached(Cow<'a, Value>),
+}
+
+impl<'a> Place<'a> {
+    fn node((value, holder): (&'a Value, Holder<'a>)) -> Place<'a> {
+        Place::Node { value, holder }
     }
 }
 

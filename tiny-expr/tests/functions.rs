@@ -193,7 +193,10 @@ fn rfc3339_function() {
         err0("RFC3339(300000000000)"),
         "RFC3339(): 300000000000 is outside the years 0000 to 9999"
     );
-    assert_eq!(parse_err("rfc3339(0)").message, "unknown function 'rfc3339'");
+    assert_eq!(
+        parse_err("rfc3339(0)").message,
+        "unknown function 'rfc3339' (names are case-sensitive: did you mean 'RFC3339'?)"
+    );
 }
 
 #[test]
@@ -339,7 +342,11 @@ fn arity_and_names_are_checked_at_compile_time() {
             4,
             "function 'replace' takes 3 arguments, got 2",
         ),
-        ("Upper('a')", 0, "unknown function 'Upper'"),
+        (
+            "Upper('a')",
+            0,
+            "unknown function 'Upper' (names are case-sensitive: did you mean 'upper'?)",
+        ),
         ("len('a')", 0, "unknown function 'len'"),
     ];
     for (src, offset, message) in cases {

@@ -1,0 +1,65 @@
+//! `key(x)`, `parent(x)` and `root(x)`: where a value sits in the message.
+//!
+//! In the Go SDK's evaluator (ajson) every value read from the message knows its parent.
+//! Values here do not, so these functions look at how their argument is written: a path
+//! is selected keeping the node it ends at and that node's holder. A conditional
+//! (`c ? a : b`) or `a ?? b` passes this through from the side it picks. Any other
+//! argument (a literal, arithmetic, a function's result) is a value of its own: it has no
+//! key and no parent, and is its own root, as a literal is in Go.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::ast::Node;
+use crate::error::{Fault, FaultKind};
+use crate::eval::eval;
+use crate::functions::Func;
+use crate::path::Place;
+use crate::value::truthy;
+
+type Out<'a> = Result<Cow<'a, Value>, Fault>;
+
+/// Evaluates `func(arg)` for `key`, `parent` or `root`, with `root` as `$`.
+pub(crate) fn call<'a>(func: Func, arg: &'a Node, root: &'a Value) -> Out<'a> {
+    let place = locate(arg, root)?;
+    Ok(match (func, place) {
+        (
+            Func::Key,
+            Place::Node {
+                holder: Some((_, Some(key))),
+                ..
+            },
+        ) => Cow::Owned(Value::String(key.to_owned())),
+        (
+            Func::Parent,
+            Place::Node {
+                holder: Some((holder, _)),
+                ..
+            },
+        ) => Cow::Borrowed(holder),
+        (Func::Root, Place::Node { .. }) => Cow::Borrowed(root),
+        (Func::Root, Place::Detached(v)) => v,
+        _ => Cow::Owned(Value::Null),
+    })
+}
+
+fn locate<'a>(node: &'a Node, root: &'a Value) -> Result<Place<'a>, Fault> {
+    match node {
+        Node::Path(p) => p.locate(root),
+        Node::Cond(c, a, b) => {
+            if truthy(&*eval(c, root)?) {
+                locate(a, root)
+            } else {
+                locate(b, root)
+            }
+        }
+        Node::Coalesce(l, r) => match locate(l, root) {
+            Ok(Place::Node { value, .. }) if value.is_null() => locate(r, root),
+            Ok(Place::Detached(v)) if v.is_null() => locate(r, root),
+            Err(f) if f.kind == FaultKind::NoMatch => locate(r, root),
+            other => other,
+        },
+        other => eval(other, root).map(Place::Detached),
+    }
+}
