@@ -1,6 +1,6 @@
 //! Built-in functions.
 //!
-//! Names are case-sensitive. The number of arguments is checked at compile time; the
+//! Names fold ASCII case, as ajson's do (`SIN(x)` is `sin(x)`). The number of arguments is checked at compile time; the
 //! types of arguments when the function runs.
 
 use std::borrow::Cow;
@@ -145,12 +145,8 @@ type Out<'a> = Result<Cow<'a, Value>, Fault>;
 impl Func {
     /// The function called `name`, if there is one.
     pub(crate) fn lookup(name: &str) -> Option<Func> {
-        TABLE.iter().find(|e| e.0 == name).map(|e| e.1)
-    }
-
-    /// The spelling of the function whose name equals `name` ignoring ASCII case.
-    pub(crate) fn by_name_ignoring_case(name: &str) -> Option<&'static str> {
-        TABLE.iter().find(|e| e.0.eq_ignore_ascii_case(name)).map(|e| e.0)
+        // ajson folds names to lowercase: `SIN(x)` and `rfc3339(x)` work in Go flows.
+        TABLE.iter().find(|e| e.0.eq_ignore_ascii_case(name)).map(|e| e.1)
     }
 
     fn entry(self) -> (&'static str, usize, usize) {
@@ -577,9 +573,13 @@ mod tests {
             assert_eq!(func.name(), *name);
             assert!(min <= max && *max <= MAX_ARGS);
         }
-        assert_eq!(Func::lookup("Upper"), None);
-        assert_eq!(Func::lookup("Sin"), None);
-        assert_eq!(Func::lookup("rfc3339"), None);
+        // Unique ignoring case too, since lookups fold it.
+        for (i, a) in TABLE.iter().enumerate() {
+            assert!(!TABLE[i + 1..].iter().any(|b| b.0.eq_ignore_ascii_case(a.0)), "{}", a.0);
+        }
+        assert_eq!(Func::lookup("Upper"), Some(Func::Upper));
+        assert_eq!(Func::lookup("rfc3339"), Func::lookup("RFC3339"));
+        assert_eq!(Func::lookup("len"), None);
     }
 
     #[test]

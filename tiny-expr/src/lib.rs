@@ -73,7 +73,8 @@
 //! truthy. Integer arithmetic is exact; a computed whole number that a double holds
 //! exactly comes out as a JSON integer (`7 / 2` is `3.5`, `6 / 2` is `3`).
 //!
-//! **Functions** (names are case-sensitive; a wrong number of arguments is a compile
+//! **Functions** (names and constants fold case, as in Go: `SIN(x)` is `sin(x)`, `PI`
+//! is `pi`; the keywords `true`, `false` and `null` do not; a wrong number of arguments is a compile
 //! error, a wrong argument type an evaluation error):
 //!
 //! | function | result |
@@ -139,9 +140,7 @@
 //! * Objects and arrays interpolate as compact JSON rather than Go's `map[...]` form.
 //! * Adds `!`, `??`, array literals, `now()` without an argument, and `\{{`; the root
 //!   may be any JSON value.
-//! * Names of functions and constants are case-sensitive (Go accepts `SIN(x)` and `PI`);
-//!   a wrong case is a compile error that names the right spelling. `factorial(21)` and
-//!   above give the true value (Go's 64-bit product wraps around); `randint(0)` is an
+//! * `factorial(21)` and above give the true value (Go's 64-bit product wraps around); `randint(0)` is an
 //!   error (Go panics).
 
 #![warn(missing_docs)]

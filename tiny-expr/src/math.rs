@@ -105,12 +105,8 @@ const CONSTANTS: &[(&str, f64)] = &[
 
 /// The value of the constant called `name`, if there is one.
 pub(crate) fn constant(name: &str) -> Option<f64> {
-    CONSTANTS.iter().find(|c| c.0 == name).map(|c| c.1)
-}
-
-/// The spelling of the constant whose name equals `name` ignoring ASCII case.
-pub(crate) fn constant_name_ignoring_case(name: &str) -> Option<&'static str> {
-    CONSTANTS.iter().find(|c| c.0.eq_ignore_ascii_case(name)).map(|c| c.0)
+    // ajson folds names to lowercase: `PI` is `pi`.
+    CONSTANTS.iter().find(|c| c.0.eq_ignore_ascii_case(name)).map(|c| c.1)
 }
 
 /// The binary exponent of `x` as a number (Go's `math.Logb`): `logb(100)` is 6.

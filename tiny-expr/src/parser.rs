@@ -315,8 +315,8 @@ impl<'t> Parser<'t> {
         }
         let Some(func) = Func::lookup(name) else {
             let what = if is_call { "function" } else { "name" };
-            let message = match case_hint(name, is_call) {
-                Some(right) => format!("unknown {what} '{name}' (names are case-sensitive: did you mean '{right}'?)"),
+            let message = match keyword_hint(name).filter(|_| !is_call) {
+                Some(right) => format!("unknown {what} '{name}' (did you mean '{right}'?)"),
                 None if is_call => format!("unknown function '{name}'"),
                 None => format!("unknown name '{name}' (paths start with '$', strings need quotes)"),
             };
@@ -341,19 +341,12 @@ impl<'t> Parser<'t> {
     }
 }
 
-/// Names are case-sensitive here, while the Go SDK's evaluator folds them to lowercase:
-/// the existing spelling of `name` when only its case is wrong.
-fn case_hint(name: &str, is_call: bool) -> Option<&'static str> {
-    let found = if is_call {
-        Func::by_name_ignoring_case(name)
-    } else {
-        crate::math::constant_name_ignoring_case(name).or_else(|| {
-            ["true", "false", "null"]
-                .into_iter()
-                .find(|k| k.eq_ignore_ascii_case(name))
-        })
-    };
-    found.filter(|right| *right != name)
+/// Function and constant names fold case, as in the Go SDK's evaluator; the keywords
+/// do not: the keyword `name` misspells by its case.
+fn keyword_hint(name: &str) -> Option<&'static str> {
+    ["true", "false", "null"]
+        .into_iter()
+        .find(|k| k.eq_ignore_ascii_case(name) && *k != name)
 }
 
 /// Regex errors span several lines; keep the last, most specific one.
@@ -403,27 +396,8 @@ mod tests {
                 "expected '(' after function name 'upper', found end of expression",
             ),
             ("upper(1, 2)", 0, "function 'upper' takes 1 argument, got 2"),
-            (
-                "SIN(1)",
-                0,
-                "unknown function 'SIN' (names are case-sensitive: did you mean 'sin'?)",
-            ),
-            (
-                "rfc3339(1)",
-                0,
-                "unknown function 'rfc3339' (names are case-sensitive: did you mean 'RFC3339'?)",
-            ),
-            (
-                "2 * PI",
-                4,
-                "unknown name 'PI' (names are case-sensitive: did you mean 'pi'?)",
-            ),
             ("pi(1)", 0, "unknown function 'pi'"),
-            (
-                "True",
-                0,
-                "unknown name 'True' (names are case-sensitive: did you mean 'true'?)",
-            ),
+            ("True", 0, "unknown name 'True' (did you mean 'true'?)"),
             ("upper(1 2)", 8, "expected ',' or ')' in the argument list, found '2'"),
             ("[1, 2", 5, "expected ',' or ']' in the array, found end of expression"),
             ("[1,]", 3, "expected a value, found ']'"),
