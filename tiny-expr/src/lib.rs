@@ -129,19 +129,22 @@
 //!
 //! # Differences from the Go SDK evaluator
 //!
+//! Only real ones: everything not listed gives Go's result.
+//!
 //! * `"{{$.a}} {{$.b}}"` is two interpolated expressions (Go reads it as one and fails).
-//! * A failing expression (a path that matches nothing, a wrong operand type) fails
-//!   [`Template::render`]; [`Template::render_lenient`] behaves as Go's evaluator does
-//!   (`null` for a whole-value expression, the `{{...}}` text left in place inside a
-//!   longer string) and hands the failures to the caller. The flow engine renders edges
-//!   leniently, as Go does, unless its module runs with strict expressions
-//!   (`run --strict-expressions`), where a failure fails the hop. `a ?? b` gives an
-//!   optional field a default in either mode.
+//! * Strict rendering is an option: [`Template::render`] fails on the first expression
+//!   that fails, where Go's evaluator (and [`Template::render_lenient`], which the flow
+//!   engine uses unless a module runs with `--strict-expressions`) gives `null` for a
+//!   whole-value expression and leaves the `{{...}}` text inside a longer string.
 //! * Objects and arrays interpolate as compact JSON rather than Go's `map[...]` form.
 //! * Adds `!`, `??`, array literals, `now()` without an argument, and `\{{`; the root
 //!   may be any JSON value.
-//! * `factorial(21)` and above give the true value (Go's 64-bit product wraps around); `randint(0)` is an
-//!   error (Go panics).
+//! * A result that is not a finite number (`log(0)`, `sqrt(-1)`) is an error, since JSON
+//!   cannot hold it (Go yields NaN or Inf). `factorial(21)` and above give the true value
+//!   (Go's 64-bit product wraps around); `randint(0)` is an error (Go panics).
+//! * Not supported: ajson's bitwise operators (`<<`, `>>`, `&`, `|`, `^`, `&^`), which
+//!   fail to parse. `string(x)` writes numbers in JSON form (`1234567`, where Go's
+//!   `%v` gives `1.234567e+06`) and `null` as `""` (Go: `unknown`).
 
 #![warn(missing_docs)]
 

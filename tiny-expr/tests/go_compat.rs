@@ -553,3 +553,15 @@ fn in_a_template() {
         })
     );
 }
+
+#[test]
+fn the_documented_differences_hold() {
+    // The crate docs' "Differences" section, kept honest.
+    assert_eq!(ev0("string(1234567)"), json!("1234567"));
+    assert_eq!(ev0("string(null)"), json!(""));
+    assert!(
+        parse_err("1 << 2").message.contains("<"),
+        "bitwise operators do not parse"
+    );
+    assert!(err0("log(0)").contains("not a finite number"));
+}
