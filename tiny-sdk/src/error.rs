@@ -56,9 +56,6 @@ pub struct Error {
     message: String,
     /// Where it happened (`node:port`), set once by the engine where it first saw it.
     origin: Option<String>,
-    /// The input never reached the handler (it did not decode): a catch port does not
-    /// take such errors, as they are the flow's mistake, not the component's.
-    pub(crate) undecodable: bool,
     /// It arose further down the chain and a handler passed it up: only the edge into
     /// the node where it arose retries it (see [`Error::at`]).
     pub(crate) relayed: bool,
@@ -73,7 +70,6 @@ impl Error {
             code: None,
             message: message.to_string(),
             origin: None,
-            undecodable: false,
             relayed: false,
         }
     }
@@ -85,7 +81,6 @@ impl Error {
             code: None,
             message: message.to_string(),
             origin: None,
-            undecodable: false,
             relayed: false,
         }
     }
@@ -97,7 +92,6 @@ impl Error {
             code: None,
             message: message.to_string(),
             origin: None,
-            undecodable: false,
             relayed: false,
         }
     }

@@ -110,7 +110,8 @@ pub use mimalloc::MiMalloc as FastAlloc;
 /// Field attributes, `#[port(...)]`, on `Input<T>`, `Output<T, R>` and `Outputs<T, R>`
 /// fields: `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`
 /// (default `on_<field>`), and `catch` on an `Output<ErrorMessage>` to receive the
-/// component's handler failures instead of failing the hop. As in the Go SDK, the
+/// component's handler failures (and inputs that do not decode, code `UNDECODABLE`)
+/// instead of failing the hop. As in the Go SDK, the
 /// catch port is switched by an `enableErrorPort` settings field when the settings have
 /// one; a failure that would reach an unwired or switched-off catch port fails the hop
 /// (errors never vanish).

@@ -294,14 +294,13 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(port: &str, payload: &Value
         Ok(v) => Ok(v),
         Err(plain) => match serde_path_to_error::deserialize::<_, T>(payload) {
             Err(e) => {
-                let mut err = decode_error(port, &e);
+                let err = decode_error(port, &e);
                 let more = more_wrong_fields::<T>(payload, &e);
-                if !more.is_empty() {
-                    err = Error::permanent(format!("{}; {}", err.message(), more.join("; ")))
-                        .with_code(crate::error::code::UNDECODABLE);
-                    err.undecodable = true;
+                if more.is_empty() {
+                    return Err(err);
                 }
-                Err(err)
+                Err(Error::permanent(format!("{}; {}", err.message(), more.join("; ")))
+                    .with_code(crate::error::code::UNDECODABLE))
             }
             Ok(_) => Err(
                 Error::permanent(format!("port `{port}`: message does not decode: {plain}"))
@@ -366,12 +365,11 @@ fn take_out(value: &mut Value, path: &serde_path_to_error::Path) -> Option<Strin
 
 pub(crate) fn decode_error<E: fmt::Display>(port: &str, e: &serde_path_to_error::Error<E>) -> Error {
     let path = e.path().to_string();
-    let mut err = if path == "." || path.is_empty() {
+    let err = if path == "." || path.is_empty() {
         Error::permanent(format!("port `{port}`: message does not decode: {}", e.inner()))
     } else {
         Error::permanent(format!("port `{port}`: field `{path}` does not decode: {}", e.inner()))
     };
-    err.undecodable = true;
     err.with_code(crate::error::code::UNDECODABLE)
 }
 

@@ -120,7 +120,8 @@ async fn an_error_message_always_carries_its_code_for_edge_expressions() {
 
 #[tokio::test]
 async fn a_message_that_does_not_decode_names_the_field() {
-    let h = hello_alone().await;
+    // The error port off: the hop fails, naming node, port and field.
+    let h = hello_with(false, true).await;
     let err = h
         .send("h:input", json!({"name": 42}))
         .await
@@ -128,6 +129,21 @@ async fn a_message_that_does_not_decode_names_the_field() {
     let text = err.to_string();
     assert!(text.contains("node `h` port `input`"), "{text}");
     assert!(text.contains("field `name`"), "{text}");
+}
+
+#[tokio::test]
+async fn a_message_that_does_not_decode_reaches_the_error_port_when_it_is_on() {
+    // A reading of NaN arrives as JSON null: the author's error handling sees it.
+    let h = hello_alone().await;
+    let reply = h.send("h:input", json!({"name": null, "context": {"id": 9}})).await;
+    assert!(reply.is_ok(), "caught: {reply:?}");
+    let errors = h.emitted("h:error");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let err: ErrorMessage = serde_json::from_value(errors[0].clone()).expect("an ErrorMessage");
+    assert_eq!(err.context, json!({"id": 9}));
+    assert_eq!(err.code.as_deref(), Some("UNDECODABLE"));
+    assert!(err.error.contains("field `name`"), "{}", err.error);
+    assert!(!err.retryable);
 }
 
 #[tokio::test]

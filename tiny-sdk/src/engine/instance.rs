@@ -132,7 +132,10 @@ impl<C: Component + Hooks> Instance<C> {
     /// an [`ErrorMessage`] when it is wired and on, and fails the hop otherwise.
     async fn catch(&self, ctx: Ctx<C>, port: &str, input: Msg, err: Error) -> Result<Reply> {
         match self.component.error_port() {
-            Some(catch) if catch.name() != port && !err.undecodable && self.catches(catch.name()) => {
+            // An input that does not decode is caught too (code `UNDECODABLE`, the field
+            // named): the Go SDK fails such a hop before the component sees it, but an
+            // author who wired the error port expects every failure of the node there.
+            Some(catch) if catch.name() != port && self.catches(catch.name()) => {
                 let mut input = input.json().cloned().unwrap_or(Value::Null);
                 // Secrets stay out of the flow the error goes on into.
                 let settings = self.settings.read().ok().and_then(|s| s.source.clone());
