@@ -131,7 +131,11 @@ impl HarnessBuilder {
         let engine = self.engine.observer(log.clone()).follower().build();
         let mut errors = Vec::new();
         for node in &self.flow.nodes {
-            if let Err(e) = engine.apply(node.clone()).await {
+            let result = match cluster_name_check(node) {
+                Ok(()) => engine.apply(node.clone()).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
                 errors.push((node.name.clone(), e));
             }
         }
@@ -219,8 +223,43 @@ impl Harness {
     }
 }
 
+/// Refuses, as the API server and a module's node controller would, a node name that is
+/// not a Kubernetes name (RFC 1123: lowercase letters, digits, `-` and `.`), and a
+/// dotted name that is not `{flow}.{module}.{component}-{suffix}` for its component
+/// (`rate-limit-1` for `rate_limit`, as the Go SDK slugs it). A name without dots
+/// (`a`, `sink`) is the harness's shorthand for a node of a test flow.
+fn cluster_name_check(node: &crate::flow::Node) -> Result<()> {
+    let name = node.name.as_str();
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    if !valid {
+        return Err(Error::permanent(format!(
+            "node name `{name}` is not a Kubernetes name (lowercase letters, digits, `-` and `.`, \
+             each part starting and ending with a letter or digit): the API server would refuse it"
+        ))
+        .with_code(crate::error::code::INVALID_NAME));
+    }
+    if name.contains('.') {
+        crate::flow::check_node_name(name, &node.spec.component)
+            .map_err(|e| Error::permanent(e).with_code(crate::error::code::INVALID_NAME))?;
+    }
+    Ok(())
+}
+
 /// A ready pass-through component for wiring tests: component `relay`, input `input`,
 /// output `out`; it emits what it receives and answers with the downstream reply.
+///
+/// A test helper: a module runs it only if it registers it, so a flow meant for a
+/// cluster names the module's own components instead.
 #[derive(Debug, Default, crate::Component)]
 #[component(name = "relay", hooks)]
 pub struct Relay {
