@@ -262,6 +262,7 @@ impl Engine {
             }
         };
         instance.node().state().observe(&node.metadata);
+        instance.node().metadata().observe(&node.metadata);
         // What the spec says that cannot run (a port, an expression, settings, an
         // edge, a policy) is the spec's fault, unless a finer code says more.
         let mut runner = Runner::build(node, instance).map_err(|e| match e.code() {
