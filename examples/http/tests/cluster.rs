@@ -514,14 +514,20 @@ async fn a_server_that_ran_under_go_listens_on_its_port_when_this_module_takes_o
     })
     .await;
     assert_eq!(body, "go".as_bytes(), "the start's context from Go's `http-start`");
-    let running = nodes.get(server).await.expect("server");
-    let shown = view(&running).expect("a view");
-    assert!(
-        shown["listenAddr"]
+    // The view follows once the port is exposed.
+    let on_free = |v: &Value| {
+        v["listenAddr"]
             .as_array()
-            .is_some_and(|a| a.iter().any(|v| v.as_str().is_some_and(|s| s.ends_with(&format!(":{free}"))))),
-        "{shown}"
-    );
+            .is_some_and(|a| a.iter().any(|v| v.as_str().is_some_and(|s| s.ends_with(&format!(":{free}")))))
+    };
+    let running = eventually("the view to list Go's port", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(server).await.ok()?;
+            view(&n).filter(on_free).map(|_| n)
+        }
+    })
+    .await;
     let meta = |n: &TinyNode, key: &str| n.status.as_ref().and_then(|s| s.metadata.get(key).cloned());
     assert_eq!(meta(&running, "port"), Some(free.to_string()), "the port stays Go's");
     assert_eq!(meta(&running, "_state/port"), None);
