@@ -251,10 +251,13 @@ mod tests {
         flow::Node,
     };
 
+    /// One `update_metadata` call's entries.
+    type Patch = Vec<(String, Option<String>)>;
+
     /// Records each metadata patch; fails them while `fail` is set.
     #[derive(Default)]
     struct Patches {
-        seen: Mutex<Vec<Vec<(String, Option<String>)>>>,
+        seen: Mutex<Vec<Patch>>,
         fail: std::sync::atomic::AtomicBool,
     }
 
@@ -295,10 +298,7 @@ mod tests {
     #[tokio::test]
     async fn reads_what_the_node_shows_outside_state_and_writes_in_memory_in_process() {
         let m = NodeMetadata::new("n", None);
-        m.observe(&node_metadata(&[
-            ("ticker-running", "true"),
-            ("_state/ticks", "NDE="),
-        ]));
+        m.observe(&node_metadata(&[("ticker-running", "true"), ("_state/ticks", "NDE=")]));
         assert_eq!(m.get("ticker-running").as_deref(), Some("true"));
         assert_eq!(m.get("_state/ticks"), None, "state is not metadata's");
         assert_eq!(m.keys(), ["ticker-running"]);

@@ -604,7 +604,12 @@ async fn tickers_that_ran_elsewhere_carry_on_when_this_module_takes_over() {
     env.create_namespace(ns).await.expect("namespace");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     // Two ticker → debug flows, settings context `{"flow": ...}`, no module running yet.
-    let without_ticks = |flow: &str| ticker_flow(flow, 200).replace(&b64(&json!({"context": {"flow": flow}, "delay": 200, "countTicks": true})), &b64(&json!({"context": {"flow": flow}, "delay": 200})));
+    let without_ticks = |flow: &str| {
+        ticker_flow(flow, 200).replace(
+            &b64(&json!({"context": {"flow": flow}, "delay": 200, "countTicks": true})),
+            &b64(&json!({"context": {"flow": flow}, "delay": 200})),
+        )
+    };
     apply_yaml(&client, ns, &without_ticks("go")).await;
     apply_yaml(&client, ns, &without_ticks("old")).await;
     let (go, go_debug) = ("go.common-module-v0.ticker-1", "go.common-module-v0.debug-1");
@@ -626,15 +631,31 @@ async fn tickers_that_ran_elsewhere_carry_on_when_this_module_takes_over() {
     .await;
 
     let module = start_module(&client, ns).await;
-    eventually("the Go ticker's context at its debug node", Duration::from_secs(60), || {
-        let nodes = nodes.clone();
-        async move { shown(&nodes, go_debug).await.filter(|c| *c == json!({"started": "under go"})) }
-    })
+    eventually(
+        "the Go ticker's context at its debug node",
+        Duration::from_secs(60),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                shown(&nodes, go_debug)
+                    .await
+                    .filter(|c| *c == json!({"started": "under go"}))
+            }
+        },
+    )
     .await;
-    eventually("the old ticker's context at its debug node", Duration::from_secs(60), || {
-        let nodes = nodes.clone();
-        async move { shown(&nodes, old_debug).await.filter(|c| *c == json!({"started": "before"})) }
-    })
+    eventually(
+        "the old ticker's context at its debug node",
+        Duration::from_secs(60),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                shown(&nodes, old_debug)
+                    .await
+                    .filter(|c| *c == json!({"started": "before"}))
+            }
+        },
+    )
     .await;
     let view = port_config(&nodes.get(go).await.expect("go ticker"), "_control").expect("view");
     assert_eq!((&view["status"], &view["stop"]), (&json!("Running"), &json!(true)));

@@ -304,7 +304,10 @@ async fn a_ticker_that_ran_under_go_carries_on_with_its_config() {
     );
     assert!(h.arrivals("sink:input").iter().all(|m| *m == json!({"from": "go"})));
     let view = control(&h, "t");
-    assert_eq!((&view["status"], &view["context"]), (&json!("Running"), &json!({"from": "go"})));
+    assert_eq!(
+        (&view["status"], &view["context"]),
+        (&json!("Running"), &json!({"from": "go"}))
+    );
     h.send("t:_control", json!({"stop": true})).await.expect("Stop");
     assert_eq!(control(&h, "t")["status"], "Not running");
     let seen = h.arrivals("sink:input").len();
@@ -578,9 +581,17 @@ async fn debug_shows_the_last_message_in_its_control_view() {
 
 #[tokio::test]
 async fn debug_shows_its_settings_context_until_a_message_comes_as_go() {
-    let flow = |context: Value| FlowBuilder::new().node("d", "debug").settings(json!({"context": context})).build();
+    let flow = |context: Value| {
+        FlowBuilder::new()
+            .node("d", "debug")
+            .settings(json!({"context": context}))
+            .build()
+    };
     let h = harness(flow(json!({"from": "settings"}))).await;
-    assert_eq!(control(&h, "d"), json!({"context": {"from": "settings"}, "received": 0}));
+    assert_eq!(
+        control(&h, "d"),
+        json!({"context": {"from": "settings"}, "received": 0})
+    );
     h.send("d:in", json!({"a": 1})).await.expect("handled");
     assert_eq!(control(&h, "d"), json!({"context": {"a": 1}, "received": 1}));
     // New settings replace the message shown, as in Go.

@@ -516,9 +516,10 @@ async fn a_server_that_ran_under_go_listens_on_its_port_when_this_module_takes_o
     assert_eq!(body, "go".as_bytes(), "the start's context from Go's `http-start`");
     // The view follows once the port is exposed.
     let on_free = |v: &Value| {
-        v["listenAddr"]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|v| v.as_str().is_some_and(|s| s.ends_with(&format!(":{free}")))))
+        v["listenAddr"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|v| v.as_str().is_some_and(|s| s.ends_with(&format!(":{free}"))))
+        })
     };
     let running = eventually("the view to list Go's port", Duration::from_secs(30), || {
         let nodes = nodes.clone();
