@@ -10,8 +10,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    client::ResourceManager, component::Component, engine::NodeEmitter, error::Result, message::Reply, msg::Msg,
-    state::NodeState, work::NodeWork,
+    client::ResourceManager, component::Component, engine::NodeEmitter, error::Result, message::Reply,
+    metadata::NodeMetadata, msg::Msg, state::NodeState, work::NodeWork,
 };
 
 /// Who a node is, as the Go SDK's `NodeIdentity`.
@@ -41,6 +41,8 @@ pub(crate) struct NodeContext {
     /// Work that outlives the calls that started it.
     work: NodeWork,
     state: NodeState,
+    /// The node's raw `status.metadata` keys (outside `_state/`).
+    metadata: NodeMetadata,
     /// The `_control` view the component last showed (JSON), if it showed one.
     control: Mutex<Option<Value>>,
 }
@@ -49,6 +51,7 @@ impl NodeContext {
     /// Built by the engine.
     pub(crate) fn new(identity: NodeIdentity, emitter: NodeEmitter, client: Option<Arc<dyn ResourceManager>>) -> Self {
         let state = NodeState::new(&identity.node_name, client.clone());
+        let metadata = NodeMetadata::new(&identity.node_name, client.clone());
         Self {
             identity,
             emitter,
@@ -57,6 +60,7 @@ impl NodeContext {
             loaded: CancellationToken::new(),
             work: NodeWork::default(),
             state,
+            metadata,
             control: Mutex::new(None),
         }
     }
@@ -80,6 +84,11 @@ impl NodeContext {
     /// The node's state.
     pub(crate) fn state(&self) -> &NodeState {
         &self.state
+    }
+
+    /// The node's raw metadata.
+    pub(crate) fn metadata(&self) -> &NodeMetadata {
+        &self.metadata
     }
 
     /// The `_control` view the component shows, if it showed one.
@@ -201,6 +210,14 @@ impl<C: Component> Ctx<C> {
     /// replicas (see [`NodeState`]).
     pub fn state(&self) -> &NodeState {
         &self.node.state
+    }
+
+    /// The node's raw `status.metadata` strings outside `_state/`: where Go
+    /// components that predate the State API keep theirs (`ticker-running`,
+    /// `http-start`), for a component that takes over their nodes (see
+    /// [`NodeMetadata`]). New state belongs in [`state`](Self::state).
+    pub fn metadata(&self) -> &NodeMetadata {
+        &self.node.metadata
     }
 
     /// Starts `work` as the node's work called `name`, and returns at once. The work

@@ -226,6 +226,11 @@ pub mod code {
     pub const STATE_TOO_LARGE: &str = "STATE_TOO_LARGE";
     /// A node state key has characters a metadata key cannot hold.
     pub const STATE_KEY: &str = "STATE_KEY";
+    /// A node metadata key has characters a metadata key cannot hold, or is under
+    /// `_state/` (node state's).
+    pub const METADATA_KEY: &str = "METADATA_KEY";
+    /// A node metadata write would take the node's raw metadata over its cap.
+    pub const METADATA_TOO_LARGE: &str = "METADATA_TOO_LARGE";
     /// A message from another module is malformed: no `<node>:<port>` target, a hop
     /// count that is not a number, a payload that is not JSON.
     pub const INVALID_MESSAGE: &str = "INVALID_MESSAGE";

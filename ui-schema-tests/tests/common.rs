@@ -93,7 +93,10 @@ async fn ticker_control_running() {
         json!({"delay": 60000, "context": {"n": 1}, "countTicks": true}),
     )
     .await;
-    h.send("n:_control", json!({"start": true})).await.expect("Start");
+    // As the editor presses Start: with the context its view shows.
+    h.send("n:_control", json!({"start": true, "context": {"n": 1}}))
+        .await
+        .expect("Start");
     eventually(|| {
         report(&h)
             .ports
@@ -115,7 +118,10 @@ async fn cron_control_stopped() {
 #[tokio::test]
 async fn cron_control_running() {
     let h = node("cron", json!({"schedule": "0 9 * * 1-5", "context": {"n": 1}})).await;
-    h.send("n:_control", json!({"start": true})).await.expect("Start");
+    // As the editor presses Start: with the context its view shows.
+    h.send("n:_control", json!({"start": true, "context": {"n": 1}}))
+        .await
+        .expect("Start");
     let next_run = |h: &Harness| {
         report(h)
             .ports

@@ -1,8 +1,16 @@
 //! `cron`: emits its context on a cron schedule between Start and Stop.
 //!
-//! Like the ticker, the loop is leader-only node work restarted from node state by
-//! the next leader. Patterns have five fields (minute to weekday), as Go's; a sixth,
-//! leading seconds field and `@hourly`-style aliases are accepted too.
+//! Like the ticker, the loop is leader-only node work restarted by the next leader
+//! from what the node keeps, under Go's cron's `status.metadata` keys:
+//! `cron-running` (`"true"`), `cron-schedule` (the pattern), `cron-context` (JSON
+//! text) and `cron-error` (why the last Start was refused). A cron that ran under
+//! the Go module carries on when this module takes its node over. Nodes this module
+//! ran before it used Go's keys have `_state/running`, `_state/schedule`,
+//! `_state/context` and `_state/error`: read when Go's are absent, removed at the
+//! next Start or Stop.
+//!
+//! Patterns have five fields (minute to weekday), as Go's; a sixth, leading seconds
+//! field and `@hourly`-style aliases are accepted too.
 
 use std::str::FromStr as _;
 
@@ -68,11 +76,58 @@ pub struct Cron {
     next: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
-const RUNNING: &str = "running";
-const CONTEXT: &str = "context";
-const SCHEDULE: &str = "schedule";
-const ERROR: &str = "error";
+/// Go's metadata keys (common-module `components/cron/cron.go`).
+const RUNNING: &str = "cron-running";
+const SCHEDULE: &str = "cron-schedule";
+const CONTEXT: &str = "cron-context";
+const ERROR: &str = "cron-error";
+/// Node state keys this module used before it used Go's (read as a fallback).
+const OLD_RUNNING: &str = "running";
+const OLD_SCHEDULE: &str = "schedule";
+const OLD_CONTEXT: &str = "context";
+const OLD_ERROR: &str = "error";
 const WORK: &str = "cron";
+
+/// Whether the node says the cron runs: Go's key, else this module's old one.
+fn says_running(ctx: &Ctx<Cron>) -> Result<bool> {
+    if ctx.metadata().get(RUNNING).is_some() {
+        return Ok(true);
+    }
+    Ok(ctx.state().get::<bool>(OLD_RUNNING)?.unwrap_or(false))
+}
+
+/// The running (or last) schedule, else the settings'.
+fn schedule(ctx: &Ctx<Cron>) -> String {
+    ctx.metadata()
+        .get(SCHEDULE)
+        .filter(|s| !s.is_empty())
+        .or_else(|| ctx.state().get(OLD_SCHEDULE).ok().flatten())
+        .unwrap_or_else(|| ctx.settings().schedule.clone())
+}
+
+/// What each run sends: the running context, else the settings'.
+fn context(ctx: &Ctx<Cron>) -> Value {
+    // As Go: a context that is empty or does not decode is not restored.
+    ctx.metadata()
+        .get(CONTEXT)
+        .and_then(|raw| serde_json::from_str(&raw).ok())
+        .or_else(|| ctx.state().get(OLD_CONTEXT).ok().flatten())
+        .unwrap_or_else(|| ctx.settings().context.clone())
+}
+
+/// Why the last Start was refused, if it was.
+fn error(ctx: &Ctx<Cron>) -> Option<String> {
+    ctx.metadata()
+        .get(ERROR)
+        .or_else(|| ctx.state().get(OLD_ERROR).ok().flatten())
+}
+
+async fn forget_old_keys(ctx: &Ctx<Cron>) -> Result<()> {
+    for key in [OLD_RUNNING, OLD_SCHEDULE, OLD_CONTEXT, OLD_ERROR] {
+        ctx.state().delete(key).await?;
+    }
+    Ok(())
+}
 
 /// Parses a schedule, saying what is wrong with it.
 pub fn parse(schedule: &str) -> std::result::Result<croner::Cron, Error> {
@@ -88,19 +143,10 @@ impl Cron {
     /// no `self`, each time the next run changes).
     fn view(ctx: &Ctx<Self>, next: &std::sync::Mutex<Option<String>>) {
         let running = ctx.work_running(WORK);
-        let state = ctx.state();
-        let error: Option<String> = state.get(ERROR).ok().flatten();
+        let error = error(ctx);
         ctx.show_control(&CronControl {
-            context: state
-                .get(CONTEXT)
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| ctx.settings().context.clone()),
-            schedule: state
-                .get(SCHEDULE)
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| ctx.settings().schedule.clone()),
+            context: context(ctx),
+            schedule: schedule(ctx),
             next_run: running.then(|| next.lock().ok().and_then(|n| n.clone()).unwrap_or_default()),
             status: match (running, error) {
                 (true, _) => "Running".into(),
@@ -132,11 +178,7 @@ impl Cron {
                     () = tokio::time::sleep(wait) => {}
                     () = ctx.cancelled() => return Ok(()),
                 }
-                let context: Value = ctx
-                    .state()
-                    .get(CONTEXT)?
-                    .unwrap_or_else(|| ctx.settings().context.clone());
-                if let Err(e) = out.emit(&ctx, context).await {
+                if let Err(e) = out.emit(&ctx, context(&ctx)).await {
                     tracing::debug!(node = ctx.node_name(), error = %e, "scheduled emit failed downstream");
                 }
             }
@@ -147,14 +189,10 @@ impl Cron {
 
 impl Hooks for Cron {
     async fn on_reconcile(&self, ctx: &Ctx<Self>, _: &Node) -> Result<()> {
-        if ctx.state().get::<bool>(RUNNING)?.unwrap_or(false) && !ctx.work_running(WORK) {
-            let schedule: String = ctx
-                .state()
-                .get(SCHEDULE)?
-                .unwrap_or_else(|| ctx.settings().schedule.clone());
-            match parse(&schedule) {
+        if says_running(ctx)? && !ctx.work_running(WORK) {
+            match parse(&schedule(ctx)) {
                 Ok(s) => self.start(ctx, s),
-                Err(e) => ctx.state().set(ERROR, &e.to_string()).await?,
+                Err(e) => ctx.metadata().set(ERROR, &e.to_string()).await?,
             }
         }
         self.show(ctx);
@@ -173,11 +211,23 @@ impl Hooks for Cron {
         }
         if control.stop == Some(true) {
             ctx.stop_work(WORK);
-            ctx.state().set(RUNNING, &false).await?;
+            // As Go: stopping forgets the schedule, the context and the error.
+            ctx.metadata()
+                .update(&[(RUNNING, None), (SCHEDULE, None), (CONTEXT, None), (ERROR, None)])
+                .await?;
+            forget_old_keys(ctx).await?;
             self.show(ctx);
             return Ok(Reply::empty());
         }
         if ctx.work_running(WORK) {
+            // As Go: a message without Stop while running brings a new context
+            // (each run reads it), say a credential the user just typed.
+            if control.context != context(ctx) {
+                ctx.metadata()
+                    .set(CONTEXT, &serde_json::to_string(&control.context)?)
+                    .await?;
+                self.show(ctx);
+            }
             return Ok(Reply::empty());
         }
         let schedule = if control.schedule.trim().is_empty() {
@@ -188,16 +238,21 @@ impl Hooks for Cron {
         match parse(&schedule) {
             Err(e) => {
                 // As Go: the reason shows as the status; the press itself succeeded.
-                ctx.state().set(ERROR, &e.to_string()).await?;
+                ctx.metadata().set(ERROR, &e.to_string()).await?;
+                ctx.state().delete(OLD_ERROR).await?;
             }
             Ok(parsed) => {
-                let state = ctx.state();
-                state.delete(ERROR).await?;
-                state.set(SCHEDULE, &schedule).await?;
-                if !control.context.is_null() {
-                    state.set(CONTEXT, &control.context).await?;
-                }
-                state.set(RUNNING, &true).await?;
+                // As Go: the press's context is what each run sends, even none.
+                let context = serde_json::to_string(&control.context)?;
+                ctx.metadata()
+                    .update(&[
+                        (ERROR, None),
+                        (RUNNING, Some("true")),
+                        (SCHEDULE, Some(&schedule)),
+                        (CONTEXT, Some(&context)),
+                    ])
+                    .await?;
+                forget_old_keys(ctx).await?;
                 self.start(ctx, parsed);
             }
         }

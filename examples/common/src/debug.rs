@@ -1,4 +1,5 @@
-//! `debug`: shows the last message it received in its `_control` view.
+//! `debug`: shows the last message it received in its `_control` view; until then,
+//! and again after its settings change, the settings' context (as Go's).
 
 use serde_json::Value;
 use tiny_sdk::prelude::*;
@@ -27,7 +28,7 @@ pub struct DebugControl {
 
 /// Message sink: shows the last message it received in its Control view.
 #[derive(Component, Default, Debug)]
-#[component(name = "debug", description = "Debug", tags("SDK"), settings = DebugSettings, control = DebugControl)]
+#[component(name = "debug", description = "Debug", tags("SDK"), settings = DebugSettings, control = DebugControl, hooks)]
 pub struct Debug {
     /// Anything: the whole message is shown.
     #[port(position = Left)]
@@ -39,6 +40,18 @@ impl Debug {
     async fn on_in(&self, ctx: &Ctx<Self>, msg: Value) -> Result<()> {
         let received = self.received.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         ctx.show_control(&DebugControl { context: msg, received });
+        Ok(())
+    }
+}
+
+impl Hooks for Debug {
+    async fn on_settings(&self, ctx: &Ctx<Self>, settings: &DebugSettings) -> Result<()> {
+        // As Go: the view shows the settings' context until a message comes, and
+        // new settings replace the message shown.
+        ctx.show_control(&DebugControl {
+            context: settings.context.clone(),
+            received: self.received.load(std::sync::atomic::Ordering::Relaxed),
+        });
         Ok(())
     }
 }

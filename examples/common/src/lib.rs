@@ -1,12 +1,14 @@
 //! `common-module`: the Go common module's everyday components, written with tiny.
 //!
 //! Names, ports and settings keys are Go's, so a flow built for the Go module loads
-//! unchanged. Where tiny does more (a ticker's tick count, node state that any SDK
-//! reads), the extra is opt-in or additive; the README lists each component's ports.
+//! unchanged, and the ticker and cron keep what they need on the node under Go's
+//! `status.metadata` keys, so a node the Go module ran carries on here. Where tiny
+//! does more (a ticker's tick count), the extra is opt-in or additive; the README
+//! lists each component's ports and keys.
 //!
 //! | component | what it shows of the SDK |
 //! |---|---|
-//! | [`ticker`] | leader-only node work, node state, a Start/Stop `_control` view |
+//! | [`ticker`] | leader-only node work, Go's metadata keys (`ctx.metadata()`), node state, a Start/Stop `_control` view |
 //! | [`cron`] | the same on a cron schedule, with the next run in the view |
 //! | [`signal`] | detached emits from a control button |
 //! | [`debug`] | a `_control` view of the last message |

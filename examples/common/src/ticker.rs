@@ -1,10 +1,17 @@
 //! `ticker`: emits its context every `delay` milliseconds between Start and Stop.
 //!
-//! The loop is leader-only node work. What it needs to go on elsewhere is node state
-//! (`running`, `context`, `ticks`), so when the leader dies the new leader's
-//! `on_reconcile` starts it again, counting on from the last tick. A tick is counted
-//! in state before it is sent: a leader that dies in between skips a tick rather
+//! The loop is leader-only node work. What it needs to go on elsewhere is on the
+//! node, where Go's ticker keeps it: `ticker-running` (`"true"` while running) and
+//! `ticker-config` (the settings as JSON text, with the context Start gave) in the
+//! TinyNode's `status.metadata`. So a ticker that ran under the Go module carries on
+//! when this module takes its node over, and the new leader's `on_reconcile` starts
+//! it again. The tick count (tiny's own) is node state, `_state/ticks`. A tick is
+//! counted before it is sent: a leader that dies in between skips a tick rather
 //! than let its successor send it twice.
+//!
+//! Nodes this module ran before it used Go's keys have `_state/running` and
+//! `_state/context`: read when Go's keys are absent, removed at the next Start or
+//! Stop.
 
 use std::time::Duration;
 
@@ -82,22 +89,80 @@ pub struct Ticker {
     out: Output<Value>,
 }
 
-/// Node state keys.
-const RUNNING: &str = "running";
-const CONTEXT: &str = "context";
+/// Go's metadata keys (common-module `components/ticker/ticker.go`): present while
+/// running, with the value `"true"`.
+const RUNNING: &str = "ticker-running";
+/// Go's metadata key for the running ticker's settings: `{"context":..,"delay":..}`.
+const CONFIG: &str = "ticker-config";
+/// Node state keys this module used before it used Go's (read as a fallback).
+const OLD_RUNNING: &str = "running";
+const OLD_CONTEXT: &str = "context";
+/// The tick count, node state (tiny only).
 const TICKS: &str = "ticks";
 const WORK: &str = "tick";
+
+/// What Go keeps in `ticker-config`: its settings, the context being Start's.
+#[derive(Debug, Serialize, Deserialize)]
+struct GoConfig {
+    #[serde(default)]
+    context: Value,
+    #[serde(default)]
+    delay: u64,
+}
+
+/// Whether the node says the ticker runs: Go's key, else this module's old one.
+fn says_running(ctx: &Ctx<Ticker>) -> Result<bool> {
+    if ctx.metadata().get(RUNNING).is_some() {
+        return Ok(true);
+    }
+    Ok(ctx.state().get::<bool>(OLD_RUNNING)?.unwrap_or(false))
+}
+
+/// What the ticks carry: the running context (Go's `ticker-config`, else this
+/// module's old state), else the settings'.
+fn context(ctx: &Ctx<Ticker>) -> Value {
+    if let Some(raw) = ctx.metadata().get(CONFIG) {
+        match serde_json::from_str::<GoConfig>(&raw) {
+            Ok(config) => return config.context,
+            // As Go: a config that does not decode is not restored.
+            Err(e) => tracing::debug!(node = ctx.node_name(), error = %e, "`{CONFIG}` does not decode"),
+        }
+    }
+    ctx.state()
+        .get::<Value>(OLD_CONTEXT)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| ctx.settings().context.clone())
+}
+
+/// Marks the ticker running with `context`, in Go's keys, and drops the old ones.
+async fn persist_running(ctx: &Ctx<Ticker>, context: Value) -> Result<()> {
+    let config = serde_json::to_string(&GoConfig {
+        context,
+        delay: ctx.settings().delay,
+    })?;
+    ctx.metadata()
+        .update(&[(RUNNING, Some("true")), (CONFIG, Some(&config))])
+        .await?;
+    forget_old_keys(ctx).await
+}
+
+/// Marks the ticker stopped, as Go does: its keys go.
+async fn persist_stopped(ctx: &Ctx<Ticker>) -> Result<()> {
+    ctx.metadata().update(&[(RUNNING, None), (CONFIG, None)]).await?;
+    forget_old_keys(ctx).await
+}
+
+async fn forget_old_keys(ctx: &Ctx<Ticker>) -> Result<()> {
+    ctx.state().delete(OLD_RUNNING).await?;
+    ctx.state().delete(OLD_CONTEXT).await
+}
 
 impl Ticker {
     /// The view for the state the node is in.
     fn show(ctx: &Ctx<Self>) {
         let running = ctx.work_running(WORK);
-        let context = ctx
-            .state()
-            .get::<Value>(CONTEXT)
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| ctx.settings().context.clone());
+        let context = context(ctx);
         let ticks = ctx.state().get(TICKS).ok().flatten().unwrap_or(0);
         ctx.show_control(&TickerControl {
             context,
@@ -116,10 +181,7 @@ impl Ticker {
             loop {
                 let n = ctx.state().get::<u64>(TICKS)?.unwrap_or(0) + 1;
                 ctx.state().set(TICKS, &n).await?;
-                let context: Value = ctx
-                    .state()
-                    .get(CONTEXT)?
-                    .unwrap_or_else(|| ctx.settings().context.clone());
+                let context = context(&ctx);
                 Ticker::show(&ctx);
                 let msg = if ctx.settings().count_ticks {
                     json!({ "context": context, "tick": n })
@@ -144,7 +206,7 @@ impl Ticker {
 impl Hooks for Ticker {
     async fn on_reconcile(&self, ctx: &Ctx<Self>, _: &Node) -> Result<()> {
         // The new leader (or a restarted one) picks up a ticker that was running.
-        if ctx.state().get::<bool>(RUNNING)?.unwrap_or(false) && !ctx.work_running(WORK) {
+        if says_running(ctx)? && !ctx.work_running(WORK) {
             self.start(ctx);
         } else {
             Self::show(ctx);
@@ -153,9 +215,13 @@ impl Hooks for Ticker {
     }
 
     async fn on_settings(&self, ctx: &Ctx<Self>, _: &TickerSettings) -> Result<()> {
-        // A running loop goes on with the new delay; a stopped one shows the new
-        // context (the view shown at load predates the settings).
+        // A running loop goes on with the new delay (kept in Go's config, as Go
+        // does); a stopped one shows the new context (the view shown at load
+        // predates the settings).
         if ctx.work_running(WORK) {
+            if says_running(ctx)? {
+                persist_running(ctx, context(ctx)).await?;
+            }
             self.start(ctx);
         } else {
             Self::show(ctx);
@@ -169,15 +235,14 @@ impl Hooks for Ticker {
         }
         if control.stop == Some(true) {
             ctx.stop_work(WORK);
-            ctx.state().set(RUNNING, &false).await?;
+            persist_stopped(ctx).await?;
             Self::show(ctx);
             return Ok(Reply::empty());
         }
         if !ctx.work_running(WORK) {
-            if !control.context.is_null() {
-                ctx.state().set(CONTEXT, &control.context).await?;
-            }
-            ctx.state().set(RUNNING, &true).await?;
+            // As Go: the press's context is what the ticks carry, even none (the
+            // editor sends the context its view shows).
+            persist_running(ctx, control.context).await?;
             self.start(ctx);
         }
         Ok(Reply::empty())

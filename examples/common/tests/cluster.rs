@@ -65,6 +65,11 @@ async fn last_tick(nodes: &Api<TinyNode>, debug: &str) -> Option<u64> {
     port_config(&node, "_control")?["context"]["tick"].as_u64()
 }
 
+/// A raw `status.metadata` value, where Go's components keep theirs.
+fn meta(node: &TinyNode, key: &str) -> Option<String> {
+    node.status.as_ref()?.metadata.get(key).cloned()
+}
+
 fn b64(v: &Value) -> String {
     STANDARD.encode(serde_json::to_vec(v).expect("json"))
 }
@@ -111,7 +116,16 @@ async fn living_components_on_one_replica() {
     let view = shows_start(&nodes, ticker).await;
     assert_eq!(view["status"], "Not running", "{view}");
     let started = Instant::now();
-    let s = signal(&client, ns, "start", ticker, "_control", json!({"start": true})).await;
+    // As the editor presses Start: with the context the view shows.
+    let s = signal(
+        &client,
+        ns,
+        "start",
+        ticker,
+        "_control",
+        json!({"start": true, "context": view["context"]}),
+    )
+    .await;
     delivered(&s);
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -138,7 +152,10 @@ async fn living_components_on_one_replica() {
     let schema = port_schema(&running, "_control").expect("schema");
     let props = &schema["$defs"]["TickerControl"]["properties"];
     assert!(props.get("stop").is_some() && props.get("start").is_none(), "{schema}");
-    assert_eq!(state(&running, "running"), Some(json!(true)));
+    // Running, as Go's ticker marks it: plain strings in `status.metadata`.
+    assert_eq!(meta(&running, "ticker-running").as_deref(), Some("true"));
+    let config: Value = serde_json::from_str(&meta(&running, "ticker-config").expect("ticker-config")).expect("JSON");
+    assert_eq!(config, json!({"context": {"flow": "tick"}, "delay": 200}));
     // Stop ends the ticks.
     delivered(&signal(&client, ns, "stop", ticker, "_control", json!({"stop": true})).await);
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -149,8 +166,14 @@ async fn living_components_on_one_replica() {
         Some(after_stop),
         "ticks went on after Stop"
     );
-    let stopped = nodes.get(ticker).await.expect("ticker");
-    assert_eq!(state(&stopped, "running"), Some(json!(false)));
+    let stopped = eventually("Stop to remove Go's keys", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(ticker).await.ok()?;
+            (meta(&n, "ticker-running").is_none() && meta(&n, "ticker-config").is_none()).then_some(n)
+        }
+    })
+    .await;
     // Counted before it is sent: a Stop between the two leaves one tick counted, unsent.
     let counted = state(&stopped, "ticks")
         .and_then(|v| v.as_u64())
@@ -306,7 +329,7 @@ async fn living_components_on_one_replica() {
             "go-start",
             "gof.common-module-v0.ticker-1",
             "_control",
-            json!({"start": true}),
+            json!({"start": true, "context": {"source": "go-editor"}}),
         )
         .await,
     );
@@ -458,8 +481,8 @@ async fn a_running_ticker_moves_to_the_new_leader_with_its_count() {
     );
     let moved = nodes.get(ticker).await.expect("ticker");
     assert_eq!(
-        state(&moved, "running"),
-        Some(json!(true)),
+        meta(&moved, "ticker-running").as_deref(),
+        Some("true"),
         "still running, on the new leader"
     );
     let view = eventually(
@@ -552,4 +575,112 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     let stopped_at = last_tick(&nodes, debug).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(last_tick(&nodes, debug).await, stopped_at, "no tick after Stop");
+}
+
+/// Leaves `metadata` in `node`'s `status.metadata`, as a module that ran it would have.
+async fn leave_metadata(nodes: &Api<TinyNode>, node: &str, metadata: Value) {
+    nodes
+        .patch_status(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"metadata": metadata}})),
+        )
+        .await
+        .expect("status metadata patched");
+}
+
+/// The context a debug node shows as its last message.
+async fn shown(nodes: &Api<TinyNode>, debug: &str) -> Option<Value> {
+    port_config(&nodes.get(debug).await.ok()?, "_control").map(|c| c["context"].clone())
+}
+
+/// A ticker the Go module ran, and one this module ran before it used Go's keys, are
+/// taken over by this module: both carry on with what their nodes say.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tickers_that_ran_elsewhere_carry_on_when_this_module_takes_over() {
+    let env = env().await;
+    let client = env.client();
+    let ns = "takeover";
+    env.create_namespace(ns).await.expect("namespace");
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
+    // Two ticker → debug flows, settings context `{"flow": ...}`, no module running yet.
+    let without_ticks = |flow: &str| {
+        ticker_flow(flow, 200).replace(
+            &b64(&json!({"context": {"flow": flow}, "delay": 200, "countTicks": true})),
+            &b64(&json!({"context": {"flow": flow}, "delay": 200})),
+        )
+    };
+    apply_yaml(&client, ns, &without_ticks("go")).await;
+    apply_yaml(&client, ns, &without_ticks("old")).await;
+    let (go, go_debug) = ("go.common-module-v0.ticker-1", "go.common-module-v0.debug-1");
+    let (old, old_debug) = ("old.common-module-v0.ticker-1", "old.common-module-v0.debug-1");
+    // What Go's ticker leaves on a running node: `ticker-running` and its settings as
+    // JSON text, the context being the one Start gave.
+    leave_metadata(
+        &nodes,
+        go,
+        json!({"ticker-running": "true", "ticker-config": r#"{"context":{"started":"under go"},"delay":200}"#}),
+    )
+    .await;
+    // What this module wrote before it used Go's keys: node state, base64 of JSON.
+    leave_metadata(
+        &nodes,
+        old,
+        json!({"_state/running": b64(&json!(true)), "_state/context": b64(&json!({"started": "before"}))}),
+    )
+    .await;
+
+    let module = start_module(&client, ns).await;
+    eventually(
+        "the Go ticker's context at its debug node",
+        Duration::from_secs(60),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                shown(&nodes, go_debug)
+                    .await
+                    .filter(|c| *c == json!({"started": "under go"}))
+            }
+        },
+    )
+    .await;
+    eventually(
+        "the old ticker's context at its debug node",
+        Duration::from_secs(60),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                shown(&nodes, old_debug)
+                    .await
+                    .filter(|c| *c == json!({"started": "before"}))
+            }
+        },
+    )
+    .await;
+    let view = port_config(&nodes.get(go).await.expect("go ticker"), "_control").expect("view");
+    assert_eq!((&view["status"], &view["stop"]), (&json!("Running"), &json!(true)));
+    // The old node now says it in Go's keys, and its old keys are gone.
+    let migrated = eventually("the old ticker's keys to be Go's", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(old).await.ok()?;
+            (meta(&n, "ticker-running").as_deref() == Some("true") && state(&n, "running").is_none()).then_some(n)
+        }
+    })
+    .await;
+    let config: Value = serde_json::from_str(&meta(&migrated, "ticker-config").expect("ticker-config")).expect("JSON");
+    assert_eq!(config, json!({"context": {"started": "before"}, "delay": 200}));
+    assert_eq!(state(&migrated, "context"), None);
+
+    // Stop, pressed on the taken-over node, ends it and removes Go's keys, as Go's does.
+    delivered(&signal(&client, ns, "stop", go, "_control", json!({"stop": true})).await);
+    eventually("Go's keys to go", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(go).await.ok()?;
+            (meta(&n, "ticker-running").is_none() && meta(&n, "ticker-config").is_none()).then_some(())
+        }
+    })
+    .await;
+    module.stop().await;
 }

@@ -221,10 +221,29 @@ async fn ticker_without_count_ticks_sends_the_bare_context_as_go() {
     let h = ticker(json!({"delay": 1000, "context": {"hello": "world"}})).await;
     let r = report(&h, "t");
     assert!(!properties(&port(&r, "out").schema).contains(&"tick".into()));
-    h.send("t:_control", json!({"start": true})).await.expect("Start");
+    // The editor presses Start with the context its view shows.
+    let shown = control(&h, "t")["context"].clone();
+    h.send("t:_control", json!({"start": true, "context": shown}))
+        .await
+        .expect("Start");
     assert!(eventually(Duration::from_secs(1), || !h.arrivals("sink:input").is_empty()).await);
     assert_eq!(h.arrivals("sink:input"), vec![json!({"hello": "world"})]);
     h.send("t:_control", json!({"stop": true})).await.expect("Stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_without_a_context_ticks_with_none_as_go() {
+    // Go decodes the press into a fresh control value: its context, here none,
+    // replaces the one shown, and the ticks carry it.
+    let h = ticker(json!({"delay": 1000, "context": {"from": "settings"}})).await;
+    h.send("t:_control", json!({"start": true})).await.expect("Start");
+    assert!(eventually(Duration::from_secs(1), || !h.arrivals("sink:input").is_empty()).await);
+    assert_eq!(h.arrivals("sink:input"), vec![Value::Null]);
+    let view = control(&h, "t");
+    assert_eq!((&view["status"], &view["context"]), (&json!("Running"), &Value::Null));
+    // Stopped, the view offers the settings' context again.
+    h.send("t:_control", json!({"stop": true})).await.expect("Stop");
+    assert_eq!(control(&h, "t")["context"], json!({"from": "settings"}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,6 +275,46 @@ async fn ticker_moves_with_leadership_and_counts_on() {
     assert!(h.arrivals("sink:input").iter().all(|m| m["context"] == "x"));
 }
 
+/// A ticker feeding a relay, whose TinyNode holds `metadata` in `status.metadata`.
+async fn ticker_with_metadata(settings: Value, metadata: &[(&str, String)]) -> Harness {
+    let mut flow = FlowBuilder::new()
+        .node("t", "ticker")
+        .settings(settings)
+        .node("sink", "relay")
+        .edge("t:out", "sink:input", json!("{{$}}"))
+        .build();
+    flow.nodes[0].metadata = metadata.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+    harness(flow).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ticker_that_ran_under_go_carries_on_with_its_config() {
+    // What Go's ticker leaves on a running node: plain strings, the config as JSON text.
+    let h = ticker_with_metadata(
+        json!({"delay": 30, "context": {"from": "settings"}}),
+        &[
+            ("ticker-running", "true".to_owned()),
+            ("ticker-config", r#"{"context":{"from":"go"},"delay":30}"#.to_owned()),
+        ],
+    )
+    .await;
+    assert!(
+        eventually(Duration::from_secs(1), || h.arrivals("sink:input").len() >= 2).await,
+        "it ticks on its own"
+    );
+    assert!(h.arrivals("sink:input").iter().all(|m| *m == json!({"from": "go"})));
+    let view = control(&h, "t");
+    assert_eq!(
+        (&view["status"], &view["context"]),
+        (&json!("Running"), &json!({"from": "go"}))
+    );
+    h.send("t:_control", json!({"stop": true})).await.expect("Stop");
+    assert_eq!(control(&h, "t")["status"], "Not running");
+    let seen = h.arrivals("sink:input").len();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(h.arrivals("sink:input").len(), seen, "no tick after Stop");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ticker_whose_state_says_running_starts_when_it_loads() {
     use base64::Engine as _;
@@ -266,7 +325,7 @@ async fn a_ticker_whose_state_says_running_starts_when_it_loads() {
         .node("sink", "relay")
         .edge("t:out", "sink:input", json!("{{$}}"))
         .build();
-    // What a previous leader left on the TinyNode (Go's layout: `_state/<key>`, base64).
+    // What this module wrote before it used Go's keys (`_state/<key>`, base64 JSON).
     flow.nodes[0].metadata = [
         ("_state/running".to_owned(), b64(json!(true))),
         ("_state/ticks".to_owned(), b64(json!(41))),
@@ -366,6 +425,54 @@ async fn an_invalid_schedule_shows_in_the_status_and_does_not_start() {
     assert_eq!(control(&h, "c")["status"], "Running");
     h.send("c:_control", json!({"stop": true})).await.expect("Stop");
     assert_eq!(control(&h, "c")["status"], "Not running");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_that_ran_under_go_carries_on_and_takes_a_new_context_while_running() {
+    let mut flow = FlowBuilder::new()
+        .node("c", "cron")
+        .settings(json!({"schedule": "0 0 1 1 *", "context": {"from": "settings"}}))
+        .node("sink", "relay")
+        .edge("c:out", "sink:input", json!("{{$}}"))
+        .build();
+    // What Go's cron leaves on a running node: plain strings, the context as JSON text.
+    flow.nodes[0].metadata = [
+        ("cron-running", "true"),
+        ("cron-schedule", "* * * * * *"),
+        ("cron-context", r#"{"from":"go"}"#),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let h = harness(flow).await;
+    let view = control(&h, "c");
+    assert_eq!(
+        (&view["status"], &view["schedule"], &view["context"]),
+        (&json!("Running"), &json!("* * * * * *"), &json!({"from": "go"}))
+    );
+    assert!(
+        eventually(Duration::from_millis(1500), || !h.arrivals("sink:input").is_empty()).await,
+        "Go's every-second schedule runs"
+    );
+    assert_eq!(h.arrivals("sink:input")[0], json!({"from": "go"}));
+    // As Go: a message without Stop while running brings a new context.
+    h.send("c:_control", json!({"context": {"new": 1}}))
+        .await
+        .expect("handled");
+    assert_eq!(control(&h, "c")["context"], json!({"new": 1}));
+    let before = h.arrivals("sink:input").len();
+    assert!(
+        eventually(Duration::from_millis(1500), || h.arrivals("sink:input").len() > before).await,
+        "runs on"
+    );
+    assert_eq!(h.arrivals("sink:input").last(), Some(&json!({"new": 1})));
+    h.send("c:_control", json!({"stop": true})).await.expect("Stop");
+    let view = control(&h, "c");
+    assert_eq!(
+        (&view["status"], &view["schedule"], &view["context"]),
+        (&json!("Not running"), &json!("0 0 1 1 *"), &json!({"from": "settings"})),
+        "stopped, Go's keys are gone and the settings show"
+    );
 }
 
 #[test]
@@ -470,6 +577,27 @@ async fn debug_shows_the_last_message_in_its_control_view() {
     // Anything goes in, not only objects.
     h.send("d:in", json!("text")).await.expect("handled");
     assert_eq!(control(&h, "d"), json!({"context": "text", "received": 3}));
+}
+
+#[tokio::test]
+async fn debug_shows_its_settings_context_until_a_message_comes_as_go() {
+    let flow = |context: Value| {
+        FlowBuilder::new()
+            .node("d", "debug")
+            .settings(json!({"context": context}))
+            .build()
+    };
+    let h = harness(flow(json!({"from": "settings"}))).await;
+    assert_eq!(
+        control(&h, "d"),
+        json!({"context": {"from": "settings"}, "received": 0})
+    );
+    h.send("d:in", json!({"a": 1})).await.expect("handled");
+    assert_eq!(control(&h, "d"), json!({"context": {"a": 1}, "received": 1}));
+    // New settings replace the message shown, as in Go.
+    let node = flow(json!("changed")).nodes.remove(0);
+    h.engine().apply(node).await.expect("applies");
+    assert_eq!(control(&h, "d"), json!({"context": "changed", "received": 1}));
 }
 
 // ---------------------------------------------------------------------------------

@@ -6,8 +6,13 @@
 //! typically from a node wired back into this server's `response` port, whose handler
 //! returns the response. No request ids: the blocking emit is the correlation.
 //!
-//! State (`_state/start`, `_state/port`) keeps the start message and the port, so a
-//! restarted module, or another replica, listens again on the same port.
+//! The node keeps the start message and the port where Go's http_server keeps them,
+//! in the TinyNode's `status.metadata`: `http-start` (the start message as JSON
+//! text, removed by Stop) and `port` (the port in decimal, kept across Stop). So a
+//! restarted module, another replica, or this module taking over a node the Go
+//! module ran, listens again on the same port. Nodes this module ran before it used
+//! Go's keys have `_state/start` and `_state/port`: read when Go's are absent,
+//! removed when Go's are written.
 
 use std::{collections::BTreeMap, convert::Infallible, sync::Arc, time::Duration};
 
@@ -169,9 +174,22 @@ impl Default for Response {
 pub struct Control {
     #[tiny(title = "Status", readonly)]
     pub status: String,
+    /// Where the server answers; `null` while it does not run, as Go shows it.
     #[tiny(title = "Listen Address", readonly)]
-    #[serde(default)]
+    #[serde(default, serialize_with = "null_when_empty", deserialize_with = "empty_when_null")]
     pub listen_addr: Vec<String>,
+}
+
+fn null_when_empty<S: serde::Serializer>(list: &[String], s: S) -> std::result::Result<S::Ok, S::Error> {
+    if list.is_empty() {
+        s.serialize_none()
+    } else {
+        s.collect_seq(list)
+    }
+}
+
+fn empty_when_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    Ok(Option::<Vec<String>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// What `status` sends when the server goes up or down.
@@ -215,9 +233,36 @@ pub struct HttpServer {
     context: Arc<std::sync::RwLock<Value>>,
 }
 
-const START: &str = "start";
+/// Go's metadata keys (http-module `components/server/server.go`).
+const START: &str = "http-start";
 const PORT: &str = "port";
+/// Node state keys this module used before it used Go's (read as a fallback).
+const OLD_START: &str = "start";
+const OLD_PORT: &str = "port";
 const WORK: &str = "server";
+
+/// The start message the node keeps, if any: Go's `http-start`, else this module's
+/// old state.
+fn saved_start(ctx: &Ctx<HttpServer>) -> Result<Option<Start>> {
+    if let Some(raw) = ctx.metadata().get(START) {
+        match serde_json::from_str::<Start>(&raw) {
+            // As Go: a start with neither timeout is not one it wrote.
+            Ok(s) if s.read_timeout != 0 || s.write_timeout != 0 => return Ok(Some(s)),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(node = ctx.node_name(), error = %e, "`{START}` does not decode; not restored"),
+        }
+        return Ok(None);
+    }
+    ctx.state().get(OLD_START)
+}
+
+/// The port the node keeps (0: none yet): Go's `port`, else this module's old state.
+fn saved_port(ctx: &Ctx<HttpServer>) -> Result<u16> {
+    if let Some(port) = ctx.metadata().get(PORT).and_then(|p| p.trim().parse::<u16>().ok()) {
+        return Ok(port);
+    }
+    Ok(ctx.state().get(OLD_PORT)?.unwrap_or(0))
+}
 
 impl HttpServer {
     async fn on_response(&self, _: &Ctx<Self>, response: Response) -> Result<Reply> {
@@ -226,7 +271,8 @@ impl HttpServer {
     }
 
     async fn on_start(&self, ctx: &Ctx<Self>, start: Start) -> Result<()> {
-        ctx.state().set(START, &start).await?;
+        ctx.metadata().set(START, &serde_json::to_string(&start)?).await?;
+        ctx.state().delete(OLD_START).await?;
         if let Ok(mut c) = self.context.write() {
             c.clone_from(&start.context);
         }
@@ -238,7 +284,8 @@ impl HttpServer {
     }
 
     async fn on_stop(&self, ctx: &Ctx<Self>, _: Stop) -> Result<()> {
-        ctx.state().delete(START).await?;
+        ctx.metadata().delete(START).await?;
+        ctx.state().delete(OLD_START).await?;
         if ctx.work_running(WORK) {
             ctx.stop_work(WORK);
             self.went_down(ctx);
@@ -304,9 +351,10 @@ impl HttpServer {
 impl Hooks for HttpServer {
     async fn on_reconcile(&self, ctx: &Ctx<Self>, _: &Node) -> Result<()> {
         // A restarted module, or another replica, listens again on the saved port.
-        if ctx.state().get::<Start>(START)?.is_some() && !ctx.work_running(WORK) {
+        let started = saved_start(ctx)?.is_some();
+        if started && !ctx.work_running(WORK) {
             self.listen(ctx);
-        } else if ctx.state().get::<Start>(START)?.is_none() && ctx.work_running(WORK) {
+        } else if !started && ctx.work_running(WORK) {
             // Stopped on another replica.
             ctx.stop_work(WORK);
             self.went_down(ctx);
@@ -336,18 +384,18 @@ async fn serve(
     listening: &std::sync::Mutex<Vec<String>>,
     context: Arc<std::sync::RwLock<Value>>,
 ) -> Result<()> {
-    let start: Start = ctx.state().get(START)?.unwrap_or_default();
+    let start: Start = saved_start(ctx)?.unwrap_or_default();
     if let Ok(mut c) = context.write() {
         c.clone_from(&start.context);
     }
-    let saved: u16 = ctx.state().get(PORT)?.unwrap_or(0);
+    let saved = saved_port(ctx)?;
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", saved))
         .await
         .map_err(|e| Error::transient(format!("cannot listen on port {saved}: {e}")))?;
     let port = listener.local_addr()?.port();
-    if port != saved {
-        ctx.state().set(PORT, &port).await?;
-    }
+    // As Go: the port in decimal, kept across Stop so the next Start reuses it.
+    ctx.metadata().set(PORT, &port.to_string()).await?;
+    ctx.state().delete(OLD_PORT).await?;
     let addresses = expose(ctx, &start, port).await;
     {
         let mut l = listening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

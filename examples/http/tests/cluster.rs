@@ -19,7 +19,7 @@ use hyper_util::{
 use k8s_openapi::api::core::v1::Service;
 use kube::{
     Api, Client as Kube,
-    api::{DeleteParams, ListParams, PostParams},
+    api::{DeleteParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde_json::{Value, json};
 use tiny_runtime::{
@@ -454,4 +454,97 @@ async fn http_requests_get_the_flows_answers_with_the_router_over_nats() {
         r.stop().await;
     }
     common.stop().await;
+}
+
+/// A server the Go module ran is taken over by this module: it listens again on the
+/// port Go's `port` metadata holds, with the start Go's `http-start` holds, and Stop
+/// clears the start as Go's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_ran_under_go_listens_on_its_port_when_this_module_takes_over() {
+    let env = env().await;
+    let kube = env.client();
+    let ns = "webgo";
+    env.create_namespace(ns).await.expect("namespace");
+    let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), ns);
+    let server = "webgo.http-module-v0.http-server-1";
+    let answer = json!({"statusCode": 200, "contentType": "text/plain", "body": "{{$.context.from}}"});
+    nodes
+        .create(
+            &PostParams::default(),
+            &node(
+                server,
+                "http_server",
+                vec![
+                    port("_settings", "", &json!({"enableStopPort": true})),
+                    port("response", &format!("{server}:request"), &answer),
+                ],
+                vec![json!({"id": "loop", "port": "request", "to": format!("{server}:response")})],
+            ),
+        )
+        .await
+        .expect("node created");
+    // What Go's http_server leaves on a node it ran: the start message as JSON text and
+    // the port in decimal. The port is one free now.
+    let free = std::net::TcpListener::bind("0.0.0.0:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let metadata = json!({
+        "http-start": r#"{"context":{"from":"go"},"autoHostName":true,"readTimeout":60,"writeTimeout":10}"#,
+        "port": free.to_string(),
+    });
+    nodes
+        .patch_status(
+            server,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"metadata": metadata}})),
+        )
+        .await
+        .expect("status metadata patched");
+
+    let _http = http_module(&env, ns, None);
+    let http: Http = Client::builder(TokioExecutor::new()).build_http();
+    let body = eventually("the server on Go's port", Duration::from_secs(60), || {
+        let http = http.clone();
+        async move {
+            let uri = format!("http://127.0.0.1:{free}/").parse().ok()?;
+            let resp = http.get(uri).await.ok()?;
+            Some(resp.into_body().collect().await.ok()?.to_bytes())
+        }
+    })
+    .await;
+    assert_eq!(body, "go".as_bytes(), "the start's context from Go's `http-start`");
+    // The view follows once the port is exposed.
+    let on_free = |v: &Value| {
+        v["listenAddr"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|v| v.as_str().is_some_and(|s| s.ends_with(&format!(":{free}"))))
+        })
+    };
+    let running = eventually("the view to list Go's port", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(server).await.ok()?;
+            view(&n).filter(on_free).map(|_| n)
+        }
+    })
+    .await;
+    let meta = |n: &TinyNode, key: &str| n.status.as_ref().and_then(|s| s.metadata.get(key).cloned());
+    assert_eq!(meta(&running, "port"), Some(free.to_string()), "the port stays Go's");
+    assert_eq!(meta(&running, "_state/port"), None);
+
+    // Stop: the listener closes and `http-start` goes, as Go's; `port` stays for the
+    // next Start; the idle view shows no address (`null`, as Go's).
+    signal_in(&kube, ns, "stop", server, "stop", json!({})).await;
+    let stopped = eventually("Stop to clear the start", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(server).await.ok()?;
+            let v = view(&n)?;
+            (meta(&n, "http-start").is_none() && v["status"] == "Not running").then_some(n)
+        }
+    })
+    .await;
+    assert_eq!(meta(&stopped, "port"), Some(free.to_string()));
+    assert_eq!(view(&stopped).expect("a view")["listenAddr"], Value::Null);
 }

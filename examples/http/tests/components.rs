@@ -88,6 +88,17 @@ async fn start(h: &Harness, node: &str, start: Value) -> String {
     }
 }
 
+/// The server's `_control` view.
+fn view(h: &Harness, node: &str) -> Value {
+    h.report(node)
+        .expect("report")
+        .ports
+        .into_iter()
+        .find(|p| p.name == "_control")
+        .map(|p| p.configuration)
+        .expect("a _control port")
+}
+
 fn client() -> Client<HttpConnector, Full<Bytes>> {
     Client::builder(TokioExecutor::new()).build_http()
 }
@@ -197,6 +208,63 @@ async fn no_answer_is_500_and_a_body_over_the_limit_is_413() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_server_shows_no_listen_address_as_go() {
+    let h = harness(FlowBuilder::new().node("srv", "http_server").build()).await;
+    assert_eq!(view(&h, "srv"), json!({"status": "Not running", "listenAddr": null}));
+    // The schema still says a list of strings, as Go's `[]string`.
+    let mut schema = h
+        .report("srv")
+        .expect("report")
+        .ports
+        .into_iter()
+        .find(|p| p.name == "_control")
+        .expect("_control")
+        .schema;
+    let addr = tiny_sdk::schema::at_path_mut(&mut schema, "$.listenAddr").expect("listenAddr");
+    assert_eq!(addr["type"], "array", "{addr}");
+    assert_eq!(addr["items"]["$ref"], "#/$defs/String", "{addr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_ran_under_go_listens_again_on_its_port() {
+    // A port free right now, as Go's server would have recorded it.
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .edge(
+            "srv:request",
+            "srv:response",
+            json!({"statusCode": 200, "contentType": "text/plain", "body": "{{$.context.from}}"}),
+        )
+        .build();
+    // What Go's http_server leaves on a node it ran: the start message as JSON text, the
+    // port in decimal.
+    flow.nodes[0].metadata = [
+        (
+            "http-start".to_owned(),
+            r#"{"context":{"from":"go"},"autoHostName":true,"readTimeout":60,"writeTimeout":10}"#.to_owned(),
+        ),
+        ("port".to_owned(), free.to_string()),
+    ]
+    .into_iter()
+    .collect();
+    let h = harness(flow).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while view(&h, "srv")["listenAddr"].is_null() {
+        assert!(Instant::now() < deadline, "it did not start: {}", view(&h, "srv"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let shown = view(&h, "srv");
+    assert_eq!(shown["status"], "Running");
+    assert_eq!(shown["listenAddr"], json!([format!("http://localhost:{free}")]));
+    let (status, _, body) = call(&format!("http://127.0.0.1:{free}/"), "GET", "").await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "go"), "the start's context");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_closes_the_listener_and_start_reopens_it_on_the_same_port() {
     let flow = FlowBuilder::new()
         .node("srv", "http_server")
@@ -221,6 +289,7 @@ async fn stop_closes_the_listener_and_start_reopens_it_on_the_same_port() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let refused = client().get(format!("{base}/x").parse().expect("uri")).await;
     assert!(refused.is_err(), "the listener is closed");
+    assert_eq!(view(&h, "srv"), json!({"status": "Not running", "listenAddr": null}));
     let again = start(&h, "srv", json!({})).await;
     assert_eq!(again, base, "the same port");
     assert_eq!(call(&format!("{base}/x"), "GET", "").await.0, StatusCode::CREATED);

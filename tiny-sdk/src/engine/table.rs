@@ -275,6 +275,7 @@ impl Engine {
             }
         };
         instance.node().state().observe(&node.metadata);
+        instance.node().metadata().observe(&node.metadata);
         // What the spec says that cannot run (a port, an expression, settings, an
         // edge, a policy) is the spec's fault, unless a finer code says more.
         let policy = super::mapping::Policy {

@@ -1,0 +1,367 @@
+//! Node metadata: the TinyNode's raw `status.metadata` strings, outside `_state/`.
+//!
+//! [Node state](crate::state) is what a component written with either SDK's State API
+//! keeps. Many Go components predate it and keep their own keys in `status.metadata`
+//! instead, as plain strings: Go's ticker `ticker-running` and `ticker-config`, its
+//! http_server `http-start` and `port`. A tiny component that takes over such a
+//! node (a drop-in for a Go module) reads and writes those keys here, so that what
+//! ran under Go carries on.
+//!
+//! Values are strings, stored as they are (no base64, no JSON unless the caller
+//! writes JSON text). Keys under `_state/` belong to [`NodeState`](crate::NodeState)
+//! and are refused here. As with state, reads come from the node as this replica last
+//! saw it, with this replica's own writes laid over for a few seconds; a write goes
+//! to the cluster through the runtime's resource manager (in the harness, to memory).
+//!
+//! ```
+//! # use tiny_sdk::prelude::*;
+//! # #[derive(Component, Default)] #[component(name = "legacy")]
+//! # struct Legacy { #[port] go: Input<()> }
+//! # impl Legacy {
+//! async fn on_go(&self, ctx: &Ctx<Self>, _: ()) -> Result<()> {
+//!     let running = ctx.metadata().get("ticker-running").is_some();
+//!     if !running {
+//!         ctx.metadata().update(&[("ticker-running", Some("true"))]).await?;
+//!     }
+//!     Ok(())
+//! }
+//! # }
+//! ```
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant},
+};
+
+use crate::{
+    client::ResourceManager,
+    contract::STATE_PREFIX,
+    error::{Error, Result, code},
+};
+
+/// The most that a node's raw metadata (every key outside `_state/`, keys and
+/// values together) may hold. Node state has its own 900 KiB; the whole TinyNode
+/// must fit in etcd's 1.5 MiB object limit.
+pub const MAX_METADATA_BYTES: usize = 256 * 1024;
+
+/// How long this replica's own writes win over what the watch last showed.
+const OVERLAY: Duration = Duration::from_secs(5);
+
+/// A node's raw metadata (see the [module docs](self)).
+pub struct NodeMetadata {
+    inner: Mutex<Cache>,
+    store: Option<Arc<dyn ResourceManager>>,
+    node: String,
+}
+
+#[derive(Default)]
+struct Cache {
+    /// Keys outside `_state/`, as last seen on the node.
+    seen: BTreeMap<String, String>,
+    /// This replica's recent writes (`None`: deleted), until the watch shows them.
+    pending: HashMap<String, (Option<String>, Instant)>,
+}
+
+impl Cache {
+    fn current(&self, key: &str) -> Option<&String> {
+        match self.pending.get(key) {
+            Some((value, at)) if at.elapsed() < OVERLAY => value.as_ref(),
+            _ => self.seen.get(key),
+        }
+    }
+
+    fn keys(&self) -> Vec<String> {
+        let mut keys: std::collections::BTreeSet<&String> = self.seen.keys().collect();
+        for (k, (v, at)) in &self.pending {
+            if at.elapsed() < OVERLAY {
+                if v.is_some() {
+                    keys.insert(k);
+                } else {
+                    keys.remove(k);
+                }
+            }
+        }
+        keys.into_iter().cloned().collect()
+    }
+
+    /// The size the metadata would have with `changes` applied.
+    fn size_with(&self, changes: &BTreeMap<&str, Option<&str>>) -> usize {
+        let kept: usize = self
+            .keys()
+            .iter()
+            .filter(|k| !changes.contains_key(k.as_str()))
+            .filter_map(|k| self.current(k).map(|v| k.len() + v.len()))
+            .sum();
+        kept + changes
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| k.len() + v.len()))
+            .sum::<usize>()
+    }
+}
+
+impl NodeMetadata {
+    pub(crate) fn new(node: &str, store: Option<Arc<dyn ResourceManager>>) -> Self {
+        Self {
+            inner: Mutex::default(),
+            store,
+            node: node.to_owned(),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes in the node's metadata as the watch shows it now.
+    pub(crate) fn observe(&self, metadata: &BTreeMap<String, String>) {
+        let seen: BTreeMap<String, String> = metadata
+            .iter()
+            .filter(|(k, _)| !k.starts_with(STATE_PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut cache = self.cache();
+        // A pending write the node now shows (or one too old to trust) is done.
+        cache
+            .pending
+            .retain(|k, (v, at)| at.elapsed() < OVERLAY && seen.get(k) != v.as_ref());
+        cache.seen = seen;
+    }
+
+    /// The value under `key`; `None` when there is none.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.cache().current(key).cloned()
+    }
+
+    /// The keys that hold a value (`_state/` keys excluded), sorted.
+    pub fn keys(&self) -> Vec<String> {
+        self.cache().keys()
+    }
+
+    /// Stores `value` under `key`.
+    pub async fn set(&self, key: &str, value: &str) -> Result<()> {
+        self.update(&[(key, Some(value))]).await
+    }
+
+    /// Removes `key` (idempotent).
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        self.update(&[(key, None)]).await
+    }
+
+    /// Sets (`Some`) and removes (`None`) several keys in one write, as one status
+    /// patch: a reader never sees some of them changed and not the others. Keys that
+    /// already hold what is asked are left out; nothing left, nothing is written.
+    pub async fn update(&self, changes: &[(&str, Option<&str>)]) -> Result<()> {
+        for (key, _) in changes {
+            self.check_key(key)?;
+        }
+        let entries: Vec<(String, Option<String>)> = {
+            let mut cache = self.cache();
+            // The last change of a key given twice wins, as in a merge patch.
+            let wanted: BTreeMap<&str, Option<&str>> = changes.iter().copied().collect();
+            let wanted: BTreeMap<&str, Option<&str>> = wanted
+                .into_iter()
+                .filter(|(k, v)| cache.current(k).map(String::as_str) != *v)
+                .collect();
+            if wanted.is_empty() {
+                return Ok(());
+            }
+            let size = cache.size_with(&wanted);
+            if size > MAX_METADATA_BYTES {
+                return Err(Error::permanent(format!(
+                    "metadata of node `{}` would hold {size} bytes, over the {MAX_METADATA_BYTES}-byte cap",
+                    self.node
+                ))
+                .with_code(code::METADATA_TOO_LARGE));
+            }
+            let now = Instant::now();
+            for (k, v) in &wanted {
+                cache.pending.insert((*k).to_owned(), (v.map(str::to_owned), now));
+            }
+            wanted
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.map(str::to_owned)))
+                .collect()
+        };
+        if let Some(store) = &self.store {
+            if let Err(e) = store.update_metadata(entries.clone()).await {
+                // Not written: do not pretend it was.
+                let mut cache = self.cache();
+                for (k, _) in &entries {
+                    cache.pending.remove(k);
+                }
+                return Err(e.context(format_args!("metadata of node `{}`", self.node)));
+            }
+        } else {
+            // In-process: memory is the store.
+            let mut cache = self.cache();
+            for (k, v) in entries {
+                cache.pending.remove(&k);
+                match v {
+                    Some(v) => cache.seen.insert(k, v),
+                    None => cache.seen.remove(&k),
+                };
+            }
+        }
+        Ok(())
+    }
+
+    /// Keys become keys of `status.metadata`; `_state/` is node state's.
+    fn check_key(&self, key: &str) -> Result<()> {
+        let fits = !key.is_empty()
+            && key.len() <= 253
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        if !fits {
+            return Err(Error::permanent(format!(
+                "metadata key `{key}` of node `{}` must be 1 to 253 of `A-Z a-z 0-9 - _ . /`",
+                self.node
+            ))
+            .with_code(code::METADATA_KEY));
+        }
+        if key.starts_with(STATE_PREFIX) {
+            return Err(Error::permanent(format!(
+                "metadata key `{key}` of node `{}` is node state's: use `ctx.state()` for `{STATE_PREFIX}` keys",
+                self.node
+            ))
+            .with_code(code::METADATA_KEY));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for NodeMetadata {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeMetadata")
+            .field("node", &self.node)
+            .field("keys", &self.keys())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::future::BoxFuture;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::{
+        client::{CreateNodeRequest, ExposePortRequest},
+        flow::Node,
+    };
+
+    /// One `update_metadata` call's entries.
+    type Patch = Vec<(String, Option<String>)>;
+
+    /// Records each metadata patch; fails them while `fail` is set.
+    #[derive(Default)]
+    struct Patches {
+        seen: Mutex<Vec<Patch>>,
+        fail: std::sync::atomic::AtomicBool,
+    }
+
+    impl ResourceManager for Patches {
+        fn expose_port(&self, _: ExposePortRequest) -> BoxFuture<'_, Result<Vec<String>>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn unexpose_port(&self, _: u16) -> BoxFuture<'_, Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn update_metadata(&self, metadata: Vec<(String, Option<String>)>) -> BoxFuture<'_, Result<()>> {
+            Box::pin(async move {
+                if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(Error::transient("the API server is away"));
+                }
+                self.seen.lock().map(|mut s| s.push(metadata)).ok();
+                Ok(())
+            })
+        }
+        fn create_signal(&self, _: &str, _: &str, _: Value) -> BoxFuture<'_, Result<String>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+        fn create_node(&self, _: CreateNodeRequest) -> BoxFuture<'_, Result<String>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+        fn get_node(&self, _: &str) -> BoxFuture<'_, Result<Node>> {
+            Box::pin(async { Ok(Node::default()) })
+        }
+        fn create_flow(&self, _: &str, _: &str) -> BoxFuture<'_, Result<String>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+    }
+
+    fn node_metadata(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[tokio::test]
+    async fn reads_what_the_node_shows_outside_state_and_writes_in_memory_in_process() {
+        let m = NodeMetadata::new("n", None);
+        m.observe(&node_metadata(&[("ticker-running", "true"), ("_state/ticks", "NDE=")]));
+        assert_eq!(m.get("ticker-running").as_deref(), Some("true"));
+        assert_eq!(m.get("_state/ticks"), None, "state is not metadata's");
+        assert_eq!(m.keys(), ["ticker-running"]);
+        m.set("port", "8080").await.expect("set");
+        m.delete("ticker-running").await.expect("delete");
+        assert_eq!(m.keys(), ["port"]);
+        assert_eq!(m.get("port").as_deref(), Some("8080"));
+    }
+
+    #[tokio::test]
+    async fn writes_go_through_the_store_as_one_patch_and_read_back_at_once() {
+        let store = Arc::new(Patches::default());
+        let m = NodeMetadata::new("n", Some(store.clone()));
+        m.observe(&node_metadata(&[("cron-error", "bad")]));
+        m.update(&[
+            ("cron-running", Some("true")),
+            ("cron-context", Some("{\"a\":1}")),
+            ("cron-error", None),
+            ("absent", None),
+        ])
+        .await
+        .expect("written");
+        let patches = store.seen.lock().expect("lock").clone();
+        assert_eq!(
+            patches,
+            [vec![
+                ("cron-context".to_owned(), Some("{\"a\":1}".to_owned())),
+                ("cron-error".to_owned(), None),
+                ("cron-running".to_owned(), Some("true".to_owned())),
+            ]],
+            "one patch, without the key that was already absent"
+        );
+        // Read-your-writes before the watch shows them, and after a stale event.
+        m.observe(&node_metadata(&[("cron-error", "bad")]));
+        assert_eq!(m.get("cron-running").as_deref(), Some("true"));
+        assert_eq!(m.get("cron-error"), None);
+        // Writing what is there already writes nothing.
+        m.set("cron-running", "true").await.expect("no-op");
+        assert_eq!(store.seen.lock().expect("lock").len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_is_not_read_back() {
+        let store = Arc::new(Patches::default());
+        store.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+        let m = NodeMetadata::new("n", Some(store));
+        let err = m.set("port", "8080").await.expect_err("the store failed");
+        assert!(err.to_string().contains("metadata of node `n`"), "{err}");
+        assert_eq!(m.get("port"), None);
+    }
+
+    #[tokio::test]
+    async fn bad_keys_and_oversized_values_are_refused_with_their_codes() {
+        let m = NodeMetadata::new("n", None);
+        for key in ["", "with space", "_state/ticks"] {
+            let err = m.set(key, "x").await.expect_err(key);
+            assert_eq!(err.code(), Some(code::METADATA_KEY), "{key}: {err}");
+        }
+        let err = m
+            .set("big", &"x".repeat(MAX_METADATA_BYTES))
+            .await
+            .expect_err("too large");
+        assert_eq!(err.code(), Some(code::METADATA_TOO_LARGE), "{err}");
+        assert!(m.keys().is_empty());
+    }
+}
