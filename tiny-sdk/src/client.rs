@@ -77,3 +77,59 @@ pub trait ResourceManager: Send + Sync + 'static {
         None
     }
 }
+
+/// A resource manager for the SDK's unit tests of pure logic: it records each
+/// metadata patch and fails them while `fail` is set; everything else answers empty.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::sync::Mutex;
+
+    use futures::future::BoxFuture;
+    use serde_json::Value;
+
+    use super::{CreateNodeRequest, ExposePortRequest, ResourceManager};
+    use crate::{
+        error::{Error, Result},
+        flow::Node,
+    };
+
+    /// One `update_metadata` call's entries.
+    pub(crate) type Patch = Vec<(String, Option<String>)>;
+
+    /// Records each metadata patch; fails them while `fail` is set.
+    #[derive(Default)]
+    pub(crate) struct Patches {
+        pub seen: Mutex<Vec<Patch>>,
+        pub fail: std::sync::atomic::AtomicBool,
+    }
+
+    impl ResourceManager for Patches {
+        fn expose_port(&self, _: ExposePortRequest) -> BoxFuture<'_, Result<Vec<String>>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn unexpose_port(&self, _: u16) -> BoxFuture<'_, Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn update_metadata(&self, metadata: Vec<(String, Option<String>)>) -> BoxFuture<'_, Result<()>> {
+            Box::pin(async move {
+                if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Err(Error::transient("the API server is away"));
+                }
+                self.seen.lock().map(|mut s| s.push(metadata)).ok();
+                Ok(())
+            })
+        }
+        fn create_signal(&self, _: &str, _: &str, _: Value) -> BoxFuture<'_, Result<String>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+        fn create_node(&self, _: CreateNodeRequest) -> BoxFuture<'_, Result<String>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+        fn get_node(&self, _: &str) -> BoxFuture<'_, Result<Node>> {
+            Box::pin(async { Ok(Node::default()) })
+        }
+        fn create_flow(&self, _: &str, _: &str) -> BoxFuture<'_, Result<String>> {
+            Box::pin(async { Ok(String::new()) })
+        }
+    }
+}

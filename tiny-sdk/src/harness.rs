@@ -35,16 +35,17 @@
 //! ```
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
 };
 
-use serde::Serialize;
+use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use crate::{
     Component, Hooks,
     client::ResourceManager,
+    contract::STATE_PREFIX,
     engine::{Engine, EngineBuilder, HopEvent, HopKind, NodeReport, Observer},
     error::{Error, Result},
     flow::Flow,
@@ -52,19 +53,43 @@ use crate::{
 };
 
 /// A flow running in-process, recording every hop.
-#[derive(Debug)]
 pub struct Harness {
     engine: Engine,
     log: Arc<Recorder>,
     flow: Flow,
+    /// What a restarted module is built with.
+    strict: bool,
+    client: Option<Arc<dyn ResourceManager>>,
 }
 
 /// Configures a [`Harness`].
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct HarnessBuilder {
     engine: EngineBuilder,
     flow: Flow,
     yaml_error: Option<Error>,
+    strict: bool,
+    client: Option<Arc<dyn ResourceManager>>,
+    /// Node state to start with: (node, `_state/<key>`, base64 of the JSON).
+    seeds: Vec<(String, String, String)>,
+}
+
+impl std::fmt::Debug for Harness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Harness")
+            .field("engine", &self.engine)
+            .field("flow", &self.flow)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for HarnessBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HarnessBuilder")
+            .field("engine", &self.engine)
+            .field("flow", &self.flow)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HarnessBuilder {
@@ -96,7 +121,30 @@ impl HarnessBuilder {
     /// A resource manager for components' `_client` hooks.
     #[must_use]
     pub fn client(mut self, client: Arc<dyn ResourceManager>) -> Self {
-        self.engine = self.engine.client(client);
+        self.engine = self.engine.client(client.clone());
+        self.client = Some(client);
+        self
+    }
+
+    /// Starts node `node` with `value` in its state under `key`, as if an earlier run
+    /// had stored it (what `ctx.state().get(key)` then reads). Raw metadata, such as a
+    /// Go component's `ticker-running`, goes in the flow's YAML under
+    /// `status: { metadata: {...} }`.
+    ///
+    /// # Panics
+    ///
+    /// Never; a value that does not encode fails [`build`](Self::build).
+    #[must_use]
+    pub fn state(mut self, node: &str, key: &str, value: impl Serialize) -> Self {
+        match serde_json::to_vec(&value) {
+            Ok(bytes) => {
+                use base64::Engine as _;
+                let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+                self.seeds
+                    .push((node.to_owned(), format!("{STATE_PREFIX}{key}"), encoded));
+            }
+            Err(e) => self.yaml_error = Some(Error::permanent(format!("seeded state `{key}` of `{node}`: {e}"))),
+        }
         self
     }
 
@@ -107,6 +155,7 @@ impl HarnessBuilder {
     #[must_use]
     pub fn strict_expressions(mut self) -> Self {
         self.engine = self.engine.strict_expressions(true);
+        self.strict = true;
         self
     }
 
@@ -121,34 +170,50 @@ impl HarnessBuilder {
 
     /// Starts every node it can, and returns the errors of those it cannot (the
     /// others run regardless: one broken node never stops the rest).
-    pub async fn build_lenient(self) -> Result<(Harness, Vec<(String, Error)>)> {
+    pub async fn build_lenient(mut self) -> Result<(Harness, Vec<(String, Error)>)> {
         if let Some(e) = self.yaml_error {
             return Err(e);
         }
-        let log = Arc::new(Recorder::default());
-        // As a module does: load every node, then lead. Leader-only work a node's
-        // state says is running (a ticker) starts once the nodes it emits to are there.
-        let engine = self.engine.observer(log.clone()).follower().build();
-        let mut errors = Vec::new();
-        for node in &self.flow.nodes {
-            let result = match cluster_name_check(node) {
-                Ok(()) => engine.apply(node.clone()).await,
-                Err(e) => Err(e),
+        for (node, key, value) in self.seeds {
+            let Some(n) = self.flow.nodes.iter_mut().find(|n| n.name == node) else {
+                return Err(Error::permanent(format!(
+                    "state seeded for node `{node}`, which the flow does not have"
+                )));
             };
-            if let Err(e) = result {
-                errors.push((node.name.clone(), e));
-            }
+            n.metadata.insert(key, value);
         }
-        engine.set_leader(true).await;
+        let log = Arc::new(Recorder::default());
+        let engine = self.engine.observer(log.clone()).follower().build();
+        let errors = load(&engine, &self.flow.nodes).await;
         Ok((
             Harness {
                 engine,
                 log,
                 flow: self.flow,
+                strict: self.strict,
+                client: self.client,
             },
             errors,
         ))
     }
+}
+
+/// Loads `nodes` as a module does (every node, then lead: leader-only work a node's
+/// state says is running, a ticker, starts once the nodes it emits to are there), and
+/// returns the errors of those that do not load.
+async fn load(engine: &Engine, nodes: &[crate::flow::Node]) -> Vec<(String, Error)> {
+    let mut errors = Vec::new();
+    for node in nodes {
+        let result = match cluster_name_check(node) {
+            Ok(()) => engine.apply(node.clone()).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            errors.push((node.name.clone(), e));
+        }
+    }
+    engine.set_leader(true).await;
+    errors
 }
 
 impl Harness {
@@ -220,6 +285,66 @@ impl Harness {
     /// The engine underneath, to apply or remove nodes mid-test.
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The value node `node` holds in its state under `key`, as its component reads it
+    /// (`ctx.state().get(key)`); `None` when it holds none.
+    pub fn state<T: DeserializeOwned>(&self, node: &str, key: &str) -> Result<Option<T>> {
+        let Some(encoded) = self
+            .metadata(node)
+            .and_then(|mut m| m.remove(&format!("{STATE_PREFIX}{key}")))
+        else {
+            return Ok(None);
+        };
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| Error::permanent(format!("state `{key}` of `{node}` is not base64: {e}")))?;
+        Ok(Some(serde_json::from_slice(&bytes)?))
+    }
+
+    /// Node `node`'s `status.metadata` as a module would write it to its TinyNode:
+    /// its state (`_state/<key>`, base64 of the JSON) and its raw keys. `None` when
+    /// the node does not run.
+    pub fn metadata(&self, node: &str) -> Option<BTreeMap<String, String>> {
+        self.engine.node_metadata(node)
+    }
+
+    /// Restarts node `node` as a module does when its pod restarts: the component is
+    /// stopped (its work too) and made anew, and starts from the state it had stored.
+    pub async fn restart_node(&self, node: &str) -> Result<()> {
+        let Some(mut spec) = self.flow.nodes.iter().find(|n| n.name == node).cloned() else {
+            return Err(Error::permanent(format!("the flow has no node `{node}`")));
+        };
+        spec.metadata = self.metadata(node).unwrap_or(spec.metadata);
+        self.engine.remove(node, false).await?;
+        self.engine.apply(spec).await
+    }
+
+    /// Restarts the whole module: every node stops and loads anew on a fresh engine,
+    /// from the state it had stored, and the replica leads again. Returns the errors of
+    /// nodes that do not load.
+    pub async fn restart(&mut self) -> Vec<(String, Error)> {
+        let mut nodes = self.flow.nodes.clone();
+        for n in &mut nodes {
+            if let Some(stored) = self.engine.node_metadata(&n.name) {
+                n.metadata = stored;
+            }
+        }
+        for n in &nodes {
+            let _ = self.engine.remove(&n.name, false).await;
+        }
+        self.engine.shutdown();
+        let mut builder = Engine::builder()
+            .registry(self.engine.registry().clone())
+            .strict_expressions(self.strict)
+            .observer(self.log.clone())
+            .follower();
+        if let Some(client) = &self.client {
+            builder = builder.client(client.clone());
+        }
+        self.engine = builder.build();
+        load(&self.engine, &nodes).await
     }
 }
 

@@ -242,54 +242,9 @@ impl std::fmt::Debug for NodeMetadata {
 
 #[cfg(test)]
 mod tests {
-    use futures::future::BoxFuture;
-    use serde_json::Value;
-
     use super::*;
-    use crate::{
-        client::{CreateNodeRequest, ExposePortRequest},
-        flow::Node,
-    };
 
-    /// One `update_metadata` call's entries.
-    type Patch = Vec<(String, Option<String>)>;
-
-    /// Records each metadata patch; fails them while `fail` is set.
-    #[derive(Default)]
-    struct Patches {
-        seen: Mutex<Vec<Patch>>,
-        fail: std::sync::atomic::AtomicBool,
-    }
-
-    impl ResourceManager for Patches {
-        fn expose_port(&self, _: ExposePortRequest) -> BoxFuture<'_, Result<Vec<String>>> {
-            Box::pin(async { Ok(Vec::new()) })
-        }
-        fn unexpose_port(&self, _: u16) -> BoxFuture<'_, Result<()>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn update_metadata(&self, metadata: Vec<(String, Option<String>)>) -> BoxFuture<'_, Result<()>> {
-            Box::pin(async move {
-                if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
-                    return Err(Error::transient("the API server is away"));
-                }
-                self.seen.lock().map(|mut s| s.push(metadata)).ok();
-                Ok(())
-            })
-        }
-        fn create_signal(&self, _: &str, _: &str, _: Value) -> BoxFuture<'_, Result<String>> {
-            Box::pin(async { Ok(String::new()) })
-        }
-        fn create_node(&self, _: CreateNodeRequest) -> BoxFuture<'_, Result<String>> {
-            Box::pin(async { Ok(String::new()) })
-        }
-        fn get_node(&self, _: &str) -> BoxFuture<'_, Result<Node>> {
-            Box::pin(async { Ok(Node::default()) })
-        }
-        fn create_flow(&self, _: &str, _: &str) -> BoxFuture<'_, Result<String>> {
-            Box::pin(async { Ok(String::new()) })
-        }
-    }
+    use crate::client::fake::Patches;
 
     fn node_metadata(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()

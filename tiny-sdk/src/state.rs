@@ -6,9 +6,21 @@
 //! whole object must fit in etcd.
 //!
 //! Reads come from the node as this replica last saw it, with this replica's own
-//! writes laid over for a few seconds (until the watch shows them), so that a value
-//! just written is read back. A write goes to the cluster through the runtime's
-//! resource manager; in-process (harness) it stays in memory.
+//! writes laid over (until the watch shows them), so that a value just written is read
+//! back at once.
+//!
+//! **What a write costs.** Writes are batched like the `_control` view: a `set`,
+//! `update` or `delete` takes effect for readers at once and reaches the cluster, with
+//! every other write of the node in the same window, as **one** status patch within
+//! [`WRITE_DELAY`] (250 ms). A rate limiter that counts a storm of messages writes about
+//! four patches a second, not one per message. A write that fails for a reason that may
+//! pass (the API server away, a conflict) is tried again, once a second, until it lands;
+//! one the API server refuses for good (over the cap, not allowed) is logged and
+//! dropped, and readers see the node's stored value again. A component that must know
+//! a value is stored before it goes on (before it answers, or before the process may
+//! be killed) awaits [`flush`](NodeState::flush), which writes now and returns the
+//! API server's answer. In-process (harness) state lives in memory and is written at
+//! once.
 //!
 //! ```
 //! # use tiny_sdk::prelude::*;
@@ -16,8 +28,13 @@
 //! # struct Counter { #[port] tick: Input<()> }
 //! # impl Counter {
 //! async fn on_tick(&self, ctx: &Ctx<Self>, _: ()) -> Result<()> {
-//!     let n: u64 = ctx.state().get("count")?.unwrap_or(0);
-//!     ctx.state().set("count", &(n + 1)).await
+//!     // Read, add and write as one step: no other message of this replica can
+//!     // interleave between the read and the write.
+//!     let n: u64 = ctx.state().update("count", |n: Option<u64>| n.unwrap_or(0) + 1).await?;
+//!     if n % 1000 == 0 {
+//!         ctx.state().flush().await?; // stored before going on
+//!     }
+//!     Ok(())
 //! }
 //! # }
 //! ```
@@ -40,26 +57,39 @@ use crate::{
 /// The most state a node may hold, all keys together (the Go SDK's `MaxStateBytes`).
 pub const MAX_STATE_BYTES: usize = 900 * 1024;
 
-/// How long this replica's own writes win over what the watch last showed.
+/// How long this replica's own written values win over what the watch last showed.
 const OVERLAY: Duration = Duration::from_secs(5);
+
+/// How long node state writes gather before they are sent as one status patch.
+pub const WRITE_DELAY: Duration = Duration::from_millis(250);
+
+/// The wait before a write that failed for a passing reason is tried again.
+const RETRY_DELAY: Duration = Duration::from_secs(1);
 
 /// A node's state (see the [module docs](self)).
 pub struct NodeState {
-    inner: Mutex<Cache>,
+    inner: Arc<Mutex<Cache>>,
     store: Option<Arc<dyn ResourceManager>>,
-    node: String,
+    node: Arc<str>,
 }
 
 #[derive(Default)]
 struct Cache {
     /// `_state/` entries (key without the prefix, base64 value) as last seen on the node.
     seen: BTreeMap<String, String>,
-    /// This replica's recent writes (`None`: deleted), until the watch shows them.
+    /// This replica's written values (`None`: deleted), until the watch shows them.
     pending: HashMap<String, (Option<String>, Instant)>,
+    /// Values not written yet: the next flush sends them all in one patch.
+    dirty: BTreeMap<String, Option<String>>,
+    /// A flush is scheduled.
+    scheduled: bool,
 }
 
 impl Cache {
     fn current(&self, key: &str) -> Option<&String> {
+        if let Some(value) = self.dirty.get(key) {
+            return value.as_ref();
+        }
         match self.pending.get(key) {
             Some((value, at)) if at.elapsed() < OVERLAY => value.as_ref(),
             _ => self.seen.get(key),
@@ -68,16 +98,42 @@ impl Cache {
 
     fn keys(&self) -> Vec<String> {
         let mut keys: std::collections::BTreeSet<&String> = self.seen.keys().collect();
-        for (k, (v, at)) in &self.pending {
-            if at.elapsed() < OVERLAY {
-                if v.is_some() {
-                    keys.insert(k);
-                } else {
-                    keys.remove(k);
-                }
+        let recent = self.pending.iter().filter(|(_, (_, at))| at.elapsed() < OVERLAY);
+        for (k, v) in recent.map(|(k, (v, _))| (k, v)).chain(&self.dirty) {
+            if v.is_some() {
+                keys.insert(k);
+            } else {
+                keys.remove(k);
             }
         }
         keys.into_iter().cloned().collect()
+    }
+
+    /// Moves the unwritten values to the written ones, as the patch that carries them.
+    fn take_dirty(&mut self) -> Vec<(String, Option<String>)> {
+        let now = Instant::now();
+        let dirty = std::mem::take(&mut self.dirty);
+        dirty
+            .into_iter()
+            .map(|(k, v)| {
+                self.pending.insert(k.clone(), (v.clone(), now));
+                (format!("{STATE_PREFIX}{k}"), v)
+            })
+            .collect()
+    }
+
+    /// A patch did not land: its values are unwritten again (unless written anew
+    /// since), to be tried again; or, when `drop` says it never will, forgotten.
+    fn put_back(&mut self, batch: Vec<(String, Option<String>)>, drop: bool) {
+        for (k, v) in batch {
+            let Some(key) = k.strip_prefix(STATE_PREFIX) else {
+                continue;
+            };
+            self.pending.remove(key);
+            if !drop && !self.dirty.contains_key(key) {
+                self.dirty.insert(key.to_owned(), v);
+            }
+        }
     }
 
     fn size_with(&self, key: &str, value: Option<&str>) -> usize {
@@ -93,14 +149,14 @@ impl Cache {
 impl NodeState {
     pub(crate) fn new(node: &str, store: Option<Arc<dyn ResourceManager>>) -> Self {
         Self {
-            inner: Mutex::default(),
+            inner: Arc::default(),
             store,
-            node: node.to_owned(),
+            node: node.into(),
         }
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner)
     }
 
     /// Takes in the node's metadata as the watch shows it now.
@@ -122,16 +178,10 @@ impl NodeState {
     /// A value that is not base64 of JSON of `T` (another SDK's bytes, or another
     /// type) is an error naming the key.
     pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
-        let Some(bytes) = self.get_bytes(key)? else {
-            return Ok(None);
-        };
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            Error::permanent(format!(
-                "node state `{key}` of node `{}` does not decode: {e}",
-                self.node
-            ))
-            .with_code(code::STATE_UNDECODABLE)
-        })
+        match self.cache().current(key) {
+            Some(encoded) => self.decode(key, encoded).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// The raw bytes under `key`.
@@ -151,12 +201,23 @@ impl NodeState {
         self.cache().keys()
     }
 
+    /// Adds the state as this replica sees it, as `status.metadata` holds it
+    /// (`_state/<key>`: base64), to `into`.
+    pub(crate) fn snapshot(&self, into: &mut BTreeMap<String, String>) {
+        let cache = self.cache();
+        for key in cache.keys() {
+            if let Some(value) = cache.current(&key) {
+                into.insert(format!("{STATE_PREFIX}{key}"), value.clone());
+            }
+        }
+    }
+
     /// Stores `value` (as JSON) under `key`.
+    ///
+    /// Readers see it at once; it reaches the cluster within [`WRITE_DELAY`], with the
+    /// node's other writes of that window (see the [module docs](self)).
     pub async fn set<T: Serialize + ?Sized>(&self, key: &str, value: &T) -> Result<()> {
-        let bytes = serde_json::to_vec(value).map_err(|e| {
-            Error::permanent(format!("node state `{key}`: value does not encode: {e}"))
-                .with_code(code::STATE_UNDECODABLE)
-        })?;
+        let bytes = encode(key, value)?;
         self.set_bytes(key, &bytes).await
     }
 
@@ -170,40 +231,142 @@ impl NodeState {
         self.write(key, None).await
     }
 
+    /// Reads `key`, computes its new value with `f` and stores it, as one step for
+    /// this replica: no other write of this node's state comes between the read and the
+    /// write (a counter under a storm of messages counts every one). Returns the value
+    /// stored. Replicas do not share the step: state a node's replicas all update
+    /// belongs to the leader (`ctx.spawn_on_leader`, or `ctx.is_leader()`).
+    ///
+    /// ```
+    /// # async fn f(state: &tiny_sdk::NodeState) -> tiny_sdk::Result<()> {
+    /// let hits: u64 = state.update("hits", |n: Option<u64>| n.unwrap_or(0) + 1).await?;
+    /// # let _ = hits; Ok(()) }
+    /// ```
+    pub async fn update<T, F>(&self, key: &str, f: F) -> Result<T>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce(Option<T>) -> T,
+    {
+        check_key(key)?;
+        let mut cache = self.cache();
+        let old = match cache.current(key) {
+            Some(encoded) => Some(self.decode::<T>(key, encoded)?),
+            None => None,
+        };
+        let new = f(old);
+        let bytes = encode(key, &new)?;
+        self.stage(&mut cache, key, Some(STANDARD.encode(bytes)))?;
+        drop(cache);
+        Ok(new)
+    }
+
+    /// Sends every write not sent yet now, as one patch, and returns the API server's
+    /// answer: after `Ok`, the values are stored. Nothing to send is `Ok` at once.
+    pub async fn flush(&self) -> Result<()> {
+        let Some(store) = &self.store else { return Ok(()) };
+        flush(&self.inner, store.as_ref(), &self.node).await
+    }
+
     async fn write(&self, key: &str, value: Option<String>) -> Result<()> {
         check_key(key)?;
-        {
-            let mut cache = self.cache();
-            if cache.current(key) == value.as_ref() {
-                return Ok(());
-            }
-            let size = cache.size_with(key, value.as_deref());
-            if size > MAX_STATE_BYTES {
-                return Err(Error::permanent(format!(
-                    "node state of node `{}` would hold {size} bytes with `{key}`, over the {MAX_STATE_BYTES}-byte cap",
-                    self.node
-                ))
-                .with_code(code::STATE_TOO_LARGE));
-            }
-            cache.pending.insert(key.to_owned(), (value.clone(), Instant::now()));
+        let mut cache = self.cache();
+        self.stage(&mut cache, key, value)
+    }
+
+    /// Lays `value` over `key` for readers and schedules its write.
+    fn stage(&self, cache: &mut Cache, key: &str, value: Option<String>) -> Result<()> {
+        if cache.current(key) == value.as_ref() {
+            return Ok(());
         }
-        if let Some(store) = &self.store {
-            let entry = (format!("{STATE_PREFIX}{key}"), value);
-            if let Err(e) = store.update_metadata(vec![entry]).await {
-                // Not written: do not pretend it was.
-                self.cache().pending.remove(key);
-                return Err(e.context(format_args!("node state `{key}`")));
-            }
-        } else {
+        let size = cache.size_with(key, value.as_deref());
+        if size > MAX_STATE_BYTES {
+            return Err(Error::permanent(format!(
+                "node state of node `{}` would hold {size} bytes with `{key}`, over the {MAX_STATE_BYTES}-byte cap",
+                self.node
+            ))
+            .with_code(code::STATE_TOO_LARGE));
+        }
+        let Some(store) = &self.store else {
             // In-process: memory is the store.
-            let mut cache = self.cache();
             match value {
                 Some(v) => cache.seen.insert(key.to_owned(), v),
                 None => cache.seen.remove(key),
             };
-            cache.pending.remove(key);
+            return Ok(());
+        };
+        cache.dirty.insert(key.to_owned(), value);
+        if !cache.scheduled {
+            cache.scheduled = true;
+            tokio::spawn(flush_later(self.inner.clone(), store.clone(), self.node.clone()));
         }
         Ok(())
+    }
+
+    fn decode<T: DeserializeOwned>(&self, key: &str, encoded: &str) -> Result<T> {
+        let bytes = STANDARD.decode(encoded).map_err(|e| {
+            Error::permanent(format!("node state `{key}` of node `{}` is not base64: {e}", self.node))
+                .with_code(code::STATE_UNDECODABLE)
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            Error::permanent(format!(
+                "node state `{key}` of node `{}` does not decode: {e}",
+                self.node
+            ))
+            .with_code(code::STATE_UNDECODABLE)
+        })
+    }
+}
+
+fn lock(inner: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn encode<T: Serialize + ?Sized>(key: &str, value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| {
+        Error::permanent(format!("node state `{key}`: value does not encode: {e}")).with_code(code::STATE_UNDECODABLE)
+    })
+}
+
+/// After [`WRITE_DELAY`], sends the node's unwritten state; a write that may pass is
+/// tried again every [`RETRY_DELAY`], one refused for good is logged and dropped.
+async fn flush_later(inner: Arc<Mutex<Cache>>, store: Arc<dyn ResourceManager>, node: Arc<str>) {
+    let mut delay = WRITE_DELAY;
+    loop {
+        tokio::time::sleep(delay).await;
+        lock(&inner).scheduled = false;
+        match flush(&inner, store.as_ref(), &node).await {
+            Ok(()) => return,
+            Err(e) if e.is_retryable() => {
+                tracing::debug!(node = %node, error = %e, "node state not written yet; trying again");
+                let mut cache = lock(&inner);
+                if cache.scheduled {
+                    return; // a newer write scheduled a flush, which takes these along
+                }
+                cache.scheduled = true;
+                delay = RETRY_DELAY;
+            }
+            Err(e) => {
+                tracing::error!(node = %node, error = %e, "node state write refused; the values are dropped");
+                return;
+            }
+        }
+    }
+}
+
+/// Sends the node's unwritten state as one patch now.
+async fn flush(inner: &Mutex<Cache>, store: &dyn ResourceManager, node: &str) -> Result<()> {
+    let batch = lock(inner).take_dirty();
+    if batch.is_empty() {
+        return Ok(());
+    }
+    match store.update_metadata(batch.clone()).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let keys: Vec<&str> = batch.iter().filter_map(|(k, _)| k.strip_prefix(STATE_PREFIX)).collect();
+            let e = e.context(format_args!("node state of node `{node}` ({})", keys.join(", ")));
+            lock(inner).put_back(batch, !e.is_retryable());
+            Err(e)
+        }
     }
 }
 
@@ -230,5 +393,87 @@ impl std::fmt::Debug for NodeState {
             .field("node", &self.node)
             .field("keys", &self.keys())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::client::fake::Patches;
+
+    fn state(store: &Arc<Patches>) -> NodeState {
+        NodeState::new("n", Some(store.clone() as Arc<dyn ResourceManager>))
+    }
+
+    fn patches(store: &Patches) -> Vec<Vec<(String, Option<String>)>> {
+        store.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn a_storm_of_writes_is_one_patch_and_read_back_at_once() {
+        let store = Arc::new(Patches::default());
+        let s = state(&store);
+        for _ in 0..1000 {
+            s.update("count", |n: Option<u64>| n.unwrap_or(0) + 1)
+                .await
+                .expect("staged");
+        }
+        s.set("last", "x").await.expect("staged");
+        s.delete("gone").await.expect("staged");
+        assert_eq!(s.get::<u64>("count").expect("reads"), Some(1000), "read your writes");
+        assert!(patches(&store).is_empty(), "nothing sent before the window closes");
+        tokio::time::sleep(WRITE_DELAY * 2).await;
+        let sent = patches(&store);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let keys: Vec<&str> = sent[0].iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["_state/count", "_state/last"],
+            "a delete of nothing sends nothing"
+        );
+        assert_eq!(s.get::<u64>("count").expect("reads"), Some(1000));
+    }
+
+    #[tokio::test]
+    async fn flush_writes_now_and_says_how_it_went() {
+        let store = Arc::new(Patches::default());
+        let s = state(&store);
+        s.set("a", &1).await.expect("staged");
+        s.flush().await.expect("stored");
+        assert_eq!(patches(&store).len(), 1);
+        s.flush().await.expect("nothing to send");
+        assert_eq!(patches(&store).len(), 1);
+        store.fail.store(true, Ordering::SeqCst);
+        s.set("a", &2).await.expect("staged");
+        let err = s.flush().await.expect_err("the API server is away");
+        assert!(
+            err.is_retryable() && err.to_string().contains("node state of node `n` (a)"),
+            "{err}"
+        );
+        assert_eq!(s.get::<u64>("a").expect("reads"), Some(2), "still this replica's value");
+        // Tried again in the background once the API server answers.
+        store.fail.store(false, Ordering::SeqCst);
+        tokio::time::sleep(RETRY_DELAY * 2).await;
+        let sent = patches(&store);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(sent[1], [("_state/a".to_owned(), Some(STANDARD.encode("2")))]);
+    }
+
+    #[tokio::test]
+    async fn the_cap_and_the_key_are_checked_when_written() {
+        let store = Arc::new(Patches::default());
+        let s = state(&store);
+        let big = "x".repeat(MAX_STATE_BYTES);
+        let err = s.set("big", &big).await.expect_err("over the cap");
+        assert_eq!(err.code(), Some(code::STATE_TOO_LARGE));
+        let err = s
+            .update("bad key!", |n: Option<u64>| n.unwrap_or(0))
+            .await
+            .expect_err("key");
+        assert_eq!(err.code(), Some(code::STATE_KEY));
+        tokio::time::sleep(WRITE_DELAY * 2).await;
+        assert!(patches(&store).is_empty());
     }
 }

@@ -47,3 +47,77 @@ async fn well_formed_names_and_the_shorthand_run() {
         .expect("answers");
     assert_eq!(reply.into_value(), Some(json!(1)));
 }
+
+/// Counts in its node state (what survives a restart) and in memory (what does not).
+#[derive(Debug, Default, tiny_sdk::Component)]
+#[component(name = "counter")]
+struct Counter {
+    tick: tiny_sdk::Input<serde_json::Value>,
+    in_memory: std::sync::atomic::AtomicU64,
+}
+
+impl Counter {
+    async fn on_tick(&self, ctx: &tiny_sdk::Ctx<Self>, _: serde_json::Value) -> tiny_sdk::Result<tiny_sdk::Reply> {
+        let stored: u64 = ctx.state().update("count", |n: Option<u64>| n.unwrap_or(0) + 1).await?;
+        let memory = self.in_memory.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        Ok(tiny_sdk::Reply::value(json!({"stored": stored, "memory": memory})))
+    }
+}
+
+const COUNTER: &str = "kind: TinyNode\nmetadata: { name: c }\nspec: { module: m, component: counter }\n";
+
+#[tokio::test]
+async fn state_can_be_seeded_and_read() {
+    let h = Harness::builder()
+        .register::<Counter>()
+        .yaml(COUNTER)
+        .state("c", "count", 41)
+        .build()
+        .await
+        .expect("loads");
+    assert_eq!(h.state::<u64>("c", "count").expect("decodes"), Some(41));
+    let reply = h.send("c:tick", json!(null)).await.expect("counts").into_value();
+    assert_eq!(reply, Some(json!({"stored": 42, "memory": 1})));
+    assert_eq!(h.state::<u64>("c", "count").expect("decodes"), Some(42));
+    assert_eq!(h.state::<u64>("c", "other").expect("none"), None);
+    let metadata = h.metadata("c").expect("c runs");
+    assert_eq!(
+        metadata.get("_state/count").map(String::as_str),
+        Some("NDI="),
+        "Go's layout: base64 of 42"
+    );
+    let err = Harness::builder()
+        .register::<Counter>()
+        .yaml(COUNTER)
+        .state("nope", "count", 1)
+        .build()
+        .await
+        .expect_err("no such node");
+    assert!(err.to_string().contains("`nope`"), "{err}");
+}
+
+#[tokio::test]
+async fn a_node_or_the_module_restarts_from_its_stored_state() {
+    let mut h = Harness::builder()
+        .register::<Counter>()
+        .yaml(COUNTER)
+        .build()
+        .await
+        .expect("loads");
+    for _ in 0..3 {
+        h.send("c:tick", json!(null)).await.expect("counts");
+    }
+    h.restart_node("c").await.expect("restarts");
+    let reply = h.send("c:tick", json!(null)).await.expect("counts").into_value();
+    assert_eq!(
+        reply,
+        Some(json!({"stored": 4, "memory": 1})),
+        "a new instance, the old state"
+    );
+    let errors = h.restart().await;
+    assert!(errors.is_empty(), "{errors:?}");
+    let reply = h.send("c:tick", json!(null)).await.expect("counts").into_value();
+    assert_eq!(reply, Some(json!({"stored": 5, "memory": 1})));
+    let err = h.restart_node("nope").await.expect_err("no such node");
+    assert!(err.to_string().contains("`nope`"), "{err}");
+}

@@ -440,6 +440,23 @@ impl Engine {
             .collect()
     }
 
+    /// A node's `status.metadata` as this replica sees it, its own writes included:
+    /// its state (`_state/<key>`, base64) and raw metadata (see
+    /// [`Ctx::metadata`](crate::Ctx::metadata)). `None` when the node does not run.
+    pub fn node_metadata(&self, name: &str) -> Option<std::collections::BTreeMap<String, String>> {
+        let runner = self.inner.runner(name)?;
+        let node = runner.instance.node();
+        let mut out = std::collections::BTreeMap::new();
+        let metadata = node.metadata();
+        for key in metadata.keys() {
+            if let Some(value) = metadata.get(&key) {
+                out.insert(key, value);
+            }
+        }
+        node.state().snapshot(&mut out);
+        Some(out)
+    }
+
     /// `true` when the node is in the table (running or failed).
     pub fn has_node(&self, name: &str) -> bool {
         self.inner.nodes_read().contains_key(name)
