@@ -230,7 +230,10 @@ async fn settings_expressions_see_no_message_and_yield_null_as_in_go() {
         .node("f", "flaky")
         .settings(json!({"failures": 0, "code": "{{$.code}}"}))
         .build();
-    harness().flow(flow.clone()).build().await.expect("loads: code is null");
+    let h = harness().flow(flow.clone()).build().await.expect("loads: code is null");
+    let failing = h.report("f").expect("f runs").failing_edges;
+    assert_eq!(failing.len(), 1, "{failing:?}");
+    assert!(failing[0].starts_with("settings: at /code"), "{failing:?}");
     let err = harness()
         .strict_expressions()
         .flow(flow)

@@ -121,3 +121,33 @@ async fn a_node_or_the_module_restarts_from_its_stored_state() {
     let err = h.restart_node("nope").await.expect_err("no such node");
     assert!(err.to_string().contains("`nope`"), "{err}");
 }
+
+#[tokio::test]
+async fn a_flow_file_reads_as_render_reads_it() {
+    // `configuration: "{{$}}"` as written by hand (not base64): the message itself.
+    let flow = r#"
+kind: TinyNode
+metadata: { name: a }
+spec:
+  module: m
+  component: relay
+  edges: [{ id: e, port: out, to: "b:input" }]
+---
+kind: TinyNode
+metadata: { name: b }
+spec:
+  module: m
+  component: answer
+  ports:
+    - { from: "a:out", port: input, configuration: "{{$}}" }
+"#;
+    let h = Harness::builder()
+        .register::<Relay>()
+        .register::<Answer>()
+        .yaml(flow)
+        .build()
+        .await
+        .expect("loads");
+    let reply = h.send("a:input", json!({"x": 1})).await.expect("answers");
+    assert_eq!(reply.into_value(), Some(json!({"x": 1})));
+}

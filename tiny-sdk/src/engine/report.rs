@@ -17,7 +17,8 @@ pub struct NodeReport {
     pub error: Option<Error>,
     /// Edges into the node whose expressions failed within
     /// [`FAILING_WINDOW`](super::FAILING_WINDOW) (the hop went on with `null`, as in
-    /// the Go SDK), one line each naming the edge, the field and the expression.
+    /// the Go SDK), one line each naming the edge, the field and the expression; and
+    /// settings expressions that failed (settings see no message), first.
     pub failing_edges: Vec<String>,
 }
 

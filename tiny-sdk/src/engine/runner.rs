@@ -48,6 +48,8 @@ pub(crate) struct Runner {
     pub problem: Option<Error>,
     /// What a failing edge expression does.
     policy: Policy,
+    /// Settings expressions that failed (and gave `null`): they see no message.
+    settings_failures: Vec<String>,
 }
 
 /// One input port, resolved when the node loads.
@@ -116,6 +118,7 @@ impl Runner {
             })
             .collect();
         let mut settings = None;
+        let mut settings_failures = Vec::new();
         for pc in &node.spec.ports {
             let Some(spec) = ports.iter().find(|p| p.name == pc.port) else {
                 return Err(Error::permanent(format!(
@@ -157,9 +160,11 @@ impl Runner {
                     Mapping::Template(t) => {
                         let mut failures = Vec::new();
                         let rendered = t.render_lenient(&empty, &mut failures);
-                        for f in &failures {
-                            tracing::warn!(node = %name, error = %f, "settings expression yields null (settings see no message)");
-                        }
+                        settings_failures.extend(
+                            failures
+                                .iter()
+                                .map(|f| format!("settings: {f} (settings see no message: null)")),
+                        );
                         rendered
                     }
                 };
@@ -231,7 +236,17 @@ impl Runner {
             secret_values,
             problem: None,
             policy,
+            settings_failures,
         })
+    }
+
+    /// The settings expressions that failed, when they differ from `before`'s: to log
+    /// them once per spec, not on every re-apply.
+    pub fn new_settings_failures(&self, before: Option<&Runner>) -> &[String] {
+        match before {
+            Some(b) if b.settings_failures == self.settings_failures => &[],
+            _ => &self.settings_failures,
+        }
     }
 
     /// Carries over what `old`, the node's previous runner, knows of failing edges
@@ -252,10 +267,11 @@ impl Runner {
     /// The edges into this node whose expressions failed within
     /// [`FAILING_WINDOW`](super::FAILING_WINDOW), one line each.
     pub fn failing_edges(&self) -> Vec<String> {
-        self.inputs
+        let edges = self
+            .inputs
             .iter()
-            .flat_map(|i| i.mappings.iter().filter_map(|m| m.failing(i.spec.name)))
-            .collect()
+            .flat_map(|i| i.mappings.iter().filter_map(|m| m.failing(i.spec.name)));
+        self.settings_failures.iter().cloned().chain(edges).collect()
     }
 
     /// The secret values of the node's settings, to keep out of what tiny prints.

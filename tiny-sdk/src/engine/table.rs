@@ -289,6 +289,9 @@ impl Engine {
         if let Some(old) = &reused {
             runner.keep_failures(old);
         }
+        for failure in runner.new_settings_failures(reused.as_deref().or(replaced.as_deref())) {
+            tracing::warn!(node = %name, error = %failure, "settings expression failed");
+        }
         // The Go SDK's order: client, reconcile, then settings before any business
         // message (the runner is not reachable until it is in the table).
         let hooks = async {

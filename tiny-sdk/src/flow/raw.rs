@@ -7,14 +7,17 @@ use serde_json::Value;
 /// JSON stored as bytes, like the Go CRD's `[]byte` fields (`schema`, `configuration`).
 ///
 /// On the wire it is base64 text, as Kubernetes stores `format: byte`. When reading, it
-/// also accepts inline JSON (an object, array, number, bool), so hand-written flow YAML
-/// for tests stays readable.
+/// also accepts inline JSON (an object, array, number, bool, or a string that is not
+/// base64 of JSON, such as `"{{$}}"`), as `<module> render` does, so hand-written flow
+/// YAML reads the same in the harness and on a cluster.
 ///
 /// ```
 /// use tiny_sdk::flow::RawJson;
 /// let from_b64: RawJson = serde_json::from_str(r#""eyJhIjoxfQ==""#).unwrap();
 /// let inline: RawJson = serde_json::from_str(r#"{"a":1}"#).unwrap();
 /// assert_eq!(from_b64, inline);
+/// let pass_through: RawJson = serde_json::from_str(r#""{{$}}""#).unwrap();
+/// assert_eq!(pass_through.value(), "{{$}}");
 /// assert_eq!(serde_json::to_string(&inline).unwrap(), r#""eyJhIjoxfQ==""#);
 /// ```
 #[derive(Clone, PartialEq, Default)]
@@ -43,17 +46,16 @@ impl Serialize for RawJson {
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match Value::deserialize(d)? {
-            Value::String(s) => {
-                let bytes = STANDARD.decode(s.trim()).map_err(|e| {
-                    serde::de::Error::custom(format!("not base64 ({e}); write inline JSON or base64 of JSON"))
-                })?;
-                if bytes.iter().all(u8::is_ascii_whitespace) {
-                    return Ok(RawJson(Value::Null));
-                }
-                serde_json::from_slice(&bytes)
-                    .map(RawJson)
-                    .map_err(|e| serde::de::Error::custom(format!("base64 content is not JSON: {e}")))
-            }
+            // As `<module> render` reads a flow file: base64 of JSON is that JSON (what
+            // the API server stores); any other string is itself (`"{{$}}"`).
+            Value::String(s) => match STANDARD.decode(s.trim()) {
+                Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(RawJson(Value::Null)),
+                Ok(bytes) => match serde_json::from_slice(&bytes) {
+                    Ok(v) => Ok(RawJson(v)),
+                    Err(_) => Ok(RawJson(Value::String(s))),
+                },
+                Err(_) => Ok(RawJson(Value::String(s))),
+            },
             other => Ok(RawJson(other)),
         }
     }
