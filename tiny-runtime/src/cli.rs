@@ -61,6 +61,20 @@ enum Command {
     /// Print a flow file as the API server takes it (`render flow.yaml | kubectl apply -f -`): inline JSON
     /// in `configuration` and `data` becomes base64, as Go encodes it; `--inline` reads `kubectl get -o yaml` back.
     Render(RenderArgs),
+    /// Check a flow file before applying it, against this module's components (and other modules' TinyModules
+    /// given with --module-yaml): one line a problem naming node, port and field; exit status 1 when any is
+    /// found, 2 when a file cannot be read.
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ValidateArgs {
+    /// The flow's YAML file (`-`: standard input).
+    file: PathBuf,
+    /// A YAML file of other modules' TinyModules (`kubectl get tinymodules -o yaml`), whose published
+    /// components the flow's nodes of those modules are checked against; may be repeated.
+    #[arg(long = "module-yaml", value_name = "FILE")]
+    module_yaml: Vec<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -251,6 +265,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
         Command::Components => print_components(&registry),
         Command::Send(args) => block_on(send(args)),
         Command::Render(args) => render(&args),
+        Command::Validate(args) => validate(&args, &registry),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
                 print!("{y}");
@@ -447,6 +462,62 @@ fn render(args: &RenderArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail(format!("{}: {e}", args.file.display())),
+    }
+}
+
+/// Exit status of `validate` when the flow has problems.
+const PROBLEMS_FOUND: u8 = 1;
+/// Exit status of `validate` when a file cannot be read or parsed.
+const UNREADABLE: u8 = 2;
+
+/// `validate`: a flow's mistakes, one line each, before it is applied.
+fn validate(args: &ValidateArgs, registry: &Registry) -> ExitCode {
+    let unreadable = |what: String| {
+        eprintln!("error: {what}");
+        ExitCode::from(UNREADABLE)
+    };
+    let mut catalog = tiny_sdk::flow::Catalog::from_registry(registry);
+    for path in &args.module_yaml {
+        let modules = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| crate::crd::module_catalog(&text).map_err(|e| e.to_string()));
+        match modules {
+            Ok(modules) => {
+                for (name, components) in modules {
+                    catalog.add_module(name, components);
+                }
+            }
+            Err(e) => return unreadable(format!("{}: {e}", path.display())),
+        }
+    }
+    let text = if args.file.as_os_str() == "-" {
+        stdin()
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    // Read as `render` hands it to the API server, so that every form `render` takes
+    // (a bare `"{{$}}"` mapping too) is checked as it will be applied.
+    let flow = match text
+        .map_err(|e| e.to_string())
+        .and_then(|t| crate::crd::render(&t).map_err(|e| e.to_string()))
+        .and_then(|t| tiny_sdk::flow::Flow::from_yaml(&t).map_err(|e| e.to_string()))
+    {
+        Ok(flow) => flow,
+        Err(e) => return unreadable(format!("{}: {e}", args.file.display())),
+    };
+    let problems = tiny_sdk::flow::validate(&flow, &catalog);
+    for problem in &problems {
+        println!("{problem}");
+    }
+    let checked = format!("{} nodes, {} signals", flow.nodes.len(), flow.signals.len());
+    if problems.is_empty() {
+        eprintln!("{}: no problems ({checked})", args.file.display());
+        ExitCode::SUCCESS
+    } else {
+        let n = problems.len();
+        let noun = if n == 1 { "problem" } else { "problems" };
+        eprintln!("{}: {n} {noun} ({checked})", args.file.display());
+        ExitCode::from(PROBLEMS_FOUND)
     }
 }
 

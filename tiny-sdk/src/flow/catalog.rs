@@ -130,11 +130,20 @@ impl Catalog {
             .map_or(self.local.as_slice(), |(_, components)| components.as_slice())
     }
 
-    /// The names of the components a node of that module could run, for messages.
-    pub(crate) fn component_names(&self, node: &str, spec_module: &str) -> Vec<&str> {
-        self.module_of(node, spec_module)
+    /// The names of the components a node of that module could run, and the name of
+    /// that module if it is another than the local one, for messages.
+    pub(crate) fn component_names(&self, node: &str, spec_module: &str) -> (Vec<&str>, Option<&str>) {
+        let module = super::parse_node_name(node).map_or(spec_module, |(m, _)| m);
+        let other = self
+            .modules
+            .iter()
+            .find(|(name, _)| super::module_matches(module, name))
+            .map(|(name, _)| name.as_str());
+        let names = self
+            .module_of(node, spec_module)
             .iter()
             .map(|c| c.name.as_str())
-            .collect()
+            .collect();
+        (names, other)
     }
 }

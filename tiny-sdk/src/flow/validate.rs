@@ -120,8 +120,8 @@ pub const ERROR_PORT_FIELDS: [&str; 3] = ["context", "error", "retryable"];
 /// assert_eq!(problems[0].kind, ProblemKind::Configuration);
 /// assert_eq!(
 ///     problems[0].to_string(),
-///     "node `f.qa.echo-b`, port `in`, field `/n`: the edge from `f.qa.echo-a:out` gives \
-///      expected an integer, found the string \"many\" [configuration]"
+///     "node `f.qa.echo-b`, port `in`, field `/n`: expected an integer, found the string \"many\" \
+///      (in the mapping of the edge from `f.qa.echo-a:out`) [configuration]"
 /// );
 /// ```
 pub fn validate(flow: &Flow, catalog: &Catalog) -> Vec<Problem> {
@@ -205,18 +205,21 @@ impl<'a> Validator<'a> {
     }
 
     fn unknown_component(&mut self, node: &Node) {
-        let known = self.catalog.component_names(&node.name, &node.spec.module);
-        self.push(
-            &node.name,
-            None,
-            None,
-            ProblemKind::Component,
-            format!(
-                "component `{}` is not one its module offers (it offers: {})",
+        let (known, module) = self.catalog.component_names(&node.name, &node.spec.module);
+        let message = match module {
+            Some(module) => format!(
+                "component `{}` is not one module `{module}` publishes (it publishes: {})",
                 node.spec.component,
                 list(known)
             ),
-        );
+            None => format!(
+                "component `{}` is not one of this module's (it has: {}); a node of another module is checked \
+                 against what that module publishes, when its TinyModule is given",
+                node.spec.component,
+                list(known)
+            ),
+        };
+        self.push(&node.name, None, None, ProblemKind::Component, message);
     }
 
     /// `ports[]`: the port exists and is an input; a mapping's sender exists; the
@@ -266,16 +269,16 @@ impl<'a> Validator<'a> {
             let Some(port) = port.filter(|p| p.name != system::CONTROL) else {
                 continue;
             };
-            let (kind, by) = if pc.from.is_empty() {
+            let (kind, place) = if pc.from.is_empty() {
                 if pc.port == system::SETTINGS {
-                    (ProblemKind::Settings, "the settings give ".to_owned())
+                    (ProblemKind::Settings, "in the settings".to_owned())
                 } else {
-                    (ProblemKind::Configuration, "the port's configuration gives ".to_owned())
+                    (ProblemKind::Configuration, "in the port's configuration".to_owned())
                 }
             } else {
                 (
                     ProblemKind::Configuration,
-                    format!("the edge from `{}` gives ", pc.from),
+                    format!("in the mapping of the edge from `{}`", pc.from),
                 )
             };
             for Misfit { pointer, message } in fit::misfits(&port.schema, config) {
@@ -284,7 +287,7 @@ impl<'a> Validator<'a> {
                     Some(&pc.port),
                     (!pointer.is_empty()).then_some(pointer),
                     kind,
-                    format!("{by}{message}"),
+                    format!("{message} ({place})"),
                 );
             }
         }
@@ -817,7 +820,11 @@ mod tests {
             text[5]
         );
         assert!(text[6].contains("has no input `nothere` (inputs: in)"), "{}", text[6]);
-        assert!(text[8].contains("(it offers: echo, legacy)"), "{}", text[8]);
+        assert!(
+            text[8].contains("is not one module `qa` publishes (it publishes: echo, legacy)"),
+            "{}",
+            text[8]
+        );
         assert_eq!(
             text[13],
             "node `f.qa.echo-b`, port `out`: edges make a loop: f.qa.echo-b:out -> f.qa.echo-b; \
