@@ -16,6 +16,11 @@
 //! Bind addresses take the Go SDK's forms too (`:8081` is every IPv4 interface), so the
 //! Go operator chart's arguments work, as do its hook commands `pre-install` and
 //! `pre-delete` (they check the namespace, and clean up after the module).
+//!
+//! `my-module validate flow.yaml` checks a flow file before it is applied
+//! ([`tiny_sdk::flow::validate`]): one line a mistake, naming node, port and field; exit
+//! status 1 when there is any, 2 when a file cannot be read. `--module-yaml` gives other
+//! modules' TinyModules ([`crate::crd::module_catalog`]) for their nodes.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
