@@ -401,7 +401,7 @@ impl<'a> Validator<'a> {
                 continue;
             };
             if let Some(c) = self.component_of(target)
-                && !c.port(&to.port).is_some_and(|p| !p.source)
+                && c.port(&to.port).is_none_or(|p| p.source)
             {
                 self.push(
                     &node.name,
@@ -459,7 +459,7 @@ impl<'a> Validator<'a> {
                 continue;
             };
             if let Some(c) = self.component_of(target)
-                && !c.port(&signal.port).is_some_and(|p| !p.source)
+                && c.port(&signal.port).is_none_or(|p| p.source)
             {
                 self.push(
                     &signal.node,
