@@ -1,11 +1,19 @@
 //! `hello-module validate`, the binary as a user runs it: a committed flow with one
 //! mistake of each kind gets each reported once, on one line naming node, port and
 //! field, with exit status 1; the example's own flow files pass; a file that cannot be
-//! read is exit status 2.
+//! read is exit status 2; other modules' TinyModules are read from a real API server.
+
+mod common;
 
 use std::{path::Path, process::Command};
 
-const HELLO: &str = env!("CARGO_BIN_EXE_hello-module");
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use tiny_runtime::crd::{TinyModule, TinyModuleSpec, TinyModuleStatus};
+
+use common::HELLO;
 
 /// `hello-module validate <args>`: exit status, stdout lines, stderr.
 fn validate(args: &[&str]) -> (Option<i32>, Vec<String>, String) {
@@ -146,4 +154,91 @@ fn a_file_that_cannot_be_read_is_exit_status_2_with_the_reason() {
     let (code, _, stderr) = validate(&["flows/greet.yaml", "--module-yaml", broken.to_str().expect("utf-8")]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("broken.yaml: "), "{stderr}");
+}
+
+/// Creates the TinyModule `name` with `status`, as its module's leader publishes it.
+async fn publish(modules: &Api<TinyModule>, name: &str, status: TinyModuleStatus) {
+    let module = TinyModule::new(
+        name,
+        TinyModuleSpec {
+            image: format!("{name}:0.3.0"),
+        },
+    );
+    modules
+        .create(&PostParams::default(), &module)
+        .await
+        .expect("TinyModule created");
+    let patch = serde_json::json!({ "status": status });
+    modules
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("status written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_modules_are_read_from_the_clusters_tinymodules() {
+    let env = common::env().await;
+    let ns = "validate";
+    env.create_namespace(ns).await.expect("namespace");
+    let modules: Api<TinyModule> = Api::namespaced(env.client(), ns);
+    // acme's components as the committed YAML gives them, published in the cluster.
+    let yaml = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/flows/acme-module.yaml"))
+        .expect("acme-module.yaml");
+    let list: serde_yaml::Value = serde_yaml::from_str(&yaml).expect("YAML");
+    let acme: TinyModule = serde_yaml::from_value(list["items"][0].clone()).expect("a TinyModule");
+    publish(&modules, "acme-module-v0", acme.status.clone().expect("status")).await;
+    // An old publication of this module itself, offering nothing.
+    publish(
+        &modules,
+        "examples-v0",
+        TinyModuleStatus {
+            name: "examples-v0".into(),
+            ..TinyModuleStatus::default()
+        },
+    )
+    .await;
+    let kubeconfig = env.kubeconfig_path().to_str().expect("utf-8");
+
+    // This module named: its own TinyModule is left aside, acme's is used.
+    let (code, lines, stderr) = validate(&[
+        "tests/flows/invalid.yaml",
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        ns,
+        "--name",
+        "examples",
+        "--version",
+        "0.1.0",
+    ]);
+    assert_eq!(code, Some(1), "{lines:#?}\n{stderr}");
+    assert_eq!(lines.len(), 8, "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "node `invalid.acme-module-v0.fetch-1`, port `error`, field `/retryable`: the error port of component `fetch`"
+        )),
+        "{lines:#?}"
+    );
+
+    // Not named: the cluster's `examples-v0` is taken for this module's nodes.
+    let (code, lines, _) = validate(&["flows/greet.yaml", "--kubeconfig", kubeconfig, "--namespace", ns]);
+    assert_eq!(code, Some(1));
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(
+            "node `greet.examples-v0.hello-1`: component `hello` is not one module `examples-v0` publishes (it publishes: none)"
+        ),
+        "{lines:#?}"
+    );
+
+    // A cluster that cannot be reached is exit status 2, saying so.
+    let (code, _, stderr) = validate(&[
+        "flows/greet.yaml",
+        "--kubeconfig",
+        "tests/flows/no-such-kubeconfig",
+        "--namespace",
+        ns,
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("the TinyModules of namespace `validate`: "), "{stderr}");
 }
