@@ -580,7 +580,7 @@ fn cluster_modules(
             .into_iter()
             .map(|m| {
                 let name = m.metadata.name.clone().unwrap_or_default();
-                (name, m.component_schemas())
+                (name, m.status.map(|s| s.component_schemas()).unwrap_or_default())
             })
             .collect())
     })

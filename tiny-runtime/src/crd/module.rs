@@ -104,17 +104,12 @@ pub enum ModuleYamlError {
     },
 }
 
-impl TinyModule {
-    /// What the module publishes of its components (`status.components`), as
+impl TinyModuleStatus {
+    /// What the module publishes of its components, as
     /// [`validate`](tiny_sdk::flow::validate()) checks a flow's nodes of this module
     /// against. A port without a schema takes any value.
     pub fn component_schemas(&self) -> Vec<ComponentSchema> {
-        let components = self
-            .status
-            .as_ref()
-            .map(|s| s.components.as_slice())
-            .unwrap_or_default();
-        components
+        self.components
             .iter()
             .map(|c| ComponentSchema {
                 name: c.name.clone(),
@@ -159,16 +154,23 @@ pub fn module_catalog(yaml: &str) -> Result<Vec<(String, Vec<ComponentSchema>)>,
             if item.get("kind").and_then(serde_yaml::Value::as_str) != Some("TinyModule") {
                 continue;
             }
-            let module: TinyModule =
+            // Only the name and status matter here: a TinyModule written by hand may
+            // leave out the rest.
+            let module: Published =
                 serde_yaml::from_value(item).map_err(|source| ModuleYamlError::Yaml { document, source })?;
-            let name = module
-                .metadata
-                .name
-                .clone()
-                .or_else(|| module.status.as_ref().map(|s| s.name.clone()))
-                .unwrap_or_default();
-            out.push((name, module.component_schemas()));
+            let status = module.status.unwrap_or_default();
+            let name = module.metadata.name.unwrap_or_else(|| status.name.clone());
+            out.push((name, status.component_schemas()));
         }
     }
     Ok(out)
+}
+
+/// What [`module_catalog`] reads of a TinyModule.
+#[derive(Deserialize)]
+struct Published {
+    #[serde(default)]
+    metadata: kube::api::ObjectMeta,
+    #[serde(default)]
+    status: Option<TinyModuleStatus>,
 }
