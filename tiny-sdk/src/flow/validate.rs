@@ -29,7 +29,8 @@ pub struct Problem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ProblemKind {
-    /// A node name out of form (`{flow}.{module}.{component}-{suffix}`), or used twice.
+    /// A node name that is not a Kubernetes object name (RFC 1123) or out of form
+    /// (`{flow}.{module}.{component}-{suffix}`), or used twice.
     Name,
     /// A component no known module offers.
     Component,
@@ -40,7 +41,8 @@ pub enum ProblemKind {
     Port,
     /// A `{{...}}` expression that does not parse.
     Expression,
-    /// An edge configuration that does not fit the target port's schema.
+    /// An edge configuration (or a signal's data) that does not fit the target port's
+    /// schema.
     Configuration,
     /// Settings that do not fit the `_settings` schema.
     Settings,
@@ -189,8 +191,20 @@ impl<'a> Validator<'a> {
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
         for node in &self.flow.nodes {
             *seen.entry(node.name.as_str()).or_default() += 1;
-            if let Err(e) = check_node_name(&node.name, &node.spec.component) {
-                self.push(&node.name, None, None, ProblemKind::Name, e.to_string());
+            // One line a name: the API server's rule first, as it refuses the object.
+            let message = if !is_dns_subdomain(&node.name) {
+                Some(format!(
+                    "node name `{}` is not a Kubernetes object name (RFC 1123: lowercase letters, digits, `-` and \
+                     `.`, starting and ending with a letter or digit, at most 253 characters)",
+                    node.name
+                ))
+            } else {
+                check_node_name(&node.name, &node.spec.component)
+                    .err()
+                    .map(|e| e.to_string())
+            };
+            if let Some(message) = message {
+                self.push(&node.name, None, None, ProblemKind::Name, message);
             }
         }
         for (name, count) in seen.into_iter().filter(|(_, c)| *c > 1) {
@@ -458,10 +472,20 @@ impl<'a> Validator<'a> {
                 );
                 continue;
             };
-            if let Some(c) = self.component_of(target)
-                && c.port(&signal.port).is_none_or(|p| p.source)
-            {
-                self.push(
+            let Some(c) = self.component_of(target) else { continue };
+            match c.port(&signal.port) {
+                Some(port) if !port.source => {
+                    for Misfit { pointer, message } in fit::misfits(&port.schema, &signal.data) {
+                        self.push(
+                            &signal.node,
+                            Some(&signal.port),
+                            (!pointer.is_empty()).then_some(pointer),
+                            ProblemKind::Configuration,
+                            format!("{message} (in the data of signal `{}`)", signal.name),
+                        );
+                    }
+                }
+                _ => self.push(
                     &signal.node,
                     Some(&signal.port),
                     None,
@@ -472,7 +496,7 @@ impl<'a> Validator<'a> {
                         c.name,
                         inputs(c)
                     ),
-                );
+                ),
             }
         }
     }
@@ -636,6 +660,16 @@ impl<'a> Graph<'a> {
         }
         Vec::new()
     }
+}
+
+/// Whether `name` is a DNS subdomain (RFC 1123), as Kubernetes object names must be.
+fn is_dns_subdomain(name: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !name.is_empty()
+        && name.len() <= 253
+        && name.chars().all(|c| alnum(c) || c == '-' || c == '.')
+        && name.starts_with(alnum)
+        && name.ends_with(alnum)
 }
 
 /// The `properties` of a schema's root object (through a `$ref` into `$defs`).
@@ -829,6 +863,30 @@ mod tests {
             text[13],
             "node `f.qa.echo-b`, port `out`: edges make a loop: f.qa.echo-b:out -> f.qa.echo-b; \
              a message going round it is refused after 256 hops [cycle]"
+        );
+    }
+
+    #[test]
+    fn names_the_api_server_refuses_and_signal_data_that_does_not_fit_are_found() {
+        let flow = FlowBuilder::new()
+            .module("qa")
+            .node("f.qa.Echo-1", "echo")
+            .node("f.qa.echo-1", "echo")
+            .signal("f.qa.echo-1:in", json!({"text": 1}))
+            .build();
+        let problems = validate(&flow, &catalog());
+        assert_eq!(
+            kinds(&problems),
+            [
+                (ProblemKind::Name, "f.qa.Echo-1", None, None),
+                (ProblemKind::Configuration, "f.qa.echo-1", Some("in"), Some("/text")),
+            ],
+            "{problems:#?}"
+        );
+        assert!(problems[0].message.contains("RFC 1123"), "{}", problems[0].message);
+        assert_eq!(
+            problems[1].message,
+            "expected a string, found the number 1 (in the data of signal `signal-1`)"
         );
     }
 
