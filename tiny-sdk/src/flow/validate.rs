@@ -100,6 +100,13 @@ pub const ERROR_PORT_FIELDS: [&str; 3] = ["context", "error", "retryable"];
 /// `error` ports without `context`, `error` and `retryable`. Each mistake is reported
 /// once, in the order of the flow's nodes (loops last).
 ///
+/// Schemas are checked for `$ref`, `type`, `enum`, `const`, `properties`, `required`,
+/// `additionalProperties`, `items` and `anyOf`/`oneOf`/`allOf` (not `minimum`,
+/// `pattern` or `format`); a field the schema does not name is a mistake unless the
+/// schema allows other fields. Ports are the ones a component declares: one that only
+/// some settings switch on counts as there, and one another module makes at run time
+/// (a router's `out_<route>`) as missing unless its catalogue marks it a family.
+///
 /// ```
 /// use serde_json::json;
 /// use tiny_sdk::flow::{Catalog, ComponentSchema, FlowBuilder, PortSchema, ProblemKind, validate};
