@@ -16,6 +16,12 @@
 //! Bind addresses take the Go SDK's forms too (`:8081` is every IPv4 interface), so the
 //! Go operator chart's arguments work, as do its hook commands `pre-install` and
 //! `pre-delete` (they check the namespace, and clean up after the module).
+//!
+//! `my-module validate flow.yaml` checks a flow file before it is applied
+//! ([`tiny_sdk::flow::validate`]): one line a mistake, naming node, port and field; exit
+//! status 1 when there is any, 2 when a file cannot be read. `--module-yaml` gives other
+//! modules' TinyModules ([`crate::crd::module_catalog`]) for their nodes, and
+//! `--kubeconfig` with `--namespace` reads them from a cluster.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
@@ -61,6 +67,33 @@ enum Command {
     /// Print a flow file as the API server takes it (`render flow.yaml | kubectl apply -f -`): inline JSON
     /// in `configuration` and `data` becomes base64, as Go encodes it; `--inline` reads `kubectl get -o yaml` back.
     Render(RenderArgs),
+    /// Check a flow file before applying it, against this module's components (and other modules' TinyModules,
+    /// from --module-yaml or a cluster's --namespace with --kubeconfig): one line a problem naming node, port and
+    /// field; exit status 1 when any is found, 2 when a file or the cluster cannot be read.
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ValidateArgs {
+    /// The flow's YAML file (`-`: standard input).
+    file: PathBuf,
+    /// A YAML file of other modules' TinyModules (`kubectl get tinymodules -o yaml`), whose published
+    /// components the flow's nodes of those modules are checked against; may be repeated.
+    #[arg(long = "module-yaml", value_name = "FILE")]
+    module_yaml: Vec<PathBuf>,
+    /// Also read the TinyModules of --namespace from the cluster of this kubeconfig.
+    #[arg(short = 'k', long)]
+    kubeconfig: Option<PathBuf>,
+    /// The namespace whose TinyModules --kubeconfig reads.
+    #[arg(long, default_value = "tinysystems")]
+    namespace: String,
+    /// This module's name, as given to `run` (with --version): its own TinyModule, if given or in the
+    /// cluster, is left aside, so that its nodes are checked against this binary's components.
+    #[arg(short = 'n', long, requires = "version")]
+    name: Option<String>,
+    /// This module's version, as given to `run`.
+    #[arg(short = 'v', long, requires = "name")]
+    version: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -256,6 +289,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
         Command::Components => print_components(&registry),
         Command::Send(args) => block_on(send(args)),
         Command::Render(args) => render(&args),
+        Command::Validate(args) => validate(&args, &registry),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
                 print!("{y}");
@@ -454,6 +488,108 @@ fn render(args: &RenderArgs) -> ExitCode {
         }
         Err(e) => fail(format!("{}: {e}", args.file.display())),
     }
+}
+
+/// Exit status of `validate` when the flow has problems.
+const PROBLEMS_FOUND: u8 = 1;
+/// Exit status of `validate` when a file cannot be read or parsed.
+const UNREADABLE: u8 = 2;
+
+/// `validate`: a flow's mistakes, one line each, before it is applied.
+fn validate(args: &ValidateArgs, registry: &Registry) -> ExitCode {
+    let unreadable = |what: String| {
+        eprintln!("error: {what}");
+        ExitCode::from(UNREADABLE)
+    };
+    let mut others = Vec::new();
+    for path in &args.module_yaml {
+        let modules = std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| crate::crd::module_catalog(&text).map_err(|e| e.to_string()));
+        match modules {
+            Ok(modules) => others.extend(modules),
+            Err(e) => return unreadable(format!("{}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = &args.kubeconfig {
+        match cluster_modules(path, &args.namespace) {
+            Ok(modules) => others.extend(modules),
+            Err(e) => return unreadable(format!("the TinyModules of namespace `{}`: {e}", args.namespace)),
+        }
+    }
+    let mut catalog = tiny_sdk::flow::Catalog::from_registry(registry);
+    let own = match (&args.name, &args.version) {
+        (Some(name), Some(version)) => Some(crate::config::module_name(name, version)),
+        _ => None,
+    };
+    for (name, components) in others {
+        if own
+            .as_ref()
+            .is_some_and(|own| tiny_sdk::flow::module_matches(&name, own))
+        {
+            continue;
+        }
+        catalog.add_module(name, components);
+    }
+    let text = if args.file.as_os_str() == "-" {
+        stdin()
+    } else {
+        std::fs::read_to_string(&args.file)
+    };
+    // Read as `render` hands it to the API server, so that every form `render` takes
+    // (a bare `"{{$}}"` mapping too) is checked as it will be applied.
+    let flow = match text
+        .map_err(|e| e.to_string())
+        .and_then(|t| crate::crd::render(&t).map_err(|e| e.to_string()))
+        .and_then(|t| tiny_sdk::flow::Flow::from_yaml(&t).map_err(|e| e.to_string()))
+    {
+        Ok(flow) => flow,
+        Err(e) => return unreadable(format!("{}: {e}", args.file.display())),
+    };
+    let problems = tiny_sdk::flow::validate(&flow, &catalog);
+    for problem in &problems {
+        println!("{problem}");
+    }
+    let checked = format!("{} nodes, {} signals", flow.nodes.len(), flow.signals.len());
+    if problems.is_empty() {
+        eprintln!("{}: no problems ({checked})", args.file.display());
+        ExitCode::SUCCESS
+    } else {
+        let n = problems.len();
+        let noun = if n == 1 { "problem" } else { "problems" };
+        eprintln!("{}: {n} {noun} ({checked})", args.file.display());
+        ExitCode::from(PROBLEMS_FOUND)
+    }
+}
+
+/// The TinyModules of `namespace` in the cluster of the kubeconfig at `path`, as
+/// [`crate::crd::module_catalog`] gives them.
+fn cluster_modules(
+    path: &std::path::Path,
+    namespace: &str,
+) -> Result<Vec<(String, Vec<tiny_sdk::flow::ComponentSchema>)>, String> {
+    let path = path.to_path_buf();
+    let namespace = namespace.to_owned();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let client = client(Some(&path)).await.map_err(|e| e.to_string())?;
+        let api: kube::Api<crate::crd::TinyModule> = kube::Api::namespaced(client, &namespace);
+        let list = api
+            .list(&kube::api::ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(list
+            .items
+            .into_iter()
+            .map(|m| {
+                let name = m.metadata.name.clone().unwrap_or_default();
+                (name, m.status.map(|s| s.component_schemas()).unwrap_or_default())
+            })
+            .collect())
+    })
 }
 
 /// `send`: one message into a node over NATS.

@@ -31,6 +31,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         r#".args(["run", "--name", "guide", "--version", "0.1.0", "--namespace", ns])"#,
     ),
     (
+        "guide-module validate flows/convert.yaml",
+        "examples/guide/tests/guide.rs",
+        "fn the_binary_validates_the_guides_flow()",
+    ),
+    (
         "guide-module render flows/convert.yaml | kubectl apply -n tinysystems -f -",
         "examples/guide/tests/cluster.rs",
         r#""$MODULE" render "$FLOW" | "$KUBECTL" apply -n "$NS" -f -"#,
@@ -250,4 +255,39 @@ fn the_binary_prints_its_rbac_values() {
     let values = String::from_utf8_lossy(&out.stdout);
     assert!(values.lines().any(|l| l == "rbac:"), "{values}");
     assert!(values.contains("tinynodes"), "{values}");
+}
+
+#[test]
+fn the_binary_validates_the_guides_flow() {
+    let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
+        .args(["validate", "flows/convert.yaml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("guide-module runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("flows/convert.yaml: no problems (1 nodes, 1 signals)"),
+        "{stderr}"
+    );
+    // Settings of the wrong type are caught before the flow is applied.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wrong = dir.path().join("convert.yaml");
+    let flow = read("examples/guide/flows/convert.yaml").replace("{ unit: K }", "{ unit: 7 }");
+    std::fs::write(&wrong, flow).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
+        .args(["validate", wrong.to_str().expect("utf-8")])
+        .output()
+        .expect("guide-module runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("node `weather.guide-v0.convert-1`, port `_settings`, field `/unit`: "),
+        "{stdout}"
+    );
 }

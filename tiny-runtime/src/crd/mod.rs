@@ -17,7 +17,9 @@ mod widget;
 pub(crate) use decoded::{Decoded, Undecodable};
 pub use encoded::{DecodeError, EncodedJson};
 pub use flow::{TinyFlow, TinyFlowSpec, TinyFlowStatus, TinyProject, TinyProjectSpec, TinyProjectStatus};
-pub use module::{ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus};
+pub use module::{
+    ModuleComponent, ModulePort, ModuleYamlError, TinyModule, TinyModuleSpec, TinyModuleStatus, module_catalog,
+};
 pub use node::{ComponentStatus, ModuleStatus, PortStatus, TinyNode, TinyNodeSpec, TinyNodeStatus};
 pub use render::{RenderError, inline, render};
 pub use signal::{SignalPhase, TinySignal, TinySignalSpec, TinySignalStatus};

@@ -2,7 +2,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tiny_sdk::flow::RawJson;
+use serde_json::Value;
+use tiny_sdk::flow::{ComponentSchema, PortSchema, RawJson};
 
 /// A module: its image, and (in status) where to reach it and what it offers.
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -86,4 +87,90 @@ pub struct ModulePort {
     /// JSON Schema (base64 of JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema: Option<RawJson>,
+}
+
+/// Why a YAML stream of TinyModules could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModuleYamlError {
+    /// A document is not YAML, or a TinyModule in it does not decode.
+    #[error("YAML document {document}: {source}")]
+    Yaml {
+        /// Which document (1 for the first).
+        document: usize,
+        /// Why.
+        #[source]
+        source: serde_yaml::Error,
+    },
+}
+
+impl TinyModuleStatus {
+    /// What the module publishes of its components, as
+    /// [`validate`](tiny_sdk::flow::validate()) checks a flow's nodes of this module
+    /// against. A port without a schema takes any value.
+    pub fn component_schemas(&self) -> Vec<ComponentSchema> {
+        self.components
+            .iter()
+            .map(|c| ComponentSchema {
+                name: c.name.clone(),
+                ports: c
+                    .ports
+                    .iter()
+                    .map(|p| {
+                        let schema = p.schema.as_ref().map_or(Value::Bool(true), |s| s.value().clone());
+                        PortSchema::new(p.name.clone(), p.source, schema)
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+}
+
+/// The TinyModules of a YAML stream (documents of kind `TinyModule`, or a `List` of
+/// them as `kubectl get tinymodules -o yaml` prints), each as its name (the module
+/// segment of its nodes' names) and published components. Other kinds are skipped.
+///
+/// ```
+/// let yaml = "kind: TinyModule\nmetadata: { name: common-module-v0 }\nstatus:\n  components:\n    - name: debug\n      ports: [{ name: in, schema: { type: object } }]\n";
+/// let modules = tiny_runtime::crd::module_catalog(yaml).unwrap();
+/// assert_eq!(modules[0].0, "common-module-v0");
+/// assert_eq!(modules[0].1[0].ports[0].schema["type"], "object");
+/// ```
+pub fn module_catalog(yaml: &str) -> Result<Vec<(String, Vec<ComponentSchema>)>, ModuleYamlError> {
+    use serde::Deserialize as _;
+    let mut out = Vec::new();
+    for (i, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+        let document = i + 1;
+        let value = serde_yaml::Value::deserialize(doc).map_err(|source| ModuleYamlError::Yaml { document, source })?;
+        let items = match value.get("kind").and_then(serde_yaml::Value::as_str) {
+            Some("List") => value
+                .get("items")
+                .and_then(serde_yaml::Value::as_sequence)
+                .cloned()
+                .unwrap_or_default(),
+            _ => vec![value],
+        };
+        for item in items {
+            if item.get("kind").and_then(serde_yaml::Value::as_str) != Some("TinyModule") {
+                continue;
+            }
+            // Only the name and status matter here: a TinyModule written by hand may
+            // leave out the rest.
+            let module: Published =
+                serde_yaml::from_value(item).map_err(|source| ModuleYamlError::Yaml { document, source })?;
+            let status = module.status.unwrap_or_default();
+            let name = module.metadata.name.unwrap_or_else(|| status.name.clone());
+            out.push((name, status.component_schemas()));
+        }
+    }
+    Ok(out)
+}
+
+/// What [`module_catalog`] reads of a TinyModule.
+#[derive(Deserialize)]
+struct Published {
+    #[serde(default)]
+    metadata: kube::api::ObjectMeta,
+    #[serde(default)]
+    status: Option<TinyModuleStatus>,
 }

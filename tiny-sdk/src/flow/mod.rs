@@ -1,14 +1,21 @@
 //! The flow model: nodes, their port configurations and edges, in the same shape as
-//! the TinyNode custom resource, so one YAML runs in-process and on Kubernetes.
+//! the TinyNode custom resource, so one YAML runs in-process and on Kubernetes; and
+//! [`validate`](validate()), which checks a flow against the components it uses before
+//! it runs.
 
 mod address;
 mod builder;
+mod catalog;
 mod document;
+mod fit;
 mod node;
 mod raw;
+mod validate;
 
 pub use address::{NodeNameError, PortAddress, check_node_name, module_matches, parse_node_name};
 pub use builder::FlowBuilder;
+pub use catalog::{Catalog, ComponentSchema, PortSchema};
 pub use document::{Flow, Signal};
 pub use node::{Edge, Node, NodeSpec, PortConfig, RetryPolicy};
 pub use raw::RawJson;
+pub use validate::{ERROR_PORT_FIELDS, Problem, ProblemKind, validate};
