@@ -28,6 +28,12 @@ pub struct ModuleConfig {
     pub ingress_class: Option<String>,
     /// Suffix of generated hostnames (`<prefix>-<suffix>`).
     pub hostname_suffix: Option<String>,
+    /// The Secrets `[[secret:<name>/<key>]]` placeholders may name (the module's
+    /// declared ones; see [`crate::secrets`]).
+    pub secrets: Vec<String>,
+    /// How long a read Secret is trusted, and how often nodes with placeholders are
+    /// re-applied so that a rotated Secret reaches them.
+    pub secret_ttl: std::time::Duration,
 }
 
 impl ModuleConfig {
@@ -48,6 +54,8 @@ impl ModuleConfig {
             grpc_addr: None,
             ingress_class: None,
             hostname_suffix: None,
+            secrets: Vec::new(),
+            secret_ttl: crate::secrets::DEFAULT_TTL,
         }
     }
 

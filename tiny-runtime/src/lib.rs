@@ -32,6 +32,7 @@ mod permissions;
 pub mod rbac;
 pub mod resources;
 pub mod runtime;
+pub mod secrets;
 mod status;
 mod telemetry;
 pub mod transport;

@@ -49,6 +49,7 @@ use crate::{
     error::{Error, Result},
     flow::Flow,
     message::Reply,
+    secret::StaticSecrets,
 };
 
 /// A flow running in-process, recording every hop.
@@ -57,6 +58,7 @@ pub struct Harness {
     engine: Engine,
     log: Arc<Recorder>,
     flow: Flow,
+    secrets: Arc<StaticSecrets>,
 }
 
 /// Configures a [`Harness`].
@@ -65,6 +67,7 @@ pub struct HarnessBuilder {
     engine: EngineBuilder,
     flow: Flow,
     yaml_error: Option<Error>,
+    secrets: Arc<StaticSecrets>,
 }
 
 impl HarnessBuilder {
@@ -93,6 +96,15 @@ impl HarnessBuilder {
         self
     }
 
+    /// Sets `key` of the Secret `name`, for `[[secret:name/key]]` placeholders in
+    /// settings and edge configurations (see [`crate::secret`]); as in a cluster, the
+    /// component gets `value` and the node's records show `<redacted>`.
+    #[must_use]
+    pub fn secret(self, name: &str, key: &str, value: &str) -> Self {
+        self.secrets.set(name, key, value);
+        self
+    }
+
     /// A resource manager for components' `_client` hooks.
     #[must_use]
     pub fn client(mut self, client: Arc<dyn ResourceManager>) -> Self {
@@ -118,7 +130,12 @@ impl HarnessBuilder {
         let log = Arc::new(Recorder::default());
         // As a module does: load every node, then lead. Leader-only work a node's
         // state says is running (a ticker) starts once the nodes it emits to are there.
-        let engine = self.engine.observer(log.clone()).follower().build();
+        let engine = self
+            .engine
+            .secrets(self.secrets.clone())
+            .observer(log.clone())
+            .follower()
+            .build();
         let mut errors = Vec::new();
         for node in &self.flow.nodes {
             if let Err(e) = engine.apply(node.clone()).await {
@@ -131,6 +148,7 @@ impl HarnessBuilder {
                 engine,
                 log,
                 flow: self.flow,
+                secrets: self.secrets,
             },
             errors,
         ))
@@ -192,6 +210,31 @@ impl Harness {
     /// A node's status report (component, ports with schemas, error).
     pub fn report(&self, node: &str) -> Option<NodeReport> {
         self.engine.report(node)
+    }
+
+    /// Sets `key` of the Secret `name` (a rotation, or a Secret created late); nodes
+    /// see it at the next [`refresh_secrets`](Self::refresh_secrets).
+    pub fn set_secret(&self, name: &str, key: &str, value: &str) {
+        self.secrets.set(name, key, value);
+    }
+
+    /// Deletes the Secret `name`; nodes see it at the next
+    /// [`refresh_secrets`](Self::refresh_secrets).
+    pub fn remove_secret(&self, name: &str) {
+        self.secrets.remove(name);
+    }
+
+    /// Re-applies every node of the flow, as a runtime does every TTL for nodes with
+    /// `[[secret:...]]` placeholders: a node whose resolved settings changed gets them
+    /// on `_settings`; the errors of nodes that do not load are returned.
+    pub async fn refresh_secrets(&self) -> Vec<(String, Error)> {
+        let mut errors = Vec::new();
+        for node in &self.flow.nodes {
+            if let Err(e) = self.engine.apply(node.clone()).await {
+                errors.push((node.name.clone(), e));
+            }
+        }
+        errors
     }
 
     /// The engine underneath, to apply or remove nodes mid-test.

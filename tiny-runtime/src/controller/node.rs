@@ -196,8 +196,14 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
             Err(error)
         }
     };
+    // Placeholders are resolved again every TTL: a rotated (or newly created) Secret
+    // reaches the component, whose settings are delivered again if they changed.
+    let again = |after: Duration| match tiny_sdk::secret::spec_mentions(&node.spec) {
+        true => after.min(shared.config.secret_ttl),
+        false => after,
+    };
     if !shared.leadership.is_leader() {
-        return Ok(Action::requeue(Duration::from_secs(60)));
+        return Ok(Action::requeue(again(Duration::from_secs(60))));
     }
     let report = shared.engine.report(&name);
     // A spec that runs may still report a problem (an edge the settings cut off).
@@ -226,7 +232,7 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     ));
     write_status(api, shared, &name, current, desired).await?;
     publish_error(shared, node, &name, error.as_ref().map(ToString::to_string)).await;
-    Ok(Action::requeue(status::HEARTBEAT))
+    Ok(Action::requeue(again(status::HEARTBEAT)))
 }
 
 /// Writes `desired` over `current` when they differ (or the heartbeat is due).

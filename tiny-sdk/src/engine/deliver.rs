@@ -118,6 +118,10 @@ pub(crate) struct Inner {
     /// Told the name of a node whose status should be rewritten (its `_control` view
     /// changed).
     pub on_change: Option<ChangeFn>,
+    /// Where `[[secret:...]]` placeholders get their values.
+    pub secrets: Option<Arc<dyn crate::secret::SecretSource>>,
+    /// The values the nodes resolved from placeholders, masked in every node's records.
+    pub known: Arc<super::runner::Known>,
 }
 
 /// Told the name of a node whose status changed outside a reconcile.

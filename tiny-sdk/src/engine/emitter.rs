@@ -108,6 +108,7 @@ impl NodeEmitter {
             return Err(Err(Error::permanent(format!("node `{}` was removed", self.node))));
         };
         if let Some(observer) = &engine.observer {
+            let secrets = runner.with_known(&runner.emit_secrets);
             observer.on_hop(&HopEvent {
                 kind: HopKind::Emitted,
                 node: &self.node,
@@ -120,7 +121,7 @@ impl NodeEmitter {
                 depth: hop.depth,
                 error: None,
                 attempt: 1,
-                secrets: crate::redact::Secrets::none(),
+                secrets: &secrets,
             });
         }
         if let Some(outlet) = runner.outlet(port) {

@@ -76,13 +76,17 @@ impl Engine {
                 error,
             });
         };
+        let known = self.inner.known.get();
         let mut ports: Vec<PortReport> = runner
             .instance
             .shaped_ports()
             .into_iter()
             .map(|(spec, shape)| {
                 let mut configuration = shape.configuration;
-                Secrets::from_schema(&shape.schema).mask(&mut configuration);
+                Secrets::from_schema(&shape.schema)
+                    .with_values(runner.resolved().iter().cloned())
+                    .with_values(known.iter().cloned())
+                    .mask(&mut configuration);
                 PortReport {
                     name: shape.name,
                     label: shape.label,

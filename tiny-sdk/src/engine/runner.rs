@@ -14,7 +14,8 @@ use crate::{
     message::Reply,
     msg::Msg,
     port::{Direction, PortSpec},
-    redact::Secrets,
+    redact::{MIN_SCRUB_LEN, Secrets},
+    secret::Found,
 };
 
 use super::{
@@ -39,12 +40,35 @@ pub(crate) struct Runner {
     outlets: Vec<Arc<Outlet>>,
     /// Where the settings' secret fields are.
     settings_secrets: Secrets,
-    /// The secret values of the settings in the spec, searched for in this node's
-    /// error messages (see [`crate::redact`]).
+    /// The secret values of the settings in the spec and of the node's resolved
+    /// placeholders, searched for in this node's error messages (see [`crate::redact`]).
     secret_values: Vec<String>,
+    /// The values of the node's `[[secret:...]]` placeholders: masked wherever they
+    /// appear in what tiny writes about the node (status, trace data, trackers).
+    resolved: Vec<String>,
+    /// What masks the messages the node emits (its resolved values).
+    pub emit_secrets: Secrets,
+    /// The engine's resolved values.
+    known: Arc<Known>,
     /// What is wrong with a spec that runs anyway: edges that leave ports the
     /// settings switched off or removed (see [`settle`](Self::settle)).
     pub problem: Option<Error>,
+}
+
+/// The values every node of the engine resolved from `[[secret:...]]` placeholders:
+/// masked in every node's records, since a component may pass on what it made of one
+/// (a greeting built from a token) to nodes downstream.
+#[derive(Debug, Default)]
+pub(crate) struct Known(std::sync::RwLock<Arc<[String]>>);
+
+impl Known {
+    pub fn get(&self) -> Arc<[String]> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    pub fn set(&self, values: Vec<String>) {
+        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = values.into();
+    }
 }
 
 /// One input port, resolved when the node loads.
@@ -64,7 +88,18 @@ enum Mapping {
     /// `"{{$}}"`: the message itself, borrowed rather than copied.
     Identity,
     Template(Template),
+    /// A template with `[[secret:...]]` placeholders, filled in after it renders.
+    Filled(Template, Box<Fills>),
+    /// The configuration's placeholders have no value: the edge fails with this.
+    Failed(Error),
 }
+
+/// The placeholders of one `ports[]` configuration and their values, in order.
+pub(crate) type Fills = (Vec<Found>, Vec<String>);
+
+/// What [`Runner::build`] gets for each `ports[]` entry: its placeholders' values,
+/// `None` when it has none, or why they could not be had.
+pub(crate) type PortFills = Result<Option<Fills>>;
 
 impl Mapping {
     fn new(config: &Value) -> std::result::Result<Mapping, tiny_expr::CompileError> {
@@ -120,7 +155,17 @@ impl Route {
 impl Runner {
     /// Compiles everything a message will need, so that nothing is parsed per message.
     /// Every mistake in the spec is reported here, naming where it is.
-    pub fn build(node: Node, instance: Arc<dyn NodeInstance>) -> Result<Runner> {
+    ///
+    /// `fills` holds, for each `ports[]` entry in order, the values of its secret
+    /// placeholders (see [`crate::secret`]): settings without theirs do not load; an
+    /// edge without them fails its messages, and says so in the node's status, while
+    /// the rest of the node runs.
+    pub fn build(
+        node: Node,
+        instance: Arc<dyn NodeInstance>,
+        fills: Vec<PortFills>,
+        known: Arc<Known>,
+    ) -> Result<Runner> {
         let ports = instance.ports();
         let name: Arc<str> = node.name.as_str().into();
         let mut inputs: Vec<Inlet> = ports
@@ -134,7 +179,11 @@ impl Runner {
             })
             .collect();
         let mut settings = None;
+        let mut resolved: Vec<String> = Vec::new();
+        let mut problems: Vec<Error> = Vec::new();
+        let mut fills = fills.into_iter();
         for pc in &node.spec.ports {
+            let filled = fills.next().unwrap_or(Ok(None));
             let Some(spec) = ports.iter().find(|p| p.name == pc.port) else {
                 return Err(Error::permanent(format!(
                     "ports[] configures port `{}`, which component `{}` does not have (it has: {})",
@@ -155,6 +204,27 @@ impl Runner {
                 )));
             }
             let Some(config) = &pc.configuration else { continue };
+            let is_settings = pc.port == system::SETTINGS && pc.from.is_empty();
+            let filled = match filled {
+                Ok(f) => f,
+                // Settings without their values do not load: the component would run
+                // with a placeholder for a credential.
+                Err(e) if is_settings => return Err(e),
+                Err(e) => {
+                    problems.push(e.clone());
+                    if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
+                        inlet.mappings.push((pc.from.clone(), Mapping::Failed(e)));
+                    }
+                    continue;
+                }
+            };
+            if let Some((_, values)) = &filled {
+                for v in values {
+                    if !resolved.contains(v) {
+                        resolved.push(v.clone());
+                    }
+                }
+            }
             let mapping = Mapping::new(config.value()).map_err(|e| {
                 let edge = if pc.from.is_empty() {
                     String::new()
@@ -166,14 +236,21 @@ impl Runner {
             if pc.port == system::SETTINGS && pc.from.is_empty() {
                 // Settings have no incoming message: expressions see an empty object.
                 let empty = Value::Object(Default::default());
-                let rendered = match mapping {
-                    Mapping::Identity => empty,
+                let mut rendered = match mapping {
                     Mapping::Template(t) => t
                         .render(&empty)
                         .map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
+                    _ => empty,
                 };
+                if let Some((found, values)) = &filled {
+                    crate::secret::fill(&mut rendered, found, values);
+                }
                 settings = Some(rendered);
             } else if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
+                let mapping = match (mapping, filled) {
+                    (Mapping::Template(t), Some(fills)) => Mapping::Filled(t, Box::new(fills)),
+                    (m, _) => m,
+                };
                 inlet.mappings.push((pc.from.clone(), mapping));
             }
         }
@@ -229,6 +306,25 @@ impl Runner {
         if let Some(settings) = &settings {
             settings_secrets.collect(settings, &mut secret_values);
         }
+        // Resolved values are masked in every record of the node: its inputs, its
+        // emits, its settings (in free text only when long enough to be told apart).
+        let settings_secrets = settings_secrets.with_values(resolved.iter().cloned());
+        for inlet in &mut inputs {
+            inlet.secrets = std::mem::take(&mut inlet.secrets).with_values(resolved.iter().cloned());
+        }
+        for v in &resolved {
+            if v.chars().count() >= MIN_SCRUB_LEN && !secret_values.contains(v) {
+                secret_values.push(v.clone());
+            }
+        }
+        let problem = match problems.len() {
+            0 => None,
+            1 => problems.pop(),
+            _ => {
+                let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                Some(Error::permanent(text.join("; ")).with_code(crate::error::code::SECRET))
+            }
+        };
         Ok(Runner {
             name,
             node,
@@ -238,13 +334,31 @@ impl Runner {
             outlets,
             settings_secrets,
             secret_values,
-            problem: None,
+            emit_secrets: Secrets::default().with_values(resolved.iter().cloned()),
+            resolved,
+            known,
+            problem,
         })
     }
 
     /// The secret values of the node's settings, to keep out of what tiny prints.
     pub fn secret_values(&self) -> &[String] {
         &self.secret_values
+    }
+
+    /// The values of the node's resolved `[[secret:...]]` placeholders.
+    pub fn resolved(&self) -> &[String] {
+        &self.resolved
+    }
+
+    /// `base` with the engine's resolved values added, when there are any.
+    pub fn with_known<'s>(&self, base: &'s Secrets) -> std::borrow::Cow<'s, Secrets> {
+        let known = self.known.get();
+        if known.is_empty() {
+            std::borrow::Cow::Borrowed(base)
+        } else {
+            std::borrow::Cow::Owned(base.clone().with_values(known.iter().cloned()))
+        }
     }
 
     /// `e` without the node's secrets, and without those of `input` on `port`.
@@ -275,7 +389,8 @@ impl Runner {
             );
             false
         });
-        if cut.is_empty() {
+        // A problem found while building (an edge's secret) is said first.
+        if cut.is_empty() || self.problem.is_some() {
             return;
         }
         let ports: Vec<&str> = live
@@ -314,6 +429,15 @@ impl Runner {
                             .with_code(crate::error::code::MAPPING)
                     })
                 }
+                Some((_, Mapping::Filled(template, fills))) => {
+                    let mut value = template.render(data.json()?).map_err(|e| {
+                        Error::permanent(format!("edge mapping from `{from}`: {e}"))
+                            .with_code(crate::error::code::MAPPING)
+                    })?;
+                    crate::secret::fill(&mut value, &fills.0, &fills.1);
+                    Ok(Msg::from_json(value))
+                }
+                Some((_, Mapping::Failed(e))) => Err(e.clone()),
                 // As in the Go SDK: an edge without a mapping delivers the port's
                 // default configuration, not the sender's payload.
                 None => Ok(inlet.default.clone()),
@@ -393,7 +517,8 @@ impl Runner {
         attempt: u32,
         span: &tracing::Span,
     ) -> Result<Reply> {
-        let secrets = inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
+        let secrets = self.with_known(inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets));
+        let secrets = &*secrets;
         let result = result.map_err(|e| self.redact(e, secrets, seen));
         if let (Some(observer), Some(clock)) = (observer, clock) {
             let (from, edge_id) = match source {
@@ -492,11 +617,12 @@ impl Runner {
             Ok(input) => input,
             Err(e) => return Call::Refused(e),
         };
-        super::trace::data(&input, &inlet.secrets);
+        let secrets = self.with_known(&inlet.secrets);
+        super::trace::data(&input, &secrets);
         // The observer sees the input after the handler ran, and a secret is masked
         // out of an error with the input's values: keep a reference (the handler then
         // gets a copy; the JSON is made only if something asks).
-        let seen = (observed || !inlet.secrets.is_empty()).then(|| input.clone());
+        let seen = (observed || !secrets.is_empty()).then(|| input.clone());
         Call::Handler {
             inlet: index,
             future: self.instance.clone().handle(inlet.spec.name, input, hop),
@@ -521,6 +647,11 @@ enum Call {
 
 /// `e` without `values` and without those of `input` at `secrets`.
 fn redact_with(e: Error, secrets: &Secrets, input: Option<&Msg>, mut values: Vec<String>) -> Error {
+    for v in secrets.values() {
+        if v.chars().count() >= MIN_SCRUB_LEN && !values.contains(v) {
+            values.push(v.clone());
+        }
+    }
     if !secrets.is_empty()
         && let Some(Ok(json)) = input.map(Msg::json)
     {
