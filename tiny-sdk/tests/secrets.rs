@@ -2,6 +2,8 @@
 //! its settings and edge inputs, a rotation reaches it when nodes are re-applied, the
 //! value is masked in reports, observed payloads and errors, and a missing Secret is an
 //! error on its node alone.
+// A failed step is the test failing: the panic names the line.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::{
     Arc, Mutex,

@@ -821,7 +821,8 @@ const TOKEN: &str = "tok3n-Value-5521";
 const ROTATED: &str = "r0tated-Value-8830";
 
 /// `hello-1`'s greeting word is `[[secret:creds/token]]`; `respond-1` answers with the
-/// greeting; `hello-2` names a Secret that does not exist yet.
+/// greeting; `hello-2` names a Secret that does not exist yet, `hello-3` one the module
+/// does not declare.
 fn placeholder_flow() -> &'static str {
     r#"
 kind: TinyNode
@@ -849,6 +850,14 @@ spec:
   component: hello
   ports:
     - { port: _settings, configuration: { greetingWord: "[[secret:late/token]]" } }
+---
+kind: TinyNode
+metadata: { name: c.alpha-v0.hello-3, labels: { tinysystems.io/flow-name: c } }
+spec:
+  module: alpha
+  component: hello
+  ports:
+    - { port: _settings, configuration: { greetingWord: "[[secret:other/token]]" } }
 "#
 }
 
@@ -881,6 +890,10 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "c");
     secrets
         .create(&PostParams::default(), &secret("creds", "token", TOKEN))
+        .await
+        .expect("Secret created");
+    secrets
+        .create(&PostParams::default(), &secret("other", "token", "other-Value-0077"))
         .await
         .expect("Secret created");
     let logs = env.dir().join("placeholder-logs.json");
@@ -924,6 +937,24 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
         "{said}"
     );
     assert!(said.contains("SECRET"), "{said}");
+    // A Secret the module does not declare is not read, though it exists.
+    let undeclared = eventually(
+        "hello-3 to say its Secret is not declared",
+        Duration::from_secs(60),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                let status = nodes.get("c.alpha-v0.hello-3").await.ok()?.status?;
+                status.error.then_some(status)
+            }
+        },
+    )
+    .await;
+    let said = format!("{undeclared:?}");
+    assert!(
+        said.contains("Secret `other` is not among the Secrets the module declares (creds, late)"),
+        "{said}"
+    );
 
     // The component greets with the Secret's value; the tracker follows the flow.
     let mut probes = 0;
@@ -932,7 +963,10 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
         let (client, trackers) = (client.clone(), trackers.clone());
         let name = format!("probe-{probes}");
         async move {
-            assert_eq!(greeting(&client, &name).await.as_deref(), Some(format!("{TOKEN}, Ada!").as_str()));
+            assert_eq!(
+                greeting(&client, &name).await.as_deref(),
+                Some(format!("{TOKEN}, Ada!").as_str())
+            );
             tokio::time::sleep(Duration::from_secs(1)).await; // past a flush
             let t = trackers.get("c-tracker").await.ok()?;
             (t.status?.total > 0).then_some(())
@@ -945,16 +979,24 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
     let patch = json!({"stringData": {"token": ROTATED}});
     let rotated_at = std::time::Instant::now();
     secrets
-        .patch("creds", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch))
+        .patch(
+            "creds",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
         .await
         .expect("Secret rotated");
     let mut tries = 0;
-    eventually("the rotated value to reach the component", Duration::from_secs(30), || {
-        tries += 1;
-        let client = client.clone();
-        let name = format!("rotated-{tries}");
-        async move { (greeting(&client, &name).await? == format!("{ROTATED}, Ada!")).then_some(()) }
-    })
+    eventually(
+        "the rotated value to reach the component",
+        Duration::from_secs(30),
+        || {
+            tries += 1;
+            let client = client.clone();
+            let name = format!("rotated-{tries}");
+            async move { (greeting(&client, &name).await? == format!("{ROTATED}, Ada!")).then_some(()) }
+        },
+    )
     .await;
     let took = rotated_at.elapsed();
     eprintln!("the rotated value reached the component after {took:?} (TTL 2 s, {tries} signals)");
@@ -983,7 +1025,12 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
         let trackers = trackers.clone();
         async move {
             let t = trackers.get("c-tracker").await.ok()?;
-            let seen = t.status.as_ref()?.hops.iter().any(|h| h.data.contains("<redacted>, Ada!"));
+            let seen = t
+                .status
+                .as_ref()?
+                .hops
+                .iter()
+                .any(|h| h.data.contains("<redacted>, Ada!"));
             seen.then_some(t)
         }
     })
@@ -1013,7 +1060,7 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
     written.push(("spans", format!("{:?}", receiver.all())));
     written.push(("logs", log.clone()));
     for (what, text) in &written {
-        for value in [TOKEN, ROTATED, "late-Value-1234"] {
+        for value in [TOKEN, ROTATED, "late-Value-1234", "other-Value-0077"] {
             assert!(!text.contains(value), "{what} holds a secret:\n{text}");
         }
     }
