@@ -85,7 +85,7 @@ impl Engine {
                 let mut configuration = shape.configuration;
                 Secrets::from_schema(&shape.schema)
                     .with_values(runner.resolved().iter().cloned())
-                    .with_values(known.iter().cloned())
+                    .with_values(known.iter().flat_map(|k| k.iter().cloned()))
                     .mask(&mut configuration);
                 PortReport {
                     name: shape.name,

@@ -59,15 +59,25 @@ pub(crate) struct Runner {
 /// masked in every node's records, since a component may pass on what it made of one
 /// (a greeting built from a token) to nodes downstream.
 #[derive(Debug, Default)]
-pub(crate) struct Known(std::sync::RwLock<Arc<[String]>>);
+pub(crate) struct Known {
+    /// Whether there are any: a hop of a module without placeholders pays one load.
+    any: std::sync::atomic::AtomicBool,
+    values: std::sync::RwLock<Arc<[String]>>,
+}
 
 impl Known {
-    pub fn get(&self) -> Arc<[String]> {
-        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    /// The values, `None` when there are none.
+    pub fn get(&self) -> Option<Arc<[String]>> {
+        if !self.any.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        Some(self.values.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone())
     }
 
     pub fn set(&self, values: Vec<String>) {
-        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = values.into();
+        let any = !values.is_empty();
+        *self.values.write().unwrap_or_else(std::sync::PoisonError::into_inner) = values.into();
+        self.any.store(any, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -353,11 +363,9 @@ impl Runner {
 
     /// `base` with the engine's resolved values added, when there are any.
     pub fn with_known<'s>(&self, base: &'s Secrets) -> std::borrow::Cow<'s, Secrets> {
-        let known = self.known.get();
-        if known.is_empty() {
-            std::borrow::Cow::Borrowed(base)
-        } else {
-            std::borrow::Cow::Owned(base.clone().with_values(known.iter().cloned()))
+        match self.known.get() {
+            None => std::borrow::Cow::Borrowed(base),
+            Some(known) => std::borrow::Cow::Owned(base.clone().with_values(known.iter().cloned())),
         }
     }
 
