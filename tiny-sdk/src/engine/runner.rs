@@ -71,7 +71,12 @@ impl Known {
         if !self.any.load(std::sync::atomic::Ordering::Acquire) {
             return None;
         }
-        Some(self.values.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone())
+        Some(
+            self.values
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        )
     }
 
     pub fn set(&self, values: Vec<String>) {
