@@ -76,6 +76,21 @@ impl Keyed {
     }
 }
 
+/// Fails quoting its token, to its catch port.
+#[derive(Debug, Component, Default)]
+#[component(name = "strict", settings = KeyedSettings)]
+struct Strict {
+    input: Input<KeyedIn>,
+    #[port(catch)]
+    error: Output<ErrorMessage>,
+}
+
+impl Strict {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: KeyedIn) -> Result<Reply> {
+        Err(Error::permanent(format!("refused with {}", ctx.settings().token)))
+    }
+}
+
 fn flow(settings: Value) -> tiny_sdk::flow::Flow {
     FlowBuilder::new()
         .node("k", "keyed")
@@ -319,4 +334,31 @@ async fn the_value_is_masked_in_observed_payloads_errors_and_the_report() {
     );
     let report = format!("{:?}", engine.report("k").unwrap());
     assert!(!report.contains(TOKEN), "{report}");
+}
+
+#[tokio::test]
+async fn an_error_that_goes_on_into_the_flow_carries_no_value() {
+    let flow = FlowBuilder::new()
+        .node("s", "strict")
+        .settings(json!({"token": "[[secret:creds/token]]"}))
+        .edge("s:error", "sink:input", json!("{{$}}"))
+        .node("sink", "relay")
+        .build();
+    let h = Harness::builder()
+        .register::<Strict>()
+        .register::<Relay>()
+        .secret("creds", "token", TOKEN)
+        .flow(flow)
+        .build()
+        .await
+        .unwrap();
+    h.send("s:input", json!({"name": "Ada", "header": TOKEN}))
+        .await
+        .unwrap();
+    // What goes on to the next node: the error and the input, the value masked in both.
+    let got = h.emitted("s:error");
+    assert_eq!(got.len(), 1);
+    let text = got[0].to_string();
+    assert!(text.contains("refused with <redacted>"), "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
 }

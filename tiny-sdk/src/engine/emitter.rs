@@ -65,6 +65,17 @@ impl NodeEmitter {
         }
     }
 
+    /// The values of the node's resolved `[[secret:...]]` placeholders (see
+    /// [`crate::secret`]), to keep out of an error that goes on into the flow.
+    pub fn resolved(&self) -> Vec<String> {
+        let runner = self
+            .runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .upgrade();
+        runner.map(|r| r.resolved().to_vec()).unwrap_or_default()
+    }
+
     /// Whether any edge leaves `port`: an error port nobody listens on must not
     /// swallow errors.
     pub fn connected(&self, port: &str) -> bool {
