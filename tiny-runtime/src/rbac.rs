@@ -5,7 +5,9 @@
 //! `<module> rbac` prints [`values_yaml`]: the `rbac:` block of the `tiny-module` chart's
 //! values. The chart turns `rbac.rules` and `rbac.extraRules` into a Role in the release
 //! namespace, `rbac.extraClusterRules` into a ClusterRole, and `rbac.cleanupRules` into the
-//! Role of the cleanup hook (`pre-delete`, run after the module is gone). Least privilege: every
+//! Role of the cleanup hook (`pre-delete`, run after the module is gone); `rbac.secrets` (the
+//! Secrets declared with [`Requirements::secret`]) into a rule of the Role that may `get`
+//! those Secrets by name, and into the module's `TINY_SECRETS`. Least privilege: every
 //! rule names its group, resources and verbs (no wildcard), and every one of them is
 //! used by the call named in [`Need::why`].
 

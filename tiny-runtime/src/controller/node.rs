@@ -198,9 +198,12 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     };
     // Placeholders are resolved again every TTL: a rotated (or newly created) Secret
     // reaches the component, whose settings are delivered again if they changed.
-    let again = |after: Duration| match tiny_sdk::secret::spec_mentions(&node.spec) {
-        true => after.min(shared.config.secret_ttl),
-        false => after,
+    let again = |after: Duration| {
+        if tiny_sdk::secret::spec_mentions(&node.spec) {
+            after.min(shared.config.secret_ttl)
+        } else {
+            after
+        }
     };
     if !shared.leadership.is_leader() {
         return Ok(Action::requeue(again(Duration::from_secs(60))));
