@@ -193,6 +193,14 @@ struct RunArgs {
     /// a longer string), the hop goes on, and the failure is logged, counted and shown on the node.
     #[arg(long, env = "TINY_STRICT_EXPRESSIONS")]
     strict_expressions: bool,
+    /// Secrets `[[secret:<name>/<key>]]` placeholders may name, beyond those the module declares
+    /// (comma-separated; the chart sets it from `rbac.secrets`, which it grants `get` on).
+    #[arg(long, env = "TINY_SECRETS", value_delimiter = ',')]
+    secrets: Vec<String>,
+    /// Seconds a read Secret is trusted; nodes with `[[secret:...]]` placeholders are re-applied this
+    /// often, so a rotated Secret reaches the component within it (Go's 60 s).
+    #[arg(long, env = "TINY_SECRET_TTL", default_value_t = crate::secrets::DEFAULT_TTL.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    secret_ttl: u64,
 }
 
 /// A bind address: `host:port`, `[v6]:port`, or Go's `:port` (every IPv4 interface).
@@ -312,7 +320,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
                     telemetry::Telemetry::default()
                 }
             };
-            let result = run(*args, registry).await;
+            let result = run(*args, registry, requirements).await;
             telemetry.shutdown();
             if let Err(e) = &result {
                 termination_message(e);
@@ -384,7 +392,7 @@ async fn client(path: Option<&PathBuf>) -> Result<kube::Client, crate::Error> {
     kube::Client::try_from(config).map_err(|e| failed(e.into()))
 }
 
-async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
+async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> Result<(), crate::Error> {
     let client = client(args.kubeconfig.as_ref()).await?;
     let mut config = ModuleConfig::new(&args.name, &args.version, &args.namespace, &args.identity);
     if let Some(selector) = args.pod_selector.clone() {
@@ -393,6 +401,13 @@ async fn run(args: RunArgs, registry: Registry) -> Result<(), crate::Error> {
     config.ingress_class.clone_from(&args.ingress_class);
     config.hostname_suffix.clone_from(&args.ingress_hostname_suffix);
     config.strict_expressions = args.strict_expressions;
+    config.secrets = requirements.secrets.clone();
+    for name in args.secrets.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if !config.secrets.iter().any(|d| d == name) {
+            config.secrets.push(name.to_owned());
+        }
+    }
+    config.secret_ttl = Duration::from_secs(args.secret_ttl);
     let grpc = crate::grpc::Grpc::bind(args.grpc_server_bind_address)
         .await
         .map_err(|source| crate::Error::Bind {

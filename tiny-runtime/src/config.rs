@@ -31,6 +31,12 @@ pub struct ModuleConfig {
     /// Fail a hop whose edge expression fails, instead of going on with `null` as the
     /// Go SDK does (see [`tiny_sdk::engine::EngineBuilder::strict_expressions`]).
     pub strict_expressions: bool,
+    /// The Secrets `[[secret:<name>/<key>]]` placeholders may name (the module's
+    /// declared ones; see [`crate::secrets`]).
+    pub secrets: Vec<String>,
+    /// How long a read Secret is trusted, and how often nodes with placeholders are
+    /// re-applied so that a rotated Secret reaches them.
+    pub secret_ttl: std::time::Duration,
 }
 
 impl ModuleConfig {
@@ -52,6 +58,8 @@ impl ModuleConfig {
             ingress_class: None,
             hostname_suffix: None,
             strict_expressions: false,
+            secrets: Vec::new(),
+            secret_ttl: crate::secrets::DEFAULT_TTL,
         }
     }
 

@@ -9,7 +9,8 @@
 //!   TinyTracker controllers, probes); [`cli`]: the module binary's commands, Helm hooks
 //!   and logs.
 //! - [`config`]: who the module is; [`leader`]: whether this replica leads.
-//! - [`resources`]: the resource manager components receive on `_client`.
+//! - [`resources`]: the resource manager components receive on `_client`;
+//!   [`secrets`]: the Secrets `[[secret:<name>/<key>]]` placeholders are resolved from.
 //! - [`grpc`], [`nats`]: messages to and from other modules (gRPC, or NATS as a
 //!   current TinySystems cluster runs it); [`transport`]: which one a module uses.
 //! - [`rbac`]: the permissions a module needs (what the API server refused it is shown
@@ -32,6 +33,7 @@ mod permissions;
 pub mod rbac;
 pub mod resources;
 pub mod runtime;
+pub mod secrets;
 mod status;
 mod telemetry;
 pub mod transport;

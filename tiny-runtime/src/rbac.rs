@@ -5,7 +5,9 @@
 //! `<module> rbac` prints [`values_yaml`]: the `rbac:` block of the `tiny-module` chart's
 //! values. The chart turns `rbac.rules` and `rbac.extraRules` into a Role in the release
 //! namespace, `rbac.extraClusterRules` into a ClusterRole, and `rbac.cleanupRules` into the
-//! Role of the cleanup hook (`pre-delete`, run after the module is gone). Least privilege: every
+//! Role of the cleanup hook (`pre-delete`, run after the module is gone); `rbac.secrets` (the
+//! Secrets declared with [`Requirements::secret`]) into a rule of the Role that may `get`
+//! those Secrets by name, and into the module's `TINY_SECRETS`. Least privilege: every
 //! rule names its group, resources and verbs (no wildcard), and every one of them is
 //! used by the call named in [`Need::why`].
 
@@ -231,6 +233,10 @@ pub struct Requirements {
     /// Rules across the cluster (a ClusterRole): only for what a namespace cannot hold.
     #[serde(default)]
     pub cluster_rules: Vec<Rule>,
+    /// Secrets of the module's namespace that `[[secret:<name>/<key>]]` placeholders
+    /// may name (Go's `Requirements.Secrets.Names`): granted `get` on these names only.
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 impl Requirements {
@@ -243,6 +249,16 @@ impl Requirements {
     #[must_use]
     pub fn rule(mut self, rule: Rule) -> Self {
         self.rules.push(rule);
+        self
+    }
+
+    /// Declares a Secret that node configurations may name in `[[secret:<name>/<key>]]`
+    /// placeholders: the module may `get` it, and only it (see [`tiny_sdk::secret`]).
+    #[must_use]
+    pub fn secret(mut self, name: &str) -> Self {
+        if !self.secrets.iter().any(|s| s == name) {
+            self.secrets.push(name.to_owned());
+        }
         self
     }
 
@@ -271,6 +287,15 @@ impl Requirements {
                 return Err(RbacError::NotLeastPrivilege { at, reason });
             }
         }
+        for (i, name) in self.secrets.iter().enumerate() {
+            let probe = format!("[[secret:{name}/k]]");
+            if !matches!(tiny_sdk::secret::Placeholder::parse(&probe), Some(Ok(_))) {
+                return Err(RbacError::SecretName {
+                    at: format!("secrets[{i}]"),
+                    name: name.clone(),
+                });
+            }
+        }
         Ok(())
     }
 }
@@ -285,6 +310,14 @@ pub enum RbacError {
         at: String,
         /// What is wrong.
         reason: String,
+    },
+    /// A declared Secret name that a placeholder could not name.
+    #[error("RBAC requirement {at}: `{name}` is not a Secret name (letters, digits, `.`, `_`, `-`)")]
+    SecretName {
+        /// Which one (`secrets[0]`).
+        at: String,
+        /// The name as declared.
+        name: String,
     },
     /// The values could not be written.
     #[error("writing RBAC values: {0}")]
@@ -303,6 +336,10 @@ pub struct Values {
     pub extra_rules: Vec<Rule>,
     /// The components' cluster-wide rules (a ClusterRole).
     pub extra_cluster_rules: Vec<Rule>,
+    /// The Secrets placeholders may name: the chart grants `get` on them by name (in
+    /// the Role) and tells the module (`TINY_SECRETS`).
+    #[serde(default)]
+    pub secrets: Vec<String>,
 }
 
 impl Values {
@@ -314,6 +351,7 @@ impl Values {
             cleanup_rules: cleanup_rules(),
             extra_rules: requirements.rules.clone(),
             extra_cluster_rules: requirements.cluster_rules.clone(),
+            secrets: requirements.secrets.clone(),
         })
     }
 }
@@ -384,6 +422,17 @@ mod tests {
                 .to_string()
                 .contains("rules[0]: `resources` is empty")
         );
+    }
+
+    #[test]
+    fn declared_secrets_are_checked_and_go_to_the_values() {
+        let req = Requirements::none().secret("creds").secret("creds").secret("api.v1");
+        assert_eq!(req.secrets, ["creds", "api.v1"]);
+        let yaml = values_yaml(&req).unwrap();
+        assert!(yaml.contains("  secrets:\n  - creds\n  - api.v1\n"), "{yaml}");
+        let bad = Requirements::none().secret("creds").secret("a/b");
+        let err = bad.check().unwrap_err().to_string();
+        assert!(err.contains("secrets[1]: `a/b` is not a Secret name"), "{err}");
     }
 
     #[test]

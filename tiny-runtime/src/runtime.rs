@@ -85,7 +85,14 @@ impl Runtime {
         // Nodes whose `_control` view changed; their status is rewritten by the leader.
         let (changes, changed) = tokio::sync::mpsc::unbounded_channel::<String>();
         let directory = Arc::new(controller::node::Directory::new(&opts.config.namespace));
+        let secrets = crate::secrets::KubeSecrets::new(
+            client.clone(),
+            &opts.config.namespace,
+            opts.config.secrets.clone(),
+            opts.config.secret_ttl,
+        );
         let mut engine = Engine::builder()
+            .secrets(Arc::new(secrets))
             .directory(directory.clone())
             .on_change(move |node: &str| {
                 let _ = changes.send(node.to_owned());

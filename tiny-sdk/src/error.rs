@@ -254,6 +254,9 @@ pub mod code {
     pub const INVALID: &str = "INVALID";
     /// [`ResourceManager`](crate::ResourceManager): the module's RBAC does not allow the call.
     pub const FORBIDDEN: &str = "FORBIDDEN";
+    /// A `[[secret:<name>/<key>]]` placeholder of the node has no value (no such
+    /// Secret or key, not declared, not readable): see [`crate::secret`].
+    pub const SECRET: &str = "SECRET";
 }
 
 /// Foreign errors are not retried unless marked: as in the Go SDK, an unmarked failure

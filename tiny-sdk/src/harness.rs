@@ -50,6 +50,7 @@ use crate::{
     error::{Error, Result},
     flow::Flow,
     message::Reply,
+    secret::StaticSecrets,
 };
 
 /// A flow running in-process, recording every hop.
@@ -60,6 +61,7 @@ pub struct Harness {
     /// What a restarted module is built with.
     strict: bool,
     client: Option<Arc<dyn ResourceManager>>,
+    secrets: Arc<StaticSecrets>,
 }
 
 /// Configures a [`Harness`].
@@ -72,6 +74,7 @@ pub struct HarnessBuilder {
     client: Option<Arc<dyn ResourceManager>>,
     /// Node state to start with: (node, `_state/<key>`, base64 of the JSON).
     seeds: Vec<(String, String, String)>,
+    secrets: Arc<StaticSecrets>,
 }
 
 impl std::fmt::Debug for Harness {
@@ -115,6 +118,15 @@ impl HarnessBuilder {
     pub fn flow(mut self, flow: Flow) -> Self {
         self.flow.nodes.extend(flow.nodes);
         self.flow.signals.extend(flow.signals);
+        self
+    }
+
+    /// Sets `key` of the Secret `name`, for `[[secret:name/key]]` placeholders in
+    /// settings and edge configurations (see [`crate::secret`]); as in a cluster, the
+    /// component gets `value` and the node's records show `<redacted>`.
+    #[must_use]
+    pub fn secret(self, name: &str, key: &str, value: &str) -> Self {
+        self.secrets.set(name, key, value);
         self
     }
 
@@ -183,7 +195,12 @@ impl HarnessBuilder {
             n.metadata.insert(key, value);
         }
         let log = Arc::new(Recorder::default());
-        let engine = self.engine.observer(log.clone()).follower().build();
+        let engine = self
+            .engine
+            .secrets(self.secrets.clone())
+            .observer(log.clone())
+            .follower()
+            .build();
         let errors = load(&engine, &self.flow.nodes).await;
         Ok((
             Harness {
@@ -192,6 +209,7 @@ impl HarnessBuilder {
                 flow: self.flow,
                 strict: self.strict,
                 client: self.client,
+                secrets: self.secrets,
             },
             errors,
         ))
@@ -282,6 +300,31 @@ impl Harness {
         self.engine.report(node)
     }
 
+    /// Sets `key` of the Secret `name` (a rotation, or a Secret created late); nodes
+    /// see it at the next [`refresh_secrets`](Self::refresh_secrets).
+    pub fn set_secret(&self, name: &str, key: &str, value: &str) {
+        self.secrets.set(name, key, value);
+    }
+
+    /// Deletes the Secret `name`; nodes see it at the next
+    /// [`refresh_secrets`](Self::refresh_secrets).
+    pub fn remove_secret(&self, name: &str) {
+        self.secrets.remove(name);
+    }
+
+    /// Re-applies every node of the flow, as a runtime does every TTL for nodes with
+    /// `[[secret:...]]` placeholders: a node whose resolved settings changed gets them
+    /// on `_settings`; the errors of nodes that do not load are returned.
+    pub async fn refresh_secrets(&self) -> Vec<(String, Error)> {
+        let mut errors = Vec::new();
+        for node in &self.flow.nodes {
+            if let Err(e) = self.engine.apply(node.clone()).await {
+                errors.push((node.name.clone(), e));
+            }
+        }
+        errors
+    }
+
     /// The engine underneath, to apply or remove nodes mid-test.
     pub fn engine(&self) -> &Engine {
         &self.engine
@@ -337,6 +380,7 @@ impl Harness {
         self.engine.shutdown();
         let mut builder = Engine::builder()
             .registry(self.engine.registry().clone())
+            .secrets(self.secrets.clone())
             .strict_expressions(self.strict)
             .observer(self.log.clone())
             .follower();

@@ -59,6 +59,7 @@ pub mod msg;
 pub mod port;
 pub mod redact;
 pub mod schema;
+pub mod secret;
 pub mod state;
 mod work;
 

@@ -50,13 +50,19 @@ enum Step {
     Each,
 }
 
-/// Where a port's secret fields are, compiled from its schema.
+/// Where a port's secret fields are, compiled from its schema, and the values known
+/// to be secret wherever they appear (a node's resolved
+/// [`[[secret:...]]`](crate::secret) placeholders).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Secrets {
     paths: Vec<Vec<Step>>,
+    values: Vec<String>,
 }
 
-static NONE: Secrets = Secrets { paths: Vec::new() };
+static NONE: Secrets = Secrets {
+    paths: Vec::new(),
+    values: Vec::new(),
+};
 
 impl Secrets {
     /// No secret fields.
@@ -72,21 +78,56 @@ impl Secrets {
         walk(schema, schema, &mut Vec::new(), &mut paths, 0);
         paths.sort_by_key(Vec::len);
         paths.dedup();
-        Secrets { paths }
+        Secrets {
+            paths,
+            values: Vec::new(),
+        }
+    }
+
+    /// These secrets, and `values` wherever they appear: a string equal to one becomes
+    /// [`MASK`], and one that contains one (at least [`MIN_SCRUB_LEN`] long) has it
+    /// replaced, as [`scrub`] does.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tiny_sdk::redact::{MASK, Secrets};
+    ///
+    /// let secrets = Secrets::default().with_values(["s3cr3t".to_owned()]);
+    /// let mut v = json!({"a": "s3cr3t", "b": ["s3cr3t, Ada!"], "c": "plain"});
+    /// secrets.mask(&mut v);
+    /// assert_eq!(v, json!({"a": MASK, "b": ["<redacted>, Ada!"], "c": "plain"}));
+    /// ```
+    #[must_use]
+    pub fn with_values(mut self, values: impl IntoIterator<Item = String>) -> Self {
+        for v in values {
+            if !v.is_empty() && !self.values.contains(&v) {
+                self.values.push(v);
+            }
+        }
+        self
+    }
+
+    /// The values masked wherever they appear.
+    pub fn values(&self) -> &[String] {
+        &self.values
     }
 
     /// `true` when there is nothing to mask.
     pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
+        self.paths.is_empty() && self.values.is_empty()
     }
 
     /// Replaces every secret in `value` with [`MASK`]; `true` if anything was.
-    /// `null`, empty strings and `{{...}}` expressions are left alone: they are not
-    /// secrets, and an editor must still see where an expression goes.
+    /// `null`, empty strings and `{{...}}` expressions at a secret field are left
+    /// alone: they are not secrets, and an editor must still see where an expression
+    /// goes.
     pub fn mask(&self, value: &mut Value) -> bool {
         let mut changed = false;
         for path in &self.paths {
             changed |= mask_at(value, path);
+        }
+        if !self.values.is_empty() {
+            changed |= mask_values(value, &self.values);
         }
         changed
     }
@@ -110,6 +151,36 @@ impl Secrets {
         for path in &self.paths {
             collect_at(value, path, out);
         }
+        for v in &self.values {
+            push(out, v.clone());
+        }
+    }
+}
+
+/// Masks `values` in every string of `value`; `true` if anything was.
+fn mask_values(value: &mut Value, values: &[String]) -> bool {
+    match value {
+        Value::String(s) => {
+            if values.iter().any(|v| v == s) {
+                *s = MASK.to_owned();
+                return true;
+            }
+            let long: Vec<String> = values
+                .iter()
+                .filter(|v| v.chars().count() >= MIN_SCRUB_LEN)
+                .cloned()
+                .collect();
+            match scrub(s, &long) {
+                Cow::Owned(clean) => {
+                    *s = clean;
+                    true
+                }
+                Cow::Borrowed(_) => false,
+            }
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |c, v| mask_values(v, values) | c),
+        Value::Object(map) => map.values_mut().fold(false, |c, v| mask_values(v, values) | c),
+        _ => false,
     }
 }
 

@@ -129,6 +129,34 @@ fn both_charts_lint_and_render_and_the_rendered_manifests_are_snapshotted() {
         json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
     );
 
+    // Secrets for `[[secret:...]]` placeholders: `get` on those names only, and the
+    // module is told which they are.
+    let secrets = write(dir.path(), "secrets.yaml", "rbac:\n  secrets: [creds, api.v1]\n");
+    let docs = documents(&render(&[&secrets]));
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "hello-tiny-module")
+        .expect("the module's Role");
+    let role_rules = role["rules"].as_array().expect("rules").clone();
+    assert_eq!(
+        role_rules.last(),
+        Some(
+            &json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["creds", "api.v1"]})
+        )
+    );
+    let container = &find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0];
+    let env = container["env"].as_array().expect("env");
+    assert!(
+        env.contains(&json!({"name": "TINY_SECRETS", "value": "creds,api.v1"})),
+        "{env:?}"
+    );
+    // Without any, no rule names Secrets and the module is told of none.
+    let plain = render(&[]);
+    assert!(
+        !plain.contains("TINY_SECRETS") && !plain.contains("- secrets"),
+        "{plain}"
+    );
+
     // values.schema.json refuses a wildcard rule, naming where it is.
     let bad = write(
         dir.path(),

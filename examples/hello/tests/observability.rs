@@ -971,3 +971,253 @@ async fn a_failing_edge_expression_goes_on_and_shows_in_log_metrics_span_tracker
     );
     drop(alpha);
 }
+
+const TOKEN: &str = "tok3n-Value-5521";
+const ROTATED: &str = "r0tated-Value-8830";
+
+/// `hello-1`'s greeting word is `[[secret:creds/token]]`; `respond-1` answers with the
+/// greeting; `hello-2` names a Secret that does not exist yet, `hello-3` one the module
+/// does not declare.
+fn placeholder_flow() -> &'static str {
+    r#"
+kind: TinyNode
+metadata: { name: c.alpha-v0.hello-1, labels: { tinysystems.io/flow-name: c } }
+spec:
+  module: alpha
+  component: hello
+  ports:
+    - { port: _settings, configuration: { greetingWord: "[[secret:creds/token]]" } }
+  edges:
+    - { id: answer, port: greeting, to: "c.alpha-v0.respond-1:response", flowID: c }
+---
+kind: TinyNode
+metadata: { name: c.alpha-v0.respond-1, labels: { tinysystems.io/flow-name: c } }
+spec:
+  module: alpha
+  component: respond
+  ports:
+    - { from: "c.alpha-v0.hello-1:greeting", port: response, configuration: { answer: "{{$.greeting}}" } }
+---
+kind: TinyNode
+metadata: { name: c.alpha-v0.hello-2, labels: { tinysystems.io/flow-name: c } }
+spec:
+  module: alpha
+  component: hello
+  ports:
+    - { port: _settings, configuration: { greetingWord: "[[secret:late/token]]" } }
+---
+kind: TinyNode
+metadata: { name: c.alpha-v0.hello-3, labels: { tinysystems.io/flow-name: c } }
+spec:
+  module: alpha
+  component: hello
+  ports:
+    - { port: _settings, configuration: { greetingWord: "[[secret:other/token]]" } }
+"#
+}
+
+/// A Secret of `data`, as `kubectl create secret generic` makes it.
+fn secret(name: &str, key: &str, value: &str) -> k8s_openapi::api::core::v1::Secret {
+    k8s_openapi::api::core::v1::Secret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+        string_data: Some([(key.to_owned(), value.to_owned())].into()),
+        ..Default::default()
+    }
+}
+
+/// What `hello-1` greets Ada with now, through a TinySignal's reply.
+async fn greeting(client: &kube::Client, name: &str) -> Option<String> {
+    let s = signal(client, "c", name, "c.alpha-v0.hello-1", "input", json!({"name": "Ada"})).await;
+    let reply = s.status?.reply?.0;
+    reply["answer"].as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record() {
+    let receiver = Receiver::default();
+    let endpoint = receiver.start().await;
+    let env = env().await;
+    let client = env.client();
+    env.create_namespace("c").await.expect("namespace");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "c");
+    secrets
+        .create(&PostParams::default(), &secret("creds", "token", TOKEN))
+        .await
+        .expect("Secret created");
+    secrets
+        .create(&PostParams::default(), &secret("other", "token", "other-Value-0077"))
+        .await
+        .expect("Secret created");
+    let logs = env.dir().join("placeholder-logs.json");
+    let mut vars = otel_vars(&endpoint);
+    vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
+    vars.push(("RUST_LOG", "info".to_owned()));
+    // The Secrets the module may read, as the chart passes `rbac.secrets`; a short TTL.
+    vars.push(("TINY_SECRETS", "creds,late".to_owned()));
+    vars.push(("TINY_SECRET_TTL", "2".to_owned()));
+    let alpha = hello(&env, "c", "alpha-0", "alpha")
+        .envs(as_refs(&vars))
+        .logs(&logs)
+        .start();
+    let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "c");
+    let spec = TinyTrackerSpec {
+        flow_id: "c".into(),
+        max_hops: Some(50),
+    };
+    trackers
+        .create(&PostParams::default(), &TinyTracker::new("c-tracker", spec))
+        .await
+        .expect("tracker created");
+    create_flow(&client, "c", placeholder_flow()).await;
+    nodes_ready(&client, "c", &["c.alpha-v0.hello-1", "c.alpha-v0.respond-1"]).await;
+
+    // The Secret that does not exist: an error on its node, naming the placeholder, the
+    // field and the Secret; the other nodes run.
+    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "c");
+    let broken = eventually("hello-2 to say its Secret is missing", Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get("c.alpha-v0.hello-2").await.ok()?;
+            let status = n.status?;
+            status.error.then_some(status)
+        }
+    })
+    .await;
+    let said = format!("{broken:?}");
+    assert!(
+        said.contains("port `_settings` field `greetingWord`: [[secret:late/token]]: Secret `late` does not exist in namespace `c`"),
+        "{said}"
+    );
+    assert!(said.contains("SECRET"), "{said}");
+    // A Secret the module does not declare is not read, though it exists.
+    let undeclared = eventually(
+        "hello-3 to say its Secret is not declared",
+        Duration::from_secs(60),
+        || {
+            let nodes = nodes.clone();
+            async move {
+                let status = nodes.get("c.alpha-v0.hello-3").await.ok()?.status?;
+                status.error.then_some(status)
+            }
+        },
+    )
+    .await;
+    let said = format!("{undeclared:?}");
+    assert!(
+        said.contains("Secret `other` is not among the Secrets the module declares (creds, late)"),
+        "{said}"
+    );
+
+    // The component greets with the Secret's value; the tracker follows the flow.
+    let mut probes = 0;
+    eventually("the module to follow the tracker", Duration::from_secs(60), || {
+        probes += 1;
+        let (client, trackers) = (client.clone(), trackers.clone());
+        let name = format!("probe-{probes}");
+        async move {
+            assert_eq!(
+                greeting(&client, &name).await.as_deref(),
+                Some(format!("{TOKEN}, Ada!").as_str())
+            );
+            tokio::time::sleep(Duration::from_secs(1)).await; // past a flush
+            let t = trackers.get("c-tracker").await.ok()?;
+            (t.status?.total > 0).then_some(())
+        }
+    })
+    .await;
+
+    // Rotated: the component gets the new value within the TTL (2 s here; a re-apply
+    // every TTL, a read trusted for a TTL, so at most about two).
+    let patch = json!({"stringData": {"token": ROTATED}});
+    let rotated_at = std::time::Instant::now();
+    secrets
+        .patch(
+            "creds",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("Secret rotated");
+    let mut tries = 0;
+    eventually(
+        "the rotated value to reach the component",
+        Duration::from_secs(30),
+        || {
+            tries += 1;
+            let client = client.clone();
+            let name = format!("rotated-{tries}");
+            async move { (greeting(&client, &name).await? == format!("{ROTATED}, Ada!")).then_some(()) }
+        },
+    )
+    .await;
+    let took = rotated_at.elapsed();
+    eprintln!("the rotated value reached the component after {took:?} (TTL 2 s, {tries} signals)");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // The missing Secret appears: the node heals on its next resolution.
+    secrets
+        .create(&PostParams::default(), &secret("late", "token", "late-Value-1234"))
+        .await
+        .expect("Secret created");
+    nodes_ready(&client, "c", &["c.alpha-v0.hello-2"]).await;
+
+    // The status shows the settings with the value masked.
+    let node = nodes.get("c.alpha-v0.hello-1").await.expect("node");
+    let settings = node
+        .status
+        .as_ref()
+        .and_then(|s| s.ports.iter().find(|p| p.name == "_settings"))
+        .and_then(|p| p.configuration.as_ref())
+        .map(|c| c.decode().expect("JSON in base64"))
+        .expect("the settings port has a configuration");
+    assert_eq!(settings["greetingWord"], "<redacted>", "{settings}");
+
+    // The tracker recorded hops; the greeting made of the token shows it masked.
+    let tracker = eventually("the tracker to record the greetings", Duration::from_secs(30), || {
+        let trackers = trackers.clone();
+        async move {
+            let t = trackers.get("c-tracker").await.ok()?;
+            let seen = t
+                .status
+                .as_ref()?
+                .hops
+                .iter()
+                .any(|h| h.data.contains("<redacted>, Ada!"));
+            seen.then_some(t)
+        }
+    })
+    .await;
+
+    // Spans arrived for the greetings.
+    eventually("the greetings' spans", Duration::from_secs(30), || {
+        let found = receiver.trace_of_signal("rotated-1").filter(|(_, t)| t.len() >= 2);
+        async move { found }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let log = std::fs::read_to_string(&logs).expect("logs");
+
+    // Grep everything tiny wrote or printed: neither value is anywhere.
+    let mut written = Vec::new();
+    for n in nodes.list(&Default::default()).await.expect("nodes") {
+        written.push(("TinyNode status", serde_json::to_string(&n.status).unwrap_or_default()));
+        for p in n.status.iter().flat_map(|s| &s.ports) {
+            for encoded in [&p.configuration, &p.schema].into_iter().flatten() {
+                let decoded = encoded.decode().map(|v| v.to_string()).unwrap_or_default();
+                written.push(("TinyNode status port", decoded));
+            }
+        }
+    }
+    written.push(("TinyTracker", serde_json::to_string(&tracker).unwrap_or_default()));
+    written.push(("spans", format!("{:?}", receiver.all())));
+    written.push(("logs", log.clone()));
+    for (what, text) in &written {
+        for value in [TOKEN, ROTATED, "late-Value-1234", "other-Value-0077"] {
+            assert!(!text.contains(value), "{what} holds a secret:\n{text}");
+        }
+    }
+    drop(alpha);
+}

@@ -196,8 +196,17 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
             Err(error)
         }
     };
+    // Placeholders are resolved again every TTL: a rotated (or newly created) Secret
+    // reaches the component, whose settings are delivered again if they changed.
+    let again = |after: Duration| {
+        if tiny_sdk::secret::spec_mentions(&node.spec) {
+            after.min(shared.config.secret_ttl)
+        } else {
+            after
+        }
+    };
     if !shared.leadership.is_leader() {
-        return Ok(Action::requeue(Duration::from_secs(60)));
+        return Ok(Action::requeue(again(Duration::from_secs(60))));
     }
     let report = shared.engine.report(&name);
     // A spec that runs may still report a problem (an edge the settings cut off).
@@ -228,11 +237,11 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     publish_error(shared, node, &name, error.as_ref().map(ToString::to_string)).await;
     // A failing edge is looked at again once it may have stopped, to clear its condition.
     let failing = report.as_ref().is_some_and(|r| !r.failing_edges.is_empty());
-    Ok(Action::requeue(if failing {
+    Ok(Action::requeue(again(if failing {
         tiny_sdk::engine::FAILING_WINDOW
     } else {
         status::HEARTBEAT
-    }))
+    })))
 }
 
 /// Writes `desired` over `current` when they differ (or the heartbeat is due).

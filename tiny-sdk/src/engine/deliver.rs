@@ -120,6 +120,10 @@ pub(crate) struct Inner {
     pub on_change: Option<ChangeFn>,
     /// Fail a hop whose edge expression fails, instead of going on as Go does.
     pub strict_expressions: bool,
+    /// Where `[[secret:...]]` placeholders get their values.
+    pub secrets: Option<Arc<dyn crate::secret::SecretSource>>,
+    /// The values the nodes resolved from placeholders, masked in every node's records.
+    pub known: Arc<super::runner::Known>,
 }
 
 /// Told the name of a node whose status changed outside a reconcile.

@@ -65,6 +65,17 @@ impl NodeEmitter {
         }
     }
 
+    /// The values of the node's resolved `[[secret:...]]` placeholders (see
+    /// [`crate::secret`]), to keep out of an error that goes on into the flow.
+    pub fn resolved(&self) -> Vec<String> {
+        let runner = self
+            .runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .upgrade();
+        runner.map(|r| r.resolved().to_vec()).unwrap_or_default()
+    }
+
     /// Whether any edge leaves `port`: an error port nobody listens on must not
     /// swallow errors.
     pub fn connected(&self, port: &str) -> bool {
@@ -108,6 +119,7 @@ impl NodeEmitter {
             return Err(Err(Error::permanent(format!("node `{}` was removed", self.node))));
         };
         if let Some(observer) = &engine.observer {
+            let secrets = runner.with_known(&runner.emit_secrets);
             observer.on_hop(&HopEvent {
                 kind: HopKind::Emitted,
                 node: &self.node,
@@ -120,7 +132,7 @@ impl NodeEmitter {
                 depth: hop.depth,
                 error: None,
                 attempt: 1,
-                secrets: crate::redact::Secrets::none(),
+                secrets: &secrets,
                 expression_errors: &[],
             });
         }

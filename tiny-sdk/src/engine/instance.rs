@@ -140,6 +140,20 @@ impl<C: Component + Hooks> Instance<C> {
                 // Secrets stay out of the flow the error goes on into.
                 let settings = self.settings.read().ok().and_then(|s| s.source.clone());
                 let err = crate::redact::for_catch_port(C::ports(), port, &mut input, settings.as_ref(), err);
+                // And so do the values of the node's placeholders.
+                let resolved = self.node.emitter().resolved();
+                let err = if resolved.is_empty() {
+                    err
+                } else {
+                    crate::redact::Secrets::default()
+                        .with_values(resolved.iter().cloned())
+                        .mask(&mut input);
+                    let long: Vec<String> = resolved
+                        .into_iter()
+                        .filter(|v| v.chars().count() >= crate::redact::MIN_SCRUB_LEN)
+                        .collect();
+                    err.redact(&long)
+                };
                 catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
             }
             _ => Err(err),

@@ -43,7 +43,18 @@ pub(crate) enum Mapping {
     /// `"{{$}}"`: the message itself, borrowed rather than copied.
     Identity,
     Template(Template),
+    /// A template with `[[secret:...]]` placeholders, filled in after it renders.
+    Filled(Template, Box<Fills>),
+    /// The configuration's placeholders have no value: the edge fails with this.
+    Failed(Error),
 }
+
+/// The placeholders of one `ports[]` configuration and their values, in order.
+pub(crate) type Fills = (Vec<crate::secret::Found>, Vec<String>);
+
+/// What the runner gets for each `ports[]` entry: its placeholders' values, `None`
+/// when it has none, or why they could not be had.
+pub(crate) type PortFills = Result<Option<Fills>>;
 
 impl Mapping {
     pub fn new(config: &Value) -> std::result::Result<Mapping, tiny_expr::CompileError> {
@@ -107,21 +118,26 @@ impl EdgeMapping {
     /// The target's input for `data`, with the expressions that failed on the way (an
     /// empty list, which does not allocate, when none did).
     pub fn apply(&self, data: Msg, policy: &Policy, site: &Site<'_>) -> Result<(Msg, Vec<EvalError>)> {
-        let template = match &self.mapping {
+        let (template, fills) = match &self.mapping {
             Mapping::Identity => return Ok((data, Vec::new())),
-            Mapping::Template(t) => t,
+            Mapping::Template(t) => (t, None),
+            Mapping::Filled(t, fills) => (t, Some(fills)),
+            Mapping::Failed(e) => return Err(e.clone()),
         };
         let root = data.json()?;
-        if policy.strict {
-            return template
-                .render(root)
-                .map(|v| (Msg::from_json(v), Vec::new()))
-                .map_err(|e| {
-                    Error::permanent(format!("edge mapping from `{}`: {e}", self.from)).with_code(code::MAPPING)
-                });
-        }
         let mut failures = Vec::new();
-        let value = template.render_lenient(root, &mut failures);
+        let mut value = if policy.strict {
+            template.render(root).map_err(|e| {
+                Error::permanent(format!("edge mapping from `{}`: {e}", self.from)).with_code(code::MAPPING)
+            })?
+        } else {
+            template.render_lenient(root, &mut failures)
+        };
+        // Secrets go in after the render, only where placeholders were written: a
+        // value is never read as an expression.
+        if let Some((found, values)) = fills.map(|f| &**f) {
+            crate::secret::fill(&mut value, found, values);
+        }
         if !failures.is_empty() {
             // A message or a value quoted by an error must not carry a secret on.
             let mut values = site.secret_values.to_vec();

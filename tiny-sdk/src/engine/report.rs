@@ -82,13 +82,17 @@ impl Engine {
                 failing_edges: Vec::new(),
             });
         };
+        let known = self.inner.known.get();
         let mut ports: Vec<PortReport> = runner
             .instance
             .shaped_ports()
             .into_iter()
             .map(|(spec, shape)| {
                 let mut configuration = shape.configuration;
-                Secrets::from_schema(&shape.schema).mask(&mut configuration);
+                Secrets::from_schema(&shape.schema)
+                    .with_values(runner.resolved().iter().cloned())
+                    .with_values(known.iter().flat_map(|k| k.iter().cloned()))
+                    .mask(&mut configuration);
                 PortReport {
                     name: shape.name,
                     label: shape.label,

@@ -14,9 +14,10 @@ use crate::{
     message::Reply,
     msg::Msg,
     port::{Direction, PortSpec},
-    redact::Secrets,
+    redact::{MIN_SCRUB_LEN, Secrets},
 };
 
+pub(crate) use super::mapping::PortFills;
 use super::{
     deliver::{Source, To},
     instance::NodeInstance,
@@ -40,9 +41,16 @@ pub(crate) struct Runner {
     outlets: Vec<Arc<Outlet>>,
     /// Where the settings' secret fields are.
     settings_secrets: Secrets,
-    /// The secret values of the settings in the spec, searched for in this node's
-    /// error messages (see [`crate::redact`]).
+    /// The secret values of the settings in the spec and of the node's resolved
+    /// placeholders, searched for in this node's error messages (see [`crate::redact`]).
     secret_values: Vec<String>,
+    /// The values of the node's `[[secret:...]]` placeholders: masked wherever they
+    /// appear in what tiny writes about the node (status, trace data, trackers).
+    resolved: Vec<String>,
+    /// What masks the messages the node emits (its resolved values).
+    pub emit_secrets: Secrets,
+    /// The engine's resolved values.
+    known: Arc<Known>,
     /// What is wrong with a spec that runs anyway: edges that leave ports the
     /// settings switched off or removed (see [`settle`](Self::settle)).
     pub problem: Option<Error>,
@@ -50,6 +58,37 @@ pub(crate) struct Runner {
     policy: Policy,
     /// Settings expressions that failed (and gave `null`): they see no message.
     settings_failures: Vec<String>,
+}
+
+/// The values every node of the engine resolved from `[[secret:...]]` placeholders:
+/// masked in every node's records, since a component may pass on what it made of one
+/// (a greeting built from a token) to nodes downstream.
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    /// Whether there are any: a hop of a module without placeholders pays one load.
+    any: std::sync::atomic::AtomicBool,
+    values: std::sync::RwLock<Arc<[String]>>,
+}
+
+impl Known {
+    /// The values, `None` when there are none.
+    pub fn get(&self) -> Option<Arc<[String]>> {
+        if !self.any.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        Some(
+            self.values
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+        )
+    }
+
+    pub fn set(&self, values: Vec<String>) {
+        let any = !values.is_empty();
+        *self.values.write().unwrap_or_else(std::sync::PoisonError::into_inner) = values.into();
+        self.any.store(any, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// One input port, resolved when the node loads.
@@ -104,7 +143,18 @@ impl Route {
 impl Runner {
     /// Compiles everything a message will need, so that nothing is parsed per message.
     /// Every mistake in the spec is reported here, naming where it is.
-    pub fn build(node: Node, instance: Arc<dyn NodeInstance>, policy: Policy) -> Result<Runner> {
+    ///
+    /// `fills` holds, for each `ports[]` entry in order, the values of its secret
+    /// placeholders (see [`crate::secret`]): settings without theirs do not load; an
+    /// edge without them fails its messages, and says so in the node's status, while
+    /// the rest of the node runs.
+    pub fn build(
+        node: Node,
+        instance: Arc<dyn NodeInstance>,
+        policy: Policy,
+        fills: Vec<PortFills>,
+        known: Arc<Known>,
+    ) -> Result<Runner> {
         let ports = instance.ports();
         let name: Arc<str> = node.name.as_str().into();
         let mut inputs: Vec<Inlet> = ports
@@ -119,7 +169,11 @@ impl Runner {
             .collect();
         let mut settings = None;
         let mut settings_failures = Vec::new();
+        let mut resolved: Vec<String> = Vec::new();
+        let mut problems: Vec<Error> = Vec::new();
+        let mut fills = fills.into_iter();
         for pc in &node.spec.ports {
+            let filled = fills.next().unwrap_or(Ok(None));
             let Some(spec) = ports.iter().find(|p| p.name == pc.port) else {
                 return Err(Error::permanent(format!(
                     "ports[] configures port `{}`, which component `{}` does not have (it has: {})",
@@ -140,6 +194,29 @@ impl Runner {
                 )));
             }
             let Some(config) = &pc.configuration else { continue };
+            let is_settings = pc.port == system::SETTINGS && pc.from.is_empty();
+            let filled = match filled {
+                Ok(f) => f,
+                // Settings without their values do not load: the component would run
+                // with a placeholder for a credential.
+                Err(e) if is_settings => return Err(e),
+                Err(e) => {
+                    problems.push(e.clone());
+                    if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
+                        inlet
+                            .mappings
+                            .push(EdgeMapping::new(pc.from.clone(), Mapping::Failed(e)));
+                    }
+                    continue;
+                }
+            };
+            if let Some((_, values)) = &filled {
+                for v in values {
+                    if !resolved.contains(v) {
+                        resolved.push(v.clone());
+                    }
+                }
+            }
             let mapping = Mapping::new(config.value()).map_err(|e| {
                 let edge = if pc.from.is_empty() {
                     String::new()
@@ -148,12 +225,11 @@ impl Runner {
                 };
                 Error::permanent(format!("port `{}`{edge}: {e}", pc.port))
             })?;
-            if pc.port == system::SETTINGS && pc.from.is_empty() {
+            if is_settings {
                 // Settings have no incoming message: expressions see an empty object,
                 // so a path in them yields null, as in the Go SDK (strictly: an error).
                 let empty = Value::Object(Default::default());
-                let rendered = match mapping {
-                    Mapping::Identity => empty,
+                let mut rendered = match mapping {
                     Mapping::Template(t) if policy.strict => t
                         .render(&empty)
                         .map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
@@ -167,9 +243,17 @@ impl Runner {
                         );
                         rendered
                     }
+                    _ => empty,
                 };
+                if let Some((found, values)) = &filled {
+                    crate::secret::fill(&mut rendered, found, values);
+                }
                 settings = Some(rendered);
             } else if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
+                let mapping = match (mapping, filled) {
+                    (Mapping::Template(t), Some(fills)) => Mapping::Filled(t, Box::new(fills)),
+                    (m, _) => m,
+                };
                 inlet.mappings.push(EdgeMapping::new(pc.from.clone(), mapping));
             }
         }
@@ -225,6 +309,25 @@ impl Runner {
         if let Some(settings) = &settings {
             settings_secrets.collect(settings, &mut secret_values);
         }
+        // Resolved values are masked in every record of the node: its inputs, its
+        // emits, its settings (in free text only when long enough to be told apart).
+        let settings_secrets = settings_secrets.with_values(resolved.iter().cloned());
+        for inlet in &mut inputs {
+            inlet.secrets = std::mem::take(&mut inlet.secrets).with_values(resolved.iter().cloned());
+        }
+        for v in &resolved {
+            if v.chars().count() >= MIN_SCRUB_LEN && !secret_values.contains(v) {
+                secret_values.push(v.clone());
+            }
+        }
+        let problem = match problems.len() {
+            0 => None,
+            1 => problems.pop(),
+            _ => {
+                let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                Some(Error::permanent(text.join("; ")).with_code(crate::error::code::SECRET))
+            }
+        };
         Ok(Runner {
             name,
             node,
@@ -234,7 +337,10 @@ impl Runner {
             outlets,
             settings_secrets,
             secret_values,
-            problem: None,
+            emit_secrets: Secrets::default().with_values(resolved.iter().cloned()),
+            resolved,
+            known,
+            problem,
             policy,
             settings_failures,
         })
@@ -279,6 +385,19 @@ impl Runner {
         &self.secret_values
     }
 
+    /// The values of the node's resolved `[[secret:...]]` placeholders.
+    pub fn resolved(&self) -> &[String] {
+        &self.resolved
+    }
+
+    /// `base` with the engine's resolved values added, when there are any.
+    pub fn with_known<'s>(&self, base: &'s Secrets) -> std::borrow::Cow<'s, Secrets> {
+        match self.known.get() {
+            None => std::borrow::Cow::Borrowed(base),
+            Some(known) => std::borrow::Cow::Owned(base.clone().with_values(known.iter().cloned())),
+        }
+    }
+
     /// `e` without the node's secrets, and without those of `input` on `port`.
     fn redact(&self, e: Error, secrets: &Secrets, input: Option<&Msg>) -> Error {
         if secrets.is_empty() && self.secret_values.is_empty() {
@@ -307,7 +426,8 @@ impl Runner {
             );
             false
         });
-        if cut.is_empty() {
+        // A problem found while building (an edge's secret) is said first.
+        if cut.is_empty() || self.problem.is_some() {
             return;
         }
         let ports: Vec<&str> = live
@@ -438,7 +558,8 @@ impl Runner {
         attempt: u32,
         span: &tracing::Span,
     ) -> Result<Reply> {
-        let secrets = seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
+        let secrets = self.with_known(seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets));
+        let secrets = &*secrets;
         let result = result.map_err(|e| self.redact(e, secrets, seen.input));
         if let (Some(observer), Some(clock)) = (observer, clock) {
             let (from, edge_id) = match source {
@@ -539,11 +660,12 @@ impl Runner {
             Ok((input, failed)) => (input, (!failed.is_empty()).then(|| failed.into_boxed_slice())),
             Err(e) => return Call::Refused(e),
         };
-        super::trace::data(&input, &inlet.secrets);
+        let secrets = self.with_known(&inlet.secrets);
+        super::trace::data(&input, &secrets);
         // The observer sees the input after the handler ran, and a secret is masked
         // out of an error with the input's values: keep a reference (the handler then
         // gets a copy; the JSON is made only if something asks).
-        let seen = (observed || !inlet.secrets.is_empty()).then(|| input.clone());
+        let seen = (observed || !secrets.is_empty()).then(|| input.clone());
         Call::Handler {
             inlet: index,
             future: self.instance.clone().handle(inlet.spec.name, input, hop),
@@ -581,6 +703,11 @@ enum Call {
 
 /// `e` without `values` and without those of `input` at `secrets`.
 fn redact_with(e: Error, secrets: &Secrets, input: Option<&Msg>, mut values: Vec<String>) -> Error {
+    for v in secrets.values() {
+        if v.chars().count() >= MIN_SCRUB_LEN && !values.contains(v) {
+            values.push(v.clone());
+        }
+    }
     if !secrets.is_empty()
         && let Some(Ok(json)) = input.map(Msg::json)
     {

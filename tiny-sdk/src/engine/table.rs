@@ -68,6 +68,7 @@ pub struct EngineBuilder {
     follower: bool,
     on_change: Option<ChangeFn>,
     strict_expressions: bool,
+    secrets: Option<Arc<dyn crate::secret::SecretSource>>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -173,6 +174,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Where `[[secret:<name>/<key>]]` placeholders in settings and edge
+    /// configurations get their values (see [`crate::secret`]). Without a source, a
+    /// node with a placeholder does not load.
+    #[must_use]
+    pub fn secrets(mut self, source: Arc<dyn crate::secret::SecretSource>) -> Self {
+        self.secrets = Some(source);
+        self
+    }
+
     /// The module name.
     pub fn module_name(&self) -> &str {
         &self.module
@@ -193,6 +203,8 @@ impl EngineBuilder {
                 leader: std::sync::atomic::AtomicBool::new(!self.follower),
                 on_change: self.on_change,
                 strict_expressions: self.strict_expressions,
+                secrets: self.secrets,
+                known: Arc::default(),
             }),
         }
     }
@@ -232,8 +244,13 @@ impl Engine {
             Ok(runner) => {
                 runner.instance.node().emitter().attach(&runner);
                 runner.instance.node().mark_loaded();
+                let resolved = !runner.resolved().is_empty();
+                let had = slot.runner.as_ref().is_some_and(|r| !r.resolved().is_empty());
                 slot.runner = Some(runner);
                 slot.error = None;
+                if resolved || had {
+                    refresh_known(&self.inner.known, &nodes);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -282,10 +299,12 @@ impl Engine {
             strict: self.inner.strict_expressions,
             on_change: self.inner.on_change.clone(),
         };
-        let mut runner = Runner::build(node, instance, policy).map_err(|e| match e.code() {
-            Some(_) => e,
-            None => e.with_code(code::INVALID_SPEC),
-        })?;
+        let fills = self.fills(&node).await;
+        let mut runner =
+            Runner::build(node, instance, policy, fills, self.inner.known.clone()).map_err(|e| match e.code() {
+                Some(_) => e,
+                None => e.with_code(code::INVALID_SPEC),
+            })?;
         if let Some(old) = &reused {
             runner.keep_failures(old);
         }
@@ -322,6 +341,35 @@ impl Engine {
         Ok(Arc::new(runner))
     }
 
+    /// The values of the secret placeholders of each `ports[]` entry of `node`, asked
+    /// of the engine's source each time the node is applied (a runtime re-applies
+    /// such nodes every TTL, so that a rotated Secret reaches the component).
+    async fn fills(&self, node: &Node) -> Vec<super::runner::PortFills> {
+        let source = self.inner.secrets.as_deref();
+        let mut out = Vec::with_capacity(node.spec.ports.len());
+        for pc in &node.spec.ports {
+            let Some(config) = &pc.configuration else {
+                out.push(Ok(None));
+                continue;
+            };
+            let where_ = if pc.from.is_empty() {
+                format!("port `{}`", pc.port)
+            } else {
+                format!("port `{}` (edge from `{}`)", pc.port, pc.from)
+            };
+            out.push(match crate::secret::find(config.value()) {
+                Ok(found) if found.is_empty() => Ok(None),
+                Ok(found) => crate::secret::resolve(source, &found, &where_)
+                    .await
+                    .map(|values| Some((found, values))),
+                Err((field, bad)) => {
+                    Err(Error::permanent(format!("{where_} field `{field}`: {bad}")).with_code(code::SECRET))
+                }
+            });
+        }
+        out
+    }
+
     /// Records that `node` is refused (its name or its object is unusable) without
     /// running it: messages for it then fail at once with `error`, rather than wait for
     /// a node that will never load. A runner it had keeps running, as after any
@@ -345,7 +393,18 @@ impl Engine {
     /// Removes a node. With `destroyed`, the component's `on_destroy` runs first (the
     /// node was deleted, not merely stopped on this replica).
     pub async fn remove(&self, name: &str, destroyed: bool) -> Result<()> {
-        let slot = self.inner.nodes_mut().remove(name);
+        let slot = {
+            let mut nodes = self.inner.nodes_mut();
+            let slot = nodes.remove(name);
+            if slot
+                .as_ref()
+                .and_then(|s| s.runner.as_ref())
+                .is_some_and(|r| !r.resolved().is_empty())
+            {
+                refresh_known(&self.inner.known, &nodes);
+            }
+            slot
+        };
         let Some(runner) = slot.and_then(|s| s.runner) else {
             return Ok(());
         };
@@ -469,6 +528,19 @@ impl Engine {
     pub fn node_names(&self) -> Vec<String> {
         self.inner.nodes_read().keys().map(|k| k.to_string()).collect()
     }
+}
+
+/// Sets the engine's known secret values to those its running nodes resolved.
+fn refresh_known(known: &super::runner::Known, nodes: &HashMap<Arc<str>, Slot>) {
+    let mut values: Vec<String> = Vec::new();
+    for runner in nodes.values().filter_map(|s| s.runner.as_ref()) {
+        for v in runner.resolved() {
+            if !values.contains(v) {
+                values.push(v.clone());
+            }
+        }
+    }
+    known.set(values);
 }
 
 fn identity(node: &Node) -> NodeIdentity {

@@ -1,0 +1,120 @@
+//! [`KubeSecrets`]: where `[[secret:<name>/<key>]]` placeholders get their values in a
+//! cluster (see [`tiny_sdk::secret`]).
+//!
+//! Secrets are read with the module's own client (its ServiceAccount), in its
+//! namespace, and only those the module declares in its
+//! [`Requirements`](crate::rbac::Requirements) (the chart grants `get` on exactly
+//! those). A Secret read is kept for the TTL (`run --secret-ttl`, Go's 60 s
+//! `secretResolveTTL`), missing ones too, so that nodes re-applied every TTL cost one
+//! read per Secret and TTL; a rotated or newly created Secret is seen within it. A
+//! failed call (the API server away) is not kept: the next resolution asks again.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use futures::future::BoxFuture;
+use k8s_openapi::{ByteString, api::core::v1::Secret};
+use kube::Api;
+use tiny_sdk::secret::{SecretError, SecretSource, key_list};
+
+/// The Go SDK's `secretResolveTTL`: how long a read Secret is trusted.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
+
+/// A Secret as read: its data, or that it does not exist.
+type Read = Option<Arc<BTreeMap<String, ByteString>>>;
+
+/// Reads declared Secrets of one namespace, each at most once per TTL.
+pub struct KubeSecrets {
+    api: Api<Secret>,
+    namespace: String,
+    declared: Vec<String>,
+    ttl: Duration,
+    cache: Mutex<HashMap<String, (Instant, Read)>>,
+}
+
+impl std::fmt::Debug for KubeSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeSecrets")
+            .field("namespace", &self.namespace)
+            .field("declared", &self.declared)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeSecrets {
+    /// Reads the `declared` Secrets of `namespace` with `client`, trusting a read for `ttl`.
+    pub fn new(client: kube::Client, namespace: &str, declared: Vec<String>, ttl: Duration) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            namespace: namespace.to_owned(),
+            declared,
+            ttl,
+            cache: Mutex::default(),
+        }
+    }
+
+    fn cached(&self, name: &str) -> Option<Read> {
+        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache
+            .get(name)
+            .filter(|(at, _)| at.elapsed() < self.ttl)
+            .map(|(_, read)| read.clone())
+    }
+
+    async fn read(&self, name: &str) -> Result<Read, SecretError> {
+        if let Some(read) = self.cached(name) {
+            return Ok(read);
+        }
+        let read = match self.api.get_opt(name).await {
+            Ok(secret) => secret.map(|s| Arc::new(s.data.unwrap_or_default())),
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                return Err(SecretError::Forbidden { name: name.to_owned() });
+            }
+            Err(e) => {
+                return Err(SecretError::Unavailable {
+                    name: name.to_owned(),
+                    reason: e.to_string(),
+                });
+            }
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.insert(name.to_owned(), (Instant::now(), read.clone()));
+        Ok(read)
+    }
+
+    async fn value(&self, name: &str, key: &str) -> Result<String, SecretError> {
+        if !self.declared.iter().any(|d| d == name) {
+            return Err(SecretError::Undeclared {
+                name: name.to_owned(),
+                declared: key_list(self.declared.iter()),
+            });
+        }
+        let Some(data) = self.read(name).await? else {
+            return Err(SecretError::NotFound {
+                name: name.to_owned(),
+                namespace: self.namespace.clone(),
+            });
+        };
+        let Some(bytes) = data.get(key) else {
+            return Err(SecretError::NoKey {
+                name: name.to_owned(),
+                key: key.to_owned(),
+                keys: key_list(data.keys()),
+            });
+        };
+        String::from_utf8(bytes.0.clone()).map_err(|_| SecretError::NotText {
+            name: name.to_owned(),
+            key: key.to_owned(),
+        })
+    }
+}
+
+impl SecretSource for KubeSecrets {
+    fn get<'a>(&'a self, name: &'a str, key: &'a str) -> BoxFuture<'a, Result<String, SecretError>> {
+        Box::pin(self.value(name, key))
+    }
+}
