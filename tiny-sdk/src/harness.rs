@@ -141,11 +141,8 @@ impl HarnessBuilder {
     /// Starts node `node` with `value` in its state under `key`, as if an earlier run
     /// had stored it (what `ctx.state().get(key)` then reads). Raw metadata, such as a
     /// Go component's `ticker-running`, goes in the flow's YAML under
-    /// `status: { metadata: {...} }`.
-    ///
-    /// # Panics
-    ///
-    /// Never; a value that does not encode fails [`build`](Self::build).
+    /// `status: { metadata: {...} }`. A value that does not encode fails
+    /// [`build`](Self::build).
     #[must_use]
     pub fn state(mut self, node: &str, key: &str, value: impl Serialize) -> Self {
         match serde_json::to_vec(&value) {
