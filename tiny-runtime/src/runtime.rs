@@ -230,9 +230,10 @@ impl Runtime {
     /// Stops the controllers (nodes are not destroyed: another replica runs them).
     pub async fn stop(self) {
         self.shared.readiness.set_started(false);
-        // Node work (loops, listeners) ends here; the nodes' state lets the next
-        // leader pick it up.
+        // Node work (loops, listeners) ends here; the nodes' state, written out first,
+        // lets the next leader pick it up.
         self.shared.engine.shutdown();
+        self.shared.engine.flush_state().await;
         self.stop.cancel();
         for t in self.tasks {
             t.abort();

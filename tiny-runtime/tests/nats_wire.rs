@@ -92,6 +92,19 @@ async fn link(broker: &NatsServer) -> Link {
     link
 }
 
+/// Returns once the broker routes `module`'s business subject to its receiver: a
+/// request from the module's own connection (which the broker handles after its
+/// subscription) gets the receiver's answer (a message without `x-to` is refused).
+/// A flush alone only writes the subscription out; another connection's first request
+/// could still find no responder.
+async fn listening(link: &Link, module: &str) {
+    let subject = format!("tinymodule.{module}.msg");
+    link.client()
+        .request(subject.clone(), Vec::new().into())
+        .await
+        .unwrap_or_else(|e| panic!("{subject} answers: {e}"));
+}
+
 /// Module `b` on the broker: its nodes of `flow` loaded, listening, leading.
 async fn module_b(broker: &NatsServer, flow: &Flow) -> (Engine, Receiver, Link) {
     let link = link(broker).await;
@@ -102,7 +115,7 @@ async fn module_b(broker: &NatsServer, flow: &Flow) -> (Engine, Receiver, Link) 
     let receiver = listen(link.client().clone(), b.clone(), Some(Arc::new(|| true)))
         .await
         .expect("subscribes");
-    link.client().flush().await.expect("subscriptions reach the broker");
+    listening(&link, "b").await;
     (b, receiver, link)
 }
 
@@ -432,7 +445,7 @@ async fn module_a(broker: &NatsServer, flow: &Flow) -> (Engine, Receiver, Link) 
     let receiver = listen(link.client().clone(), a.clone(), None)
         .await
         .expect("subscribes");
-    link.client().flush().await.expect("flushes");
+    listening(&link, "a").await;
     (a, receiver, link)
 }
 

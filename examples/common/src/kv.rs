@@ -187,6 +187,9 @@ impl Kv {
             }
             Operation::Delete => state.delete(&key).await?,
         }
+        // Acknowledged once stored, as Go's kv answers after its write: a store the
+        // API server refused fails the message rather than vanish.
+        state.flush().await?;
         Self::show(ctx);
         if ctx.settings().enable_store_ack_port {
             let ack = StoreAck {
@@ -257,6 +260,7 @@ impl Hooks for Kv {
             for key in ctx.state().keys() {
                 ctx.state().delete(&key).await?;
             }
+            ctx.state().flush().await?;
             Self::show(ctx);
         }
         Ok(Reply::empty())

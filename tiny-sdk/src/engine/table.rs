@@ -494,6 +494,18 @@ impl Engine {
         }
     }
 
+    /// Writes every node's state not written yet (see [`crate::state::WRITE_DELAY`]),
+    /// before the module stops: a graceful stop loses none. Failures are logged.
+    pub async fn flush_state(&self) {
+        let runners = self.runners();
+        let flushes = runners.iter().map(|r| async move {
+            if let Err(e) = r.instance.node().state().flush().await {
+                tracing::warn!(node = %r.name, error = %e, "node state not written before stopping");
+            }
+        });
+        futures::future::join_all(flushes).await;
+    }
+
     fn runners(&self) -> Vec<Arc<Runner>> {
         self.inner
             .nodes_read()

@@ -8,8 +8,9 @@ use serde_json::Value;
 ///
 /// On the wire it is base64 text, as Kubernetes stores `format: byte`. When reading, it
 /// also accepts inline JSON (an object, array, number, bool, or a string that is not
-/// base64 of JSON, such as `"{{$}}"`), as `<module> render` does, so hand-written flow
-/// YAML reads the same in the harness and on a cluster.
+/// base64, such as `"{{$}}"`), so hand-written flow YAML reads the same in the harness
+/// as `<module> render` makes it for a cluster. Base64 that does not hold JSON is an
+/// error.
 ///
 /// ```
 /// use tiny_sdk::flow::RawJson;
@@ -46,14 +47,14 @@ impl Serialize for RawJson {
 impl<'de> Deserialize<'de> for RawJson {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match Value::deserialize(d)? {
-            // As `<module> render` reads a flow file: base64 of JSON is that JSON (what
-            // the API server stores); any other string is itself (`"{{$}}"`).
+            // Base64 is what the API server stores: it must hold JSON. A string that is
+            // not base64 was written by hand (`configuration: "{{$}}"`) and is itself,
+            // as `<module> render` reads it.
             Value::String(s) => match STANDARD.decode(s.trim()) {
                 Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(RawJson(Value::Null)),
-                Ok(bytes) => match serde_json::from_slice(&bytes) {
-                    Ok(v) => Ok(RawJson(v)),
-                    Err(_) => Ok(RawJson(Value::String(s))),
-                },
+                Ok(bytes) => serde_json::from_slice(&bytes)
+                    .map(RawJson)
+                    .map_err(|e| serde::de::Error::custom(format!("base64 content is not JSON: {e}"))),
                 Err(_) => Ok(RawJson(Value::String(s))),
             },
             other => Ok(RawJson(other)),
