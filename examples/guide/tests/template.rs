@@ -185,3 +185,34 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
         assert!(ports.iter().any(|p| p == port), "{port} in {ports:?}");
     }
 }
+
+#[test]
+fn new_refuses_a_name_nodes_cannot_carry_and_a_directory_in_use() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let new = |path: &Path, name: &str| {
+        Command::new(option_env!("CARGO").unwrap_or("cargo"))
+            .args(["run", "-q", "-p", "tiny-runtime", "--example", "new", "--"])
+            .arg(path)
+            .arg(name)
+            .current_dir(REPO)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()
+            .expect("cargo runs")
+    };
+    let out = new(&tmp.path().join("a"), "My_Module");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`My_Module` cannot name a module"), "{err}");
+    assert!(!tmp.path().join("a").exists(), "nothing is made");
+
+    std::fs::write(tmp.path().join("kept.txt"), "mine").expect("a file");
+    let out = new(tmp.path(), "my-module");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exists and is not an empty directory"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).expect("the directory").count(),
+        1,
+        "nothing is added"
+    );
+}
