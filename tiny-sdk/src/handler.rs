@@ -65,7 +65,7 @@ where
 )]
 pub trait NeedsCtx<M> {}
 
-/// What a handler's body is: a future (`async fn`) that is `Send`.
+/// What a handler returns: a future, as an `async fn` does.
 #[diagnostic::on_unimplemented(
     message = "the handler of this port is not `async`: it returns `{Self}`",
     label = "its handler must be `async fn(..) -> R`",
