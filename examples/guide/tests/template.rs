@@ -1,6 +1,7 @@
 //! A module made from `templates/module` with `cargo run -p tiny-runtime --example new`,
 //! as the guide starts one: it builds reusing the workspace's dependencies, its own
-//! tests pass, and its binary runs its flow on the local control plane.
+//! tests pass, its chart values make a release, and its binary runs its flow on the
+//! local control plane.
 
 use std::{
     collections::BTreeSet,
@@ -124,6 +125,38 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
             report.contains(&format!("{test} ... ok")),
             "{test} did not pass:\n{report}"
         );
+    }
+
+    // Its chart values, with the binary's RBAC, make a release of the tiny-module chart
+    // that runs the module under its name.
+    let rbac = Command::new(target_dir().join("debug/my-module"))
+        .arg("rbac")
+        .output()
+        .expect("my-module runs");
+    assert!(rbac.status.success(), "{}", String::from_utf8_lossy(&rbac.stderr));
+    std::fs::write(dir.join("rbac.yaml"), &rbac.stdout).expect("rbac.yaml");
+    let chart = repo.join("charts/tiny-module");
+    let rendered = Command::new(repo.join("tools/helm/helm"))
+        .args(["template", chart.to_str().expect("utf-8"), "--name", "my-module"])
+        .args([
+            "--namespace",
+            "tinysystems",
+            "-f",
+            "rbac.yaml",
+            "-f",
+            "chart/values.yaml",
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("tools/helm/helm runs");
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let manifests = String::from_utf8_lossy(&rendered.stdout);
+    for expected in ["image: my-module:0.1.0", "- --name=my-module", "- --version=0.1.0"] {
+        assert!(manifests.contains(expected), "{expected} not in:\n{manifests}");
     }
 
     // Its binary on the local control plane, its flow file applied as the guide says.
