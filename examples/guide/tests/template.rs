@@ -45,10 +45,13 @@ fn cargo(dir: &Path, args: &[&str]) -> Output {
         .env("INSTA_UPDATE", "no")
         .output()
         .expect("cargo runs");
+    // A schema change in the SDK shows here as the template's snapshot failing: update
+    // templates/module/tests/snapshots/ from the diff below.
     assert!(
         out.status.success(),
-        "cargo {args:?} in {}:\n{}",
+        "cargo {args:?} in {}:\n{}\n{}",
         dir.display(),
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     out
