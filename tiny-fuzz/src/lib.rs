@@ -49,13 +49,15 @@ pub fn json_or_yaml(bytes: &[u8]) -> Option<Value> {
 
 /// A single-threaded runtime with paused time: sleeps (retry back-offs, node waits,
 /// hop timeouts) complete as soon as nothing else can run, so a fuzzed delay of
-/// hours costs nothing while a real busy loop still shows as a hang.
+/// hours costs nothing while a real busy loop still shows as a hang. Time is paused
+/// with the `paused-time` feature only (the fuzz targets and this crate's tests turn it
+/// on); without it, sleeps take their real time.
 pub fn runtime() -> tokio::runtime::Runtime {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time();
+    #[cfg(feature = "paused-time")]
+    builder.start_paused(true);
+    match builder.build() {
         Ok(rt) => rt,
         // Only fails when the OS refuses a thread-local timer: nothing to fuzz then.
         Err(e) => panic!("cannot start a tokio runtime: {e}"),

@@ -52,6 +52,7 @@ pub mod contract;
 pub mod engine;
 pub mod error;
 pub mod flow;
+pub mod handler;
 pub mod harness;
 pub mod message;
 pub mod metadata;

@@ -89,7 +89,9 @@ pub struct PortSpec {
     pub position: Position,
     /// The editor schema of the message type.
     pub schema: fn() -> Value,
-    /// The default configuration (the message type's `Default`, or `null`).
+    /// The default configuration (the message type's `Default`, or `null`): what the
+    /// editor shows as the port's configuration, and what an edge without a mapping
+    /// delivers to this port instead of the sender's message (as in the Go SDK).
     pub default_config: fn() -> Value,
     /// For source ports: the editor schema of the expected response, if any.
     pub response_schema: Option<fn() -> Value>,

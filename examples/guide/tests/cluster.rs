@@ -35,11 +35,10 @@ async fn the_module_runs_on_the_local_control_plane() {
     env.create_namespace(ns).await.expect("namespace");
 
     // `guide-module run --name guide --version 0.1.0 --namespace tinysystems`, against
-    // the control plane's kubeconfig; gRPC on a free port, as other tests may run.
+    // the control plane's kubeconfig (gRPC takes any free port by default).
     let _module = Module(
         Command::new(env!("CARGO_BIN_EXE_guide-module"))
             .args(["run", "--name", "guide", "--version", "0.1.0", "--namespace", ns])
-            .args(["--grpc-server-bind-address", "127.0.0.1:0"])
             .env("KUBECONFIG", env.kubeconfig_path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
@@ -47,7 +46,7 @@ async fn the_module_runs_on_the_local_control_plane() {
             .expect("guide-module starts"),
     );
 
-    // As the guide says: `guide-module render flows/convert.yaml | kubectl apply -n tinysystems -f -`.
+    // `guide-module render flows/convert.yaml | kubectl apply -n tinysystems -f -`.
     let client = env.client();
     let kubectl = tiny_testenv::kubectl().await.expect("kubectl");
     let applied = Command::new("bash")

@@ -10,6 +10,21 @@ const GUIDE: &str = include_str!("../../../docs/guide.md");
 /// file that shows it does (a test's name, the arguments it passes, a Makefile target).
 const COMMANDS: &[(&str, &str, &str)] = &[
     (
+        "cargo run -p tiny-runtime --example new -- ../my-module my-module",
+        "examples/guide/tests/template.rs",
+        r#"["run", "-q", "-p", "tiny-runtime", "--example", "new", "--"]"#,
+    ),
+    (
+        "export CARGO_TARGET_DIR=$HOME/.cache/tiny/target",
+        "Makefile",
+        "export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target",
+    ),
+    (
+        "cd ../my-module && cargo test",
+        "examples/guide/tests/template.rs",
+        r#"let tested = cargo(&dir, &["test"]);"#,
+    ),
+    (
         "cargo new --lib my-module",
         "examples/guide/tests/guide.rs",
         "fn cargo_new_makes_a_crate()",
@@ -24,11 +39,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         "examples/guide/tests/guide.rs",
         "fn the_binary_takes_the_guides_flags()",
     ),
-    ("make run", "Makefile", "\nrun: ## "),
+    ("make up", "Makefile", "\nup: ## "),
     (
-        "guide-module run --name guide --version 0.1.0 --namespace tinysystems",
-        "examples/guide/tests/cluster.rs",
-        r#".args(["run", "--name", "guide", "--version", "0.1.0", "--namespace", ns])"#,
+        "export KUBECONFIG=$HOME/.cache/tiny/kubeconfig",
+        "Makefile",
+        "--kubeconfig $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/kubeconfig",
     ),
     (
         "guide-module validate flows/convert.yaml",
@@ -36,15 +51,21 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         "fn the_binary_validates_the_guides_flow()",
     ),
     (
-        "guide-module render flows/convert.yaml | kubectl apply -n tinysystems -f -",
-        "examples/guide/tests/cluster.rs",
-        r#""$MODULE" render "$FLOW" | "$KUBECTL" apply -n "$NS" -f -"#,
+        "cargo run -- run --name my-module --version 0.1.0 --namespace tinysystems",
+        "examples/guide/tests/template.rs",
+        r#".args(["run", "--name", "my-module", "--version", "0.1.0", "--namespace", ns])"#,
+    ),
+    (
+        "cargo run -- render flows/demo.yaml | kubectl apply -n tinysystems -f -",
+        "examples/guide/tests/template.rs",
+        r#""$MODULE" render flows/demo.yaml | "$KUBECTL" apply -n "$NS" -f -"#,
     ),
     (
         "cargo test -p tiny-example-guide --test cluster",
         "Makefile",
         "$(CARGO) test --workspace",
     ),
+    ("make run", "Makefile", "\nrun: ## "),
     (
         "guide-module rbac > rbac.yaml",
         "examples/guide/tests/guide.rs",
@@ -82,6 +103,7 @@ const SOURCES: &[&str] = &[
     "examples/guide/src/lib.rs",
     "examples/guide/src/bin/guide-module.rs",
     "examples/guide/tests/harness.rs",
+    "examples/guide/tests/schema.rs",
     "examples/guide/tests/cluster.rs",
     "examples/guide/flows/convert.yaml",
 ];
@@ -214,7 +236,11 @@ fn every_command_is_one_a_test_runs() {
 #[test]
 fn cargo_new_makes_a_crate() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let args: Vec<&str> = COMMANDS[0].0.split_whitespace().collect();
+    let new = COMMANDS
+        .iter()
+        .find(|(c, ..)| c.starts_with("cargo new "))
+        .expect("the guide makes a crate by hand");
+    let args: Vec<&str> = new.0.split_whitespace().collect();
     assert_eq!(args[0], "cargo");
     let out = Command::new(option_env!("CARGO").unwrap_or("cargo"))
         .args(&args[1..])
@@ -237,7 +263,7 @@ fn the_binary_takes_the_guides_flags() {
     let help = String::from_utf8_lossy(&out.stdout);
     let run = COMMANDS
         .iter()
-        .find(|(c, ..)| c.starts_with("guide-module run "))
+        .find(|(c, ..)| c.starts_with("cargo run -- run "))
         .expect("the guide runs the module");
     let flags = run.0.split_whitespace().filter(|w| w.starts_with("--"));
     for flag in flags.chain(["--grpc-server-bind-address"]) {
@@ -272,7 +298,7 @@ fn the_binary_validates_the_guides_flow() {
     );
     assert!(out.stdout.is_empty());
     assert!(
-        stderr.contains("flows/convert.yaml: no problems (1 nodes, 1 signals)"),
+        stderr.contains("flows/convert.yaml: no problems (2 nodes, 1 signals)"),
         "{stderr}"
     );
     // Settings of the wrong type are caught before the flow is applied.

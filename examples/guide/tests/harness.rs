@@ -23,6 +23,11 @@ async fn converts_to_the_unit_the_settings_name() {
         h.emitted("weather.guide-v0.convert-1:output"),
         vec![json!({"context": null, "value": 273.15, "unit": "K"})]
     );
+    // The edge took it on to convert-2, its mapping back to degrees Celsius.
+    assert_eq!(
+        h.emitted("weather.guide-v0.convert-2:output"),
+        vec![json!({"context": null, "value": 32.0, "unit": "F"})]
+    );
 
     // Below absolute zero: the error port is off, so the message fails.
     let err = h
@@ -48,4 +53,44 @@ async fn the_signal_in_the_flow_file_is_delivered() {
     assert_eq!(out[0]["context"], json!({"station": "north"}));
     let kelvin = out[0]["value"].as_f64().expect("a number");
     assert!((kelvin - 294.65).abs() < 1e-9, "{kelvin}");
+    let out = h.emitted("weather.guide-v0.convert-2:output");
+    let fahrenheit = out[0]["value"].as_f64().expect("a number");
+    assert!((fahrenheit - 70.7).abs() < 1e-9, "{fahrenheit}");
+    assert_eq!(out[0]["context"], json!({"station": "north"}));
+}
+
+/// The same two nodes, the edge without a mapping.
+const NO_MAPPING: &str = r#"
+kind: TinyNode
+metadata: { name: w.guide-v0.convert-1 }
+spec:
+  module: guide
+  component: convert
+  edges: [{ id: e, port: output, to: "w.guide-v0.convert-2:input" }]
+---
+kind: TinyNode
+metadata: { name: w.guide-v0.convert-2 }
+spec: { module: guide, component: convert }
+"#;
+
+#[tokio::test]
+async fn an_edge_without_a_mapping_delivers_the_ports_default() {
+    let h = Harness::builder()
+        .register::<Convert>()
+        .yaml(NO_MAPPING)
+        .build()
+        .await
+        .expect("the flow loads");
+    h.send("w.guide-v0.convert-1:input", json!({"celsius": 100.0}))
+        .await
+        .expect("handled");
+    // convert-2 got `Celsius::default()`, not convert-1's message: 0 °C is 32 °F.
+    assert_eq!(
+        h.arrivals("w.guide-v0.convert-2:input"),
+        vec![json!({"context": null, "celsius": 0.0})]
+    );
+    assert_eq!(
+        h.emitted("w.guide-v0.convert-2:output"),
+        vec![json!({"context": null, "value": 32.0, "unit": "F"})]
+    );
 }

@@ -184,6 +184,10 @@ impl Row<'_> {
                 #name, #label, #description,
                 #k::Direction::#direction, #k::Position::#position,
                 {
+                    /// The port's default configuration (what an edge without a mapping
+                    /// delivers): autoref specialisation on `&&DefaultProbe` picks
+                    /// `ViaDefault` (`T::default()`) when the type has a `Default`, else
+                    /// `ViaNull` (`null`).
                     fn default_config() -> #k::__private::Value {
                         #[allow(unused_imports)]
                         use #k::__private::{ViaDefault as _, ViaNull as _};
@@ -286,34 +290,43 @@ fn handle_fn(c: &Component) -> TokenStream {
 
 fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let (field, name, handler) = (&p.field, &p.name, &p.handler);
-    // Autoref specialisation (see `__private::Take`): the most specific way to take
-    // the port's message type out of a message.
+    // Autoref specialisation (see `tiny_sdk::handler`): method lookup on `&&&&Take<T>`
+    // finds the first of `TakeExactClone` (`&&&Take`), `TakeExact` (`&&Take`),
+    // `TakeDecode` (`&Take`), `TakeNone` (`Take`) that the port's type allows, so the
+    // message is moved or cloned when that is sound and decoded from JSON otherwise.
     let inbox_expr = respan(
         quote!({
             #[allow(unused_imports)]
-            use #k::__private::{TakeDecode as _, TakeExact as _, TakeExactClone as _, TakeNone as _};
-            (&&&&#k::__private::Take::of(&self.#field)).inbox(input)
+            use #k::handler::{TakeDecode as _, TakeExact as _, TakeExactClone as _, TakeNone as _};
+            (&&&&#k::handler::Take::of(&self.#field)).inbox(input)
         }),
         p.check_span,
     );
-    // The call carries the handler's span, so a missing or mistyped method is
-    // reported on the port field that asked for it (or on `handler = ...`); `msg`
-    // carries the message type's span, where a handler taking another type is reported.
+    // The calls carry the handler's span, so a missing or mistyped method is reported
+    // on the port field that asked for it (or on `handler = ...`); `msg` carries the
+    // message type's span, where a handler taking another type is reported.
     let msg = Ident::new("msg", p.check_span);
     let inbox = Ident::new("inbox", p.check_span);
+    let shape = Ident::new("shape", handler.span());
     let args = quote!(self, ctx, #msg);
-    // Through `__private::call`, whose `Handler` bound names the expected signature
-    // when the method has another shape; the handler's parameter type, inferred from
-    // that call, picks through `__private::arg` the value or a borrow of it.
     let ty = &p.ty;
     let message = quote!(<#ty as #k::__private::PortType>::Message);
     let k = at(k, handler.span());
-    let call =
-        quote_spanned!(handler.span()=> #k::__private::call::<Self, #message, _, _, _>(Self::#handler, #args).await);
+    // First the handler's parameters (`handler::shape`), so that what else is wrong
+    // with it (no `ctx`, not `async`, not `Send`, the return type) is reported on its
+    // own by `handler::call`'s bounds; the `msg` parameter's type, inferred from the
+    // handler, picks through `handler::arg` the value or a borrow of it.
+    let shape_of = quote_spanned!(handler.span()=> #k::handler::shape::<Self, #message, _, _, _>(&Self::#handler));
+    let call = quote_spanned!(handler.span()=> #k::handler::call(Self::#handler, #shape, #args).await);
     let into_reply = quote_spanned!(handler.span()=> #k::IntoReply::into_reply);
-    let arg = quote_spanned!(p.check_span=> #k::__private::arg::<#message, _, _>(&mut #inbox, self.#field.name()));
+    let arg = quote_spanned!(p.check_span=> #k::handler::arg::<#message, _, _>(&mut #inbox, self.#field.name()));
     quote! {
         #name => {
+            let #shape = #shape_of;
+            #[allow(unused_doc_comments)]
+            /// Autoref specialisation: `&&&&Take` finds the most specific of `TakeExactClone`,
+            /// `TakeExact`, `TakeDecode`, `TakeNone` that the port's type allows, i.e. how its
+            /// message is taken: moved or cloned when sound, else decoded (the SDK's `handler` module).
             let mut #inbox = #inbox_expr;
             let #msg = #arg?;
             #into_reply(#call)

@@ -1,0 +1,254 @@
+//! A module made from `templates/module` with `cargo run -p tiny-runtime --example new`,
+//! as the guide starts one: it builds reusing the workspace's dependencies, its own
+//! tests pass, its chart values make a release, and its binary runs its flow on the
+//! local control plane.
+
+use std::{
+    collections::BTreeSet,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use kube::Api;
+use tiny_runtime::crd::{SignalPhase, TinyNode, TinySignal};
+
+const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../crds");
+
+/// Kills the module when the test ends, passed or not.
+struct Module(Child);
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The target directory this test was built in (`<target>/debug/deps/<test>`): the new
+/// crate builds there too, so what the workspace built is there to reuse.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    exe.ancestors()
+        .nth(3)
+        .expect("<target>/debug/deps/<test>")
+        .to_path_buf()
+}
+
+fn cargo(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(option_env!("CARGO").unwrap_or("cargo"))
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        // The new crate's snapshot must match as written, never be rewritten.
+        .env("INSTA_UPDATE", "no")
+        .output()
+        .expect("cargo runs");
+    // A schema change in the SDK shows here as the template's snapshot failing: update
+    // templates/module/tests/snapshots/ from the diff below.
+    assert!(
+        out.status.success(),
+        "cargo {args:?} in {}:\n{}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Every package of a build with the features it is compiled with, as `cargo tree`
+/// shows them (`name@version features`).
+fn features(dir: &Path, scope: &[&str]) -> BTreeSet<String> {
+    let mut args = vec!["tree", "-e", "features", "--prefix", "none", "-f", "{p} {f}"];
+    args.extend(scope);
+    let out = cargo(dir, &args);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains(" feature \""))
+        .filter_map(|l| {
+            // `name vX (path) (*) features`: the path and the "seen before" mark go.
+            let mut words = l.split_whitespace().filter(|w| !w.starts_with('(') && *w != "(*)");
+            let name = words.next()?;
+            let version = words.next()?;
+            Some(format!("{name}@{version} {}", words.next().unwrap_or_default()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_control_plane() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("my-module");
+    let repo = PathBuf::from(REPO);
+
+    // As the guide says: `cargo run -p tiny-runtime --example new -- ../my-module my-module`.
+    let new = ["run", "-q", "-p", "tiny-runtime", "--example", "new", "--"];
+    let made = cargo(
+        &repo,
+        &[&new[..], &[dir.to_str().expect("utf-8"), "my-module"]].concat(),
+    );
+    assert!(String::from_utf8_lossy(&made.stdout).contains("made module `my-module`"));
+    for file in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "src/lib.rs",
+        "src/main.rs",
+        "tests/harness.rs",
+        "tests/schema.rs",
+        "tests/snapshots/schema__greet.snap",
+        "flows/demo.yaml",
+        "chart/values.yaml",
+    ] {
+        assert!(dir.join(file).is_file(), "the new crate has no {file}");
+    }
+
+    // Its first build reuses the workspace's: every dependency is compiled with the
+    // features the workspace compiles it with (otherwise cargo builds tokio, kube and
+    // tiny-runtime again, as a single package's features differ).
+    let workspace = features(&repo, &["--workspace"]);
+    let module = features(&dir, &[]);
+    let differ: Vec<&String> = module
+        .iter()
+        .filter(|p| !p.starts_with("my-module@") && !workspace.contains(*p))
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "these dependencies of a new module are compiled with other features than in the workspace: {differ:#?}"
+    );
+
+    // Its own tests: the harness runs the flow file, the schema matches its snapshot.
+    let tested = cargo(&dir, &["test"]);
+    let report = String::from_utf8_lossy(&tested.stdout);
+    for test in [
+        "greets_with_the_word_the_settings_name",
+        "the_editor_schema_is_the_reviewed_one",
+    ] {
+        assert!(
+            report.contains(&format!("{test} ... ok")),
+            "{test} did not pass:\n{report}"
+        );
+    }
+
+    // Its chart values, with the binary's RBAC, make a release of the tiny-module chart
+    // that runs the module under its name.
+    let rbac = Command::new(target_dir().join("debug/my-module"))
+        .arg("rbac")
+        .output()
+        .expect("my-module runs");
+    assert!(rbac.status.success(), "{}", String::from_utf8_lossy(&rbac.stderr));
+    std::fs::write(dir.join("rbac.yaml"), &rbac.stdout).expect("rbac.yaml");
+    let chart = repo.join("charts/tiny-module");
+    let rendered = Command::new(repo.join("tools/helm/helm"))
+        .args(["template", chart.to_str().expect("utf-8"), "--name", "my-module"])
+        .args([
+            "--namespace",
+            "tinysystems",
+            "-f",
+            "rbac.yaml",
+            "-f",
+            "chart/values.yaml",
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("tools/helm/helm runs");
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let manifests = String::from_utf8_lossy(&rendered.stdout);
+    for expected in ["image: my-module:0.1.0", "- --name=my-module", "- --version=0.1.0"] {
+        assert!(manifests.contains(expected), "{expected} not in:\n{manifests}");
+    }
+
+    // Its binary on the local control plane, its flow file applied as the guide says.
+    let env = tiny_testenv::TestEnv::builder()
+        .crds_dir(CRDS)
+        .start()
+        .await
+        .expect("the control plane starts");
+    let ns = "tinysystems";
+    env.create_namespace(ns).await.expect("namespace");
+    let binary = target_dir().join("debug/my-module");
+    let _module = Module(
+        Command::new(&binary)
+            .args(["run", "--name", "my-module", "--version", "0.1.0", "--namespace", ns])
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("my-module starts"),
+    );
+    let kubectl = tiny_testenv::kubectl().await.expect("kubectl");
+    let applied = Command::new("bash")
+        .args([
+            "-o",
+            "pipefail",
+            "-c",
+            r#""$MODULE" render flows/demo.yaml | "$KUBECTL" apply -n "$NS" -f -"#,
+        ])
+        .current_dir(&dir)
+        .env("MODULE", &binary)
+        .env("KUBECTL", &kubectl)
+        .env("KUBECONFIG", env.kubeconfig_path())
+        .env("NS", ns)
+        .output()
+        .expect("bash runs");
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+
+    let client = env.client();
+    let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        let s = signals.get("demo-ada").await.expect("the signal").status;
+        if let Some(s) = s.filter(|s| matches!(s.signal_phase(), Some(SignalPhase::Delivered | SignalPhase::Failed))) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the signal was not delivered within 90 s");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(
+        status.signal_phase(),
+        Some(SignalPhase::Delivered),
+        "{:?}",
+        status.error
+    );
+    let nodes: Api<TinyNode> = Api::namespaced(client, ns);
+    let node = nodes.get("demo.my-module-v0.greet-1").await.expect("the node");
+    let ports: Vec<String> = node.status.expect("status").ports.into_iter().map(|p| p.name).collect();
+    for port in ["_settings", "input", "greeting"] {
+        assert!(ports.iter().any(|p| p == port), "{port} in {ports:?}");
+    }
+}
+
+#[test]
+fn new_refuses_a_name_nodes_cannot_carry_and_a_directory_in_use() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let new = |path: &Path, name: &str| {
+        Command::new(option_env!("CARGO").unwrap_or("cargo"))
+            .args(["run", "-q", "-p", "tiny-runtime", "--example", "new", "--"])
+            .arg(path)
+            .arg(name)
+            .current_dir(REPO)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()
+            .expect("cargo runs")
+    };
+    let out = new(&tmp.path().join("a"), "My_Module");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`My_Module` cannot name a module"), "{err}");
+    assert!(!tmp.path().join("a").exists(), "nothing is made");
+
+    std::fs::write(tmp.path().join("kept.txt"), "mine").expect("a file");
+    let out = new(tmp.path(), "my-module");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exists and is not an empty directory"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).expect("the directory").count(),
+        1,
+        "nothing is added"
+    );
+}
