@@ -155,6 +155,94 @@ fn as_refs<'a>(vars: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
     vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
+/// The `alpha` module as one process in namespace `ns`, its spans sent to `receiver`
+/// and its logs written as JSON to `logs`, and a TinyTracker `<ns>-tracker` following
+/// flow `ns`.
+struct Observed {
+    env: TestEnv,
+    receiver: Receiver,
+    logs: std::path::PathBuf,
+    alpha: Replica,
+    trackers: Api<TinyTracker>,
+    ns: &'static str,
+}
+
+/// Starts [`Observed`], with `extra` environment for the module.
+async fn observed(ns: &'static str, extra: &[(&'static str, &str)]) -> Observed {
+    let receiver = Receiver::default();
+    let endpoint = receiver.start().await;
+    let env = env().await;
+    env.create_namespace(ns).await.expect("namespace");
+    let logs = env.dir().join(format!("alpha-{ns}-logs.json"));
+    let mut vars = otel_vars(&endpoint);
+    vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
+    vars.push(("RUST_LOG", "info".to_owned()));
+    vars.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    let alpha = hello(&env, ns, "alpha-0", "alpha")
+        .envs(as_refs(&vars))
+        .logs(&logs)
+        .start();
+    let trackers: Api<TinyTracker> = Api::namespaced(env.client(), ns);
+    let spec = TinyTrackerSpec {
+        flow_id: ns.into(),
+        max_hops: Some(50),
+    };
+    trackers
+        .create(
+            &PostParams::default(),
+            &TinyTracker::new(&format!("{ns}-tracker"), spec),
+        )
+        .await
+        .expect("tracker created");
+    Observed {
+        env,
+        receiver,
+        logs,
+        alpha,
+        trackers,
+        ns,
+    }
+}
+
+impl Observed {
+    /// The module's log so far, once its last lines are out.
+    async fn log(&self) -> String {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        std::fs::read_to_string(&self.logs).expect("logs")
+    }
+
+    /// Everything tiny wrote or printed about the namespace: node statuses (port
+    /// configurations and schemas decoded from their base64), signal statuses, the
+    /// tracker, the spans and the log.
+    async fn records(&self) -> Vec<(&'static str, String)> {
+        let client = self.env.client();
+        let nodes: Api<TinyNode> = Api::namespaced(client.clone(), self.ns);
+        let signals: Api<TinySignal> = Api::namespaced(client, self.ns);
+        let mut written = Vec::new();
+        for n in nodes.list(&Default::default()).await.expect("nodes") {
+            written.push(("TinyNode status", serde_json::to_string(&n.status).unwrap_or_default()));
+            for p in n.status.iter().flat_map(|s| &s.ports) {
+                for encoded in [&p.configuration, &p.schema].into_iter().flatten() {
+                    let decoded = encoded.decode().map(|v| v.to_string()).unwrap_or_default();
+                    written.push(("TinyNode status port", decoded));
+                }
+            }
+        }
+        for s in signals.list(&Default::default()).await.expect("signals") {
+            written.push((
+                "TinySignal status",
+                serde_json::to_string(&s.status).unwrap_or_default(),
+            ));
+        }
+        let tracker = format!("{}-tracker", self.ns);
+        let t = self.trackers.get(&tracker).await.expect("tracker");
+        written.push(("TinyTracker", serde_json::to_string(&t).unwrap_or_default()));
+        written.push(("spans", format!("{:?}", self.receiver.all())));
+        written.push(("logs", self.log().await));
+        written
+    }
+}
+
 async fn announced(client: &kube::Client, ns: &str, module: &str) {
     let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
     eventually(
@@ -629,28 +717,8 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_is_in_no_status_tracker_span_or_log() {
-    let receiver = Receiver::default();
-    let endpoint = receiver.start().await;
-    let env = env().await;
-    let client = env.client();
-    env.create_namespace("s").await.expect("namespace");
-    let logs = env.dir().join("alpha-logs.json");
-    let mut vars = otel_vars(&endpoint);
-    vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
-    vars.push(("RUST_LOG", "info".to_owned()));
-    let alpha = hello(&env, "s", "alpha-0", "alpha")
-        .envs(as_refs(&vars))
-        .logs(&logs)
-        .start();
-    let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "s");
-    let spec = TinyTrackerSpec {
-        flow_id: "s".into(),
-        max_hops: Some(50),
-    };
-    trackers
-        .create(&PostParams::default(), &TinyTracker::new("s-tracker", spec))
-        .await
-        .expect("tracker created");
+    let o = observed("s", &[]).await;
+    let (client, trackers, receiver) = (o.env.client(), o.trackers.clone(), &o.receiver);
     create_flow(&client, "s", &secret_flow()).await;
     nodes_ready(&client, "s", &["s.alpha-v0.login-1", "s.alpha-v0.respond-1"]).await;
 
@@ -770,8 +838,7 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     let trace_id: String = failed.span.trace_id.iter().map(|b| format!("{b:02x}")).collect();
 
     // The logs: JSON lines; the failure's line carries the trace id.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let log = std::fs::read_to_string(&logs).expect("logs");
+    let log = o.log().await;
     let lines: Vec<Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
@@ -787,34 +854,11 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     );
 
     // Grep everything tiny wrote or printed: the secrets are nowhere.
-    let signals: Api<TinySignal> = Api::namespaced(client.clone(), "s");
-    let mut written = Vec::new();
-    for n in nodes.list(&Default::default()).await.expect("nodes") {
-        written.push(("TinyNode status", serde_json::to_string(&n.status).unwrap_or_default()));
-        // Port configurations and schemas are stored as base64: read them decoded.
-        for p in n.status.iter().flat_map(|s| &s.ports) {
-            for encoded in [&p.configuration, &p.schema].into_iter().flatten() {
-                let decoded = encoded.decode().map(|v| v.to_string()).unwrap_or_default();
-                written.push(("TinyNode status port", decoded));
-            }
-        }
-    }
-    for s in signals.list(&Default::default()).await.expect("signals") {
-        written.push((
-            "TinySignal status",
-            serde_json::to_string(&s.status).unwrap_or_default(),
-        ));
-    }
-    let t = trackers.get("s-tracker").await.expect("tracker");
-    written.push(("TinyTracker", serde_json::to_string(&t).unwrap_or_default()));
-    written.push(("spans", format!("{:?}", receiver.all())));
-    written.push(("logs", log.clone()));
-    for (what, text) in &written {
+    for (what, text) in &o.records().await {
         for secret in [SETTINGS_SECRET, INPUT_SECRET] {
             assert!(!text.contains(secret), "{what} holds a secret:\n{text}");
         }
     }
-    drop(alpha);
 }
 
 /// `shout` answers through `respond`, whose edge reads a field `shout` never sends, as
@@ -841,28 +885,8 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_edge_expression_goes_on_and_shows_in_log_metrics_span_tracker_and_status() {
-    let receiver = Receiver::default();
-    let endpoint = receiver.start().await;
-    let env = env().await;
-    let client = env.client();
-    env.create_namespace("x").await.expect("namespace");
-    let logs = env.dir().join("alpha-expressions.json");
-    let mut vars = otel_vars(&endpoint);
-    vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
-    vars.push(("RUST_LOG", "info".to_owned()));
-    let alpha = hello(&env, "x", "alpha-0", "alpha")
-        .envs(as_refs(&vars))
-        .logs(&logs)
-        .start();
-    let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "x");
-    let spec = TinyTrackerSpec {
-        flow_id: "x".into(),
-        max_hops: Some(50),
-    };
-    trackers
-        .create(&PostParams::default(), &TinyTracker::new("x-tracker", spec))
-        .await
-        .expect("tracker created");
+    let o = observed("x", &[]).await;
+    let (client, trackers, receiver) = (o.env.client(), o.trackers.clone(), &o.receiver);
     create_flow(&client, "x", OPTIONAL_FIELD_FLOW).await;
     let (shout, respond) = ("x.alpha-v0.shout-1", "x.alpha-v0.respond-1");
     nodes_ready(&client, "x", &[shout, respond]).await;
@@ -890,7 +914,7 @@ async fn a_failing_edge_expression_goes_on_and_shows_in_log_metrics_span_tracker
     .await;
 
     // Counted by node and edge: two expressions failed on each run.
-    let metrics = scrape(&alpha).await;
+    let metrics = scrape(&o.alpha).await;
     let counted = sample(
         &metrics,
         "tiny_edge_expression_errors_total",
@@ -960,8 +984,7 @@ async fn a_failing_edge_expression_goes_on_and_shows_in_log_metrics_span_tracker
     assert!(attr(&events[0].attributes, "error").is_some_and(|e| e.contains("note")));
 
     // The log says it once for the edge, however many runs failed.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let log = std::fs::read_to_string(&logs).expect("logs");
+    let log = o.log().await;
     let said: Vec<&str> = log.lines().filter(|l| l.contains("edge expression failed")).collect();
     assert_eq!(said.len(), 1, "{runs} runs, logged once:\n{log}");
     assert!(
@@ -969,7 +992,6 @@ async fn a_failing_edge_expression_goes_on_and_shows_in_log_metrics_span_tracker
         "{}",
         said[0]
     );
-    drop(alpha);
 }
 
 const TOKEN: &str = "tok3n-Value-5521";
@@ -1037,11 +1059,9 @@ async fn greeting(client: &kube::Client, name: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record() {
-    let receiver = Receiver::default();
-    let endpoint = receiver.start().await;
-    let env = env().await;
-    let client = env.client();
-    env.create_namespace("c").await.expect("namespace");
+    // The Secrets the module may read, as the chart passes `rbac.secrets`; a short TTL.
+    let o = observed("c", &[("TINY_SECRETS", "creds,late"), ("TINY_SECRET_TTL", "2")]).await;
+    let (client, trackers, receiver) = (o.env.client(), o.trackers.clone(), &o.receiver);
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), "c");
     secrets
         .create(&PostParams::default(), &secret("creds", "token", TOKEN))
@@ -1051,26 +1071,6 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
         .create(&PostParams::default(), &secret("other", "token", "other-Value-0077"))
         .await
         .expect("Secret created");
-    let logs = env.dir().join("placeholder-logs.json");
-    let mut vars = otel_vars(&endpoint);
-    vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
-    vars.push(("RUST_LOG", "info".to_owned()));
-    // The Secrets the module may read, as the chart passes `rbac.secrets`; a short TTL.
-    vars.push(("TINY_SECRETS", "creds,late".to_owned()));
-    vars.push(("TINY_SECRET_TTL", "2".to_owned()));
-    let alpha = hello(&env, "c", "alpha-0", "alpha")
-        .envs(as_refs(&vars))
-        .logs(&logs)
-        .start();
-    let trackers: Api<TinyTracker> = Api::namespaced(client.clone(), "c");
-    let spec = TinyTrackerSpec {
-        flow_id: "c".into(),
-        max_hops: Some(50),
-    };
-    trackers
-        .create(&PostParams::default(), &TinyTracker::new("c-tracker", spec))
-        .await
-        .expect("tracker created");
     create_flow(&client, "c", placeholder_flow()).await;
     nodes_ready(&client, "c", &["c.alpha-v0.hello-1", "c.alpha-v0.respond-1"]).await;
 
@@ -1176,7 +1176,7 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
     assert_eq!(settings["greetingWord"], "<redacted>", "{settings}");
 
     // The tracker recorded hops; the greeting made of the token shows it masked.
-    let tracker = eventually("the tracker to record the greetings", Duration::from_secs(30), || {
+    eventually("the tracker to record the greetings", Duration::from_secs(30), || {
         let trackers = trackers.clone();
         async move {
             let t = trackers.get("c-tracker").await.ok()?;
@@ -1197,27 +1197,13 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
         async move { found }
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let log = std::fs::read_to_string(&logs).expect("logs");
 
-    // Grep everything tiny wrote or printed: neither value is anywhere.
-    let mut written = Vec::new();
-    for n in nodes.list(&Default::default()).await.expect("nodes") {
-        written.push(("TinyNode status", serde_json::to_string(&n.status).unwrap_or_default()));
-        for p in n.status.iter().flat_map(|s| &s.ports) {
-            for encoded in [&p.configuration, &p.schema].into_iter().flatten() {
-                let decoded = encoded.decode().map(|v| v.to_string()).unwrap_or_default();
-                written.push(("TinyNode status port", decoded));
-            }
-        }
-    }
-    written.push(("TinyTracker", serde_json::to_string(&tracker).unwrap_or_default()));
-    written.push(("spans", format!("{:?}", receiver.all())));
-    written.push(("logs", log.clone()));
-    for (what, text) in &written {
+    // Grep everything tiny wrote or printed: neither value is anywhere. (A signal's
+    // reply is the sender's own answer, greeting and all: not a record of tiny's.)
+    let records = o.records().await;
+    for (what, text) in records.iter().filter(|(what, _)| *what != "TinySignal status") {
         for value in [TOKEN, ROTATED, "late-Value-1234", "other-Value-0077"] {
             assert!(!text.contains(value), "{what} holds a secret:\n{text}");
         }
     }
-    drop(alpha);
 }
