@@ -26,6 +26,10 @@ use crate::{
 
 use super::deliver::ChangeFn;
 
+/// The expressions that failed making one input: `None` (no allocation, one word in
+/// the hop's future) when all rendered.
+pub(crate) type Failed = Option<Box<Vec<EvalError>>>;
+
 /// How long after its last failure an edge is still shown as failing on its node.
 pub const FAILING_WINDOW: Duration = Duration::from_secs(60);
 
@@ -115,11 +119,10 @@ impl EdgeMapping {
         self.failing = old.failing.clone();
     }
 
-    /// The target's input for `data`, with the expressions that failed on the way (an
-    /// empty list, which does not allocate, when none did).
-    pub fn apply(&self, data: Msg, policy: &Policy, site: &Site<'_>) -> Result<(Msg, Vec<EvalError>)> {
+    /// The target's input for `data`, with the expressions that failed on the way.
+    pub fn apply(&self, data: Msg, policy: &Policy, site: &Site<'_>) -> Result<(Msg, Failed)> {
         let (template, fills) = match &self.mapping {
-            Mapping::Identity => return Ok((data, Vec::new())),
+            Mapping::Identity => return Ok((data, None)),
             Mapping::Template(t) => (t, None),
             Mapping::Filled(t, fills) => (t, Some(fills)),
             Mapping::Failed(e) => return Err(e.clone()),
@@ -149,7 +152,10 @@ impl EdgeMapping {
             }
             self.report(&failures, policy, site);
         }
-        Ok((Msg::from_json(value), failures))
+        Ok((
+            Msg::from_json(value),
+            (!failures.is_empty()).then(|| Box::new(failures)),
+        ))
     }
 
     /// Puts the failures on the hop's span, and says the first in a while in the log

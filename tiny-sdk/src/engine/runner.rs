@@ -21,7 +21,7 @@ pub(crate) use super::mapping::PortFills;
 use super::{
     deliver::{Source, To},
     instance::NodeInstance,
-    mapping::{EdgeMapping, Mapping, Policy, Site},
+    mapping::{EdgeMapping, Failed, Mapping, Policy, Site},
     observe::{HopEvent, HopKind, Observer},
     retry::Backoff,
 };
@@ -456,9 +456,9 @@ impl Runner {
 
     /// The input for `inlet` from a message that came from `source`, with the edge
     /// expressions that failed on the way (see [`mapping`](super::mapping)).
-    fn input(&self, inlet: &Inlet, source: &Source<'_>, data: Msg) -> Result<(Msg, Vec<EvalError>)> {
+    fn input(&self, inlet: &Inlet, source: &Source<'_>, data: Msg) -> Result<(Msg, Failed)> {
         match source {
-            Source::Signal => Ok((data, Vec::new())),
+            Source::Signal => Ok((data, None)),
             Source::Edge { from, edge_id } => match inlet.mappings.iter().find(|m| m.from == *from) {
                 Some(m) => m.apply(
                     data,
@@ -473,7 +473,7 @@ impl Runner {
                 ),
                 // As in the Go SDK: an edge without a mapping delivers the port's
                 // default configuration, not the sender's payload.
-                None => Ok((inlet.default.clone(), Vec::new())),
+                None => Ok((inlet.default.clone(), None)),
             },
         }
     }
@@ -532,7 +532,7 @@ impl Runner {
                 Seen {
                     inlet,
                     input: seen.as_ref(),
-                    expressions: expressions.as_deref().unwrap_or_default(),
+                    expressions: expressions.as_deref().map_or(&[], Vec::as_slice),
                 },
                 observer,
                 clock,
@@ -558,7 +558,13 @@ impl Runner {
         attempt: u32,
         span: &tracing::Span,
     ) -> Result<Reply> {
-        let secrets = self.with_known(seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets));
+        let base = seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
+        // Only a failure or an observer reads them.
+        let secrets = if result.is_err() || observer.is_some() {
+            self.with_known(base)
+        } else {
+            std::borrow::Cow::Borrowed(base)
+        };
         let secrets = &*secrets;
         let result = result.map_err(|e| self.redact(e, secrets, seen.input));
         if let (Some(observer), Some(clock)) = (observer, clock) {
@@ -656,8 +662,7 @@ impl Runner {
         };
         let inlet = &self.inputs[index];
         let (input, expressions) = match self.input(inlet, source, data) {
-            // Boxed only when one failed: the hop's future stays small.
-            Ok((input, failed)) => (input, (!failed.is_empty()).then(|| failed.into_boxed_slice())),
+            Ok(input) => input,
             Err(e) => return Call::Refused(e),
         };
         let secrets = self.with_known(&inlet.secrets);
@@ -693,7 +698,7 @@ enum Call {
         future: BoxFuture<'static, Result<Reply>>,
         seen: Option<Msg>,
         /// Edge expressions that failed making the input, if any did.
-        expressions: Option<Box<[EvalError]>>,
+        expressions: Failed,
     },
     /// A system port's hook.
     System(BoxFuture<'static, Result<Reply>>),
