@@ -448,10 +448,9 @@ mod tests {
         store.fail.store(true, Ordering::SeqCst);
         s.set("a", &2).await.expect("staged");
         let err = s.flush().await.expect_err("the API server is away");
-        assert!(
-            err.is_retryable() && err.to_string().contains("node state of node `n` (a)"),
-            "{err}"
-        );
+        assert!(err.is_retryable(), "{err}");
+        let said = err.to_string();
+        assert!(said.contains("node state of node `n` (a)"), "{said}");
         assert_eq!(s.get::<u64>("a").expect("reads"), Some(2), "still this replica's value");
         // Tried again in the background once the API server answers.
         store.fail.store(false, Ordering::SeqCst);
