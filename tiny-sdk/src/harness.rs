@@ -396,23 +396,8 @@ impl Harness {
 /// (`a`, `sink`) is the harness's shorthand for a node of a test flow.
 fn cluster_name_check(node: &crate::flow::Node) -> Result<()> {
     let name = node.name.as_str();
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        });
-    if !valid {
-        return Err(Error::permanent(format!(
-            "node name `{name}` is not a Kubernetes name (lowercase letters, digits, `-` and `.`, \
-             each part starting and ending with a letter or digit): the API server would refuse it"
-        ))
-        .with_code(crate::error::code::INVALID_NAME));
+    if let Some(why) = crate::flow::kubernetes_name_error(name) {
+        return Err(Error::permanent(why).with_code(crate::error::code::INVALID_NAME));
     }
     if name.contains('.') {
         crate::flow::check_node_name(name, &node.spec.component)

@@ -143,6 +143,28 @@ pub fn check_node_name(name: &str, component: &str) -> Result<(), NodeNameError>
     }
 }
 
+/// Why `name` cannot be a Kubernetes object name (an RFC 1123 subdomain), when it
+/// cannot: the API server refuses a TinyNode so named.
+pub(crate) fn kubernetes_name_error(name: &str) -> Option<String> {
+    let label_ok = |label: &str| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    };
+    if !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok) {
+        return None;
+    }
+    Some(format!(
+        "node name `{name}` is not a Kubernetes name the API server takes (RFC 1123: lowercase letters, \
+         digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit, at most \
+         253 characters)"
+    ))
+}
+
 /// A component name as it appears in node names: lowercase, runs of other characters
 /// as one `-`.
 fn sanitize_component(component: &str) -> String {

@@ -12,6 +12,7 @@ mod node;
 mod raw;
 mod validate;
 
+pub(crate) use address::kubernetes_name_error;
 pub use address::{NodeNameError, PortAddress, check_node_name, module_matches, parse_node_name};
 pub use builder::FlowBuilder;
 pub use catalog::{Catalog, ComponentSchema, PortSchema};

@@ -199,17 +199,11 @@ impl<'a> Validator<'a> {
         for node in &self.flow.nodes {
             *seen.entry(node.name.as_str()).or_default() += 1;
             // One line a name: the API server's rule first, as it refuses the object.
-            let message = if !is_dns_subdomain(&node.name) {
-                Some(format!(
-                    "node name `{}` is not a Kubernetes object name (RFC 1123: lowercase letters, digits, `-` and \
-                     `.`, starting and ending with a letter or digit, at most 253 characters)",
-                    node.name
-                ))
-            } else {
+            let message = super::kubernetes_name_error(&node.name).or_else(|| {
                 check_node_name(&node.name, &node.spec.component)
                     .err()
                     .map(|e| e.to_string())
-            };
+            });
             if let Some(message) = message {
                 self.push(&node.name, None, None, ProblemKind::Name, message);
             }
@@ -667,16 +661,6 @@ impl<'a> Graph<'a> {
         }
         Vec::new()
     }
-}
-
-/// Whether `name` is a DNS subdomain (RFC 1123), as Kubernetes object names must be.
-fn is_dns_subdomain(name: &str) -> bool {
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !name.is_empty()
-        && name.len() <= 253
-        && name.chars().all(|c| alnum(c) || c == '-' || c == '.')
-        && name.starts_with(alnum)
-        && name.ends_with(alnum)
 }
 
 /// The `properties` of a schema's root object (through a `$ref` into `$defs`).
