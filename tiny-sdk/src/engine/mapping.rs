@@ -143,8 +143,7 @@ impl EdgeMapping {
         }
         if !failures.is_empty() {
             // A message or a value quoted by an error must not carry a secret on.
-            let mut values = site.secret_values.to_vec();
-            site.secrets.collect(root, &mut values);
+            let values = super::runner::secret_texts(site.secrets, Some(root), site.secret_values.to_vec());
             if !values.is_empty() {
                 for f in &mut failures {
                     f.message = crate::redact::scrub(&f.message, &values).into_owned();

@@ -707,18 +707,29 @@ enum Call {
 }
 
 /// `e` without `values` and without those of `input` at `secrets`.
-fn redact_with(e: Error, secrets: &Secrets, input: Option<&Msg>, mut values: Vec<String>) -> Error {
+fn redact_with(e: Error, secrets: &Secrets, input: Option<&Msg>, values: Vec<String>) -> Error {
+    let json = if secrets.is_empty() {
+        None
+    } else {
+        input.and_then(|m| m.json().ok())
+    };
+    let values = secret_texts(secrets, json, values);
+    if values.is_empty() { e } else { e.redact(&values) }
+}
+
+/// The texts to mask in what is said about a hop: `values` (the node's), the port's
+/// known secret values (long enough to be told apart), and those `input` holds at the
+/// port's secret fields.
+pub(super) fn secret_texts(secrets: &Secrets, input: Option<&Value>, mut values: Vec<String>) -> Vec<String> {
     for v in secrets.values() {
         if v.chars().count() >= MIN_SCRUB_LEN && !values.contains(v) {
             values.push(v.clone());
         }
     }
-    if !secrets.is_empty()
-        && let Some(Ok(json)) = input.map(Msg::json)
-    {
+    if let Some(json) = input {
         secrets.collect(json, &mut values);
     }
-    if values.is_empty() { e } else { e.redact(&values) }
+    values
 }
 
 /// Whether `port` is a member (`<family>_<key>`) of the family `spec`.
