@@ -330,17 +330,7 @@ impl Harness {
     /// The value node `node` holds in its state under `key`, as its component reads it
     /// (`ctx.state().get(key)`); `None` when it holds none.
     pub fn state<T: DeserializeOwned>(&self, node: &str, key: &str) -> Result<Option<T>> {
-        let Some(encoded) = self
-            .metadata(node)
-            .and_then(|mut m| m.remove(&format!("{STATE_PREFIX}{key}")))
-        else {
-            return Ok(None);
-        };
-        use base64::Engine as _;
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .map_err(|e| Error::permanent(format!("state `{key}` of `{node}` is not base64: {e}")))?;
-        Ok(Some(serde_json::from_slice(&bytes)?))
+        self.engine.with_state(node, |state| state.get(key)).unwrap_or(Ok(None))
     }
 
     /// Node `node`'s `status.metadata` as a module would write it to its TinyNode:

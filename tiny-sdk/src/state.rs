@@ -190,10 +190,7 @@ impl NodeState {
         let Some(encoded) = cache.current(key) else {
             return Ok(None);
         };
-        STANDARD.decode(encoded).map(Some).map_err(|e| {
-            Error::permanent(format!("node state `{key}` of node `{}` is not base64: {e}", self.node))
-                .with_code(code::STATE_UNDECODABLE)
-        })
+        self.bytes(key, encoded).map(Some)
     }
 
     /// The keys that hold a value, sorted.
@@ -302,11 +299,16 @@ impl NodeState {
         Ok(())
     }
 
-    fn decode<T: DeserializeOwned>(&self, key: &str, encoded: &str) -> Result<T> {
-        let bytes = STANDARD.decode(encoded).map_err(|e| {
+    /// The bytes a stored value stands for.
+    fn bytes(&self, key: &str, encoded: &str) -> Result<Vec<u8>> {
+        STANDARD.decode(encoded).map_err(|e| {
             Error::permanent(format!("node state `{key}` of node `{}` is not base64: {e}", self.node))
                 .with_code(code::STATE_UNDECODABLE)
-        })?;
+        })
+    }
+
+    fn decode<T: DeserializeOwned>(&self, key: &str, encoded: &str) -> Result<T> {
+        let bytes = self.bytes(key, encoded)?;
         serde_json::from_slice(&bytes).map_err(|e| {
             Error::permanent(format!(
                 "node state `{key}` of node `{}` does not decode: {e}",

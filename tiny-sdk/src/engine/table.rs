@@ -531,6 +531,12 @@ impl Engine {
         Some(out)
     }
 
+    /// `f` of a running node's state (what its component reads), `None` when the node
+    /// does not run.
+    pub(crate) fn with_state<T>(&self, name: &str, f: impl FnOnce(&crate::NodeState) -> T) -> Option<T> {
+        self.inner.runner(name).map(|r| f(r.instance.node().state()))
+    }
+
     /// `true` when the node is in the table (running or failed).
     pub fn has_node(&self, name: &str) -> bool {
         self.inner.nodes_read().contains_key(name)
