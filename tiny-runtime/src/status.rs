@@ -61,10 +61,9 @@ pub fn node_status(
     };
     s.error = error.is_some();
     s.status = if error.is_some() { message.clone() } else { "OK".into() };
-    let since = previous
-        .and_then(|p| p.conditions.iter().find(|c| c.type_ == "Ready"))
-        .filter(|c| c.status == ready && c.reason == reason && c.message == message)
-        .map_or_else(|| Time(Timestamp::now()), |c| c.last_transition_time.clone());
+    let since = changed_at(previous, "Ready", |c| {
+        c.status == ready && c.reason == reason && c.message == message
+    });
     s.conditions = vec![Condition {
         type_: "Ready".into(),
         status: ready.into(),
@@ -76,9 +75,7 @@ pub fn node_status(
     if let Some(failing) = report.filter(|r| !r.failing_edges.is_empty()) {
         // While an edge's expressions keep failing (the hops go on with null, as in
         // the Go SDK): gone once they have rendered cleanly for a minute.
-        let since = previous
-            .and_then(|p| p.conditions.iter().find(|c| c.type_ == EXPRESSIONS_CONDITION))
-            .map_or_else(|| Time(Timestamp::now()), |c| c.last_transition_time.clone());
+        let since = changed_at(previous, EXPRESSIONS_CONDITION, |_| true);
         s.conditions.push(Condition {
             type_: EXPRESSIONS_CONDITION.into(),
             status: "False".into(),
@@ -99,10 +96,7 @@ pub fn edges_condition(missing: &[String], previous: Option<&TinyNodeStatus>, ge
         return None;
     }
     let message = missing.join("\n");
-    let since = previous
-        .and_then(|p| p.conditions.iter().find(|c| c.type_ == EDGES_CONDITION))
-        .filter(|c| c.message == message)
-        .map_or_else(|| Time(Timestamp::now()), |c| c.last_transition_time.clone());
+    let since = changed_at(previous, EDGES_CONDITION, |c| c.message == message);
     Some(Condition {
         type_: EDGES_CONDITION.into(),
         status: "False".into(),
@@ -111,6 +105,15 @@ pub fn edges_condition(missing: &[String], previous: Option<&TinyNodeStatus>, ge
         observed_generation: Some(generation),
         last_transition_time: since,
     })
+}
+
+/// When condition `type_` last changed: the previous status's time while `same` says
+/// the condition still holds as it did, now otherwise.
+fn changed_at(previous: Option<&TinyNodeStatus>, type_: &str, same: impl Fn(&Condition) -> bool) -> Time {
+    previous
+        .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
+        .filter(|c| same(c))
+        .map_or_else(|| Time(Timestamp::now()), |c| c.last_transition_time.clone())
 }
 
 /// The node condition about its edges' targets.
