@@ -5,7 +5,9 @@
 //! [schemas](schema), [errors](Error) that know whether a retry helps, the
 //! [flow model](flow), edge [expressions](expr), and the in-process flow
 //! [engine] with a [harness] to test flows without a cluster. The names shared with
-//! the Go SDK and the platform (system ports, labels, annotations) are in [`contract`].
+//! the Go SDK and the platform (system ports, labels, annotations) are in
+//! [`contract`], and the broker-independent part of the Go SDK's durable runs (step
+//! keys, the step ledger, run status, the reconciler's pass) in [`run`].
 //!
 //! ```
 //! use tiny_sdk::prelude::*;
@@ -59,6 +61,7 @@ pub mod metadata;
 pub mod msg;
 pub mod port;
 pub mod redact;
+pub mod run;
 pub mod schema;
 pub mod secret;
 pub mod state;

@@ -1,0 +1,35 @@
+//! Durable runs: the part of the Go SDK's JetStream run ledger that does not need a
+//! broker, in the Go SDK's exact layout so that Rust and Go modules share runs on
+//! one broker.
+//!
+//! A durable run is a chain of hops, each stored in the work queue before it is
+//! handled, each with a step key the broker dedupes on.
+//!
+//! - `keys`: run ids and step keys ([`new_run_id`], [`child_step_key`],
+//!   [`StepCounter`]).
+//! - `ledger_key`: where a run's records live in the store (`exec/<runID>/…`).
+//!
+//! ```
+//! use tiny_sdk::run::{StepCounter, child_step_key, new_run_id, root_step_key, step_record_key};
+//!
+//! let run = new_run_id();
+//! let root = root_step_key(&run);
+//! // In the handler of the root hop: one counter per call, one ordinal per edge.
+//! let counter = StepCounter::new();
+//! let first = child_step_key(&run, &root, "edge-a", counter.next("edge-a"));
+//! let second = child_step_key(&run, &root, "edge-a", counter.next("edge-a"));
+//! assert_ne!(first, second);
+//! // A redelivered handler derives the same keys again.
+//! let again = StepCounter::new();
+//! assert_eq!(child_step_key(&run, &root, "edge-a", again.next("edge-a")), first);
+//! assert_eq!(step_record_key(&run, &first), format!("exec/{run}/step/{first}"));
+//! ```
+
+mod keys;
+mod ledger_key;
+
+pub use keys::{StepCounter, child_step_key, new_run_id, root_step_key};
+pub use ledger_key::{
+    LedgerKey, LedgerKind, exec_prefix, parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key,
+    step_records_prefix,
+};
