@@ -257,6 +257,9 @@ pub mod code {
     /// A `[[secret:<name>/<key>]]` placeholder of the node has no value (no such
     /// Secret or key, not declared, not readable): see [`crate::secret`].
     pub const SECRET: &str = "SECRET";
+    /// A durable run's ledger record does not read as a
+    /// [`StepRecord`](crate::run::StepRecord), or does not write.
+    pub const RUN_RECORD: &str = "RUN_RECORD";
 }
 
 /// Foreign errors are not retried unless marked: as in the Go SDK, an unmarked failure

@@ -1,7 +1,7 @@
 //! Where a run's ledger and run-scoped state live in the store: keys under
 //! `exec/<runID>/`, as the Go SDK lays out the `TINY_EXEC` bucket.
 //!
-//! - `exec/<runID>/step/<stepKey>`: the step record of a hop;
+//! - `exec/<runID>/step/<stepKey>`: the [`StepRecord`](super::StepRecord) of a hop;
 //! - `exec/<runID>/redrive/<stepKey>`: how many times the reconciler re-drove the hop
 //!   (ASCII decimal);
 //! - anything else under `exec/<runID>/`: run-scoped state of components (an LLM
@@ -67,7 +67,7 @@ pub struct LedgerKey {
 /// What a [`LedgerKey`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LedgerKind {
-    /// `exec/<runID>/step/<stepKey>`: a step record.
+    /// `exec/<runID>/step/<stepKey>`: a [`StepRecord`](super::StepRecord).
     Step,
     /// `exec/<runID>/redrive/<stepKey>`: a re-drive counter.
     Redrive,

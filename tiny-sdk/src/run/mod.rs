@@ -3,11 +3,15 @@
 //! one broker.
 //!
 //! A durable run is a chain of hops, each stored in the work queue before it is
-//! handled, each with a step key the broker dedupes on.
+//! handled, each with a step key the broker dedupes on. When a hop's handler
+//! returns, a [`StepRecord`] is written to the run's ledger, listing the hops it
+//! emitted.
 //!
 //! - `keys`: run ids and step keys ([`new_run_id`], [`child_step_key`],
 //!   [`StepCounter`]).
 //! - `ledger_key`: where a run's records live in the store (`exec/<runID>/…`).
+//! - `ledger`: the records, written byte for byte as Go writes them.
+//! - `time`: [`Timestamp`], a time as Go writes it in JSON.
 //!
 //! ```
 //! use tiny_sdk::run::{StepCounter, child_step_key, new_run_id, root_step_key, step_record_key};
@@ -25,11 +29,16 @@
 //! assert_eq!(step_record_key(&run, &first), format!("exec/{run}/step/{first}"));
 //! ```
 
+mod json;
 mod keys;
+mod ledger;
 mod ledger_key;
+mod time;
 
 pub use keys::{StepCounter, child_step_key, new_run_id, root_step_key};
+pub use ledger::{EmitRecord, StepRecord, StepStatus};
 pub use ledger_key::{
     LedgerKey, LedgerKind, exec_prefix, parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key,
     step_records_prefix,
 };
+pub use time::Timestamp;
