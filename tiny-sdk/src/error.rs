@@ -257,6 +257,9 @@ pub mod code {
     /// A `[[secret:<name>/<key>]]` placeholder of the node has no value (no such
     /// Secret or key, not declared, not readable): see [`crate::secret`].
     pub const SECRET: &str = "SECRET";
+    /// The store of durable runs (JetStream KV `TINY_EXEC` in the runtime) failed a
+    /// read, write, delete or listing: see [`RunStore`](crate::run::RunStore).
+    pub const RUN_STORE: &str = "RUN_STORE";
     /// A durable run's ledger record does not read as a
     /// [`StepRecord`](crate::run::StepRecord), or does not write.
     pub const RUN_RECORD: &str = "RUN_RECORD";

@@ -5,13 +5,17 @@
 //! A durable run is a chain of hops, each stored in the work queue before it is
 //! handled, each with a step key the broker dedupes on. When a hop's handler
 //! returns, a [`StepRecord`] is written to the run's ledger, listing the hops it
-//! emitted.
+//! emitted. The ledger serves two ends: a redelivered hop whose record exists is
+//! not run again, and a run's progress can be read ([`RunStatus`]).
 //!
 //! - `keys`: run ids and step keys ([`new_run_id`], [`child_step_key`],
 //!   [`StepCounter`]).
 //! - `ledger_key`: where a run's records live in the store (`exec/<runID>/…`).
 //! - `ledger`: the records, written byte for byte as Go writes them.
 //! - `time`: [`Timestamp`], a time as Go writes it in JSON.
+//! - `status`: a run's progress and its frontier of pending hops.
+//! - `store`: the [`RunStore`] trait (JetStream KV `TINY_EXEC` in `tiny-runtime`),
+//!   an in-memory one, and reading a run.
 //!
 //! ```
 //! use tiny_sdk::run::{StepCounter, child_step_key, new_run_id, root_step_key, step_record_key};
@@ -33,6 +37,8 @@ mod json;
 mod keys;
 mod ledger;
 mod ledger_key;
+mod status;
+mod store;
 mod time;
 
 pub use keys::{StepCounter, child_step_key, new_run_id, root_step_key};
@@ -41,4 +47,6 @@ pub use ledger_key::{
     LedgerKey, LedgerKind, exec_prefix, parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key,
     step_records_prefix,
 };
+pub use status::{RunStatus, StepSummary, frontier};
+pub use store::{MemoryRunStore, RunStore, read_run, run_status};
 pub use time::Timestamp;

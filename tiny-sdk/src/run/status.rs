@@ -1,0 +1,88 @@
+//! A run's progress, read from its ledger records: the answer of Go's `run_status`
+//! component, and the frontier the reconciler re-drives.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::{EmitRecord, StepRecord, StepStatus, Timestamp};
+
+/// The hops emitted by a run's steps that have no step record of their own yet:
+/// the work still outstanding (or lost). A failed step has a record, so it is not
+/// pending: failures are final.
+///
+/// `records` are `(stepKey, record)` pairs of one run; the hops come in the order of
+/// the records, then of each record's emits. A step key emitted twice counts twice,
+/// as in Go.
+pub fn frontier(records: &[(String, StepRecord)]) -> Vec<&EmitRecord> {
+    let seen: HashSet<&str> = records.iter().map(|(key, _)| key.as_str()).collect();
+    records
+        .iter()
+        .flat_map(|(_, record)| &record.emits)
+        .filter(|hop| !seen.contains(hop.step_key.as_str()))
+        .collect()
+}
+
+/// A run's progress, as Go's `run_status` answers it (its JSON names).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RunStatus {
+    /// The run has at least one step record. A run that was started but whose first
+    /// hop has not completed yet is not found.
+    pub found: bool,
+    /// Found, nothing pending and nothing failed.
+    pub complete: bool,
+    /// A step failed.
+    pub failed: bool,
+    /// How many hops were emitted without completing yet (the [`frontier`]).
+    #[serde(rename = "pendingSteps")]
+    pub pending_steps: usize,
+    /// Every step record, by step key (empty, and then not written, when not found).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepSummary>,
+}
+
+/// One step of a [`RunStatus`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepSummary {
+    /// The hop's step key.
+    #[serde(rename = "stepKey")]
+    pub step_key: String,
+    /// The node that handled it.
+    pub node: String,
+    /// How it ended.
+    pub status: StepStatus,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When it ended.
+    #[serde(rename = "completedAt")]
+    pub completed_at: Timestamp,
+}
+
+impl RunStatus {
+    /// The status of a run from its `(stepKey, record)` pairs (in any order: the
+    /// steps are listed by step key, as Go lists the store's keys).
+    pub fn from_records(records: &[(String, StepRecord)]) -> Self {
+        let mut steps: Vec<StepSummary> = records
+            .iter()
+            .map(|(step_key, record)| StepSummary {
+                step_key: step_key.clone(),
+                node: record.node.clone(),
+                status: record.status,
+                error: record.error.clone().filter(|e| !e.is_empty()),
+                completed_at: record.completed_at,
+            })
+            .collect();
+        steps.sort_by(|a, b| a.step_key.cmp(&b.step_key));
+        let found = !records.is_empty();
+        let failed = records.iter().any(|(_, record)| record.is_failed());
+        let pending_steps = frontier(records).len();
+        Self {
+            found,
+            complete: found && pending_steps == 0 && !failed,
+            failed,
+            pending_steps,
+            steps,
+        }
+    }
+}
