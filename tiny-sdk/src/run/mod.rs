@@ -5,8 +5,9 @@
 //! A durable run is a chain of hops, each stored in the work queue before it is
 //! handled, each with a step key the broker dedupes on. When a hop's handler
 //! returns, a [`StepRecord`] is written to the run's ledger, listing the hops it
-//! emitted. The ledger serves two ends: a redelivered hop whose record exists is
-//! not run again, and a run's progress can be read ([`RunStatus`]).
+//! emitted. The ledger serves three ends: a redelivered hop whose record exists is
+//! not run again; a run's progress can be read ([`RunStatus`]); and the
+//! reconciler publishes again a hop that was emitted but never completed ([`Plan`]).
 //!
 //! - `keys`: run ids and step keys ([`new_run_id`], [`child_step_key`],
 //!   [`StepCounter`]).
@@ -16,6 +17,7 @@
 //! - `status`: a run's progress and its frontier of pending hops.
 //! - `store`: the [`RunStore`] trait (JetStream KV `TINY_EXEC` in `tiny-runtime`),
 //!   an in-memory one, and reading a run.
+//! - `reconcile`: what a reconciler pass does, worked out from the store's contents.
 //!
 //! ```
 //! use tiny_sdk::run::{StepCounter, child_step_key, new_run_id, root_step_key, step_record_key};
@@ -37,6 +39,7 @@ mod json;
 mod keys;
 mod ledger;
 mod ledger_key;
+mod reconcile;
 mod status;
 mod store;
 mod time;
@@ -47,6 +50,7 @@ pub use ledger_key::{
     LedgerKey, LedgerKind, exec_prefix, parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key,
     step_records_prefix,
 };
+pub use reconcile::{Plan, ReconcileSettings, Redrive};
 pub use status::{RunStatus, StepSummary, frontier};
 pub use store::{MemoryRunStore, RunStore, read_run, run_status};
 pub use time::Timestamp;

@@ -44,7 +44,8 @@ impl MemoryRunStore {
         Self::default()
     }
 
-    /// Every `(key, value)`, by key.
+    /// Every `(key, value)`, by key: what a reconciler pass reads (see
+    /// [`Plan::compute`](super::Plan::compute)).
     pub fn entries(&self) -> Vec<(String, Bytes)> {
         self.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }

@@ -1,0 +1,201 @@
+//! What one pass of the run reconciler does, worked out from the store's contents:
+//! the safety net for a hop that was stored but never completed (its pod died after
+//! the step record of its sender was written), as the Go SDK's leader runs it.
+//!
+//! Per run: the frontier is the emitted hops with no step record of their own.
+//! - Empty frontier: the run is over; once its latest `completedAt` is older than
+//!   [`gc_after`](ReconcileSettings::gc_after), its step records and re-drive
+//!   counters are deleted (not its other run-scoped state).
+//! - Otherwise, once the latest `completedAt` is [`stale`](ReconcileSettings::stale),
+//!   each frontier hop is published again and its re-drive counter bumped; a hop
+//!   re-driven [`max_redrives`](ReconcileSettings::max_redrives) times already gets
+//!   a terminal failed record instead, so that the run ends failed rather than
+//!   re-running side effects forever.
+//!
+//! [`Plan::compute`] is pure: the runtime reads the bucket, publishes the re-drives,
+//! writes the counters and records, and deletes the keys.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use bytes::Bytes;
+
+use super::{EmitRecord, LedgerKind, StepRecord, StepStatus, Timestamp, parse_ledger_key, redrive_key};
+
+/// The reconciler's timings and limit. The default is the Go SDK's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReconcileSettings {
+    /// How often a pass runs (1 min).
+    pub interval: Duration,
+    /// A run with pending hops and no step completed for this long is stalled, and
+    /// its pending hops are re-driven (6 min: longer than a hop may legitimately run,
+    /// since a re-drive of a running hop runs it twice).
+    pub stale: Duration,
+    /// A finished run's ledger is deleted this long after its last step (24 h).
+    pub gc_after: Duration,
+    /// Re-drives of one hop before it is marked failed (3).
+    pub max_redrives: u32,
+}
+
+impl Default for ReconcileSettings {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(60),
+            stale: Duration::from_secs(6 * 60),
+            gc_after: Duration::from_secs(24 * 60 * 60),
+            max_redrives: 3,
+        }
+    }
+}
+
+/// A hop to publish again, as its sender did: to [`hop.to`](EmitRecord::to) from
+/// `hop.from` along `hop.edge_id` with `hop.data`, run `run_id`, step key
+/// `hop.step_key` (which the broker dedupes on), the reply fields, no depth.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redrive {
+    /// The run.
+    pub run_id: String,
+    /// The hop, as its sender's step record has it.
+    pub hop: EmitRecord,
+    /// Which re-drive of the hop this is (1 for the first): the value to write at
+    /// [`counter_key`](Self::counter_key) once the publish succeeded.
+    pub attempt: u32,
+}
+
+impl Redrive {
+    /// The key of the hop's re-drive counter.
+    pub fn counter_key(&self) -> String {
+        redrive_key(&self.run_id, &self.hop.step_key)
+    }
+
+    /// The counter's new value: [`attempt`](Self::attempt) in ASCII decimal.
+    pub fn counter_value(&self) -> Bytes {
+        Bytes::from(self.attempt.to_string())
+    }
+}
+
+/// What one reconciler pass does.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    /// Hops to publish again, and whose counter to bump.
+    pub redrive: Vec<Redrive>,
+    /// `(runID, stepKey, record)`: terminal failed records to write at
+    /// [`step_record_key`](super::step_record_key)`(runID, stepKey)`, for hops that
+    /// used up their re-drives.
+    pub fail: Vec<(String, String, StepRecord)>,
+    /// Keys to delete: the step records and re-drive counters of finished runs.
+    pub delete: Vec<String>,
+}
+
+/// One run's ledger as the pass reads it.
+#[derive(Default)]
+struct Ledger {
+    /// By step key, so that the pass goes through it in a stable order.
+    records: BTreeMap<String, StepRecord>,
+    /// Its step record and re-drive counter keys, to delete once it is old.
+    keys: Vec<String>,
+    latest: Timestamp,
+}
+
+impl Plan {
+    /// The pass over the bucket's `(key, value)` pairs at time `now`. Keys other
+    /// than step records and re-drive counters are left alone; a step record that
+    /// does not read is skipped (as Go's pass does: one bad record must not stop the
+    /// others), and so is never deleted either.
+    pub fn compute<I, K, V>(entries: I, now: Timestamp, settings: &ReconcileSettings) -> Plan
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<[u8]>,
+    {
+        let mut runs: BTreeMap<String, Ledger> = BTreeMap::new();
+        let mut counters: BTreeMap<String, i64> = BTreeMap::new();
+        for (key, value) in entries {
+            let (key, value) = (key.as_ref(), value.as_ref());
+            let Some(parsed) = parse_ledger_key(key) else {
+                continue;
+            };
+            match parsed.kind {
+                LedgerKind::Redrive => {
+                    counters.insert(key.to_owned(), redrive_count(value));
+                    runs.entry(parsed.run_id).or_default().keys.push(key.to_owned());
+                }
+                LedgerKind::Step => {
+                    let Ok(record) = StepRecord::from_json_slice(value) else {
+                        continue;
+                    };
+                    let ledger = runs.entry(parsed.run_id).or_default();
+                    ledger.latest = ledger.latest.max(record.completed_at);
+                    ledger.records.insert(parsed.step_key, record);
+                    ledger.keys.push(key.to_owned());
+                }
+            }
+        }
+
+        let mut plan = Plan::default();
+        for (run_id, ledger) in runs {
+            let age = now.nanos_since(ledger.latest);
+            let frontier: Vec<&EmitRecord> = ledger
+                .records
+                .values()
+                .flat_map(|record| &record.emits)
+                .filter(|hop| !ledger.records.contains_key(&hop.step_key))
+                .collect();
+
+            if frontier.is_empty() {
+                if age > nanos(settings.gc_after) {
+                    let mut keys = ledger.keys;
+                    keys.sort();
+                    plan.delete.extend(keys);
+                }
+                continue;
+            }
+            if age < nanos(settings.stale) {
+                continue; // progress lately: the hops are likely on their way
+            }
+
+            for hop in frontier {
+                let done = counters.get(&redrive_key(&run_id, &hop.step_key)).copied().unwrap_or(0);
+                if done >= i64::from(settings.max_redrives) {
+                    let record = StepRecord {
+                        node: hop.to.clone(),
+                        status: StepStatus::Failed,
+                        error: Some(format!(
+                            "re-drive limit reached after {done} attempts — hop never completed \
+                             (is the target module on an SDK >= v0.11 with durable support?)"
+                        )),
+                        emits: Vec::new(),
+                        started_at: Timestamp::ZERO,
+                        completed_at: now,
+                        duration_ms: 0,
+                    };
+                    plan.fail.push((run_id.clone(), hop.step_key.clone(), record));
+                } else {
+                    plan.redrive.push(Redrive {
+                        run_id: run_id.clone(),
+                        hop: hop.clone(),
+                        attempt: u32::try_from(done.saturating_add(1).max(1)).unwrap_or(u32::MAX),
+                    });
+                }
+            }
+        }
+        plan
+    }
+
+    /// Whether the pass has nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.redrive.is_empty() && self.fail.is_empty() && self.delete.is_empty()
+    }
+}
+
+fn nanos(d: Duration) -> i128 {
+    i128::try_from(d.as_nanos()).unwrap_or(i128::MAX)
+}
+
+/// A re-drive counter's value read as Go's `strconv.Atoi` does; 0 if it does not
+/// read (a lost counter means at most one more re-drive).
+fn redrive_count(value: &[u8]) -> i64 {
+    std::str::from_utf8(value)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
