@@ -124,6 +124,16 @@ struct SendArgs {
     nats_url: String,
 }
 
+/// `TINY_NATS_TRANSPORT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum NatsMode {
+    /// Core NATS request/reply.
+    Core,
+    /// JetStream streams, and durable runs.
+    #[value(name = "jetstream")]
+    JetStream,
+}
+
 #[derive(Debug, clap::Args)]
 struct HookArgs {
     /// Module name (as given to `run`).
@@ -188,6 +198,23 @@ struct RunArgs {
     /// over NATS, as a Go module with TINY_NATS_URL. Unset: gRPC only.
     #[arg(long, env = "TINY_NATS_URL")]
     nats_url: Option<String>,
+    /// How modules talk over NATS: `core` (request/reply, at most once) or `jetstream` (every hop
+    /// stored in Go's streams; durable runs that survive a crash, recorded in the KV `TINY_EXEC`).
+    /// Every module on one broker must use the same.
+    #[arg(long, env = "TINY_NATS_TRANSPORT", value_enum, default_value_t = NatsMode::Core)]
+    nats_transport: NatsMode,
+    /// JetStream: seconds between the leader's passes over stuck and finished runs.
+    #[arg(long, env = "TINY_RUN_RECONCILE_INTERVAL", default_value_t = 60)]
+    run_reconcile_interval: u64,
+    /// JetStream: seconds without a finished step after which a run's pending hops are sent again.
+    #[arg(long, env = "TINY_RUN_STALE_AFTER", default_value_t = 360)]
+    run_stale_after: u64,
+    /// JetStream: times a pending hop is sent again before the run is failed.
+    #[arg(long, env = "TINY_RUN_MAX_REDRIVES", default_value_t = 3)]
+    run_max_redrives: u32,
+    /// JetStream: seconds after its last step a finished run's records are removed.
+    #[arg(long, env = "TINY_RUN_GC_AFTER", default_value_t = 86_400)]
+    run_gc_after: u64,
     /// Fail a message whose edge expression fails (a missing field, a wrong type) with code
     /// MAPPING. Default, as the Go SDK: the field becomes null (or keeps its `{{...}}` text inside
     /// a longer string), the hop goes on, and the failure is logged, counted and shown on the node.
@@ -424,7 +451,22 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
     let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, args.nats_url.as_deref()).await);
     tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();
-    let routes = Arc::new(Routes::for_transport(pool, &transport));
+    let jetstream = match (transport.link(), args.nats_transport) {
+        (Some(link), NatsMode::JetStream) => Some(crate::jetstream::JetStream::new(
+            link.clone(),
+            &config.name,
+            &config.identity,
+        )),
+        (Some(link), NatsMode::Core) => {
+            crate::jetstream::refuse_core_beside_jetstream(link, &config.name).await?;
+            None
+        }
+        (None, _) => None,
+    };
+    let routes = Arc::new(match &jetstream {
+        Some(js) => Routes::jetstream(pool, crate::jetstream::JetStreamRouter::new(js.clone())),
+        None => Routes::for_transport(pool, &transport),
+    });
     let runtime = Runtime::start(
         client,
         Options {
@@ -439,20 +481,35 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
             discovery: Some(routes.clone()),
             router: Some(routes),
             transport: Some(transport.clone()),
+            runs: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::RunStore>),
         },
     )
     .await?;
     let leadership = runtime.leadership();
     let leader: crate::grpc::LeaderFn = Arc::new(move || leadership.is_leader());
     // Beside gRPC: the subscriptions wait in the client until the broker answers.
-    let receiver = match transport.link() {
-        Some(link) => Some(
+    let receiver = match (transport.link(), &jetstream) {
+        (Some(_), Some(js)) => Some(Receiver::JetStream(crate::jetstream::listen(
+            js.clone(),
+            runtime.engine().clone(),
+            Some(leader.clone()),
+        ))),
+        (Some(link), None) => Some(Receiver::Core(
             crate::nats::listen(link.client().clone(), runtime.engine().clone(), Some(leader.clone()))
                 .await
                 .map_err(crate::Error::Nats)?,
-        ),
-        None => None,
+        )),
+        (None, _) => None,
     };
+    let reconciler = jetstream.as_ref().map(|js| {
+        let settings = tiny_sdk::run::ReconcileSettings {
+            interval: Duration::from_secs(args.run_reconcile_interval.max(1)),
+            stale: Duration::from_secs(args.run_stale_after),
+            gc_after: Duration::from_secs(args.run_gc_after),
+            max_redrives: args.run_max_redrives,
+        };
+        crate::jetstream::reconciler::spawn(js.clone(), runtime.leadership(), settings)
+    });
     let server = grpc.with_leader(leader).serve(runtime.engine().clone());
     if let Some(addr) = runtime.probe_addr {
         tracing::info!(%addr, "probes and metrics");
@@ -466,11 +523,22 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         }
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
-    if let Some(receiver) = receiver {
-        receiver.stop().await;
+    if let Some(reconciler) = reconciler {
+        reconciler.abort();
+    }
+    match receiver {
+        Some(Receiver::Core(r)) => r.stop().await,
+        Some(Receiver::JetStream(r)) => r.stop().await,
+        None => {}
     }
     runtime.stop().await;
     Ok(())
+}
+
+/// The receiving side the module runs.
+enum Receiver {
+    Core(crate::nats::Receiver),
+    JetStream(crate::jetstream::Receiver),
 }
 
 /// All of standard input (what `-` stands for in `render` and `send`).

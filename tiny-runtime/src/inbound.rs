@@ -30,6 +30,8 @@ pub(crate) struct Inbound<'a> {
     pub cancel: CancellationToken,
     /// Whether the handler is told this replica leads.
     pub leader: bool,
+    /// The durable run step the message is (JetStream's `x-run-id`/`x-step-key`).
+    pub run: Option<std::sync::Arc<tiny_sdk::run::RunStep>>,
 }
 
 /// Why a message was not delivered, for transports that classify (gRPC codes).
@@ -98,6 +100,7 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
         depth: msg.depth,
         cancel: msg.cancel,
         leader: msg.leader,
+        run: msg.run,
     };
     engine
         .deliver_attempt_at(node, port, source, data, hop, msg.attempt)

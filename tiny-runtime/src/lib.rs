@@ -26,6 +26,7 @@ pub mod grpc;
 mod health;
 mod hooks;
 mod inbound;
+pub mod jetstream;
 pub mod leader;
 pub mod metrics;
 pub mod nats;

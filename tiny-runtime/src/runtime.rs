@@ -48,6 +48,9 @@ pub struct Options {
     /// The wire other modules reach this one on (what the TinyModule advertises, its
     /// `Transport` condition, and part of `/readyz`). `None`: gRPC at `config.grpc_addr`.
     pub transport: Option<Arc<crate::transport::Transport>>,
+    /// Where durable runs are recorded (the JetStream transport's `TINY_EXEC`):
+    /// with it, the engine's runs are durable. `None`: a run's hops are classic ones.
+    pub runs: Option<Arc<dyn tiny_sdk::run::RunStore>>,
 }
 
 impl std::fmt::Debug for Options {
@@ -114,6 +117,9 @@ impl Runtime {
             ));
         if let Some(router) = opts.router {
             engine = engine.router(router);
+        }
+        if let Some(runs) = opts.runs.clone() {
+            engine = engine.runs(runs);
         }
         if opts.lease_duration.is_some() {
             // Leads once the election says so (the task below).

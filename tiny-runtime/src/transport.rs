@@ -29,6 +29,7 @@ use tokio::sync::watch;
 use crate::{
     controller::Discovery,
     grpc::Pool,
+    jetstream::JetStreamRouter,
     nats::{Link, LinkState, NatsRouter, wire},
 };
 
@@ -205,9 +206,25 @@ impl Transport {
 #[derive(Debug)]
 pub struct Routes {
     pool: Arc<Pool>,
-    nats: Option<NatsRouter>,
+    nats: Option<Wire>,
     /// Modules whose TinyModule advertises a `nats://` address.
     on_nats: std::sync::RwLock<std::collections::HashSet<String>>,
+}
+
+/// The NATS side of [`Routes`]: core request/reply, or JetStream.
+#[derive(Debug)]
+enum Wire {
+    Core(NatsRouter),
+    JetStream(JetStreamRouter),
+}
+
+impl Wire {
+    fn router(&self) -> &dyn RemoteRouter {
+        match self {
+            Wire::Core(r) => r,
+            Wire::JetStream(r) => r,
+        }
+    }
 }
 
 impl Routes {
@@ -215,7 +232,17 @@ impl Routes {
     pub fn new(pool: Arc<Pool>, nats: Option<NatsRouter>) -> Self {
         Self {
             pool,
-            nats,
+            nats: nats.map(Wire::Core),
+            on_nats: Default::default(),
+        }
+    }
+
+    /// gRPC through `pool`, and JetStream through `router` (Go's
+    /// `TINY_NATS_TRANSPORT=jetstream`): a durable run's hops always go there.
+    pub fn jetstream(pool: Arc<Pool>, router: JetStreamRouter) -> Self {
+        Self {
+            pool,
+            nats: Some(Wire::JetStream(router)),
             on_nats: Default::default(),
         }
     }
@@ -233,7 +260,7 @@ impl Routes {
     fn pick(&self, module: &str) -> std::result::Result<&dyn RemoteRouter, tiny_sdk::Error> {
         match &self.nats {
             // A peer that advertises a gRPC address is reached there.
-            Some(nats) if !self.pool.knows(module) => Ok(nats),
+            Some(nats) if !self.pool.knows(module) => Ok(nats.router()),
             None if !self.pool.knows(module) && self.on_nats.read().is_ok_and(|m| m.contains(module)) => {
                 Err(tiny_sdk::Error::permanent(format!(
                     "module `{module}` is on NATS ({}) and this module is not: start it with TINY_NATS_URL",
@@ -256,6 +283,12 @@ impl RemoteRouter for Routes {
         hop: Hop,
         attempt: u32,
     ) -> BoxFuture<'static, Result<Reply>> {
+        // A hop of a durable run is stored, whoever takes it.
+        if let Some(Wire::JetStream(js)) = &self.nats
+            && hop.run.as_ref().is_some_and(|s| s.parent().is_some())
+        {
+            return js.route_attempt(module, to, source, data, hop, attempt);
+        }
         match self.pick(module) {
             Ok(router) => router.route_attempt(module, to, source, data, hop, attempt),
             Err(e) => Box::pin(std::future::ready(Err(e))),

@@ -108,6 +108,7 @@ impl NodeContext {
             depth: 0,
             cancel: self.stopped.child_token(),
             leader: self.leads(),
+            run: None,
         }
     }
 
@@ -154,6 +155,9 @@ pub struct Hop {
     pub cancel: CancellationToken,
     /// Whether this replica leads (only the leader should do leader-only work).
     pub leader: bool,
+    /// The durable run step this hop belongs to, if any (see [`crate::run`]): a hop
+    /// with a step travels through the durable transport.
+    pub run: Option<Arc<crate::run::RunStep>>,
 }
 
 /// The context of one handler call, or of a node's [work](Ctx::spawn).
@@ -292,6 +296,7 @@ impl<C: Component> Ctx<C> {
                 depth: 0,
                 cancel: token.clone(),
                 leader: node.leads(),
+                run: None,
             },
         };
         let fut = work(ctx);
@@ -338,6 +343,7 @@ impl<C: Component> Ctx<C> {
                 depth: self.hop.depth,
                 cancel: node.stopped.child_token(),
                 leader: node.leads(),
+                run: None,
             },
         };
         let fut = work(ctx);
@@ -373,9 +379,106 @@ impl<C: Component> Ctx<C> {
                 depth: self.hop.depth,
                 cancel: cancel.clone(),
                 leader: self.hop.leader,
+                run: self.hop.run.clone(),
             },
         };
         (ctx, cancel)
+    }
+
+    /// Starts a durable run (Go's `BeginRun`) and returns a context in it, with the
+    /// run's id. Emits made with the returned context are durable: each is stored by
+    /// the broker and returns as soon as it is, while the chain behind it runs on
+    /// whichever replica takes it, surviving a crash; emits made with `self` stay
+    /// blocking. In a run already, that run is returned, not a new one.
+    ///
+    /// Runs are durable on the JetStream transport (`TINY_NATS_TRANSPORT=jetstream`);
+    /// elsewhere the id is minted all the same and the emits block, as on Go's core
+    /// transport.
+    ///
+    /// ```
+    /// # use tiny_sdk::prelude::*;
+    /// # #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)] struct Job { n: u32 }
+    /// # #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)] struct Started { run_id: String }
+    /// #[derive(Component, Default)]
+    /// #[component(name = "front-door")]
+    /// struct FrontDoor {
+    ///     input: Input<Job>,
+    ///     work: Output<Job>,
+    ///     started: Output<Started>,
+    /// }
+    ///
+    /// impl FrontDoor {
+    ///     async fn on_input(&self, ctx: &Ctx<Self>, job: Job) -> Result<Reply> {
+    ///         let (run, run_id) = ctx.begin_run();
+    ///         self.work.emit(&run, job).await?; // stored: returns at once
+    ///         self.started.emit(ctx, Started { run_id }).await // answers the caller
+    ///     }
+    /// }
+    /// ```
+    pub fn begin_run(&self) -> (Ctx<C>, String) {
+        self.begin(None)
+    }
+
+    /// [`begin_run`](Self::begin_run) with the run's answer addressed to the replica
+    /// that waits for it (Go's `BeginRunWithReply`): the hop to `target`
+    /// (`<node>:<port>`) is published on core NATS to `subject`, which that replica
+    /// listens on, until `deadline_unix_ms`.
+    pub fn begin_run_with_reply(&self, subject: &str, target: &str, deadline_unix_ms: i64) -> (Ctx<C>, String) {
+        self.begin(Some(crate::run::ReplyAddress {
+            subject: subject.to_owned(),
+            target: target.to_owned(),
+            deadline_unix_ms,
+        }))
+    }
+
+    fn begin(&self, reply: Option<crate::run::ReplyAddress>) -> (Ctx<C>, String) {
+        if let Some(step) = &self.hop.run {
+            return (self.clone(), step.run_id().to_owned());
+        }
+        let step = Arc::new(crate::run::RunStep::mint(reply));
+        let id = step.run_id().to_owned();
+        let mut ctx = self.clone();
+        ctx.hop.run = Some(step);
+        (ctx, id)
+    }
+
+    /// The durable run this call belongs to, if any (Go's `RunID`).
+    pub fn run_id(&self) -> Option<&str> {
+        self.hop.run.as_deref().map(crate::run::RunStep::run_id)
+    }
+
+    /// The state of the durable run this call belongs to: values its steps share,
+    /// whichever replica runs them (Go's `State.Scoped("execution", runID)`).
+    ///
+    /// Fails with [`code::NO_RUN`](crate::error::code::NO_RUN) outside a run, and
+    /// without a durable transport (the Go SDK falls back to the node's state in
+    /// silence; tiny says so, since values a run's steps share would then not be
+    /// shared).
+    pub fn run_state(&self) -> Result<crate::run::RunState> {
+        let Some(step) = &self.hop.run else {
+            return Err(crate::Error::permanent(format!(
+                "node `{}` asked for its run's state outside a durable run (see `Ctx::begin_run`)",
+                self.node_name()
+            ))
+            .with_code(crate::error::code::NO_RUN));
+        };
+        let Some(store) = self.run_store() else {
+            return Err(crate::Error::permanent(format!(
+                "node `{}` asked for the state of run `{}`, and runs are not durable here: run the module with \
+                 TINY_NATS_TRANSPORT=jetstream",
+                self.node_name(),
+                step.run_id()
+            ))
+            .with_code(crate::error::code::NO_RUN));
+        };
+        Ok(crate::run::RunState::new(store, step.run_id()))
+    }
+
+    /// The store the module's durable runs are recorded in (the JetStream KV
+    /// `TINY_EXEC`), for a component that reports on runs (`run_status`); `None`
+    /// without a durable transport.
+    pub fn run_store(&self) -> Option<Arc<dyn crate::run::RunStore>> {
+        self.node.emitter().runs()
     }
 
     /// Stops the node's work called `name`; `true` if it was running.

@@ -263,6 +263,9 @@ pub mod code {
     /// A durable run's ledger record does not read as a
     /// [`StepRecord`](crate::run::StepRecord), or does not write.
     pub const RUN_RECORD: &str = "RUN_RECORD";
+    /// Run-scoped state was asked for outside a durable run, or where runs are not
+    /// durable (no JetStream transport).
+    pub const NO_RUN: &str = "NO_RUN";
 }
 
 /// Foreign errors are not retried unless marked: as in the Go SDK, an unmarked failure

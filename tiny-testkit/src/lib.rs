@@ -7,7 +7,8 @@
 //!   flows and objects applied from YAML, TinySignals sent and awaited, nodes awaited
 //!   Ready; [`Replica`]: a module binary run as a process (start, probe, metrics,
 //!   SIGKILL); and, re-exported from `tiny-testenv`, [`eventually`], [`TestEnv`],
-//!   [`NatsServer`] and [`RawNats`].
+//!   [`NatsServer`] and [`RawNats`]; [`durable_module`]: a module on JetStream in
+//!   this process (engine, router, run ledger, consumers).
 //!
 //! A dev-dependency only: it is not published.
 
@@ -18,8 +19,12 @@ pub mod components;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 #[cfg(feature = "cluster")]
+mod durable;
+#[cfg(feature = "cluster")]
 mod replica;
 
+#[cfg(feature = "cluster")]
+pub use durable::{DurableModule, durable_module};
 #[cfg(feature = "cluster")]
 pub use replica::{Replica, ReplicaBuilder, the_leader};
 #[cfg(feature = "cluster")]

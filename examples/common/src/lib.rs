@@ -17,6 +17,8 @@
 //! | [`array_split`] | several emits per input |
 //! | [`async`](mod@asynchronous) | detached emits with bounded concurrency |
 //! | [`kv`] | node state as a store, a settings-switched ack port |
+//! | [`run_start`] | a durable run begun from a component (`ctx.begin_run()`), answered at once |
+//! | [`run_status`] | the run ledger read back (`ctx.run_store()`) |
 
 pub mod array_split;
 pub mod asynchronous;
@@ -25,6 +27,8 @@ pub mod debug;
 pub mod delay;
 pub mod kv;
 pub mod router;
+pub mod run_start;
+pub mod run_status;
 pub mod signal;
 pub mod ticker;
 
@@ -39,6 +43,8 @@ pub fn registry() -> tiny_sdk::engine::Registry {
         .register::<router::Router>()
         .register::<array_split::ArraySplit>()
         .register::<asynchronous::Async>()
-        .register::<kv::Kv>();
+        .register::<kv::Kv>()
+        .register::<run_start::RunStart>()
+        .register::<run_status::RunStatus>();
     r
 }

@@ -35,6 +35,7 @@ async fn start_module(client: &Client, ns: &str) -> Runtime {
             discovery: None,
             router: None,
             transport: None,
+            runs: None,
         },
     )
     .await

@@ -104,6 +104,7 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
             discovery: None,
             router: None,
             transport: None,
+            runs: None,
         },
     )
     .await

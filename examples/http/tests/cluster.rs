@@ -159,6 +159,7 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
             discovery: Some(routes.clone()),
             router: Some(routes),
             transport: Some(transport.clone()),
+            runs: None,
         },
     )
     .await

@@ -91,6 +91,7 @@ impl Handler {
             payload: std::mem::take(&mut msg.payload),
             cancel,
             leader: self.leader.as_ref().is_some_and(|f| f()),
+            run: None,
         };
         let reply = inbound::deliver(&self.engine, inbound).await.map_err(|(e, refusal)| {
             let code = match refusal {

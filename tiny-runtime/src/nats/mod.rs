@@ -20,7 +20,7 @@
 
 mod link;
 mod receiver;
-mod router;
+pub(crate) mod router;
 mod send;
 pub mod wire;
 

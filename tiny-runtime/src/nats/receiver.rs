@@ -196,6 +196,7 @@ async fn receive(
         // As Go: a business message is handled without leadership; a system port
         // hears whether this replica leads.
         leader: is_system && shared.leader.as_ref().is_some_and(|f| f()),
+        run: None,
     };
     inbound::deliver(&shared.engine, inbound)
         .instrument(span)

@@ -174,10 +174,17 @@ fn too_large(module: &str, subject: &str, size: usize, max: usize) -> Error {
     .with_code(code::MESSAGE_TOO_LARGE)
 }
 
-/// Go's request headers for one hop: `x-from`, `x-to`, `x-edge-id` and
-/// `Nats-Msg-Id` (the edge id; both always set, even empty), `x-message-depth` when
-/// above 0; tiny's `x-hop-attempt` on a retry.
-pub(crate) fn request_headers(to: &str, source: &Source<'_>, depth: u32, attempt: u32) -> HeaderMap {
+/// Go's request headers for one hop: `x-from`, `x-to`, `x-edge-id` (always set,
+/// even empty), `Nats-Msg-Id` when given (core NATS: the edge id, even empty;
+/// JetStream: none on a blocking hop, the step key on a durable one),
+/// `x-message-depth` when above 0; tiny's `x-hop-attempt` on a retry.
+pub(crate) fn request_headers(
+    to: &str,
+    source: &Source<'_>,
+    msg_id: Option<&str>,
+    depth: u32,
+    attempt: u32,
+) -> HeaderMap {
     let (from, edge_id) = match source {
         Source::Signal => (wire::FROM_SIGNAL, ""),
         Source::Edge { from, edge_id } => (*from, *edge_id),
@@ -186,7 +193,9 @@ pub(crate) fn request_headers(to: &str, source: &Source<'_>, depth: u32, attempt
     h.insert(wire::name(header::FROM), wire::header_value(from));
     h.insert(wire::name(header::TO), wire::header_value(to));
     h.insert(wire::name(header::EDGE_ID), wire::header_value(edge_id));
-    h.insert(wire::name(header::MSG_ID), wire::header_value(edge_id));
+    if let Some(id) = msg_id {
+        h.insert(wire::name(header::MSG_ID), wire::header_value(id));
+    }
     if depth > 0 {
         h.insert(wire::name(header::DEPTH), depth.to_string().as_str());
     }
@@ -207,7 +216,11 @@ impl RemoteRouter for NatsRouter {
         attempt: u32,
     ) -> BoxFuture<'static, Result<Reply>> {
         let to = to.to_string();
-        let headers = request_headers(&to, &source, hop.depth, attempt);
+        let edge_id = match &source {
+            Source::Signal => "",
+            Source::Edge { edge_id, .. } => edge_id,
+        };
+        let headers = request_headers(&to, &source, Some(edge_id), hop.depth, attempt);
         // Straight from the typed value to bytes: no JSON tree on the way.
         let payload = data.to_json_bytes();
         Box::pin(self.clone().request(module.to_owned(), to, headers, payload, hop))

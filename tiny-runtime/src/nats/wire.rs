@@ -8,7 +8,9 @@
 //! | `x-edge-id` | requests | the edge's id (may be empty) |
 //! | `Nats-Msg-Id` | requests | the edge's id again (Go's core sender sets it, even empty) |
 //! | `x-message-depth` | requests | the hop count, decimal, only when above 0 |
-//! | `x-reply-inbox` | signals waiting for a reply | the inbox, beside the native reply subject |
+//! | `x-reply-inbox` | signals waiting for a reply, JetStream's blocking hops | the inbox, beside the native reply subject |
+//! | `x-run-id`, `x-step-key` | JetStream's durable hops | the run and the step (the step key is also `Nats-Msg-Id`) |
+//! | `x-reply-subject`, `x-reply-target`, `x-reply-deadline` | durable hops of a run with an addressed answer | where the answer goes, and until when (Unix ms) |
 //! | `Traceparent`, `Tracestate`, `Baggage` | requests | W3C trace context, in Go's canonical case |
 //! | `x-error`, `x-error-code` | replies | the handler's error and its code |
 //! | `x-empty` | replies | `1`: success with no value |
@@ -44,6 +46,16 @@ pub mod header {
     pub const MODE: &str = "x-mode";
     /// Where a reply goes when the native reply subject cannot carry it.
     pub const REPLY_INBOX: &str = "x-reply-inbox";
+    /// The durable run a JetStream hop belongs to.
+    pub const RUN_ID: &str = "x-run-id";
+    /// The step a durable hop is (also its `Nats-Msg-Id`).
+    pub const STEP_KEY: &str = "x-step-key";
+    /// Where the run's answer goes (core NATS subject).
+    pub const REPLY_SUBJECT: &str = "x-reply-subject";
+    /// The `<node>:<port>` whose hop is the run's answer.
+    pub const REPLY_TARGET: &str = "x-reply-target";
+    /// When the run's origin stops waiting (Unix ms, decimal).
+    pub const REPLY_DEADLINE: &str = "x-reply-deadline";
     /// A reply's error text.
     pub const ERROR: &str = "x-error";
     /// A reply's error code.

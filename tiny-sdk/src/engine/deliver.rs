@@ -124,6 +124,9 @@ pub(crate) struct Inner {
     pub secrets: Option<Arc<dyn crate::secret::SecretSource>>,
     /// The values the nodes resolved from placeholders, masked in every node's records.
     pub known: Arc<super::runner::Known>,
+    /// Where durable runs keep their ledger: set when the runtime has a durable
+    /// transport (JetStream); without it a run's hops go as classic ones.
+    pub runs: Option<Arc<dyn crate::run::RunStore>>,
 }
 
 /// Told the name of a node whose status changed outside a reconcile.
@@ -202,11 +205,17 @@ impl Inner {
         hop: Hop,
         attempt: u32,
     ) -> impl Future<Output = Result<Reply>> + Send + 'a {
+        // A hop of a durable run never takes the local shortcut: it is stored, and
+        // whichever replica takes it runs it.
+        if hop.run.as_ref().is_some_and(|s| s.parent().is_some()) && self.runs.is_some() {
+            let durable: BoxFuture<'a, Result<Reply>> = Box::pin(self.durable(to, source, data, hop, attempt));
+            return Either::Right(durable);
+        }
         match self.lookup(to.node) {
             Some((Some(runner), _)) => Either::Left(self.local(runner, to.port, source, data, hop, attempt)),
             // Rare (a node not loaded yet, a failed one, another module's): boxed, out
             // of the hop's inline future.
-            found => Either::Right(Box::pin(self.elsewhere(found, to, source, data, hop, attempt))),
+            found => Either::Right(Box::pin(self.elsewhere(found, to, source, data, hop, attempt)) as BoxFuture<'a, _>),
         }
     }
 
@@ -220,7 +229,10 @@ impl Inner {
         hop: Hop,
         attempt: u32,
     ) -> impl Future<Output = Result<Reply>> + Send + 'a {
-        runner.deliver(&self.module, port, source, data, hop, self.observer.as_deref(), attempt)
+        if self.runs.is_some() && (hop.run.is_some() || super::durable::mints(&runner, port)) {
+            return Either::Right(Box::pin(self.step(runner, port, source, data, hop, attempt)));
+        }
+        Either::Left(runner.deliver(&self.module, port, source, data, hop, self.observer.as_deref(), attempt))
     }
 
     /// Delivers to a node that is not loaded here: one of this module that is still

@@ -57,6 +57,11 @@ impl NodeEmitter {
             .is_some_and(|e| e.leader.load(std::sync::atomic::Ordering::Relaxed))
     }
 
+    /// Where the engine keeps its runs' ledger, when its runs are durable.
+    pub fn runs(&self) -> Option<Arc<dyn crate::run::RunStore>> {
+        self.engine.upgrade().and_then(|e| e.runs.clone())
+    }
+
     /// The node's status changed outside a reconcile (its `_control` view): tell the
     /// runtime, which rewrites it on the leader.
     pub fn changed(&self) {

@@ -92,6 +92,11 @@ fn send<'a>(
     hop: Hop,
     started: Option<tokio::time::Instant>,
 ) -> impl Future<Output = Result<Reply>> + Send + 'a {
+    let hop = if hop.run.is_some() {
+        on_edge(engine, route, hop)
+    } else {
+        hop
+    };
     if !hop.depth.is_multiple_of(STACK_RESET_EVERY) {
         return Either::Left(attempts(engine, from, route, msg, hop, started));
     }
@@ -104,6 +109,18 @@ fn send<'a>(
             Err(e) => Err(Error::permanent(format!("delivery task failed: {e}"))),
         }
     })
+}
+
+/// A hop of a durable run, on its way along `route`: the next step of the run, keyed
+/// before the retry loop so that every attempt carries the same key (the broker drops
+/// the copies). Without a durable transport the hop goes as a classic one, as Go's
+/// core mode does.
+fn on_edge(engine: &Inner, route: &Route, mut hop: Hop) -> Hop {
+    hop.run = match (hop.run.take(), &engine.runs) {
+        (Some(step), Some(_)) => Some(step.child(&route.id)),
+        _ => None,
+    };
+    hop
 }
 
 /// Delivers along one edge. An edge that may retry keeps the message for the next

@@ -23,6 +23,7 @@
 //! - `trace`: a `tracing` span per hop, so a flow run is one trace.
 
 mod deliver;
+mod durable;
 mod emitter;
 mod fanout;
 mod instance;
@@ -36,6 +37,7 @@ mod table;
 mod trace;
 
 pub use deliver::{NODE_WAIT, NodeDirectory, RemoteRouter, Source};
+pub use durable::EXECUTION_MODE_LABEL;
 pub(crate) use emitter::NodeEmitter;
 pub use mapping::FAILING_WINDOW;
 pub use observe::{HopEvent, HopKind, Observer, Observers};

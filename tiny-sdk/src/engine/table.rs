@@ -69,6 +69,7 @@ pub struct EngineBuilder {
     on_change: Option<ChangeFn>,
     strict_expressions: bool,
     secrets: Option<Arc<dyn crate::secret::SecretSource>>,
+    runs: Option<Arc<dyn crate::run::RunStore>>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -183,6 +184,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Makes the engine's runs durable: hops of a run (see [`crate::run`]) go through
+    /// the router to be stored, and each step a node runs is recorded in `store`
+    /// (the runtime gives the JetStream KV `TINY_EXEC`). Without it a run's hops go as
+    /// classic ones, as on Go's core transport.
+    pub fn runs(mut self, store: Arc<dyn crate::run::RunStore>) -> Self {
+        self.runs = Some(store);
+        self
+    }
+
     /// The module name.
     pub fn module_name(&self) -> &str {
         &self.module
@@ -205,6 +215,7 @@ impl EngineBuilder {
                 strict_expressions: self.strict_expressions,
                 secrets: self.secrets,
                 known: Arc::default(),
+                runs: self.runs,
             }),
         }
     }

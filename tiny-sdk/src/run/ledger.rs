@@ -118,6 +118,25 @@ impl StepRecord {
             .map_err(|e| Error::permanent(format!("step record: {e}")).with_code(code::RUN_RECORD))
     }
 
+    /// The record of a step that started at `started` and ends now: `done`, or
+    /// `failed` with `error`'s text.
+    pub fn finished(node: String, error: Option<&crate::Error>, emits: Vec<EmitRecord>, started: Timestamp) -> Self {
+        let completed_at = Timestamp::now();
+        Self {
+            node,
+            status: if error.is_some() {
+                StepStatus::Failed
+            } else {
+                StepStatus::Done
+            },
+            error: error.map(ToString::to_string),
+            emits,
+            started_at: started,
+            completed_at,
+            duration_ms: u64::try_from(completed_at.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
     /// Whether the hop failed.
     pub fn is_failed(&self) -> bool {
         self.status == StepStatus::Failed

@@ -17,6 +17,8 @@
 //! - `status`: a run's progress and its frontier of pending hops.
 //! - `store`: the [`RunStore`] trait (JetStream KV `TINY_EXEC` in `tiny-runtime`),
 //!   an in-memory one, and reading a run.
+//! - `state`: [`RunState`], values a run's steps share.
+//! - `step`: [`RunStep`], the run a handler call belongs to, as the engine carries it.
 //! - `reconcile`: what a reconciler pass does, worked out from the store's contents.
 //!
 //! ```
@@ -40,7 +42,9 @@ mod keys;
 mod ledger;
 mod ledger_key;
 mod reconcile;
+mod state;
 mod status;
+mod step;
 mod store;
 mod time;
 
@@ -51,6 +55,8 @@ pub use ledger_key::{
     step_records_prefix,
 };
 pub use reconcile::{Plan, ReconcileSettings, Redrive};
+pub use state::RunState;
 pub use status::{RunStatus, StepSummary, frontier};
+pub use step::{ReplyAddress, RunStep};
 pub use store::{MemoryRunStore, RunStore, read_run, run_status};
 pub use time::Timestamp;

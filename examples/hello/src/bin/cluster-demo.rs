@@ -62,6 +62,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
             discovery: Some(routes.clone()),
             router: Some(routes),
             transport: Some(transport.clone()),
+            runs: None,
         },
     )
     .await?;

@@ -39,6 +39,7 @@ pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
             discovery: None,
             router: None,
             transport: None,
+            runs: None,
         },
     )
     .await

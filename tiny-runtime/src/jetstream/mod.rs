@@ -1,0 +1,190 @@
+//! JetStream between modules, and durable runs, as the Go SDK's JetStream transport
+//! (`TINY_NATS_TRANSPORT=jetstream`).
+//!
+//! Every hop is a message stored in a stream: business messages in `module-edges`
+//! (a work queue the module's replicas share), system-port messages in
+//! `module-sysmsgs` (every replica reads them). A blocking hop is answered on the
+//! inbox its `x-reply-inbox` names. A hop of a durable run is fire and forget: it is
+//! stored under its step key, any replica may take it, a crash redelivers it, and the
+//! step it runs is recorded in the KV bucket `TINY_EXEC` before the message is acked,
+//! in Go's layout, so that Go and tiny modules share runs on one broker.
+//!
+//! - [`config`]: Go's streams, consumers and bucket, field for field.
+//! - [`JetStream`]: the connection's JetStream side, and the run ledger
+//!   ([`RunStore`](tiny_sdk::run::RunStore)) on `TINY_EXEC`.
+//! - [`listen`]: the receiving side (consumers, in-progress, ack/nak/term).
+//! - [`JetStreamRouter`]: the sending side.
+//! - [`reconciler`]: the leader's pass over stuck runs.
+
+pub mod config;
+mod receiver;
+pub mod reconciler;
+mod router;
+
+use std::sync::{Arc, RwLock};
+
+use async_nats::jetstream::{self, kv};
+use bytes::Bytes;
+use futures::{TryStreamExt as _, future::BoxFuture};
+use tiny_sdk::{Error, Result, error::code, run::RunStore};
+
+pub use receiver::{Receiver, listen};
+pub use router::JetStreamRouter;
+
+use crate::nats::Link;
+
+/// The JetStream side of a module's broker connection: its streams, its consumers'
+/// names and the run ledger.
+#[derive(Debug)]
+pub struct JetStream {
+    link: Link,
+    module: String,
+    hostname: String,
+    /// `TINY_EXEC`, once [`ensure`](Self::ensure) made or found it.
+    bucket: RwLock<Option<kv::Store>>,
+}
+
+impl JetStream {
+    /// For `module` on `link`; `hostname` names this replica's system consumer.
+    pub fn new(link: Link, module: &str, hostname: &str) -> Arc<Self> {
+        Arc::new(Self {
+            link,
+            module: module.to_owned(),
+            hostname: hostname.to_owned(),
+            bucket: RwLock::new(None),
+        })
+    }
+
+    /// The connection.
+    pub fn link(&self) -> &Link {
+        &self.link
+    }
+
+    /// The module.
+    pub fn module(&self) -> &str {
+        &self.module
+    }
+
+    /// A JetStream context on the connection.
+    pub fn context(&self) -> jetstream::Context {
+        jetstream::new(self.link.client().clone())
+    }
+
+    /// Creates or updates the two streams and the bucket with Go's configurations.
+    pub async fn ensure(&self) -> Result<()> {
+        let js = self.context();
+        for config in [config::edges_stream(), config::sysmsgs_stream()] {
+            let name = config.name.clone();
+            js.create_or_update_stream(config)
+                .await
+                .map_err(|e| broker(format_args!("creating the stream `{name}`"), e))?;
+        }
+        let bucket = js
+            .create_or_update_key_value(config::exec_bucket())
+            .await
+            .map_err(|e| broker(format_args!("creating the bucket `{}`", config::EXEC_BUCKET), e))?;
+        *self.bucket.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(bucket);
+        Ok(())
+    }
+
+    fn bucket(&self) -> Result<kv::Store> {
+        self.bucket
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| {
+                Error::transient(format!(
+                    "the run ledger (`{}`) is not ready: the NATS broker at {} has not answered yet",
+                    config::EXEC_BUCKET,
+                    self.link.url()
+                ))
+                .with_code(code::RUN_STORE)
+            })
+    }
+}
+
+/// A broker failure while doing `what`: transient, since the broker may come back.
+fn broker(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
+    Error::transient(format!("{what} on NATS JetStream: {e}")).with_code(code::UNREACHABLE)
+}
+
+/// A failure of the run ledger: transient, with the store's code.
+fn ledger(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
+    Error::transient(format!("{what} in `{}` on NATS JetStream: {e}", config::EXEC_BUCKET)).with_code(code::RUN_STORE)
+}
+
+impl RunStore for JetStream {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Bytes>>> {
+        Box::pin(async move {
+            self.bucket()?
+                .get(key)
+                .await
+                .map_err(|e| ledger(format_args!("reading `{key}`"), e))
+        })
+    }
+
+    fn put<'a>(&'a self, key: &'a str, value: Bytes) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.bucket()?
+                .put(key, value)
+                .await
+                .map(drop)
+                .map_err(|e| ledger(format_args!("writing `{key}`"), e))
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.bucket()?
+                .delete(key)
+                .await
+                .map_err(|e| ledger(format_args!("deleting `{key}`"), e))
+        })
+    }
+
+    fn keys<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(async move {
+            let bucket = self.bucket()?;
+            let listing = |e: &dyn std::fmt::Display| ledger(format_args!("listing `{prefix}*`"), e);
+            let keys = match bucket.keys().await {
+                Ok(keys) => keys,
+                Err(e) => return Err(listing(&e)),
+            };
+            let mut keys: Vec<String> = keys
+                .try_filter(|k| std::future::ready(k.starts_with(prefix)))
+                .try_collect()
+                .await
+                .map_err(|e| listing(&e))?;
+            keys.sort();
+            Ok(keys)
+        })
+    }
+}
+
+/// Refuses to run `module` on core NATS beside JetStream modules: once the stream
+/// `module-edges` exists, it stores every message on `tinymodule.*.msg`, so a core
+/// request would be answered by the broker's acknowledgement and its edge id taken as
+/// a duplicate for 2 min (Go's silent hazard). A broker that does not answer yet is
+/// not checked.
+pub async fn refuse_core_beside_jetstream(link: &Link, module: &str) -> std::result::Result<(), crate::Error> {
+    if !link.is_up() {
+        return Ok(());
+    }
+    match jetstream::new(link.client().clone())
+        .get_stream(config::EDGES_STREAM)
+        .await
+    {
+        Ok(_) => Err(crate::Error::Nats(
+            Error::permanent(format!(
+                "module `{module}` is on core NATS (TINY_NATS_TRANSPORT=core), but the broker at {} has the JetStream \
+                 stream `{}`: its modules run TINY_NATS_TRANSPORT=jetstream, and that stream would capture this \
+                 module's requests on `tinymodule.*.msg`. Run every module on this broker with the same \
+                 TINY_NATS_TRANSPORT (here: jetstream)",
+                link.url(),
+                config::EDGES_STREAM
+            ))
+            .with_code(code::INVALID_SPEC),
+        )),
+        Err(_) => Ok(()),
+    }
+}

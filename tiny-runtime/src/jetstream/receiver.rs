@@ -1,0 +1,269 @@
+//! The receiving side on JetStream: the module's consumers, bound as Go binds them,
+//! and each message handled on its own task, kept alive with in-progress acks while
+//! its handler runs, then acked, nak'ed or terminated as Go decides.
+
+use std::sync::Arc;
+
+use async_nats::{
+    HeaderMap, Subject,
+    jetstream::{
+        AckKind, Message,
+        consumer::{Consumer, pull},
+        stream::Stream,
+    },
+};
+use futures::StreamExt as _;
+use tiny_sdk::{
+    Error, Reply, Result,
+    engine::Engine,
+    run::{ReplyAddress, RunStep},
+};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+
+use super::{JetStream, broker, config};
+use crate::{
+    grpc::LeaderFn,
+    inbound::{self, Inbound},
+    nats::wire::{self, get, header},
+};
+
+struct Shared {
+    js: Arc<JetStream>,
+    engine: Engine,
+    leader: Option<LeaderFn>,
+    stopping: CancellationToken,
+}
+
+/// A running receiver, from [`listen`]; [`stop`](Self::stop) ends it.
+#[derive(Debug)]
+pub struct Receiver {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Receiver {
+    /// Stops taking messages, cancels the hops in flight and waits for the loop.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// Binds `engine`'s module to its consumers on `js` and handles what they deliver
+/// until [`Receiver::stop`]. The streams, the bucket and the consumers are made (as
+/// Go makes them) once the broker answers, and made again whenever one is lost.
+pub fn listen(js: Arc<JetStream>, engine: Engine, leader: Option<LeaderFn>) -> Receiver {
+    let stop = CancellationToken::new();
+    let shared = Arc::new(Shared {
+        js,
+        engine,
+        leader,
+        stopping: stop.clone(),
+    });
+    let task = tokio::spawn(async move {
+        loop {
+            match consume(&shared).await {
+                Ok(()) => break,
+                Err(e) => tracing::warn!(error = %e, "JetStream consumers lost: rebuilding"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(config::REBUILD_AFTER) => {}
+                () = shared.stopping.cancelled() => break,
+            }
+        }
+    });
+    Receiver { stop, task }
+}
+
+/// Makes the streams, bucket and consumers, and handles messages until stopped (Ok)
+/// or until something is lost (Err).
+async fn consume(shared: &Arc<Shared>) -> Result<()> {
+    while !shared.js.link.is_up() {
+        tokio::select! {
+            () = tokio::time::sleep(config::REBUILD_AFTER) => {}
+            () = shared.stopping.cancelled() => return Ok(()),
+        }
+    }
+    shared.js.ensure().await?;
+    let module = shared.js.module.clone();
+    let context = shared.js.context();
+    let edges: Stream = context
+        .get_stream(config::EDGES_STREAM)
+        .await
+        .map_err(|e| broker("finding `module-edges`", e))?;
+    let sysmsgs: Stream = context
+        .get_stream(config::SYSMSGS_STREAM)
+        .await
+        .map_err(|e| broker("finding `module-sysmsgs`", e))?;
+    let business: Consumer<pull::Config> = edges
+        .create_consumer(config::business_consumer(&module))
+        .await
+        .map_err(|e| broker(format_args!("binding the consumer `{module}`"), e))?;
+    let system_name = config::system_consumer_name(&module, &shared.js.hostname);
+    let system: Consumer<pull::Config> = sysmsgs
+        .create_consumer(config::system_consumer(&module, &shared.js.hostname))
+        .await
+        .map_err(|e| broker(format_args!("binding the consumer `{system_name}`"), e))?;
+    let mut business_messages = business
+        .messages()
+        .await
+        .map_err(|e| broker("taking business messages", e))?;
+    let mut system_messages = system
+        .messages()
+        .await
+        .map_err(|e| broker("taking system messages", e))?;
+    tracing::info!(module = %module, consumer = %module, system = %system_name, "JetStream consumers bound");
+    let mut health = tokio::time::interval(config::HEALTH_EVERY);
+    health.tick().await;
+    loop {
+        let (message, is_system) = tokio::select! {
+            m = business_messages.next() => (m, false),
+            m = system_messages.next() => (m, true),
+            _ = health.tick() => {
+                // A consumer deleted under us (or a broker that lost its state) is
+                // rebuilt rather than waited on.
+                let mut business = business.clone();
+                business.info().await.map_err(|e| broker(format_args!("checking the consumer `{module}`"), e))?;
+                let mut system = system.clone();
+                system.info().await.map_err(|e| broker(format_args!("checking the consumer `{system_name}`"), e))?;
+                continue;
+            }
+            () = shared.stopping.cancelled() => return Ok(()),
+        };
+        match message {
+            Some(Ok(message)) => {
+                tokio::spawn(handle(shared.clone(), message, is_system));
+            }
+            Some(Err(e)) => {
+                // Heartbeats missed and the like: the stream goes on, or ends.
+                tracing::debug!(error = %e, "JetStream consumer hiccup");
+            }
+            None => return Err(broker("taking messages", "the consumer's stream ended")),
+        }
+    }
+}
+
+/// One message: delivered (kept in progress meanwhile), answered when a sender
+/// waits, then acked, nak'ed (a retryable failure nobody waits for) or terminated.
+async fn handle(shared: Arc<Shared>, message: Message, is_system: bool) {
+    let headers = message.headers.clone();
+    let inbox = get(headers.as_ref(), header::REPLY_INBOX)
+        .filter(|i| !i.is_empty())
+        .map(Subject::from);
+    let subject = message.subject.clone();
+    let delivery = receive(&shared, &subject, headers.as_ref(), message.payload.clone(), is_system);
+    let outcome = {
+        let mut delivery = std::pin::pin!(delivery);
+        let mut progress = tokio::time::interval(config::IN_PROGRESS_EVERY);
+        progress.tick().await;
+        loop {
+            tokio::select! {
+                outcome = &mut delivery => break outcome,
+                _ = progress.tick() => {
+                    if let Err(e) = message.ack_with(AckKind::Progress).await {
+                        tracing::debug!(error = %e, "in-progress ack not sent");
+                    }
+                }
+            }
+        }
+    };
+    crate::metrics::nats().server_call(if outcome.is_ok() { "OK" } else { "Error" });
+    if let Some(to) = &inbox {
+        let (reply_headers, body) = wire::reply(&outcome);
+        let client = shared.js.link.client();
+        let sent = match reply_headers {
+            None => client.publish(to.clone(), body).await,
+            Some(h) => client.publish_with_headers(to.clone(), h, body).await,
+        };
+        if let Err(e) = sent {
+            tracing::warn!(subject = %subject, error = %e, "answer not sent");
+        }
+    }
+    let ack = match &outcome {
+        Ok(_) => AckKind::Ack,
+        Err(e) if inbox.is_none() && e.is_retryable() => AckKind::Nak(None),
+        Err(e) => {
+            if inbox.is_none() {
+                tracing::warn!(subject = %subject, error = %e, "message failed (nobody waits for it): not redelivered");
+            }
+            AckKind::Term
+        }
+    };
+    if let Err(e) = message.ack_with(ack).await {
+        tracing::warn!(subject = %subject, error = %e, "ack not sent: the broker redelivers the message");
+    }
+}
+
+/// The run step a message is, from its headers.
+fn run_step(headers: Option<&HeaderMap>) -> Option<Arc<RunStep>> {
+    let run_id = get(headers, header::RUN_ID).filter(|r| !r.is_empty())?;
+    let step_key = get(headers, header::STEP_KEY).unwrap_or_default();
+    let reply = match (get(headers, header::REPLY_SUBJECT), get(headers, header::REPLY_TARGET)) {
+        (Some(subject), Some(target)) if !subject.is_empty() && !target.is_empty() => Some(ReplyAddress {
+            subject: subject.to_owned(),
+            target: target.to_owned(),
+            deadline_unix_ms: get(headers, header::REPLY_DEADLINE)
+                .and_then(|d| d.trim().parse().ok())
+                .unwrap_or(0),
+        }),
+        _ => None,
+    };
+    Some(Arc::new(RunStep::continued(run_id, step_key, reply)))
+}
+
+async fn receive(
+    shared: &Shared,
+    subject: &Subject,
+    headers: Option<&HeaderMap>,
+    payload: bytes::Bytes,
+    is_system: bool,
+) -> Result<Reply> {
+    let invalid = |what: String| Error::permanent(what).with_code(tiny_sdk::error::code::INVALID_MESSAGE);
+    let to = get(headers, header::TO).filter(|t| !t.is_empty()).ok_or_else(|| {
+        invalid(format!(
+            "a message on `{subject}` has no `x-to` header (want `<node>:<port>`)"
+        ))
+    })?;
+    let depth = match get(headers, header::DEPTH).map(str::trim) {
+        None | Some("") => 0,
+        Some(text) => text.parse().map_err(|_| {
+            invalid(format!(
+                "the message for `{to}` has `x-message-depth: {text}`, not a hop count"
+            ))
+        })?,
+    };
+    let from = get(headers, header::FROM).unwrap_or_default();
+    let run = run_step(headers);
+    let span = tracing::info_span!(
+        target: tiny_sdk::engine::TRACE_TARGET,
+        "jetstream.server",
+        otel.name = %subject,
+        otel.kind = "consumer",
+        messaging.system = "nats",
+        messaging.destination.name = %subject,
+        to = to,
+        from = from,
+        tiny.run = run.as_deref().map(RunStep::run_id),
+        tiny.step = run.as_deref().map(RunStep::step_key),
+    );
+    let inbound = Inbound {
+        to,
+        from,
+        edge_id: get(headers, header::EDGE_ID).unwrap_or_default(),
+        depth,
+        attempt: get(headers, header::ATTEMPT)
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or(1),
+        payload: payload.into(),
+        cancel: shared.stopping.child_token(),
+        leader: is_system && shared.leader.as_ref().is_some_and(|f| f()),
+        // System ports never run in a run (Go's rule).
+        run: if is_system { None } else { run },
+    };
+    inbound::deliver(&shared.engine, inbound)
+        .instrument(span)
+        .await
+        .map_err(|(e, _)| e)
+}

@@ -1,0 +1,352 @@
+//! The JetStream transport and durable runs against a real `nats-server` with
+//! JetStream on: two modules in this process, each with its consumers and its router,
+//! sharing Go's streams and the ledger bucket `TINY_EXEC`.
+
+use std::{sync::Mutex, time::Duration};
+
+use serde_json::{Value, json};
+use tiny_runtime::{
+    jetstream::{self, JetStream},
+    nats::{Link, wire},
+};
+use tiny_sdk::{
+    engine::{EXECUTION_MODE_LABEL, Registry},
+    flow::{Flow, FlowBuilder},
+    prelude::*,
+    run::{self, RunStore as _},
+};
+use tiny_testkit::{DurableModule, NatsServer, durable_module, eventually};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Handler calls per node, and the runs each call belonged to.
+static CALLS: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
+
+fn calls(node: &str) -> usize {
+    CALLS.lock().expect("calls").iter().filter(|(n, _)| n == node).count()
+}
+
+fn runs_of(node: &str) -> Vec<String> {
+    CALLS
+        .lock()
+        .expect("calls")
+        .iter()
+        .filter(|(n, _)| n == node)
+        .filter_map(|(_, r)| r.clone())
+        .collect()
+}
+
+/// Counts its calls, adds one to `n` and passes the message on.
+#[derive(Debug, Component, Default)]
+#[component(name = "step")]
+struct Step {
+    input: Input<Value>,
+    #[port(position = Right)]
+    out: Output<Value>,
+}
+
+impl Step {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        CALLS
+            .lock()
+            .expect("calls")
+            .push((ctx.node_name().to_owned(), ctx.run_id().map(str::to_owned)));
+        let n = msg.get("n").and_then(Value::as_i64).unwrap_or(0);
+        self.out.emit(ctx, json!({ "n": n + 1, "tag": msg.get("tag") })).await
+    }
+}
+
+/// Answers with its input doubled (a blocking hop's answer).
+#[derive(Debug, Component, Default)]
+#[component(name = "double")]
+struct Double {
+    input: Input<i64>,
+}
+
+impl Double {
+    async fn on_input(&self, _: &Ctx<Self>, n: i64) -> Reply {
+        Reply::value(json!(n * 2))
+    }
+}
+
+async fn module(broker: &NatsServer, name: &str, flow: &Flow) -> DurableModule {
+    let mut registry = Registry::default();
+    registry
+        .register::<Step>()
+        .register::<Double>()
+        .register::<tiny_sdk::harness::Relay>();
+    durable_module(broker, name, registry, flow).await
+}
+
+/// `f.a.first-1` (durable) → `f.b.middle-1` → `f.a.last-1`, each a `step`.
+fn chain(flow: &str) -> Flow {
+    let node = |m: &str, n: &str| format!("{flow}.{m}.{n}-1");
+    let mut flow_def = FlowBuilder::new()
+        .module("a")
+        .node(&node("a", "first"), "step")
+        .module("b")
+        .node(&node("b", "middle"), "step")
+        .module("a")
+        .node(&node("a", "last"), "step")
+        .edge(
+            &format!("{}:out", node("a", "first")),
+            &format!("{}:input", node("b", "middle")),
+            json!("{{$}}"),
+        )
+        .edge(
+            &format!("{}:out", node("b", "middle")),
+            &format!("{}:input", node("a", "last")),
+            json!("{{$}}"),
+        )
+        .build();
+    for n in &mut flow_def.nodes {
+        if n.name == node("a", "first") {
+            n.labels.insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
+        }
+    }
+    flow_def
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_durable_run_crosses_two_modules_each_step_once_and_recorded_as_go_records_it() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = chain("dur");
+    let a = module(&broker, "a", &flow).await;
+    let b = module(&broker, "b", &flow).await;
+
+    // The entry node is durable: the message starts a run there, and the send
+    // returns once the first step is recorded (its hop stored), not when the run ends.
+    a.engine
+        .send("dur.a.first-1:input", json!({"n": 0}))
+        .await
+        .expect("the first step runs");
+    let run_id = runs_of("dur.a.first-1").pop().expect("the first step ran in a run");
+
+    let status = eventually("the run completes", WAIT, || async {
+        let s = run::run_status(&*a.js, &run_id).await.ok()?;
+        (s.complete).then_some(s)
+    })
+    .await;
+    assert!(
+        status.found && !status.failed && status.pending_steps == 0,
+        "{status:?}"
+    );
+    let nodes: Vec<&str> = status.steps.iter().map(|s| s.node.as_str()).collect();
+    assert_eq!(nodes.len(), 3, "three steps recorded: {nodes:?}");
+    for node in ["dur.a.first-1", "dur.b.middle-1", "dur.a.last-1"] {
+        assert!(nodes.contains(&node), "{node} recorded: {nodes:?}");
+        assert_eq!(calls(node), 1, "{node} ran once");
+        assert_eq!(runs_of(node), vec![run_id.clone()], "{node} ran in the run");
+    }
+    // The root record lists the hop it stored, keyed as Go derives it.
+    let root =
+        a.js.get(&run::step_record_key(&run_id, &run::root_step_key(&run_id)))
+            .await
+            .expect("the ledger answers")
+            .expect("the root step is recorded");
+    let root: Value = serde_json::from_slice(&root).expect("JSON");
+    let emits = root["emits"].as_array().expect("emits");
+    assert_eq!(emits.len(), 1, "{root}");
+    let edge_id = emits[0]["edgeID"].as_str().expect("edgeID");
+    assert_eq!(
+        emits[0]["stepKey"],
+        json!(run::child_step_key(&run_id, &run::root_step_key(&run_id), edge_id, 0))
+    );
+    assert_eq!(emits[0]["to"], json!("dur.b.middle-1:input"));
+    assert_eq!(root["status"], json!("done"));
+    a.receiver.stop().await;
+    b.receiver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_redelivered_step_whose_record_exists_is_skipped() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = FlowBuilder::new().module("c").node("skip.c.only-1", "step").build();
+    let c = module(&broker, "c", &flow).await;
+    let client = c.js.link().client().clone();
+    let js = async_nats::jetstream::new(client);
+    let run_id = run::new_run_id();
+    let step_key = run::child_step_key(&run_id, &run::root_step_key(&run_id), "e1", 0);
+    // The same step twice, as a redelivery brings it (a second message id, so the
+    // broker's own deduplication does not hide it).
+    for copy in ["1", "2"] {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert(wire::header::TO, "skip.c.only-1:input");
+        h.insert(wire::header::FROM, "skip.x.up-1:out");
+        h.insert(wire::header::EDGE_ID, "e1");
+        h.insert(wire::header::RUN_ID, run_id.as_str());
+        h.insert(wire::header::STEP_KEY, step_key.as_str());
+        h.insert(wire::header::MSG_ID, format!("{step_key}-{copy}").as_str());
+        js.publish_with_headers("tinymodule.c.msg", h, "{\"n\":1}".into())
+            .await
+            .expect("published")
+            .await
+            .expect("stored");
+        eventually("the step is recorded", WAIT, || async {
+            c.js.get(&run::step_record_key(&run_id, &step_key)).await.ok().flatten()
+        })
+        .await;
+    }
+    // Give the second copy time to be taken and acked.
+    eventually("both copies taken", WAIT, || async {
+        let left = js
+            .get_stream("module-edges")
+            .await
+            .ok()?
+            .info()
+            .await
+            .ok()?
+            .state
+            .messages;
+        (left == 0).then_some(())
+    })
+    .await;
+    assert_eq!(calls("skip.c.only-1"), 1, "the copy of a recorded step did not run");
+    c.receiver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_blocking_hop_over_jetstream_returns_the_handlers_answer() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = FlowBuilder::new()
+        .module("d")
+        .node("blk.d.ask-1", "relay")
+        .module("e")
+        .node("blk.e.double-1", "double")
+        .edge("blk.d.ask-1:out", "blk.e.double-1:input", json!("{{$}}"))
+        .build();
+    let d = module(&broker, "d", &flow).await;
+    let e = module(&broker, "e", &flow).await;
+    let reply = d.engine.send("blk.d.ask-1:input", json!(21)).await.expect("answered");
+    assert_eq!(
+        reply.into_value(),
+        Some(json!(42)),
+        "the handler's answer, not the broker's ack"
+    );
+    d.receiver.stop().await;
+    e.receiver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_core_module_is_refused_on_a_broker_with_jetstream_modules() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let link = Link::connect(&broker.url()).await.expect("a NATS URL");
+    assert!(link.wait_up(WAIT).await);
+    jetstream::refuse_core_beside_jetstream(&link, "g")
+        .await
+        .expect("no JetStream module yet: core is fine");
+    JetStream::new(link.clone(), "h", "h-0")
+        .ensure()
+        .await
+        .expect("streams");
+    let refused = jetstream::refuse_core_beside_jetstream(&link, "g")
+        .await
+        .expect_err("core beside module-edges is refused");
+    let text = refused.to_string();
+    assert!(
+        text.contains("module-edges") && text.contains("TINY_NATS_TRANSPORT=jetstream"),
+        "{text}"
+    );
+}
+
+/// Passes that treat every run as stale at once.
+fn eager() -> run::ReconcileSettings {
+    run::ReconcileSettings {
+        stale: Duration::ZERO,
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stuck_run_fails_with_gos_message_after_three_redrives_when_its_module_never_comes() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = chain("gone");
+    let a = module(&broker, "a", &flow).await;
+    a.engine
+        .send("gone.a.first-1:input", json!({"n": 0}))
+        .await
+        .expect("the first step runs");
+    let run_id = runs_of("gone.a.first-1").pop().expect("a run");
+    for n in 1..=3 {
+        let pass = jetstream::reconciler::pass(&a.js, &eager()).await.expect("a pass");
+        assert_eq!(
+            (pass.redriven, pass.failed),
+            (1, 0),
+            "pass {n}: the pending hop is sent again"
+        );
+        let counter =
+            a.js.get(&run::redrive_key(
+                &run_id,
+                &run::child_step_key(&run_id, &run::root_step_key(&run_id), &edge_of(&a.js, &run_id).await, 0),
+            ))
+            .await
+            .expect("the ledger answers");
+        assert_eq!(
+            counter.as_deref(),
+            Some(n.to_string().as_bytes()),
+            "pass {n}: Go's counter"
+        );
+    }
+    let pass = jetstream::reconciler::pass(&a.js, &eager()).await.expect("a pass");
+    assert_eq!((pass.redriven, pass.failed), (0, 1), "the fourth pass gives up");
+    let status = run::run_status(&*a.js, &run_id).await.expect("status");
+    assert!(status.found && status.failed && !status.complete, "{status:?}");
+    let failed = status
+        .steps
+        .iter()
+        .find(|s| s.status == run::StepStatus::Failed)
+        .expect("a failed step");
+    assert_eq!(
+        failed.node, "gone.b.middle-1:input",
+        "Go names the hop's target, with its port"
+    );
+    assert_eq!(
+        failed.error.as_deref(),
+        Some(
+            "re-drive limit reached after 3 attempts — hop never completed (is the target module on an SDK >= v0.11 with durable support?)"
+        )
+    );
+    // Nothing more to do for a failed run until it is old enough to be removed.
+    let pass = jetstream::reconciler::pass(&a.js, &eager()).await.expect("a pass");
+    assert_eq!(pass, jetstream::reconciler::Pass::default());
+    a.receiver.stop().await;
+}
+
+/// The edge id of the run's first hop, from its root record.
+async fn edge_of(js: &JetStream, run_id: &str) -> String {
+    let root = js
+        .get(&run::step_record_key(run_id, &run::root_step_key(run_id)))
+        .await
+        .expect("the ledger answers")
+        .expect("a root record");
+    let root = run::StepRecord::from_json_slice(&root).expect("a record");
+    root.emits[0].edge_id.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stuck_run_is_redriven_and_completes_when_its_module_returns_each_step_once() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = chain("back");
+    let a = module(&broker, "a", &flow).await;
+    a.engine
+        .send("back.a.first-1:input", json!({"n": 0}))
+        .await
+        .expect("the first step runs");
+    let run_id = runs_of("back.a.first-1").pop().expect("a run");
+    let pass = jetstream::reconciler::pass(&a.js, &eager()).await.expect("a pass");
+    assert_eq!(pass.redriven, 1, "the hop for the absent module is sent again");
+    // Module b comes back, runs the hop once (a re-drive within the broker's 2 min
+    // window is dropped as a duplicate; a later one is a copy the ledger skips) and
+    // the run completes.
+    let b = module(&broker, "b", &flow).await;
+    let status = eventually("the run completes", WAIT, || async {
+        let s = run::run_status(&*a.js, &run_id).await.ok()?;
+        s.complete.then_some(s)
+    })
+    .await;
+    assert_eq!(status.steps.len(), 3, "{status:?}");
+    assert_eq!(calls("back.b.middle-1"), 1, "the re-driven copy was skipped");
+    assert_eq!(calls("back.a.last-1"), 1);
+    a.receiver.stop().await;
+    b.receiver.stop().await;
+}

@@ -1,0 +1,122 @@
+//! Durable runs in the engine: a hop of a run goes to the durable transport instead
+//! of the local node, and a node's handler call that is a step of a run is skipped
+//! when the ledger has it already, and recorded when it ends.
+
+use std::sync::Arc;
+
+use crate::{
+    context::Hop,
+    error::{Error, Result, code},
+    flow::PortAddress,
+    message::Reply,
+    msg::Msg,
+    run::{self, RunStep, StepRecord, StepStatus, Timestamp},
+};
+
+use super::{
+    deliver::{Inner, Source, To},
+    runner::Runner,
+};
+
+/// The label that makes a node start a run for each business message that arrives
+/// outside one (Go's `tinysystems.io/execution-mode=durable`).
+pub const EXECUTION_MODE_LABEL: &str = "tinysystems.io/execution-mode";
+
+/// How long the ledger write of a step may take (Go's 10 s).
+const LEDGER_WRITE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Whether a message for `port` of `runner`'s node starts a run: a business port of a
+/// node labelled durable.
+pub(super) fn mints(runner: &Runner, port: &str) -> bool {
+    !port.starts_with('_')
+        && runner
+            .node
+            .labels
+            .get(EXECUTION_MODE_LABEL)
+            .is_some_and(|m| m == "durable")
+}
+
+impl Inner {
+    /// Hands a hop of a run to the router, whichever module its target is in.
+    pub(super) async fn durable(
+        &self,
+        to: To<'_>,
+        source: Source<'_>,
+        data: Msg,
+        hop: Hop,
+        attempt: u32,
+    ) -> Result<Reply> {
+        let Some(router) = &self.router else {
+            return Err(Error::permanent(format!(
+                "the hop to `{}:{}` belongs to a durable run, and this engine has no transport to store it",
+                to.node, to.port
+            )));
+        };
+        let module = to.module.unwrap_or(&self.module);
+        let to = PortAddress {
+            node: to.node.to_owned(),
+            port: to.port.to_owned(),
+        };
+        router.route_attempt(module, &to, source, data, hop, attempt).await
+    }
+
+    /// Runs one step of a run on a local node: skipped if the ledger has it (a
+    /// redelivery), else run and recorded before the caller (the transport) may
+    /// acknowledge the message. A node labelled durable starts the run here.
+    pub(super) async fn step(
+        &self,
+        runner: Arc<Runner>,
+        port: &str,
+        source: Source<'_>,
+        data: Msg,
+        mut hop: Hop,
+        attempt: u32,
+    ) -> Result<Reply> {
+        let Some(store) = self.runs.clone() else {
+            return Err(Error::permanent("durable step without a run ledger"));
+        };
+        let step = match &hop.run {
+            Some(step) => step.clone(),
+            None => {
+                let step = Arc::new(RunStep::mint(None));
+                tracing::debug!(node = %runner.name, run = step.run_id(), "run started");
+                hop.run = Some(step.clone());
+                step
+            }
+        };
+        let key = run::step_record_key(step.run_id(), step.step_key());
+        let ledger = |e: Error, what: &str| {
+            Error::transient(format!(
+                "{what} the run ledger at `{key}` (run `{}`, node `{}`): {e}",
+                step.run_id(),
+                runner.name
+            ))
+            .with_code(code::UNREACHABLE)
+        };
+        if store.get(&key).await.map_err(|e| ledger(e, "reading"))?.is_some() {
+            // Ran before (this is a redelivery): its emits are stored already.
+            tracing::debug!(node = %runner.name, step = step.step_key(), "step already recorded: skipped");
+            return Ok(Reply::empty());
+        }
+        let started = Timestamp::now();
+        let outcome = runner
+            .clone()
+            .deliver(&self.module, port, source, data, hop, self.observer.as_deref(), attempt)
+            .await;
+        let record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
+        let status = if record.status == StepStatus::Done {
+            "done"
+        } else {
+            "failed"
+        };
+        let bytes = record.to_json_bytes()?;
+        match tokio::time::timeout(LEDGER_WRITE, store.put(&key, bytes.into())).await {
+            Ok(Ok(())) => {
+                tracing::debug!(node = %runner.name, step = step.step_key(), status, "step recorded");
+                outcome
+            }
+            Ok(Err(e)) => Err(ledger(e, "writing")),
+            Err(_) => Err(ledger(Error::permanent("no answer within 10 s"), "writing")),
+        }
+    }
+}
