@@ -482,6 +482,7 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
             router: Some(routes),
             transport: Some(transport.clone()),
             runs: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::RunStore>),
+            answers: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::AnswerInbox>),
         },
     )
     .await?;

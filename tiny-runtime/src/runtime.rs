@@ -51,6 +51,9 @@ pub struct Options {
     /// Where durable runs are recorded (the JetStream transport's `TINY_EXEC`):
     /// with it, the engine's runs are durable. `None`: a run's hops are classic ones.
     pub runs: Option<Arc<dyn tiny_sdk::run::RunStore>>,
+    /// Where a component that begins a run awaits its answer (the JetStream
+    /// transport's inboxes).
+    pub answers: Option<Arc<dyn tiny_sdk::run::AnswerInbox>>,
 }
 
 impl std::fmt::Debug for Options {
@@ -120,6 +123,9 @@ impl Runtime {
         }
         if let Some(runs) = opts.runs.clone() {
             engine = engine.runs(runs);
+        }
+        if let Some(answers) = opts.answers.clone() {
+            engine = engine.answers(answers);
         }
         if opts.lease_duration.is_some() {
             // Leads once the election says so (the task below).

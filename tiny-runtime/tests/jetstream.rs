@@ -69,9 +69,38 @@ impl Double {
     }
 }
 
+/// A front door: begins a run whose answer comes back to its `response` port, sends
+/// its input down the run, and answers its caller with the run's answer.
+#[derive(Debug, Component, Default)]
+#[component(name = "front")]
+struct Front {
+    input: Input<Value>,
+    response: Input<Value>,
+    #[port(position = Right)]
+    out: Output<Value>,
+}
+
+impl Front {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        let target = format!("{}:response", ctx.node_name());
+        let (run, run_id, answer) = ctx.begin_run_answered(&target, WAIT).await?;
+        self.out.emit(&run, msg).await?;
+        let answer: Value = serde_json::from_slice(&answer.await?).map_err(Error::permanent)?;
+        Ok(Reply::value(json!({ "run": run_id, "answer": answer })))
+    }
+
+    async fn on_response(&self, _: &Ctx<Self>, _: Value) -> Reply {
+        // The answer hop goes to the waiting replica's inbox, not here.
+        Reply::empty()
+    }
+}
+
 async fn module(broker: &NatsServer, name: &str, flow: &Flow) -> DurableModule {
     let mut registry = Registry::default();
     registry
+        .register::<Front>()
+        .register::<Put>()
+        .register::<Take>()
         .register::<Step>()
         .register::<Double>()
         .register::<tiny_sdk::harness::Relay>();
@@ -349,4 +378,163 @@ async fn a_stuck_run_is_redriven_and_completes_when_its_module_returns_each_step
     assert_eq!(calls("back.a.last-1"), 1);
     a.receiver.stop().await;
     b.receiver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_send_that_waits_gets_the_nodes_answer_not_the_streams_ack() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = FlowBuilder::new().module("w").node("wait.w.double-1", "double").build();
+    let w = module(&broker, "w", &flow).await;
+    // The stream captures the signal and acknowledges it on the native reply subject
+    // first; the answer is the handler's.
+    let reply = tiny_runtime::nats::send(
+        w.js.link().client(),
+        "wait.w.double-1",
+        "input",
+        b"21".to_vec(),
+        &tiny_runtime::nats::SendOptions::default().wait(),
+    )
+    .await
+    .expect("answered")
+    .expect("a reply");
+    assert_eq!(reply.into_value(), Some(json!(42)));
+    w.receiver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_answers_the_replica_that_began_it_and_its_answer_hop_is_recorded() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = FlowBuilder::new()
+        .module("a")
+        .node("ans.a.front-1", "front")
+        .module("b")
+        .node("ans.b.middle-1", "step")
+        .edge("ans.a.front-1:out", "ans.b.middle-1:input", json!("{{$}}"))
+        .edge("ans.b.middle-1:out", "ans.a.front-1:response", json!("{{$}}"))
+        .build();
+    let a = module(&broker, "a", &flow).await;
+    let b = module(&broker, "b", &flow).await;
+    let reply = a
+        .engine
+        .send("ans.a.front-1:input", json!({"n": 41, "tag": "t"}))
+        .await
+        .expect("answered")
+        .into_value()
+        .expect("a value");
+    assert_eq!(
+        reply["answer"],
+        json!({"n": 42, "tag": "t"}),
+        "the run's answer: {reply}"
+    );
+    let run_id = reply["run"].as_str().expect("run id").to_owned();
+    assert_eq!(runs_of("ans.b.middle-1"), vec![run_id.clone()]);
+    // Better than Go: the answer hop has a record, so the run is complete and no
+    // reconciler re-drives it.
+    let status = eventually("the run completes", WAIT, || async {
+        let s = run::run_status(&*a.js, &run_id).await.ok()?;
+        s.complete.then_some(s)
+    })
+    .await;
+    let nodes: Vec<&str> = status.steps.iter().map(|s| s.node.as_str()).collect();
+    assert!(nodes.contains(&"ans.a.front-1:response"), "{nodes:?}");
+    let pass = jetstream::reconciler::pass(&a.js, &eager()).await.expect("a pass");
+    assert_eq!(pass.redriven, 0, "nothing pending");
+    a.receiver.stop().await;
+    b.receiver.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_state_is_shared_by_a_runs_steps_across_modules() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = {
+        let mut f = FlowBuilder::new()
+            .module("a")
+            .node("st.a.put-1", "put")
+            .node("st.a.plain-1", "put")
+            .module("b")
+            .node("st.b.take-1", "take")
+            .edge("st.a.put-1:out", "st.b.take-1:input", json!("{{$}}"))
+            .build();
+        f.nodes[0]
+            .labels
+            .insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
+        f
+    };
+    let a = module(&broker, "a", &flow).await;
+    let b = module(&broker, "b", &flow).await;
+    a.engine
+        .send("st.a.put-1:input", json!("secret sauce"))
+        .await
+        .expect("put");
+    let run_id = eventually("the run completes", WAIT, || async {
+        TAKEN.lock().expect("taken").clone()
+    })
+    .await;
+    let (run, value) = run_id;
+    assert_eq!(
+        value,
+        json!("secret sauce"),
+        "the second step read what the first wrote"
+    );
+    let state = run::RunState::new(a.js.clone(), &run);
+    assert_eq!(
+        state
+            .list("")
+            .await
+            .expect("keys")
+            .iter()
+            .filter(|k| !k.starts_with("step/"))
+            .collect::<Vec<_>>(),
+        vec!["my_key"],
+        "Go's sanitising: `my key` is `my_key`"
+    );
+    // Outside a run (a node not labelled durable) it is refused, by name.
+    let e = a
+        .engine
+        .send("st.a.plain-1:outside", json!(null))
+        .await
+        .expect_err("no run");
+    assert_eq!(e.code(), Some(tiny_sdk::error::code::NO_RUN), "{e}");
+    a.receiver.stop().await;
+    b.receiver.stop().await;
+}
+
+static TAKEN: Mutex<Option<(String, Value)>> = Mutex::new(None);
+
+/// Writes its input to the run's state, then goes on.
+#[derive(Debug, Component, Default)]
+#[component(name = "put")]
+struct Put {
+    input: Input<Value>,
+    outside: Input<Value>,
+    #[port(position = Right)]
+    out: Output<Value>,
+}
+
+impl Put {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        ctx.run_state()?.set("my key", &msg).await?;
+        self.out.emit(ctx, json!(null)).await
+    }
+
+    async fn on_outside(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        ctx.run_state()?;
+        Ok(Reply::empty())
+    }
+}
+
+/// Reads what `put` wrote, in the same run, on another module.
+#[derive(Debug, Component, Default)]
+#[component(name = "take")]
+struct Take {
+    input: Input<Value>,
+}
+
+impl Take {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        let state = ctx.run_state()?;
+        let value: Option<Value> = state.get("my key").await?;
+        *TAKEN.lock().expect("taken") = Some((state.run_id().to_owned(), value.unwrap_or_default()));
+        Ok(Reply::empty())
+    }
 }

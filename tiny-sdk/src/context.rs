@@ -431,6 +431,57 @@ impl<C: Component> Ctx<C> {
         }))
     }
 
+    /// Begins a durable run whose answer comes back here: the hop the run sends to
+    /// `target` (`<node>:<port>`, typically this node's response port) is published
+    /// straight to this replica instead of the work queue, and the returned
+    /// [`RunAnswer`](crate::run::RunAnswer) resolves to its payload (Go's
+    /// `BeginRunWithReply`, with the waiting side built in). The steps between run
+    /// durably, on any replica; a front door such as `http_server` holds its caller
+    /// meanwhile. The answer fails with [`code::TIMEOUT`](crate::error::code::TIMEOUT)
+    /// after `wait`.
+    ///
+    /// Fails with [`code::NO_RUN`](crate::error::code::NO_RUN) where runs are not
+    /// durable (no JetStream transport), and in a run already.
+    pub async fn begin_run_answered(
+        &self,
+        target: &str,
+        wait: std::time::Duration,
+    ) -> Result<(Ctx<C>, String, crate::run::RunAnswer)> {
+        let no_run = |why: String| crate::Error::permanent(why).with_code(crate::error::code::NO_RUN);
+        if let Some(step) = &self.hop.run {
+            return Err(no_run(format!(
+                "node `{}` is in run `{}` already: its answer goes where that run's does",
+                self.node_name(),
+                step.run_id()
+            )));
+        }
+        let Some(inbox) = self.node.emitter().answers() else {
+            return Err(no_run(format!(
+                "node `{}` asked for a run's answer, and runs are not durable here: run the module with \
+                 TINY_NATS_TRANSPORT=jetstream",
+                self.node_name()
+            )));
+        };
+        let (subject, answer) = inbox.open().await?;
+        let deadline = std::time::SystemTime::now() + wait;
+        let deadline_ms = deadline
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let (ctx, run_id) = self.begin_run_with_reply(&subject, target, deadline_ms);
+        let id = run_id.clone();
+        let answer = Box::pin(async move {
+            match tokio::time::timeout(wait, answer).await {
+                Ok(answer) => answer,
+                Err(_) => Err(crate::Error::transient(format!(
+                    "run `{id}` gave no answer within {} s",
+                    wait.as_secs_f64()
+                ))
+                .with_code(crate::error::code::TIMEOUT)),
+            }
+        });
+        Ok((ctx, run_id, crate::run::RunAnswer { answer }))
+    }
+
     fn begin(&self, reply: Option<crate::run::ReplyAddress>) -> (Ctx<C>, String) {
         if let Some(step) = &self.hop.run {
             return (self.clone(), step.run_id().to_owned());

@@ -43,6 +43,7 @@ pub async fn durable_module(broker: &NatsServer, name: &str, registry: Registry,
         .registry(registry)
         .router(Arc::new(JetStreamRouter::new(js.clone())))
         .runs(js.clone())
+        .answers(js.clone())
         .build();
     for node in flow.nodes.iter().filter(|n| n.spec.module == name) {
         engine.apply(node.clone()).await.expect("node loads");

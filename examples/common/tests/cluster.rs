@@ -36,6 +36,7 @@ async fn start_module(client: &Client, ns: &str) -> Runtime {
             router: None,
             transport: None,
             runs: None,
+            answers: None,
         },
     )
     .await

@@ -105,6 +105,7 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
             router: None,
             transport: None,
             runs: None,
+            answers: None,
         },
     )
     .await

@@ -160,6 +160,7 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
             router: Some(routes),
             transport: Some(transport.clone()),
             runs: None,
+            answers: None,
         },
     )
     .await

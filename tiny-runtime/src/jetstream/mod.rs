@@ -188,3 +188,28 @@ pub async fn refuse_core_beside_jetstream(link: &Link, module: &str) -> std::res
         Err(_) => Ok(()),
     }
 }
+
+impl tiny_sdk::run::AnswerInbox for JetStream {
+    fn open(&self) -> BoxFuture<'_, Result<(String, BoxFuture<'static, Result<Bytes>>)>> {
+        Box::pin(async move {
+            let client = self.link.client();
+            let subject = client.new_inbox();
+            let mut answers = client
+                .subscribe(subject.clone())
+                .await
+                .map_err(|e| broker(format_args!("listening on `{subject}` for a run's answer"), e))?;
+            let waiting = subject.clone();
+            let answer: BoxFuture<'static, Result<Bytes>> = Box::pin(async move {
+                use futures::StreamExt as _;
+                match answers.next().await {
+                    Some(msg) => Ok(msg.payload),
+                    None => Err(broker(
+                        format_args!("waiting on `{waiting}` for a run's answer"),
+                        "the connection closed",
+                    )),
+                }
+            });
+            Ok((subject, answer))
+        })
+    }
+}

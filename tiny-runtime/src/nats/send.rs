@@ -109,28 +109,43 @@ pub async fn send(client: &Client, node: &str, port: &str, data: Vec<u8>, opts: 
         client.flush().await.map_err(|e| unreachable(&e))?;
         return Ok(None);
     };
-    let inbox = client.new_inbox();
-    let mut replies = client.subscribe(inbox.clone()).await.map_err(|e| unreachable(&e))?;
-    // Both the native reply subject and `x-reply-inbox`, as Go sets them.
-    headers.insert(wire::name(header::REPLY_INBOX), inbox.as_str());
-    client
-        .publish_with_reply_and_headers(subject.clone(), inbox, headers, Bytes::from(data))
+    // Two inboxes under one subscription: the native reply subject, where a core
+    // receiver answers and where, on a JetStream broker, the stream acknowledges the
+    // message it stored; and `x-reply-inbox`, where a JetStream receiver answers. So
+    // the broker's acknowledgement is never taken for the node's answer (what Go's
+    // `WaitForReply` returns on JetStream).
+    let prefix = client.new_inbox();
+    let (native, answer_to) = (format!("{prefix}.r"), format!("{prefix}.x"));
+    let mut replies = client
+        .subscribe(format!("{prefix}.*"))
         .await
         .map_err(|e| unreachable(&e))?;
-    let answer = tokio::time::timeout(wait, replies.next()).await.map_err(|_| {
-        Error::transient(format!(
-            "no reply from `{node}:{port}` on `{subject}` within {} s",
-            wait.as_secs_f64()
-        ))
-        .with_code(code::TIMEOUT)
-    })?;
-    let msg = answer.ok_or_else(|| unreachable(&"the connection closed"))?;
-    if msg.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
-        return Err(
-            Error::transient(format!("no replica of the module of `{node}` listens on `{subject}`"))
-                .with_code(code::UNREACHABLE),
-        );
-    }
+    headers.insert(wire::name(header::REPLY_INBOX), answer_to.as_str());
+    client
+        .publish_with_reply_and_headers(subject.clone(), native, headers, Bytes::from(data))
+        .await
+        .map_err(|e| unreachable(&e))?;
+    let deadline = tokio::time::Instant::now() + wait;
+    let msg = loop {
+        let answer = tokio::time::timeout_at(deadline, replies.next()).await.map_err(|_| {
+            Error::transient(format!(
+                "no reply from `{node}:{port}` on `{subject}` within {} s",
+                wait.as_secs_f64()
+            ))
+            .with_code(code::TIMEOUT)
+        })?;
+        let msg = answer.ok_or_else(|| unreachable(&"the connection closed"))?;
+        if msg.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+            return Err(
+                Error::transient(format!("no replica of the module of `{node}` listens on `{subject}`"))
+                    .with_code(code::UNREACHABLE),
+            );
+        }
+        if wire::is_stream_ack(&msg) {
+            continue; // stored: the answer comes on `x-reply-inbox`
+        }
+        break msg;
+    };
     wire::decode_reply(msg.headers.as_ref(), msg.payload, || format!("`{node}:{port}`")).map(Some)
 }
 

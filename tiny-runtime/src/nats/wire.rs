@@ -89,6 +89,26 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How long [`send`](super::send) waits for a reply by default (Go's `wire.Publish`).
 pub const DEFAULT_SIGNAL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Whether `msg` is a JetStream stream's acknowledgement of a stored message
+/// (`{"stream":"module-edges","seq":1}`, no headers) rather than a node's answer:
+/// what reaches the native reply subject of a publish that a stream captured.
+pub fn is_stream_ack(msg: &async_nats::Message) -> bool {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Ack {
+        stream: String,
+        #[serde(rename = "seq")]
+        _seq: u64,
+        #[serde(rename = "domain", default)]
+        _domain: Option<String>,
+        #[serde(rename = "duplicate", default)]
+        _duplicate: Option<bool>,
+    }
+    msg.headers.is_none()
+        && serde_json::from_slice::<Ack>(&msg.payload)
+            .is_ok_and(|a| a.stream == "module-edges" || a.stream == "module-sysmsgs")
+}
+
 /// The subject a module's business messages travel on: `tinymodule.<module>.msg`.
 pub fn subject(module: &str) -> String {
     format!("tinymodule.{module}.msg")

@@ -127,6 +127,8 @@ pub(crate) struct Inner {
     /// Where durable runs keep their ledger: set when the runtime has a durable
     /// transport (JetStream); without it a run's hops go as classic ones.
     pub runs: Option<Arc<dyn crate::run::RunStore>>,
+    /// Where a run's answer can be awaited (the durable transport's inboxes).
+    pub answers: Option<Arc<dyn crate::run::AnswerInbox>>,
 }
 
 /// Told the name of a node whose status changed outside a reconcile.

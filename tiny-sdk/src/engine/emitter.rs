@@ -62,6 +62,11 @@ impl NodeEmitter {
         self.engine.upgrade().and_then(|e| e.runs.clone())
     }
 
+    /// Where a run's answer can be awaited, when the engine's runs are durable.
+    pub fn answers(&self) -> Option<Arc<dyn crate::run::AnswerInbox>> {
+        self.engine.upgrade().and_then(|e| e.answers.clone())
+    }
+
     /// The node's status changed outside a reconcile (its `_control` view): tell the
     /// runtime, which rewrites it on the leader.
     pub fn changed(&self) {

@@ -70,6 +70,7 @@ pub struct EngineBuilder {
     strict_expressions: bool,
     secrets: Option<Arc<dyn crate::secret::SecretSource>>,
     runs: Option<Arc<dyn crate::run::RunStore>>,
+    answers: Option<Arc<dyn crate::run::AnswerInbox>>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -193,6 +194,14 @@ impl EngineBuilder {
         self
     }
 
+    /// Where a component that begins a run can await its answer
+    /// ([`Ctx::begin_run_answered`](crate::Ctx::begin_run_answered)): the runtime's
+    /// JetStream transport.
+    pub fn answers(mut self, inbox: Arc<dyn crate::run::AnswerInbox>) -> Self {
+        self.answers = Some(inbox);
+        self
+    }
+
     /// The module name.
     pub fn module_name(&self) -> &str {
         &self.module
@@ -216,6 +225,7 @@ impl EngineBuilder {
                 secrets: self.secrets,
                 known: Arc::default(),
                 runs: self.runs,
+                answers: self.answers,
             }),
         }
     }

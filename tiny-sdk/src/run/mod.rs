@@ -57,6 +57,6 @@ pub use ledger_key::{
 pub use reconcile::{Plan, ReconcileSettings, Redrive};
 pub use state::RunState;
 pub use status::{RunStatus, StepSummary, frontier};
-pub use step::{ReplyAddress, RunStep};
+pub use step::{AnswerInbox, ReplyAddress, RunAnswer, RunStep};
 pub use store::{MemoryRunStore, RunStore, read_run, run_status};
 pub use time::Timestamp;

@@ -6,7 +6,11 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
+use bytes::Bytes;
+use futures::future::BoxFuture;
+
 use super::{EmitRecord, StepCounter, child_step_key, new_run_id, root_step_key};
+use crate::Result;
 
 /// Where a run's answer goes: the hop to `target` (`<node>:<port>`) is published
 /// straight to `subject` on core NATS, reaching the replica that holds its caller
@@ -128,5 +132,32 @@ impl fmt::Debug for RunStep {
             .field("step_key", &self.step_key)
             .field("reply", &self.reply)
             .finish_non_exhaustive()
+    }
+}
+
+/// Where a run's answer can be awaited: a fresh subject on the broker and the first
+/// message that arrives on it (the runtime's JetStream transport gives one).
+pub trait AnswerInbox: Send + Sync {
+    /// Opens an inbox: its subject, and the payload of the first message on it.
+    fn open(&self) -> BoxFuture<'_, Result<(String, BoxFuture<'static, Result<Bytes>>)>>;
+}
+
+/// The answer of a run begun with [`Ctx::begin_run_answered`](crate::Ctx::begin_run_answered):
+/// the payload the hop to the run's answer target carried, as JSON bytes.
+pub struct RunAnswer {
+    pub(crate) answer: BoxFuture<'static, Result<Bytes>>,
+}
+
+impl fmt::Debug for RunAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunAnswer").finish_non_exhaustive()
+    }
+}
+
+impl Future for RunAnswer {
+    type Output = Result<Bytes>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        self.answer.as_mut().poll(cx)
     }
 }

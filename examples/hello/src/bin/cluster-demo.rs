@@ -63,6 +63,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
             router: Some(routes),
             transport: Some(transport.clone()),
             runs: None,
+            answers: None,
         },
     )
     .await?;

@@ -40,6 +40,7 @@ pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
             router: None,
             transport: None,
             runs: None,
+            answers: None,
         },
     )
     .await
