@@ -67,3 +67,83 @@ async fn without_a_durable_transport_a_run_goes_as_a_classic_chain_and_its_ledge
     assert_eq!(reply["state"], json!([code::NO_RUN, true]), "{reply}");
     assert_eq!(reply["answered"], json!(code::NO_RUN), "{reply}");
 }
+
+/// A durable transport whose broker is away: every stored hop fails, transiently.
+struct Away;
+
+impl tiny_sdk::engine::RemoteRouter for Away {
+    fn route_attempt(
+        &self,
+        module: &str,
+        _: &tiny_sdk::flow::PortAddress,
+        _: tiny_sdk::engine::Source<'_>,
+        _: tiny_sdk::Msg,
+        _: tiny_sdk::Hop,
+        _: u32,
+    ) -> futures::future::BoxFuture<'static, Result<Reply>> {
+        let e = Error::transient(format!("module `{module}`: the broker is away")).with_code(code::UNREACHABLE);
+        Box::pin(std::future::ready(Err(e)))
+    }
+}
+
+/// Fails permanently on `bad`, passes `input` on.
+#[derive(Debug, Component, Default)]
+#[component(name = "pass")]
+struct Pass {
+    input: Input<Value>,
+    bad: Input<Value>,
+    #[port(position = Right)]
+    out: Output<Value>,
+}
+
+impl Pass {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+
+    async fn on_bad(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> {
+        Err(Error::permanent("no good"))
+    }
+}
+
+#[tokio::test]
+async fn a_step_whose_hops_cannot_be_stored_is_not_recorded_and_a_failed_one_is() {
+    use std::sync::Arc;
+    use tiny_sdk::{
+        engine::{EXECUTION_MODE_LABEL, Engine},
+        run::{MemoryRunStore, RunStore as _, StepRecord},
+    };
+    let store = Arc::new(MemoryRunStore::new());
+    let engine = Engine::builder()
+        .module("m")
+        .register::<Pass>()
+        .router(Arc::new(Away))
+        .runs(store.clone())
+        .build();
+    let mut flow = FlowBuilder::new()
+        .module("m")
+        .node("f.m.pass-1", "pass")
+        .node("f.m.pass-2", "pass")
+        .edge("f.m.pass-1:out", "f.m.pass-2:input", json!("{{$}}"))
+        .build();
+    flow.nodes[0]
+        .labels
+        .insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
+    for node in flow.nodes {
+        engine.apply(node).await.expect("loads");
+    }
+    let e = engine.send("f.m.pass-1:input", json!(1)).await.expect_err("not stored");
+    assert_eq!(e.code(), Some(code::UNREACHABLE), "{e}");
+    assert!(e.is_retryable(), "the transport redelivers: {e}");
+    assert!(
+        store.keys("").await.expect("keys").is_empty(),
+        "no record: the step runs again when its message comes back"
+    );
+    let e = engine.send("f.m.pass-1:bad", json!(1)).await.expect_err("fails");
+    assert_eq!(e.message(), "no good");
+    let keys = store.keys("").await.expect("keys");
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let record = StepRecord::from_json_slice(&store.get(&keys[0]).await.expect("get").expect("a record")).expect("reads");
+    assert!(record.is_failed() && record.error.as_deref() == Some("no good"), "{record:?}");
+    assert!(keys[0].ends_with(".root"), "a run minted at the node: {}", keys[0]);
+}

@@ -212,6 +212,25 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
         var(&env, "TINY_NATS_URL").map(|v| v["value"].clone()),
         Some(json!("nats://$(NATS_TOKEN)@tinysystems-nats:4222"))
     );
+    // Core by default; JetStream with the reconciler's settings.
+    assert_eq!(
+        var(&env, "TINY_NATS_TRANSPORT").map(|v| v["value"].clone()),
+        Some(json!("core"))
+    );
+    assert_eq!(var(&env, "TINY_RUN_STALE_AFTER"), None, "no reconciler on core");
+    let env = env_of("nats: {url: 'nats://n:4222', transport: jetstream, runs: {staleAfter: 30}}");
+    assert_eq!(
+        var(&env, "TINY_NATS_TRANSPORT").map(|v| v["value"].clone()),
+        Some(json!("jetstream"))
+    );
+    assert_eq!(
+        var(&env, "TINY_RUN_STALE_AFTER").map(|v| v["value"].clone()),
+        Some(json!("30"))
+    );
+    assert_eq!(
+        var(&env, "TINY_RUN_MAX_REDRIVES").map(|v| v["value"].clone()),
+        Some(json!("3"))
+    );
     // values.schema.json refuses what is not a NATS URL.
     let bad = write(
         dir.path(),
@@ -233,6 +252,15 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
         .expect("helm runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("/nats/url"), "{err}");
+    // ...and a transport it does not know.
+    let bad = write(dir.path(), "bad-transport.yaml", "nats: {url: 'nats://n:4222', transport: jetsream}");
+    let out = Command::new(repo("tools/helm/helm"))
+        .args(["template", chart.to_str().expect("utf-8"), "--name", RELEASE, "--namespace", "x"])
+        .args(["-f", bad.to_str().expect("utf-8")])
+        .output()
+        .expect("helm runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("/nats/transport"), "{err}");
 }
 
 #[test]

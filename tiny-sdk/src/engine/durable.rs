@@ -91,7 +91,7 @@ impl Inner {
                 step.run_id(),
                 runner.name
             ))
-            .with_code(code::UNREACHABLE)
+            .with_code(code::RUN_STORE)
         };
         if store.get(&key).await.map_err(|e| ledger(e, "reading"))?.is_some() {
             // Ran before (this is a redelivery): its emits are stored already.
@@ -103,6 +103,15 @@ impl Inner {
             .clone()
             .deliver(&self.module, port, source, data, hop, self.observer.as_deref(), attempt)
             .await;
+        if let Err(e) = &outcome
+            && e.is_retryable()
+            && e.code() == Some(code::UNREACHABLE)
+        {
+            // A hop of this step could not be stored (the broker is away): not the
+            // step's own failure, so no record; the message comes back and the step
+            // runs again, its stored hops dropped as duplicates.
+            return outcome;
+        }
         let record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
         let status = if record.status == StepStatus::Done {
             "done"

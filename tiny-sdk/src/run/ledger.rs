@@ -119,7 +119,7 @@ impl StepRecord {
     }
 
     /// The record of a step that started at `started` and ends now: `done`, or
-    /// `failed` with `error`'s text.
+    /// `failed` with `error`'s message (as Go writes `err.Error()`: no origin, no code).
     pub fn finished(node: String, error: Option<&crate::Error>, emits: Vec<EmitRecord>, started: Timestamp) -> Self {
         let completed_at = Timestamp::now();
         Self {
@@ -129,7 +129,7 @@ impl StepRecord {
             } else {
                 StepStatus::Done
             },
-            error: error.map(ToString::to_string),
+            error: error.map(|e| e.message().to_owned()),
             emits,
             started_at: started,
             completed_at,
