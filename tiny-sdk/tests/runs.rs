@@ -143,7 +143,11 @@ async fn a_step_whose_hops_cannot_be_stored_is_not_recorded_and_a_failed_one_is(
     assert_eq!(e.message(), "no good");
     let keys = store.keys("").await.expect("keys");
     assert_eq!(keys.len(), 1, "{keys:?}");
-    let record = StepRecord::from_json_slice(&store.get(&keys[0]).await.expect("get").expect("a record")).expect("reads");
-    assert!(record.is_failed() && record.error.as_deref() == Some("no good"), "{record:?}");
+    let record =
+        StepRecord::from_json_slice(&store.get(&keys[0]).await.expect("get").expect("a record")).expect("reads");
+    assert!(
+        record.is_failed() && record.error.as_deref() == Some("no good"),
+        "{record:?}"
+    );
     assert!(keys[0].ends_with(".root"), "a run minted at the node: {}", keys[0]);
 }

@@ -253,9 +253,20 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("/nats/url"), "{err}");
     // ...and a transport it does not know.
-    let bad = write(dir.path(), "bad-transport.yaml", "nats: {url: 'nats://n:4222', transport: jetsream}");
+    let bad = write(
+        dir.path(),
+        "bad-transport.yaml",
+        "nats: {url: 'nats://n:4222', transport: jetsream}",
+    );
     let out = Command::new(repo("tools/helm/helm"))
-        .args(["template", chart.to_str().expect("utf-8"), "--name", RELEASE, "--namespace", "x"])
+        .args([
+            "template",
+            chart.to_str().expect("utf-8"),
+            "--name",
+            RELEASE,
+            "--namespace",
+            "x",
+        ])
         .args(["-f", bad.to_str().expect("utf-8")])
         .output()
         .expect("helm runs");
