@@ -5,7 +5,7 @@
 
 use tiny_sdk::{
     Error, Hop, Msg, Reply,
-    engine::{Engine, MAX_DEPTH},
+    engine::{Delivery, Engine, MAX_DEPTH},
     error::code,
     flow::{PortAddress, parse_node_name},
 };
@@ -103,7 +103,7 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
         run: msg.run,
     };
     engine
-        .deliver_attempt_at(node, port, source, data, hop, msg.attempt)
+        .deliver(Delivery::new(node, port, source, data).hop(hop).attempt(msg.attempt))
         .await
         .map_err(|e| {
             // A node this module does not have (and does not expect) is not here; a

@@ -25,7 +25,7 @@ use std::{
     collections::HashMap,
     fmt::Write as _,
     sync::{
-        Arc, Mutex, OnceLock, RwLock, Weak,
+        Arc, Mutex, OnceLock, RwLock,
         atomic::{AtomicU64, Ordering},
     },
     time::Duration,
@@ -64,8 +64,17 @@ pub struct Metrics {
     pub hop_errors: AtomicU64,
     /// Per node and port.
     ports: PortTable,
-    /// The module, for its nodes by state (weak: the module holds these metrics).
-    module: OnceLock<Weak<crate::controller::Shared>>,
+    /// The module's nodes by state (running, failed), while the module runs.
+    nodes: OnceLock<NodeCounts>,
+}
+
+/// Counts a module's nodes by state: `(running, failed)`, `None` once it is gone.
+struct NodeCounts(Box<dyn Fn() -> Option<(usize, usize)> + Send + Sync>);
+
+impl std::fmt::Debug for NodeCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NodeCounts")
+    }
 }
 
 impl Metrics {
@@ -74,9 +83,10 @@ impl Metrics {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts the nodes of `module`'s engine by state in [`render`](Self::render).
-    pub(crate) fn watch_module(&self, module: &Arc<crate::controller::Shared>) {
-        let _ = self.module.set(Arc::downgrade(module));
+    /// Counts the module's nodes by state with `counts` in [`render`](Self::render)
+    /// (it must not hold the module: the module holds these metrics).
+    pub(crate) fn count_nodes_with(&self, counts: impl Fn() -> Option<(usize, usize)> + Send + Sync + 'static) {
+        let _ = self.nodes.set(NodeCounts(Box::new(counts)));
     }
 
     /// Records one delivery to `node`'s `port`.
@@ -143,8 +153,7 @@ impl Metrics {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {}", v.load(Ordering::Relaxed));
         }
-        if let Some(module) = self.module.get().and_then(Weak::upgrade) {
-            let (running, failed) = module.engine.node_counts();
+        if let Some((running, failed)) = self.nodes.get().and_then(|counts| (counts.0)()) {
             header(&mut out, "tiny_nodes", "gauge", "Nodes of this module by state.");
             let _ = writeln!(out, "tiny_nodes{{state=\"running\"}} {running}");
             let _ = writeln!(out, "tiny_nodes{{state=\"failed\"}} {failed}");

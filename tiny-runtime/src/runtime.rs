@@ -151,7 +151,8 @@ impl Runtime {
             shared.transport = Some(transport);
         }
         let shared = Arc::new(shared);
-        metrics.watch_module(&shared);
+        let module = Arc::downgrade(&shared);
+        metrics.count_nodes_with(move || module.upgrade().map(|m| m.engine.node_counts()));
         controller::module::register(&shared)
             .await
             .map_err(crate::Error::Register)?;

@@ -20,9 +20,8 @@ use k8s_openapi::{
     jiff::Timestamp,
 };
 use tiny_sdk::{
-    Hop, Msg, Reply, Result,
-    engine::{RemoteRouter, Source},
-    flow::PortAddress,
+    Reply, Result,
+    engine::{Delivery, RemoteRouter},
 };
 use tokio::sync::watch;
 
@@ -274,23 +273,15 @@ impl Routes {
 }
 
 impl RemoteRouter for Routes {
-    fn route_attempt(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-        attempt: u32,
-    ) -> BoxFuture<'static, Result<Reply>> {
+    fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
         // A hop of a durable run is stored, whoever takes it.
         if let Some(Wire::JetStream(js)) = &self.nats
-            && hop.run.as_ref().is_some_and(|s| s.parent().is_some())
+            && d.hop.run.as_ref().is_some_and(|s| s.parent().is_some())
         {
-            return js.route_attempt(module, to, source, data, hop, attempt);
+            return js.route(module, d);
         }
         match self.pick(module) {
-            Ok(router) => router.route_attempt(module, to, source, data, hop, attempt),
+            Ok(router) => router.route(module, d),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }
     }

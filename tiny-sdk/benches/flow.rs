@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p tiny-sdk --bench flow [--features fast-alloc] -- [--peer] [--n N] [--lat-n N] [--only NAME] [--max-attempts N]`
 //!
+//! `-- --instructions --n N [--json]` only sends N messages through the 10-node chain,
+//! for `tools/callgrind-hop.sh` (`make bench-instructions`) to count instructions per hop.
+//!
 //! With `--features fast-alloc` the binary runs on mimalloc, as a module binary may
 //! choose to ([`tiny_sdk::FastAlloc`]); `make bench-flow` runs both.
 //!
@@ -36,8 +39,8 @@ use tiny_testkit::components::{Payload, Step, User};
 use futures::{StreamExt as _, stream};
 use serde_json::{Value, json};
 use tiny_sdk::{
-    Hop, Msg,
-    engine::Engine,
+    Msg,
+    engine::{Delivery, Engine},
     flow::{Flow, FlowBuilder, RetryPolicy},
     prelude::*,
 };
@@ -155,7 +158,8 @@ fn typed_payload(i: u64) -> Payload {
 /// One message into `s0:input`: JSON as a signal sends it, or the typed value.
 async fn send(e: &Engine, i: u64, typed: bool) -> tiny_sdk::Result<Reply> {
     if typed {
-        e.send_msg("s0:input", Msg::new(typed_payload(i)), Hop::default()).await
+        e.deliver(Delivery::to("s0:input", Msg::new(typed_payload(i))).expect("an address"))
+            .await
     } else {
         e.send("s0:input", payload(i)).await
     }
@@ -199,6 +203,10 @@ struct Args {
     lat_n: u64,
     window: usize,
     max_attempts: Option<u32>,
+    /// Only send `n` messages through the 10-node chain, typed (or JSON with
+    /// `--json`), and print nothing else: what `tools/callgrind-hop.sh` counts.
+    instructions: bool,
+    json: bool,
 }
 
 fn args() -> Args {
@@ -209,6 +217,8 @@ fn args() -> Args {
         lat_n: 20_000,
         window: 256,
         max_attempts: None,
+        instructions: false,
+        json: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -219,6 +229,8 @@ fn args() -> Args {
             "--lat-n" => a.lat_n = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.lat_n),
             "--window" => a.window = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.window),
             "--max-attempts" => a.max_attempts = it.next().and_then(|v| v.parse().ok()),
+            "--instructions" => a.instructions = true,
+            "--json" => a.json = true,
             _ => {} // cargo bench passes `--bench`
         }
     }
@@ -392,6 +404,18 @@ fn peer() -> Vec<Value> {
 
 fn main() {
     let a = args();
+    if a.instructions {
+        // One thread, no warm-up and no clock: the same work for any `n` but the
+        // messages themselves, so two counts' difference is the messages' cost.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let e = rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)));
+        rt.block_on(throughput_of(&e, a.n, a.window, !a.json));
+        println!("sent {} messages through chain10", a.n);
+        return;
+    }
     println!(
         "allocator: {}",
         if cfg!(feature = "fast-alloc") {

@@ -17,7 +17,7 @@ use tiny_testkit::components::{Payload, Step, User};
 use serde_json::json;
 use tiny_sdk::{
     Hop, Msg,
-    engine::{Engine, HopEvent, HopKind, Observer},
+    engine::{Delivery, Engine, HopEvent, HopKind, Observer},
     flow::{FlowBuilder, RetryPolicy},
     prelude::*,
 };
@@ -153,7 +153,9 @@ async fn count(e: &Engine, n: u64) -> u64 {
     let before = ALLOCS.load(Ordering::Relaxed);
     for i in 0..n {
         let msg = Msg::new(payload(i));
-        e.send_msg("s0:input", msg, hop.clone()).await.expect("arrives");
+        e.deliver(Delivery::to("s0:input", msg).expect("an address").hop(hop.clone()))
+            .await
+            .expect("arrives");
     }
     ALLOCS.load(Ordering::Relaxed) - before
 }

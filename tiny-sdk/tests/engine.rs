@@ -9,7 +9,8 @@ use tiny_testkit::components::{Answer, Flaky};
 
 use serde_json::{Value, json};
 use tiny_sdk::{
-    Hop,
+    Hop, Msg,
+    engine::Delivery,
     error::code,
     flow::{FlowBuilder, RetryPolicy},
     harness::Harness,
@@ -534,7 +535,11 @@ async fn cancellation_stops_a_retry_wait_at_once() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         canceller.cancel();
     });
-    let sent = h.engine().send_with("a:input", json!("x"), hop);
+    let sent = h.engine().deliver(
+        Delivery::to("a:input", Msg::from_json(json!("x")))
+            .expect("an address")
+            .hop(hop),
+    );
     // Bounded only so that a regression fails instead of hanging for ten minutes.
     let result = tokio::time::timeout(Duration::from_secs(30), sent)
         .await

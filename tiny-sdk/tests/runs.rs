@@ -72,14 +72,10 @@ async fn without_a_durable_transport_a_run_goes_as_a_classic_chain_and_its_ledge
 struct Away;
 
 impl tiny_sdk::engine::RemoteRouter for Away {
-    fn route_attempt(
+    fn route(
         &self,
         module: &str,
-        _: &tiny_sdk::flow::PortAddress,
-        _: tiny_sdk::engine::Source<'_>,
-        _: tiny_sdk::Msg,
-        _: tiny_sdk::Hop,
-        _: u32,
+        _: tiny_sdk::engine::Delivery<'_>,
     ) -> futures::future::BoxFuture<'static, Result<Reply>> {
         let e = Error::transient(format!("module `{module}`: the broker is away")).with_code(code::UNREACHABLE);
         Box::pin(std::future::ready(Err(e)))

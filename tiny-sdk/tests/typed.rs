@@ -12,7 +12,7 @@ use std::{
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tiny_sdk::{
-    Hop, Msg, RoundTrip,
+    Msg, RoundTrip,
     engine::{Engine, HopEvent, Observer},
     flow::{FlowBuilder, RetryPolicy},
     prelude::*,
@@ -380,12 +380,12 @@ async fn bytes_from_the_wire_decode_straight_into_the_port_type() {
     for node in ["wire-r", "wire-l"] {
         let to = tiny_sdk::flow::PortAddress::parse(&format!("{node}:input")).expect("address");
         let deliver = |bytes: Vec<u8>| {
-            e.deliver(
-                &to,
+            e.deliver(tiny_sdk::engine::Delivery::new(
+                &to.node,
+                &to.port,
                 tiny_sdk::engine::Source::Signal,
                 Msg::from_json_bytes(bytes),
-                Hop::default(),
-            )
+            ))
         };
         deliver(serde_json::to_vec(&exact()).expect("encodes"))
             .await

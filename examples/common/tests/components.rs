@@ -9,8 +9,8 @@ use tiny_example_common::{
     signal::Signal, ticker::Ticker,
 };
 use tiny_sdk::{
-    Hop, Position,
-    engine::{NodeReport, PortReport},
+    Hop, Msg, Position,
+    engine::{Delivery, NodeReport, PortReport},
     error::code,
     flow::{Flow, FlowBuilder},
     harness::{Harness, HarnessBuilder, Relay},
@@ -665,7 +665,11 @@ async fn delay_stops_when_its_caller_gives_up() {
     let started = Instant::now();
     let err = h
         .engine()
-        .send_with("d:in", json!({"context": 1, "delay": 5000}), hop)
+        .deliver(
+            Delivery::to("d:in", Msg::from_json(json!({"context": 1, "delay": 5000})))
+                .expect("an address")
+                .hop(hop),
+        )
         .await
         .expect_err("cancelled");
     assert!(started.elapsed() < Duration::from_secs(1));

@@ -29,6 +29,7 @@ use kube::{
 use serde_json::{Value, json};
 use tiny_sdk::{
     Hop,
+    engine::Delivery,
     flow::{module_matches, parse_node_name},
 };
 use tracing::{Instrument as _, field::Empty};
@@ -375,7 +376,12 @@ async fn run_flow(shared: &Shared, signal: &TinySignal) -> Outcome {
         otel.status_code = Empty,
         otel.status_description = Empty,
     );
-    let result = shared.engine.send_with(&to, data, hop).instrument(span.clone()).await;
+    let result = async {
+        let delivery = Delivery::to(&to, tiny_sdk::Msg::from_json(data))?.hop(hop);
+        shared.engine.deliver(delivery).await
+    }
+    .instrument(span.clone())
+    .await;
     crate::telemetry::record_outcome(&span, &result);
     Metrics::inc(&shared.metrics.signals_delivered);
     match result {

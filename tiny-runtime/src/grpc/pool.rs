@@ -11,7 +11,7 @@ use std::{
 use futures::future::BoxFuture;
 use tiny_sdk::{
     Error, Hop, Msg, Reply, Result,
-    engine::{RemoteRouter, Source},
+    engine::{Delivery, RemoteRouter, Source},
     flow::PortAddress,
 };
 use tonic::{
@@ -423,17 +423,9 @@ fn prewarm(channel: Channel, addr: Arc<str>, limit: Duration) {
 }
 
 impl RemoteRouter for Pool {
-    fn route_attempt(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-        attempt: u32,
-    ) -> BoxFuture<'static, Result<Reply>> {
-        match self.prepare(module, to, source, &data, &hop, attempt) {
-            Ok(call) => Box::pin(call.run(hop)),
+    fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
+        match self.prepare(module, &d.address(), d.source, &d.msg, &d.hop, d.attempt) {
+            Ok(call) => Box::pin(call.run(d.hop)),
             Err(e) => Box::pin(async move { Err(e) }),
         }
     }

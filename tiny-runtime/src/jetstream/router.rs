@@ -7,10 +7,9 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures::{StreamExt as _, future::BoxFuture};
 use tiny_sdk::{
-    Error, Hop, Msg, Reply, Result,
-    engine::{RemoteRouter, Source},
+    Error, Hop, Reply, Result,
+    engine::{Delivery, RemoteRouter, Source},
     error::code,
-    flow::PortAddress,
     run::{EmitRecord, RunStep, RunStore as _, StepRecord},
 };
 use tracing::{Instrument as _, field::Empty};
@@ -210,16 +209,15 @@ impl Edge {
 }
 
 impl RemoteRouter for JetStreamRouter {
-    fn route_attempt(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-        attempt: u32,
-    ) -> BoxFuture<'static, Result<Reply>> {
-        let to = to.to_string();
+    fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
+        let Delivery {
+            source,
+            msg: data,
+            hop,
+            attempt,
+            ..
+        } = d;
+        let to = format!("{}:{}", d.node, d.port);
         let payload = match data.to_json_bytes() {
             Ok(p) => Bytes::from(p),
             Err(e) => return Box::pin(std::future::ready(Err(e))),

@@ -7,10 +7,9 @@ use async_nats::{HeaderMap, Request, RequestErrorKind};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use tiny_sdk::{
-    Error, Hop, Msg, Reply, Result,
-    engine::{RemoteRouter, Source},
+    Error, Hop, Reply, Result,
+    engine::{Delivery, RemoteRouter, Source},
     error::code,
-    flow::PortAddress,
 };
 use tracing::{Instrument as _, field::Empty};
 
@@ -206,16 +205,15 @@ pub(crate) fn request_headers(
 }
 
 impl RemoteRouter for NatsRouter {
-    fn route_attempt(
-        &self,
-        module: &str,
-        to: &PortAddress,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-        attempt: u32,
-    ) -> BoxFuture<'static, Result<Reply>> {
-        let to = to.to_string();
+    fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
+        let Delivery {
+            source,
+            msg: data,
+            hop,
+            attempt,
+            ..
+        } = d;
+        let to = format!("{}:{}", d.node, d.port);
         let edge_id = match &source {
             Source::Signal => "",
             Source::Edge { edge_id, .. } => edge_id,

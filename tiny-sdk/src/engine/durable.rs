@@ -5,18 +5,12 @@
 use std::sync::Arc;
 
 use crate::{
-    context::Hop,
     error::{Error, Result, code},
-    flow::PortAddress,
     message::Reply,
-    msg::Msg,
     run::{self, RunStep, StepRecord, StepStatus, Timestamp},
 };
 
-use super::{
-    deliver::{Inner, Source, To},
-    runner::Runner,
-};
+use super::{address::Delivery, runner::Runner, state::Inner};
 
 /// The label that makes a node start a run for each business message that arrives
 /// outside one (Go's `tinysystems.io/execution-mode=durable`).
@@ -38,49 +32,30 @@ pub(super) fn mints(runner: &Runner, port: &str) -> bool {
 
 impl Inner {
     /// Hands a hop of a run to the router, whichever module its target is in.
-    pub(super) async fn durable(
-        &self,
-        to: To<'_>,
-        source: Source<'_>,
-        data: Msg,
-        hop: Hop,
-        attempt: u32,
-    ) -> Result<Reply> {
+    pub(super) async fn durable(&self, d: Delivery<'_>) -> Result<Reply> {
         let Some(router) = &self.router else {
             return Err(Error::permanent(format!(
                 "the hop to `{}:{}` belongs to a durable run, and this engine has no transport to store it",
-                to.node, to.port
+                d.node, d.port
             )));
         };
-        let module = to.module.unwrap_or(&self.module);
-        let to = PortAddress {
-            node: to.node.to_owned(),
-            port: to.port.to_owned(),
-        };
-        router.route_attempt(module, &to, source, data, hop, attempt).await
+        let module = d.module().unwrap_or(&self.module);
+        router.route(module, d).await
     }
 
     /// Runs one step of a run on a local node: skipped if the ledger has it (a
     /// redelivery), else run and recorded before the caller (the transport) may
     /// acknowledge the message. A node labelled durable starts the run here.
-    pub(super) async fn step(
-        &self,
-        runner: Arc<Runner>,
-        port: &str,
-        source: Source<'_>,
-        data: Msg,
-        mut hop: Hop,
-        attempt: u32,
-    ) -> Result<Reply> {
+    pub(super) async fn step(&self, runner: Arc<Runner>, mut d: Delivery<'_>) -> Result<Reply> {
         let Some(store) = self.runs.clone() else {
             return Err(Error::permanent("durable step without a run ledger"));
         };
-        let step = match &hop.run {
+        let step = match &d.hop.run {
             Some(step) => step.clone(),
             None => {
                 let step = Arc::new(RunStep::mint(None));
                 tracing::debug!(node = %runner.name, run = step.run_id(), "run started");
-                hop.run = Some(step.clone());
+                d.hop.run = Some(step.clone());
                 step
             }
         };
@@ -99,10 +74,7 @@ impl Inner {
             return Ok(Reply::empty());
         }
         let started = Timestamp::now();
-        let outcome = runner
-            .clone()
-            .deliver(&self.module, port, source, data, hop, self.observer.as_deref(), attempt)
-            .await;
+        let outcome = runner.clone().deliver(&self.module, d, self.observer.as_deref()).await;
         if let Err(e) = &outcome
             && e.is_retryable()
             && e.code() == Some(code::UNREACHABLE)

@@ -17,10 +17,10 @@ use crate::{
 };
 
 use super::{
-    deliver::Inner,
     fanout,
     observe::{HopEvent, HopKind},
     runner::{Outlet, Runner},
+    state::Inner,
 };
 
 /// The way out of one node.

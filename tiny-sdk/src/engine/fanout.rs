@@ -14,8 +14,8 @@ use crate::{
 
 use super::{
     MAX_DEPTH,
-    deliver::Inner,
     runner::{Outlet, Route},
+    state::Inner,
 };
 
 /// Sends `msg` along every edge of `outlet` and waits for all of them. The message is
@@ -145,14 +145,14 @@ fn attempts<'a>(
         })));
     }
     if backoff.max_attempts <= 1 {
-        return Either::Left(engine.deliver(route.to(), route.source(from), msg, hop));
+        return Either::Left(engine.deliver(route.delivery(from, msg, hop, 1)));
     }
     let kept = (
         msg.clone(),
         hop.clone(),
         started.unwrap_or_else(tokio::time::Instant::now),
     );
-    let first = engine.deliver(route.to(), route.source(from), msg, hop);
+    let first = engine.deliver(route.delivery(from, msg, hop, 1));
     Either::Right(Either::Right(async move {
         let err = match first.await {
             Ok(reply) => return Ok(reply),
@@ -181,6 +181,6 @@ fn again<'a>(
 ) -> impl FnMut() -> BoxFuture<'a, Result<Reply>> + 'a {
     move || {
         done += 1;
-        Box::pin(engine.deliver_attempt(route.to(), route.source(from), msg.clone(), hop.clone(), done))
+        Box::pin(engine.deliver(route.delivery(from, msg.clone(), hop.clone(), done)))
     }
 }

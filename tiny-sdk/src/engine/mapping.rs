@@ -24,7 +24,7 @@ use crate::{
     redact::Secrets,
 };
 
-use super::deliver::ChangeFn;
+use super::address::ChangeFn;
 
 /// The expressions that failed making one input: `None` (no allocation, one word in
 /// the hop's future) when all rendered.
@@ -143,7 +143,7 @@ impl EdgeMapping {
         }
         if !failures.is_empty() {
             // A message or a value quoted by an error must not carry a secret on.
-            let values = super::runner::secret_texts(site.secrets, Some(root), site.secret_values.to_vec());
+            let values = super::masking::secret_texts(site.secrets, Some(root), site.secret_values.to_vec());
             if !values.is_empty() {
                 for f in &mut failures {
                     f.message = crate::redact::scrub(&f.message, &values).into_owned();

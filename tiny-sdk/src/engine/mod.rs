@@ -9,34 +9,47 @@
 //! Messages travel as [`Msg`](crate::Msg): the typed value a port declared, JSON only
 //! when something needs it (see [`msg`](crate::msg) for the rule).
 //!
-//! - `table`: the public [`Engine`], its builder and the node table.
-//! - `deliver`: routing and delivery to a local node or another module.
+//! Each part uses only the ones listed above it:
+//!
+//! - `address`: where a message goes and where it came from ([`Source`]), and the
+//!   traits the runtime plugs in ([`RemoteRouter`], [`NodeDirectory`]).
+//! - `observe`, `retry`, `instance`, `registry`: hooks that see every hop, retry
+//!   policies, a component instance behind a type-erased handle, the components.
+//! - `masking`: what the engine masks (values resolved from placeholders).
+//! - `trace`: a `tracing` span per hop, so a flow run is one trace.
+//! - `mapping`: edge mappings, and what a failing expression does (Go's `null`).
+//! - `runner`: one node: its instance, compiled mappings, settings and edges.
+//! - `state`: the node table and what the engine's handles share.
+//! - `durable`, `deliver`: delivery to a local node or another module, and a durable
+//!   run's steps.
+//! - `fanout`: emitting along edges, in parallel, with retries.
 //! - `emitter`: a node's way out, resolved when the node loads.
+//! - `table`: the public [`Engine`] and its builder; `report`: what a node's status shows.
 //! - `report`: what a node's status shows.
 //! - `registry`: which components this module can run.
 //! - `instance`: a component instance behind a type-erased handle.
-//! - `runner`: one node: its instance, compiled mappings, settings and edges.
-//! - `mapping`: edge mappings, and what a failing expression does (Go's `null`).
-//! - `fanout`: emitting along edges, in parallel, with retries.
 //! - `retry`: retry policies and backoff.
 //! - `observe`: hooks that see every hop (test collectors, metrics, TinyTracker).
-//! - `trace`: a `tracing` span per hop, so a flow run is one trace.
 
+mod address;
 mod deliver;
 mod durable;
 mod emitter;
 mod fanout;
 mod instance;
 mod mapping;
+mod masking;
 mod observe;
 mod registry;
 mod report;
 mod retry;
 mod runner;
+mod state;
 mod table;
 mod trace;
 
-pub use deliver::{NODE_WAIT, NodeDirectory, RemoteRouter, Source};
+pub use address::{Delivery, NodeDirectory, RemoteRouter, Source};
+pub use deliver::NODE_WAIT;
 pub use durable::EXECUTION_MODE_LABEL;
 pub(crate) use emitter::NodeEmitter;
 pub use mapping::FAILING_WINDOW;
@@ -44,7 +57,8 @@ pub use observe::{HopEvent, HopKind, Observer, Observers};
 pub use registry::{ComponentEntry, Registry};
 pub use report::{NodeReport, PortReport};
 pub use retry::Backoff;
-pub use table::{ClientFactory, Engine, EngineBuilder};
+pub use state::ClientFactory;
+pub use table::{Engine, EngineBuilder};
 pub use trace::TARGET as TRACE_TARGET;
 
 /// The cycle guard: a message that has made this many hops is refused (the Go SDK's

@@ -42,24 +42,6 @@ pub struct PortReport {
 }
 
 impl Engine {
-    /// [`deliver_at`](Self::deliver_at) as attempt `attempt` of the sender's edge
-    /// retries (the gRPC server passes on what the sending module says), which the
-    /// hop's span and observers record. For tiny-runtime's gRPC server only, hence
-    /// hidden: an author delivers with [`send`](Self::send) or [`deliver_at`](Self::deliver_at).
-    #[doc(hidden)]
-    pub async fn deliver_attempt_at(
-        &self,
-        node: &str,
-        port: &str,
-        source: super::Source<'_>,
-        data: crate::Msg,
-        hop: crate::Hop,
-        attempt: u32,
-    ) -> crate::Result<crate::Reply> {
-        let to = super::deliver::To::parse(node, port);
-        self.inner.deliver_attempt(to, source, data, hop, attempt.max(1)).await
-    }
-
     /// How many nodes run, and how many are refused or run an older spec because
     /// their current one was rejected: `(running, failed)`.
     pub fn node_counts(&self) -> (usize, usize) {

@@ -19,9 +19,10 @@ use crate::{
 
 pub(crate) use super::mapping::PortFills;
 use super::{
-    deliver::{Source, To},
+    address::{Delivery, Source},
     instance::NodeInstance,
     mapping::{EdgeMapping, Failed, Mapping, Policy, Site},
+    masking::{Known, redact_with},
     observe::{HopEvent, HopKind, Observer},
     retry::Backoff,
 };
@@ -60,37 +61,6 @@ pub(crate) struct Runner {
     settings_failures: Vec<String>,
 }
 
-/// The values every node of the engine resolved from `[[secret:...]]` placeholders:
-/// masked in every node's records, since a component may pass on what it made of one
-/// (a greeting built from a token) to nodes downstream.
-#[derive(Debug, Default)]
-pub(crate) struct Known {
-    /// Whether there are any: a hop of a module without placeholders pays one load.
-    any: std::sync::atomic::AtomicBool,
-    values: std::sync::RwLock<Arc<[String]>>,
-}
-
-impl Known {
-    /// The values, `None` when there are none.
-    pub fn get(&self) -> Option<Arc<[String]>> {
-        if !self.any.load(std::sync::atomic::Ordering::Acquire) {
-            return None;
-        }
-        Some(
-            self.values
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone(),
-        )
-    }
-
-    pub fn set(&self, values: Vec<String>) {
-        let any = !values.is_empty();
-        *self.values.write().unwrap_or_else(std::sync::PoisonError::into_inner) = values.into();
-        self.any.store(any, std::sync::atomic::Ordering::Release);
-    }
-}
-
 /// One input port, resolved when the node loads.
 struct Inlet {
     spec: &'static PortSpec,
@@ -123,20 +93,19 @@ pub(crate) struct Route {
 }
 
 impl Route {
-    /// What the target sees of this edge, sent from `from`.
-    pub fn source<'a>(&'a self, from: &'a str) -> Source<'a> {
-        Source::Edge {
+    /// `msg` along this edge from `from`, as attempt `attempt`.
+    pub fn delivery<'a>(&'a self, from: &'a str, msg: Msg, hop: Hop, attempt: u32) -> Delivery<'a> {
+        let source = Source::Edge {
             from,
             edge_id: &self.id,
-        }
-    }
-
-    pub fn to(&self) -> To<'_> {
-        To {
-            node: &self.node,
-            port: &self.port,
-            module: self.module.as_deref(),
-        }
+        };
+        Delivery::along(
+            (&self.node, &self.port, self.module.as_deref()),
+            source,
+            msg,
+            hop,
+            attempt,
+        )
     }
 }
 
@@ -478,86 +447,80 @@ impl Runner {
         }
     }
 
-    /// Delivers a message to one of this node's ports (`attempt` of the edge's
-    /// retries, 1 for the first), in the hop's span.
+    /// Delivers a message to one of this node's ports, in the hop's span.
     ///
     /// The port, its mapping and the input are resolved before the future is made, so
     /// that the future holds the handler's (boxed) future and little else.
-    #[allow(clippy::too_many_arguments)]
     pub fn deliver<'a>(
         self: Arc<Self>,
         module: &str,
-        port: &'a str,
-        source: Source<'a>,
-        data: Msg,
-        hop: Hop,
+        d: Delivery<'a>,
         observer: Option<&'a dyn Observer>,
-        attempt: u32,
     ) -> impl Future<Output = Result<Reply>> + Send + 'a {
-        let span = super::trace::hop_span(module, &self.node, port, &source, hop.depth, attempt);
-        let depth = hop.depth;
-        let (mut future, inlet, seen, expressions) = match span.in_scope(|| {
-            self.call(
-                port,
-                &source,
-                data,
-                hop,
-                observer.is_some_and(|o| o.wants_data(&self.name)),
-            )
-        }) {
-            Call::Handler {
-                inlet,
-                future,
-                seen,
-                expressions,
-            } => (future, Some(inlet), seen, expressions),
-            Call::System(future) => (future, None, None, None),
-            Call::Refused(e) => (
-                Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
-                None,
-                None,
-                None,
-            ),
+        let Delivery {
+            port,
+            source,
+            msg,
+            hop,
+            attempt,
+            ..
+        } = d;
+        let at = At {
+            port,
+            source,
+            depth: hop.depth,
+            attempt,
         };
+        let span = super::trace::hop_span(module, &self.node, port, &source, hop.depth, attempt);
+        let observed = observer.is_some_and(|o| o.wants_data(&self.name));
+        let (mut future, inlet, seen, expressions) =
+            match span.in_scope(|| self.call(port, &source, msg, hop, observed)) {
+                Call::Handler {
+                    inlet,
+                    future,
+                    seen,
+                    expressions,
+                } => (future, Some(inlet), seen, expressions),
+                Call::System(future) => (future, None, None, None),
+                Call::Refused(e) => (
+                    Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
+                    None,
+                    None,
+                    None,
+                ),
+            };
         async move {
             let clock = observer.map(|_| std::time::Instant::now());
             // The handler runs in the hop's span (as `Instrumented` would, without a
             // second copy of the span in the future).
             let result = std::future::poll_fn(|cx| span.in_scope(|| future.as_mut().poll(cx))).await;
             drop(future);
-            self.finish(
-                result,
-                port,
-                source,
-                Seen {
-                    inlet,
-                    input: seen.as_ref(),
-                    expressions: expressions.as_deref().map_or(&[], Vec::as_slice),
-                },
-                observer,
-                clock,
-                depth,
-                attempt,
-                &span,
-            )
+            let seen = Seen {
+                inlet,
+                input: seen.as_ref(),
+                expressions: expressions.as_deref().map_or(&[], Vec::as_slice),
+            };
+            self.finish(result, at, seen, observer.zip(clock), &span)
         }
     }
 
-    /// After the handler: masks secrets out of an error, tells the observer, logs a
-    /// failure where it arose, and records the outcome on the span.
-    #[allow(clippy::too_many_arguments)]
+    /// After the handler: masks secrets out of an error, tells the observer (with
+    /// when the handler started), logs a failure where it arose, and records the
+    /// outcome on the span.
     fn finish(
         &self,
         result: Result<Reply>,
-        port: &str,
-        source: Source<'_>,
+        at: At<'_>,
         seen: Seen<'_>,
-        observer: Option<&dyn Observer>,
-        clock: Option<std::time::Instant>,
-        depth: u32,
-        attempt: u32,
+        observer: Option<(&dyn Observer, std::time::Instant)>,
         span: &tracing::Span,
     ) -> Result<Reply> {
+        let At {
+            port,
+            source,
+            depth,
+            attempt,
+        } = at;
         let base = seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
         // Only a failure or an observer reads them.
         let secrets = if result.is_err() || observer.is_some() {
@@ -567,7 +530,7 @@ impl Runner {
         };
         let secrets = &*secrets;
         let result = result.map_err(|e| self.redact(e, secrets, seen.input));
-        if let (Some(observer), Some(clock)) = (observer, clock) {
+        if let Some((observer, clock)) = observer {
             let (from, edge_id) = match source {
                 Source::Signal => (None, None),
                 Source::Edge { from, edge_id } => (Some(from), Some(edge_id)),
@@ -680,6 +643,15 @@ impl Runner {
     }
 }
 
+/// Where a delivery went: what its end reports.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    port: &'a str,
+    source: Source<'a>,
+    depth: u32,
+    attempt: u32,
+}
+
 /// What the end of a delivery knows of its input.
 struct Seen<'a> {
     /// The index of the business port, if it was one.
@@ -704,32 +676,6 @@ enum Call {
     System(BoxFuture<'static, Result<Reply>>),
     /// The message cannot be delivered (no such port, the mapping failed).
     Refused(Error),
-}
-
-/// `e` without `values` and without those of `input` at `secrets`.
-fn redact_with(e: Error, secrets: &Secrets, input: Option<&Msg>, values: Vec<String>) -> Error {
-    let json = if secrets.is_empty() {
-        None
-    } else {
-        input.and_then(|m| m.json().ok())
-    };
-    let values = secret_texts(secrets, json, values);
-    if values.is_empty() { e } else { e.redact(&values) }
-}
-
-/// The texts to mask in what is said about a hop: `values` (the node's), the port's
-/// known secret values (long enough to be told apart), and those `input` holds at the
-/// port's secret fields.
-pub(super) fn secret_texts(secrets: &Secrets, input: Option<&Value>, mut values: Vec<String>) -> Vec<String> {
-    for v in secrets.values() {
-        if v.chars().count() >= MIN_SCRUB_LEN && !values.contains(v) {
-            values.push(v.clone());
-        }
-    }
-    if let Some(json) = input {
-        secrets.collect(json, &mut values);
-    }
-    values
 }
 
 /// Whether `port` is a member (`<family>_<key>`) of the family `spec`.

@@ -10,23 +10,22 @@ use serde_json::Value;
 
 use crate::{
     client::ResourceManager,
-    context::{Hop, NodeContext, NodeIdentity},
+    context::{NodeContext, NodeIdentity},
     error::{Error, Result, code},
-    flow::{Node, PortAddress},
+    flow::Node,
     message::Reply,
     msg::Msg,
 };
 
 use super::{
-    deliver::{ChangeFn, Inner, NODE_WAIT, RemoteRouter, Slot, Source, To},
+    address::{ChangeFn, Delivery, RemoteRouter},
+    deliver::NODE_WAIT,
     emitter::NodeEmitter,
     observe::{Observer, Observers},
     registry::Registry,
     runner::Runner,
+    state::{ClientFactory, Inner, Slot},
 };
-
-/// Makes the resource manager a node's `_client` hook receives.
-pub type ClientFactory = Arc<dyn Fn(&NodeIdentity) -> Arc<dyn ResourceManager> + Send + Sync>;
 
 /// The flow engine of one module.
 ///
@@ -443,40 +442,16 @@ impl Engine {
     /// Sends `data` to `to` (`"<node>:<port>"`) from outside the flow, as a signal
     /// does, and waits for the whole chain's reply.
     pub async fn send(&self, to: &str, data: Value) -> Result<Reply> {
-        self.send_with(to, data, Hop::default()).await
+        self.deliver(Delivery::to(to, Msg::from_json(data))?).await
     }
 
-    /// [`send`](Self::send) with explicit hop facts (depth, cancellation, leadership).
-    pub async fn send_with(&self, to: &str, data: Value, hop: Hop) -> Result<Reply> {
-        self.send_msg(to, Msg::from_json(data), hop).await
-    }
-
-    /// [`send_with`](Self::send_with) for a message that may be typed already: a
-    /// receiver of its type gets it without JSON in between (see [`Msg`]).
-    pub async fn send_msg(&self, to: &str, msg: Msg, hop: Hop) -> Result<Reply> {
-        // Split as `PortAddress::parse` does, without copying the parts.
-        let (node, port) = match to.rsplit_once(':') {
-            Some((n, p)) if !n.is_empty() && !p.is_empty() => (n, p),
-            _ => {
-                return Err(PortAddress::parse(to)
-                    .err()
-                    .unwrap_or_else(|| Error::permanent("bad address")));
-            }
-        };
-        self.inner
-            .deliver(To::parse(node, port), Source::Signal, msg, hop)
-            .await
-    }
-
-    /// Delivers a message that arrived from another module (the gRPC server calls
-    /// this with [`Msg::from_json_bytes`], decoded straight into the port's type).
-    pub async fn deliver(&self, to: &PortAddress, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
-        self.deliver_at(&to.node, &to.port, source, data, hop).await
-    }
-
-    /// [`deliver`](Self::deliver) to `node`'s `port`, without building an address.
-    pub async fn deliver_at(&self, node: &str, port: &str, source: Source<'_>, data: Msg, hop: Hop) -> Result<Reply> {
-        self.inner.deliver(To::parse(node, port), source, data, hop).await
+    /// Delivers a message to a node of this module (or, for another module's node,
+    /// through the router) and waits for the whole chain's reply: the one way in for
+    /// signals, other modules' messages and tests that set the hop or send a typed
+    /// message (a receiver of its type gets it without JSON in between, see [`Msg`]).
+    pub async fn deliver(&self, delivery: Delivery<'_>) -> Result<Reply> {
+        let attempt = delivery.attempt.max(1);
+        self.inner.deliver(delivery.attempt(attempt)).await
     }
 
     /// Whether this replica leads its module.
@@ -570,7 +545,7 @@ impl Engine {
 }
 
 /// Sets the engine's known secret values to those its running nodes resolved.
-fn refresh_known(known: &super::runner::Known, nodes: &HashMap<Arc<str>, Slot>) {
+fn refresh_known(known: &super::masking::Known, nodes: &HashMap<Arc<str>, Slot>) {
     let mut values: Vec<String> = Vec::new();
     for runner in nodes.values().filter_map(|s| s.runner.as_ref()) {
         for v in runner.resolved() {

@@ -17,7 +17,7 @@ use tracing::{Span, field::Empty};
 
 use crate::{error::Error, flow::Node, message::Reply, msg::Msg, redact::Secrets};
 
-use super::deliver::Source;
+use super::address::Source;
 
 /// The `tracing` target of every span the flow engine makes.
 pub const TARGET: &str = "tiny::flow";
