@@ -156,8 +156,10 @@ async fn handle(shared: Arc<Shared>, message: Message, is_system: bool) {
     let delivery = receive(&shared, &subject, headers.as_ref(), message.payload.clone(), is_system);
     let outcome = {
         let mut delivery = std::pin::pin!(delivery);
-        let mut progress = tokio::time::interval(config::IN_PROGRESS_EVERY);
-        progress.tick().await;
+        // First due one period in. (Awaiting an interval's immediate first tick
+        // would hold every message until the timer's next millisecond.)
+        let every = config::IN_PROGRESS_EVERY;
+        let mut progress = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         loop {
             tokio::select! {
                 outcome = &mut delivery => break outcome,
