@@ -88,7 +88,7 @@ async fn consume(shared: &Arc<Shared>) -> Result<()> {
     }
     shared.js.ensure().await?;
     let module = shared.js.module.clone();
-    let context = shared.js.context();
+    let context = shared.js.jetstream();
     let edges: Stream = context
         .get_stream(config::EDGES_STREAM)
         .await
@@ -148,12 +148,12 @@ async fn consume(shared: &Arc<Shared>) -> Result<()> {
 /// One message: delivered (kept in progress meanwhile), answered when a sender
 /// waits, then acked, nak'ed (a retryable failure nobody waits for) or terminated.
 async fn handle(shared: Arc<Shared>, message: Message, is_system: bool) {
-    let headers = message.headers.clone();
-    let inbox = get(headers.as_ref(), header::REPLY_INBOX)
+    let headers = message.headers.as_ref();
+    let inbox = get(headers, header::REPLY_INBOX)
         .filter(|i| !i.is_empty())
         .map(Subject::from);
     let subject = message.subject.clone();
-    let delivery = receive(&shared, &subject, headers.as_ref(), message.payload.clone(), is_system);
+    let delivery = receive(&shared, &subject, headers, message.payload.clone(), is_system);
     let outcome = {
         let mut delivery = std::pin::pin!(delivery);
         // First due one period in. (Awaiting an interval's immediate first tick
