@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help up run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-expr fuzz fuzz-smoke load ci
+.PHONY: help up run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -67,6 +67,9 @@ bench-nats: ## the cross-module hop over a real nats-server beside a bare async-
 
 bench-instructions: ## instructions per hop of the flow engine (10-node chain, default edges), counted by callgrind: the stable figure
 	tools/callgrind-hop.sh
+
+bench-durable: ## durable runs/s through a 3-step flow on JetStream beside a bare async-nats program doing the same stores, with ratios; a durable hop beside a core NATS hop
+	$(CARGO) bench -p tiny-runtime --bench durable
 
 bench-expr: ## expression evaluation micro-benchmark
 	$(CARGO) run --release -p tiny-expr --example bench

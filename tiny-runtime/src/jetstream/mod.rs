@@ -11,7 +11,7 @@
 //!
 //! - [`config`]: Go's streams, consumers and bucket, field for field.
 //! - [`JetStream`]: the connection's JetStream side, and the run ledger
-//!   ([`RunStore`](tiny_sdk::run::RunStore)) on `TINY_EXEC`.
+//!   ([`RunStore`]) on `TINY_EXEC`.
 //! - [`listen`]: the receiving side (consumers, in-progress, ack/nak/term).
 //! - [`JetStreamRouter`]: the sending side.
 //! - [`reconciler`]: the leader's pass over stuck runs.
@@ -21,7 +21,7 @@ mod receiver;
 pub mod reconciler;
 mod router;
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use async_nats::jetstream::{self, kv};
 use bytes::Bytes;
@@ -40,8 +40,11 @@ pub struct JetStream {
     link: Link,
     module: String,
     hostname: String,
-    /// `TINY_EXEC`, once [`ensure`](Self::ensure) made or found it.
-    bucket: RwLock<Option<kv::Store>>,
+    /// The connection's JetStream context, made on first use.
+    context: OnceLock<jetstream::Context>,
+    /// `TINY_EXEC`, once [`ensure`](Self::ensure) made or found it (shared: a
+    /// handle holds the stream's whole configuration, too much to copy per step).
+    bucket: RwLock<Option<Arc<kv::Store>>>,
 }
 
 impl JetStream {
@@ -51,6 +54,7 @@ impl JetStream {
             link,
             module: module.to_owned(),
             hostname: hostname.to_owned(),
+            context: OnceLock::new(),
             bucket: RwLock::new(None),
         })
     }
@@ -65,14 +69,21 @@ impl JetStream {
         &self.module
     }
 
-    /// A JetStream context on the connection.
+    /// The JetStream context on the connection. There is one per handle: each
+    /// context runs a task of its own (for the acknowledgements nobody awaits), too
+    /// much to make per message.
     pub fn context(&self) -> jetstream::Context {
-        jetstream::new(self.link.client().clone())
+        self.jetstream().clone()
+    }
+
+    /// The context, borrowed. Made on first use, from within the runtime.
+    fn jetstream(&self) -> &jetstream::Context {
+        self.context.get_or_init(|| jetstream::new(self.link.client().clone()))
     }
 
     /// Creates or updates the two streams and the bucket with Go's configurations.
     pub async fn ensure(&self) -> Result<()> {
-        let js = self.context();
+        let js = self.jetstream();
         for config in [config::edges_stream(), config::sysmsgs_stream()] {
             let name = config.name.clone();
             js.create_or_update_stream(config)
@@ -83,11 +94,11 @@ impl JetStream {
             .create_or_update_key_value(config::exec_bucket())
             .await
             .map_err(|e| broker(format_args!("creating the bucket `{}`", config::EXEC_BUCKET), e))?;
-        *self.bucket.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(bucket);
+        *self.bucket.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(bucket));
         Ok(())
     }
 
-    fn bucket(&self) -> Result<kv::Store> {
+    fn bucket(&self) -> Result<Arc<kv::Store>> {
         self.bucket
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -88,7 +88,7 @@ async fn consume(shared: &Arc<Shared>) -> Result<()> {
     }
     shared.js.ensure().await?;
     let module = shared.js.module.clone();
-    let context = shared.js.context();
+    let context = shared.js.jetstream();
     let edges: Stream = context
         .get_stream(config::EDGES_STREAM)
         .await
@@ -148,16 +148,18 @@ async fn consume(shared: &Arc<Shared>) -> Result<()> {
 /// One message: delivered (kept in progress meanwhile), answered when a sender
 /// waits, then acked, nak'ed (a retryable failure nobody waits for) or terminated.
 async fn handle(shared: Arc<Shared>, message: Message, is_system: bool) {
-    let headers = message.headers.clone();
-    let inbox = get(headers.as_ref(), header::REPLY_INBOX)
+    let headers = message.headers.as_ref();
+    let inbox = get(headers, header::REPLY_INBOX)
         .filter(|i| !i.is_empty())
         .map(Subject::from);
     let subject = message.subject.clone();
-    let delivery = receive(&shared, &subject, headers.as_ref(), message.payload.clone(), is_system);
+    let delivery = receive(&shared, &subject, headers, message.payload.clone(), is_system);
     let outcome = {
         let mut delivery = std::pin::pin!(delivery);
-        let mut progress = tokio::time::interval(config::IN_PROGRESS_EVERY);
-        progress.tick().await;
+        // First due one period in. (Awaiting an interval's immediate first tick
+        // would hold every message until the timer's next millisecond.)
+        let every = config::IN_PROGRESS_EVERY;
+        let mut progress = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         loop {
             tokio::select! {
                 outcome = &mut delivery => break outcome,

@@ -146,7 +146,7 @@ pub(super) async fn store(
     module: &str,
 ) -> Result<()> {
     let ack = js
-        .context()
+        .jetstream()
         .publish_with_headers(subject, headers, payload)
         .await
         .map_err(|e| broker(format_args!("sending to module `{module}`"), e))?;
