@@ -207,7 +207,7 @@ fn message_type(k: &CratePath, p: &Port) -> TokenStream {
     let message = p
         .message
         .as_ref()
-        .map_or_else(|| quote!(<#ty as #k::__private::PortType>::Message), |t| quote!(#t));
+        .map_or_else(|| quote!(<#ty as #k::port::PortType>::Message), |t| quote!(#t));
     respan(message, p.check_span)
 }
 
@@ -225,7 +225,7 @@ fn messages_check(c: &Component) -> Option<TokenStream> {
     let messages = c.ports.iter().map(|p| {
         let ty = &p.ty;
         let k = at(&c.krate, p.check_span);
-        quote_spanned!(p.check_span=> <#ty as #k::__private::PortType>::Message)
+        quote_spanned!(p.check_span=> <#ty as #k::port::PortType>::Message)
     });
     Some(quote!(let _port_messages = ::core::marker::PhantomData::<(#(#messages,)*)>;))
 }
@@ -310,7 +310,7 @@ fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let shape = Ident::new("shape", handler.span());
     let args = quote!(self, ctx, #msg);
     let ty = &p.ty;
-    let message = quote!(<#ty as #k::__private::PortType>::Message);
+    let message = quote!(<#ty as #k::port::PortType>::Message);
     let k = at(k, handler.span());
     // First the handler's parameters (`handler::shape`), so that what else is wrong
     // with it (no `ctx`, not `async`, not `Send`, the return type) is reported on its
