@@ -1,6 +1,8 @@
-//! Derive macros for tiny. Use them through `tiny-sdk`, which re-exports them with
-//! their documentation; the generated code names only `::tiny_sdk` paths (or the path
-//! given with `crate = "..."`), in a `const _` scope, with `#[automatically_derived]` impls.
+//! Derive and attribute macros for tiny. Use them through `tiny-sdk`, which re-exports
+//! them with their documentation; the generated code names only `::tiny_sdk` paths (or
+//! the path given with `crate = "..."`). The derives write their impls in a `const _`
+//! scope, marked `#[automatically_derived]`; `#[handlers]` rewrites the handlers of the
+//! `impl` block it is on, and leaves the rest as it is.
 //!
 //! Layout: `internals` reads and checks the attributes (darling structs, one file per
 //! derive), `expand` writes the code (one function per generated item). The entry
@@ -17,6 +19,12 @@ mod internals;
 #[proc_macro_derive(Component, attributes(component, port))]
 pub fn derive_component(input: TokenStream) -> TokenStream {
     expand::component::derive(input.into()).into()
+}
+
+/// See `tiny_sdk::handlers`.
+#[proc_macro_attribute]
+pub fn handlers(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::handlers::attribute(args.into(), input.into()).into()
 }
 
 /// See `tiny_sdk::Schema`.

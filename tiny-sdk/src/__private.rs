@@ -161,28 +161,3 @@ impl<T> ViaNull for DefaultProbe<T> {
         Value::Null
     }
 }
-
-/// What the port table reads from an `Input<T>` or `Output<T, R>` field's type.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a port type",
-    note = "port fields have type `tiny_sdk::Input<T>` or `tiny_sdk::Output<T>` / `Output<T, R>`"
-)]
-pub trait PortType {
-    type Message: crate::Message;
-    type Response: crate::Message;
-}
-
-impl<T: crate::Message> PortType for crate::Input<T> {
-    type Message = T;
-    type Response = Value;
-}
-
-impl<T: crate::Message, R: crate::Message> PortType for crate::Output<T, R> {
-    type Message = T;
-    type Response = R;
-}
-
-impl<T: crate::Message, R: crate::Message> PortType for crate::port::Outputs<T, R> {
-    type Message = T;
-    type Response = R;
-}

@@ -6,8 +6,17 @@
 //! `&self`, `ctx`, `msg`), [`NeedsCtx`] (no `ctx`), [`HandlerFuture`] (not `async`),
 //! `Send` (a value that is not `Send`, such as a `MutexGuard`, held across an `.await`:
 //! the compiler shows where), [`IntoReply`](crate::IntoReply) (the return type) and
-//! [`Arg`] (the message type). Nothing here is called by hand; names may change in any
-//! release.
+//! [`Arg`] (the message type). The derive sees the handler's name only, so it reports
+//! these errors on the port field.
+//!
+//! `#[handlers]` on the `impl` block of the handlers reports them on the handler
+//! instead. It checks each handler's parameters as written, and gives the handler the
+//! shape the dispatch calls, `fn(&self, ctx, msg: MessageOf<..>) -> impl Future<Output =
+//! R> + Send`, so that what only the type checker knows is an error on that signature,
+//! where the derive then finds nothing more to report: [`InputOf`] (the method handles
+//! no port), [`PortMessage`] (its `msg` type is not the port's), `Send`, and
+//! [`IntoReply`](crate::IntoReply) for a return type other than the usual ones. Nothing
+//! here is called by hand; names may change in any release.
 //!
 //! The message is taken out of its [`Msg`] by "autoref specialisation": the derive writes
 //! `(&&&&Take::of(&self.input)).inbox(msg)`, and method lookup, trying `&&&&Take`,
@@ -29,7 +38,8 @@ use crate::{
 #[diagnostic::on_unimplemented(
     message = "the handler of this port does not take `(&self, ctx: &Ctx<Self>, msg: {M})`",
     label = "its handler must be `async fn(&self, ctx: &Ctx<Self>, msg: {M}) -> R`",
-    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {M}) -> R` (or `msg: &{M}`), where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`"
+    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {M}) -> R` (or `msg: &{M}`), where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`",
+    note = "`#[tiny_sdk::handlers]` on the `impl` block of the handlers reports this on the handler itself"
 )]
 pub trait Shape<'a, C, M, T, S> {}
 
@@ -61,7 +71,8 @@ where
 #[diagnostic::on_unimplemented(
     message = "the handler of this port has no `ctx` parameter",
     label = "its handler must be `async fn(&self, ctx: &Ctx<Self>, msg: {M}) -> R`",
-    note = "add `ctx: &Ctx<Self>` after `&self`, even when the handler does not use it (then name it `_ctx`)"
+    note = "add `ctx: &Ctx<Self>` after `&self`, even when the handler does not use it (then name it `_ctx`)",
+    note = "`#[tiny_sdk::handlers]` on the `impl` block of the handlers reports this on the handler itself"
 )]
 pub trait NeedsCtx<M> {}
 
@@ -69,7 +80,8 @@ pub trait NeedsCtx<M> {}
 #[diagnostic::on_unimplemented(
     message = "the handler of this port is not `async`: it returns `{Self}`",
     label = "its handler must be `async fn(..) -> R`",
-    note = "write `async fn on_<port>(..)`; the engine awaits every handler"
+    note = "write `async fn on_<port>(..)`; the engine awaits every handler",
+    note = "`#[tiny_sdk::handlers]` on the `impl` block of the handlers reports this on the handler itself"
 )]
 pub trait HandlerFuture: Future {}
 
@@ -149,6 +161,65 @@ pub fn call<'a, C: crate::Component, M, T, S: Handler<'a, C, M, T, H>, H>(
     S::call(&handler, component, ctx, msg)
 }
 
+/// The key of a handler method's name, for [`InputOf`]: a `&str` cannot be a const
+/// generic argument on stable Rust, a number can. A 64-bit FNV-1a hash: two handlers of
+/// one component whose names collide would be two impls of one trait, a compile error;
+/// nothing at run time depends on it.
+pub const fn key(method: &str) -> u64 {
+    let bytes = method.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
+
+/// The input port whose handler is the method named by `HANDLER` (its [`key`]): written
+/// by `#[derive(Component)]` for each input port, so that `#[handlers]`, which sees the
+/// method but not the port, gives the method's `msg` parameter the port's message type
+/// ([`MessageOf`]) and checks the type the author wrote against it ([`PortMessage`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no input port that this method handles",
+    label = "not the handler of an input port of `{Self}`",
+    note = "in a `#[handlers]` impl, `on_<port>` and the methods marked `#[handler]` are the handlers of input ports: `on_<port>` of the port `<port>` (or of the one whose `#[port(handler = ...)]` names it)",
+    note = "rename it, or move it to another `impl` block if it is not a handler"
+)]
+pub trait InputOf<const HANDLER: u64> {
+    /// The port's message type.
+    type Message;
+}
+
+/// The message type of the input port whose handler is the method named by `HANDLER`
+/// (see [`InputOf`]): the type of a `#[handlers]` handler's `msg` parameter.
+pub type MessageOf<C, const HANDLER: u64> = <C as InputOf<HANDLER>>::Message;
+
+/// The `msg` parameter's type as the author wrote it, `Self` (taken) or `&Self` (lent),
+/// against the port's message type `M`: `#[handlers]` converts the parameter it gives
+/// the handler, of type `M`, to the one written, which only `M` itself can be.
+#[diagnostic::on_unimplemented(
+    message = "this handler takes `{Self}`, but its port carries `{M}`",
+    label = "expected `{M}` (or `&{M}`) here",
+    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {M}) -> Result<Reply>`; `msg: &{M}` borrows the message instead of taking it"
+)]
+pub trait PortMessage<M>: Sized {
+    /// The message, taken.
+    fn taken(msg: M) -> Self;
+    /// The message, lent.
+    fn lent(msg: &M) -> &Self;
+}
+
+impl<M> PortMessage<M> for M {
+    fn taken(msg: M) -> M {
+        msg
+    }
+    fn lent(msg: &M) -> &M {
+        msg
+    }
+}
+
 /// What the handler's `msg` parameter asks of the message in `inbox`, which arrived
 /// on `port`: the parameter's type is inferred from the handler the dispatch calls.
 pub fn arg<'x, T, K, A: Arg<'x, T, K>>(inbox: &'x mut Inbox<T, K>, port: &str) -> Result<A> {
@@ -189,7 +260,8 @@ impl<T, K> Inbox<T, K> {
 #[diagnostic::on_unimplemented(
     message = "this is not a handler for a port carrying `{T}`",
     label = "expected `async fn(&self, ctx: &Ctx<Self>, msg: {T}) -> R` (or `msg: &{T}`) here",
-    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {T}) -> R`, where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`; `msg: &{T}` borrows the message instead of taking it"
+    note = "a port handler is `async fn on_<port>(&self, ctx: &Ctx<Self>, msg: {T}) -> R`, where `R` is `()`, `Reply`, `Result<()>` or `Result<Reply>`; `msg: &{T}` borrows the message instead of taking it",
+    note = "`#[tiny_sdk::handlers]` on the `impl` block of the handlers reports this on the handler itself"
 )]
 pub trait Arg<'x, T, K>: Sized {
     /// The parameter's value, from the message in `inbox`, which arrived on `port`.

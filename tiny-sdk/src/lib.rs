@@ -34,6 +34,7 @@
 //!     output: Output<Greeting>,
 //! }
 //!
+//! #[handlers]
 //! impl Hello {
 //!     async fn on_input(&self, ctx: &Ctx<Self>, msg: HelloIn) -> Result<Reply> {
 //!         let greeting = format!("Hello, {}!", msg.name);
@@ -112,7 +113,9 @@ pub use mimalloc::MiMalloc as FastAlloc;
 /// An input port `input: Input<T>` is handled by `async fn on_input(&self, ctx:
 /// &Ctx<Self>, msg: T) -> R` (`R` is `()`, [`Reply`], `Result<()>` or `Result<Reply>`).
 /// A handler that only reads may take `msg: &T`: a message shared by a fan-out or
-/// kept by an edge for a retry is then lent, not copied.
+/// kept by an edge for a retry is then lent, not copied. Put [`#[handlers]`](handlers)
+/// on the `impl` block of the handlers: a handler of the wrong shape is then reported
+/// on the handler, not on the port field.
 ///
 /// Field attributes, `#[port(...)]`, on `Input<T>`, `Output<T, R>` and `Outputs<T, R>`
 /// fields: `label = "..."`, `position = Top | Right | Bottom | Left`, `handler = method`
@@ -133,6 +136,48 @@ pub use mimalloc::MiMalloc as FastAlloc;
 ///   (a router's route enum).
 pub use tiny_macros::Component;
 
+/// Checks the port handlers of a component where they are written: on the `impl` block
+/// that holds them, next to `#[derive(Component)]` on the struct.
+///
+/// ```
+/// # use tiny_sdk::prelude::*;
+/// # #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+/// # pub struct Name { pub name: String }
+/// # #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+/// # pub struct Greeting { pub greeting: String }
+/// #[derive(Component, Default)]
+/// #[component(name = "hello")]
+/// pub struct Hello {
+///     input: Input<Name>,
+///     greeting: Output<Greeting>,
+/// }
+///
+/// #[handlers]
+/// impl Hello {
+///     async fn on_input(&self, ctx: &Ctx<Self>, msg: Name) -> Result<Reply> {
+///         let greeting = format!("Hello, {}!", msg.name);
+///         self.greeting.emit(ctx, Greeting { greeting }).await
+///     }
+/// }
+/// ```
+///
+/// In the block, each `on_<port>` method, and each method marked `#[handler]` (one that
+/// `#[port(handler = method)]` names), is a handler: `async fn on_<port>(&self, ctx:
+/// &Ctx<Self>, msg: T) -> R`. A mistake in it is one error on the handler, saying which
+/// part is wrong: not `async`, no `&self`, no `ctx`, the parameters in another order, a
+/// `msg` type other than the port's, a return type that is not a reply, a method that
+/// handles no port, or a future that is not `Send` (a `MutexGuard` held across an
+/// `.await`: the compiler shows where). Other methods are left as they are.
+///
+/// Each handler is rewritten to the shape the dispatch calls, with the body unchanged:
+/// `fn on_<port>(&self, ctx: &Ctx<Self>, msg: MessageOf<..>) -> impl Future<Output = R> +
+/// Send { async move { .. } }` (see [`handler`]; `make expand` shows it). Without the
+/// attribute, the derive checks the same, and reports a mistake on the port field.
+///
+/// `#[handlers(crate = "path")]` names the SDK by another path, as
+/// `#[component(crate = ..)]` does.
+pub use tiny_macros::handlers;
+
 /// Derives `schemars::JsonSchema` with the editor's hints, read from `#[tiny(...)]`:
 /// `configurable`, `shared`, `title`, `description`, `default`, `enum(...)`,
 /// `enum_titles(...)`, `readonly`, `format`, `tab`, `align`, `col_span`,
@@ -145,6 +190,8 @@ pub use tiny_macros::Schema;
 
 /// The names an author needs, in one `use`.
 pub mod prelude {
-    pub use crate::{Component, Ctx, Error, ErrorMessage, Hooks, Input, Output, Position, Reply, Result, Schema};
+    pub use crate::{
+        Component, Ctx, Error, ErrorMessage, Hooks, Input, Output, Position, Reply, Result, Schema, handlers,
+    };
     pub use serde::{Deserialize, Serialize};
 }

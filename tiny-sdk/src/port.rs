@@ -138,6 +138,35 @@ pub struct PortShape {
     pub configuration: Value,
 }
 
+/// What a port field's type carries: `T` of [`Input<T>`], and `T` and the reply type `R`
+/// of [`Output<T, R>`] and [`Outputs<T, R>`]. The derive reads the port table from it, and
+/// [`Output::emit`] names its parameter by it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a port type",
+    note = "port fields have type `tiny_sdk::Input<T>` or `tiny_sdk::Output<T>` / `Output<T, R>`"
+)]
+pub trait PortType {
+    /// The message type the port carries.
+    type Message: Message;
+    /// The type of the reply to a message sent on it (JSON for an input port).
+    type Response: Message;
+}
+
+impl<T: Message> PortType for Input<T> {
+    type Message = T;
+    type Response = Value;
+}
+
+impl<T: Message, R: Message> PortType for Output<T, R> {
+    type Message = T;
+    type Response = R;
+}
+
+impl<T: Message, R: Message> PortType for Outputs<T, R> {
+    type Message = T;
+    type Response = R;
+}
+
 /// An input port receiving messages of type `T`.
 ///
 /// Messages arriving on it are decoded into `T` and handed to the component's
@@ -197,16 +226,21 @@ impl<T: Message, R: Message> Output<T, R> {
     ///
     /// The edges are found when `emit` is called; the message goes when the future
     /// is awaited.
+    ///
+    /// `msg` is a `T`: named through [`PortType`] rather than as `T`, so that a message of
+    /// another type is one error on it, "expected `T`", with no note that the returned
+    /// future's type follows from the argument's (it names `T`, as every `impl Future`
+    /// of a method of `Output<T, R>` must).
     pub fn emit<C: Component>(
         &self,
         ctx: &Ctx<C>,
-        msg: T,
+        msg: <Self as PortType>::Message,
     ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
         ctx.emit_msg(self.name, Msg::new(msg))
     }
 
     /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.
-    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: T) -> Result<R> {
+    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: <Self as PortType>::Message) -> Result<R> {
         self.emit(ctx, msg)
             .await?
             .decode()
@@ -271,13 +305,14 @@ impl<T, R> Outputs<T, R> {
 }
 
 impl<T: Message, R: Message> Outputs<T, R> {
-    /// Sends `msg` on the family's port for `key` (see [`Output::emit`]). A key the
-    /// settings do not give has no port: the emit fails, naming the ports there are.
+    /// Sends `msg` on the family's port for `key` (see [`Output::emit`]; `msg` is a `T`).
+    /// A key the settings do not give has no port: the emit fails, naming the ports
+    /// there are.
     pub fn emit<C: Component>(
         &self,
         ctx: &Ctx<C>,
         key: &str,
-        msg: T,
+        msg: <Self as PortType>::Message,
     ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
         ctx.emit_msg(&self.port(key), Msg::new(msg))
     }

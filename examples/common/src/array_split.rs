@@ -42,6 +42,7 @@ pub struct ArraySplit {
     out: Output<SplitOut>,
 }
 
+#[handlers]
 impl ArraySplit {
     async fn on_in(&self, ctx: &Ctx<Self>, msg: SplitIn) -> Result<()> {
         let total = msg.array.len();

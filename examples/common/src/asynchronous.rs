@@ -59,6 +59,7 @@ pub struct Async {
     slots: Mutex<Option<Arc<Semaphore>>>,
 }
 
+#[handlers]
 impl Async {
     fn slots(&self, settings: &AsyncSettings) -> Arc<Semaphore> {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);

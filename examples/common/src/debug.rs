@@ -36,6 +36,7 @@ pub struct Debug {
     received: std::sync::atomic::AtomicU64,
 }
 
+#[handlers]
 impl Debug {
     async fn on_in(&self, ctx: &Ctx<Self>, msg: Value) -> Result<()> {
         let received = self.received.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;

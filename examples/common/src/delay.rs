@@ -46,6 +46,7 @@ pub struct Delay {
     out: Output<DelayOut>,
 }
 
+#[handlers]
 impl Delay {
     async fn on_in(&self, ctx: &Ctx<Self>, msg: DelayRequest) -> Result<Reply> {
         let Ok(ms) = u64::try_from(msg.delay) else {

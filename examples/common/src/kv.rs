@@ -142,6 +142,7 @@ pub struct Kv {
     store_ack: Output<StoreAck>,
 }
 
+#[handlers]
 impl Kv {
     fn show(ctx: &Ctx<Self>) {
         ctx.show_control(&KvControl {

@@ -74,6 +74,7 @@ pub struct Router {
     default: Output<RouterOut>,
 }
 
+#[handlers]
 impl Router {
     fn route_keys(settings: &RouterSettings) -> Vec<String> {
         settings.routes.iter().map(|r| r.to_lowercase()).collect()

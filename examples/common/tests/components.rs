@@ -28,6 +28,7 @@ struct Answer {
     input: Input<Value>,
 }
 
+#[handlers]
 impl Answer {
     async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Result<Reply> {
         if msg.get("fail") == Some(&json!(true)) {

@@ -59,6 +59,7 @@ pub struct Convert {
     error: Output<ErrorMessage>,
 }
 
+#[handlers]
 impl Convert {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Celsius) -> Result<Reply> {
         if msg.celsius < -273.15 {

@@ -65,6 +65,7 @@ pub struct Hello {
     error: Output<ErrorMessage>,
 }
 
+#[handlers]
 impl Hello {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: HelloIn) -> Result<Reply> {
         let name = msg.name.trim();
@@ -102,6 +103,7 @@ pub struct Shout {
     out: Output<Text>,
 }
 
+#[handlers]
 impl Shout {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Text) -> Result<Reply> {
         self.out
@@ -125,6 +127,7 @@ pub struct Respond {
     response: Input<serde_json::Value>,
 }
 
+#[handlers]
 impl Respond {
     async fn on_response(&self, _ctx: &Ctx<Self>, msg: serde_json::Value) -> Reply {
         Reply::value(msg)
@@ -163,6 +166,7 @@ pub struct Delay {
     out: Output<Delayed>,
 }
 
+#[handlers]
 impl Delay {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: DelayIn) -> Result<Reply> {
         tokio::select! {
@@ -221,6 +225,7 @@ pub struct Login {
     ok: Output<LoggedIn>,
 }
 
+#[handlers]
 impl Login {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: LoginIn) -> Result<Reply> {
         let settings = ctx.settings();
@@ -266,6 +271,7 @@ pub struct Flaky {
     failed: std::sync::atomic::AtomicU32,
 }
 
+#[handlers]
 impl Flaky {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: serde_json::Value) -> Result<Reply> {
         use std::sync::atomic::Ordering;

@@ -64,6 +64,7 @@ struct Stamp {
     input: Input<Id>,
 }
 
+#[handlers]
 impl Stamp {
     async fn on_input(&self, _: &Ctx<Self>, msg: Id) {
         let now = Instant::now();

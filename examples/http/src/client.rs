@@ -189,6 +189,7 @@ struct Failure {
     response: HttpResponse,
 }
 
+#[handlers]
 impl HttpRequest {
     async fn on_request(&self, ctx: &Ctx<Self>, req: ClientRequest) -> Result<Reply> {
         let context = req.context.clone();

@@ -264,6 +264,7 @@ fn saved_port(ctx: &Ctx<HttpServer>) -> Result<u16> {
     Ok(ctx.state().get(OLD_PORT)?.unwrap_or(0))
 }
 
+#[handlers]
 impl HttpServer {
     async fn on_response(&self, _: &Ctx<Self>, response: Response) -> Result<Reply> {
         // The handler's value is the answer: it travels back up to the request's emit.

@@ -35,6 +35,7 @@ impl Drop for Unfinished {
     }
 }
 
+#[handlers]
 impl Slow {
     async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<()> {
         let unfinished = Unfinished;

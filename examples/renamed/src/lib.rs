@@ -56,6 +56,7 @@ pub struct Shout {
     error: Output<ErrorMessage>,
 }
 
+#[handlers(crate = "sdk")]
 impl Shout {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Words) -> Result<Reply> {
         if msg.text.is_empty() {
@@ -77,6 +78,7 @@ pub struct Whisper {
     out: Output<Words>,
 }
 
+#[handlers(crate = "crate::platform::sdk")]
 impl Whisper {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Words) -> Result<Reply> {
         let text = msg.text.to_lowercase();

@@ -59,6 +59,7 @@ pub struct Greet {
     error: Output<ErrorMessage>,
 }
 
+#[handlers]
 impl Greet {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Name) -> Result<Reply> {
         let name = msg.name.trim();

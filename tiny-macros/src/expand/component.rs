@@ -7,7 +7,7 @@
 
 use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens as _, format_ident, quote, quote_spanned};
-use syn::{DeriveInput, Ident, spanned::Spanned};
+use syn::{DeriveInput, Ident, ext::IdentExt as _, spanned::Spanned};
 
 use crate::internals::{
     CratePath,
@@ -44,6 +44,7 @@ fn component_impl(c: &Component) -> TokenStream {
     let error_port = error_port_fn(c);
     let port_enabled = port_enabled_fn(c);
     let port_keys = port_keys_fn(c);
+    let inputs = input_of_impls(c);
     let hooks = match c.hooks {
         // No hooks: nothing to run on deletion, so nodes need no finalizer.
         None => quote! {
@@ -66,9 +67,59 @@ fn component_impl(c: &Component) -> TokenStream {
                 #port_enabled
                 #port_keys
             }
+            #(#inputs)*
             #hooks
         };
     }
+}
+
+/// `impl InputOf<{ key("on_input") }> for Hello { type Message = T; }` for each input
+/// port: what `#[handlers]`, which sees the handler `on_input` but not the port, gives
+/// its `msg` parameter and checks the type written there against.
+fn input_of_impls(c: &Component) -> Vec<TokenStream> {
+    let k = &c.krate;
+    let mut seen = std::collections::HashSet::new();
+    c.ports
+        .iter()
+        .filter(|p| p.kind == Kind::Input)
+        // One impl per handler: a method may handle two ports of one type.
+        .filter(|p| seen.insert(p.handler.unraw().to_string()))
+        .map(|p| {
+            let ty = &p.ty;
+            let message = p
+                .message
+                .as_ref()
+                .map_or_else(|| quote!(<#ty as #k::port::PortType>::Message), |t| quote!(#t));
+            let port = format!("the input port `{}`", p.name);
+            input_of_impl(k, &c.ident, &p.handler, &port, &message, p.field.span())
+        })
+        .collect()
+}
+
+/// One `InputOf` impl, at `span`: where a method that handles no port is told the
+/// ports are.
+fn input_of_impl(
+    k: &CratePath,
+    ident: &Ident,
+    handler: &Ident,
+    port: &str,
+    message: &TokenStream,
+    span: Span,
+) -> TokenStream {
+    let handler = handler.unraw().to_string();
+    let doc = format!(" `{handler}` handles {port}: `#[handlers]` checks its `msg` against this type.");
+    let mut item = respan(
+        quote! {
+            #[doc = #doc]
+            #[automatically_derived]
+            impl #k::handler::InputOf<{ #k::handler::key(#handler) }> for #ident
+        },
+        span,
+    );
+    let mut body = Group::new(proc_macro2::Delimiter::Brace, quote!(type Message = #message;));
+    body.set_span(span);
+    item.extend([TokenTree::Group(body)]);
+    item
 }
 
 fn info_fn(c: &Component) -> TokenStream {
@@ -207,7 +258,7 @@ fn message_type(k: &CratePath, p: &Port) -> TokenStream {
     let message = p
         .message
         .as_ref()
-        .map_or_else(|| quote!(<#ty as #k::__private::PortType>::Message), |t| quote!(#t));
+        .map_or_else(|| quote!(<#ty as #k::port::PortType>::Message), |t| quote!(#t));
     respan(message, p.check_span)
 }
 
@@ -225,7 +276,7 @@ fn messages_check(c: &Component) -> Option<TokenStream> {
     let messages = c.ports.iter().map(|p| {
         let ty = &p.ty;
         let k = at(&c.krate, p.check_span);
-        quote_spanned!(p.check_span=> <#ty as #k::__private::PortType>::Message)
+        quote_spanned!(p.check_span=> <#ty as #k::port::PortType>::Message)
     });
     Some(quote!(let _port_messages = ::core::marker::PhantomData::<(#(#messages,)*)>;))
 }
@@ -310,7 +361,7 @@ fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let shape = Ident::new("shape", handler.span());
     let args = quote!(self, ctx, #msg);
     let ty = &p.ty;
-    let message = quote!(<#ty as #k::__private::PortType>::Message);
+    let message = quote!(<#ty as #k::port::PortType>::Message);
     let k = at(k, handler.span());
     // First the handler's parameters (`handler::shape`), so that what else is wrong
     // with it (no `ctx`, not `async`, not `Send`, the return type) is reported on its
@@ -322,6 +373,9 @@ fn handle_arm(k: &CratePath, p: &Port) -> TokenStream {
     let arg = quote_spanned!(p.check_span=> #k::handler::arg::<#message, _, _>(&mut #inbox, self.#field.name()));
     quote! {
         #name => {
+            #[allow(unused_doc_comments)]
+            /// The handler's parameters, `(&self, ctx, msg)` or another shape, inferred first:
+            /// `call` then reports what else is wrong with it in words about that shape.
             let #shape = #shape_of;
             #[allow(unused_doc_comments)]
             /// Autoref specialisation: `&&&&Take` finds the most specific of `TakeExactClone`,
@@ -443,6 +497,17 @@ fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
     }
     let settings = stub.settings.map_or_else(|| quote!(()), |t| quote!(#t));
     let control = stub.control.map_or_else(|| quote!(()), |t| quote!(#t));
+    // The input ports read from the fields: the author's `#[handlers]` still finds them.
+    let mut seen = std::collections::HashSet::new();
+    let inputs: Vec<TokenStream> = stub
+        .inputs
+        .iter()
+        .filter(|(handler, _)| input.generics.params.is_empty() && seen.insert(handler.unraw().to_string()))
+        .map(|(handler, message)| {
+            let message = message.to_token_stream();
+            input_of_impl(k, ident, handler, "an input port", &message, handler.span())
+        })
+        .collect();
     let hooks = (!stub.hooks).then(|| {
         quote! {
             #[automatically_derived]
@@ -467,6 +532,7 @@ fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
                     async { ::core::unreachable!() }
                 }
             }
+            #(#inputs)*
             #hooks
         };
     }

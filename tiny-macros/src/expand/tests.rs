@@ -68,6 +68,57 @@ fn component_full() {
     insta::assert_snapshot!(pretty(out));
 }
 
+/// `#[handlers]` on the hello component's handlers: a taken message, a lent one, the
+/// usual return types and another, and a method that is not a handler.
+#[test]
+fn handlers_hello() {
+    let out = super::handlers::attribute(
+        quote!(),
+        quote! {
+            impl Hello {
+                /// Greets.
+                async fn on_input(&self, ctx: &Ctx<Self>, msg: HelloIn) -> Result<Reply> {
+                    let greeting = format!("Hello, {}!", msg.name);
+                    self.greeting.emit(ctx, Greeting { greeting }).await
+                }
+
+                async fn on_peek(&self, _ctx: &Ctx<Self>, msg: &HelloIn) {
+                    tracing::info!(name = %msg.name, "peeked");
+                }
+
+                #[handler]
+                async fn count(&self, _: &Ctx<Self>, _: Tick) -> anyhow::Result<Reply> {
+                    Ok(Reply::empty())
+                }
+
+                fn greeting_word(&self) -> &str {
+                    "Hello"
+                }
+            }
+        },
+    );
+    insta::assert_snapshot!(pretty(out));
+}
+
+/// A mistake in a handler's signature: the error on its token, and the handler in the
+/// shape the dispatch calls, so that the derive reports nothing more.
+#[test]
+fn handlers_mistake() {
+    let out = super::handlers::attribute(
+        quote!(),
+        quote! {
+            impl Hello {
+                async fn on_input(&self, msg: HelloIn) -> Result<Reply> {
+                    Ok(Reply::empty())
+                }
+            }
+        },
+    );
+    let text = out.to_string();
+    assert!(text.contains("this handler has no `ctx` parameter"), "{text}");
+    assert!(text.contains("_ : & 'handler :: tiny_sdk :: Ctx < Self >"), "{text}");
+}
+
 /// A port message with several editor hints and serde attributes.
 #[test]
 fn schema_message() {
@@ -126,7 +177,15 @@ fn crate_path_override() {
         #[tiny(crate = "::my::sdk", unknown_key)]
         pub struct Choice { x: u32 }
     });
-    for out in [component, broken, schema, broken_schema] {
+    let handlers = super::handlers::attribute(
+        quote!(crate = "sdk"),
+        quote! {
+            impl Server {
+                async fn on_start(&self, msg: Start) -> i32 { 1 }
+            }
+        },
+    );
+    for out in [component, broken, schema, broken_schema, handlers] {
         let text = out.to_string();
         assert!(!text.contains("tiny_sdk"), "{text}");
         assert!(text.contains("sdk :: "), "{text}");

@@ -7,10 +7,10 @@
 
 use darling::{Error, FromDeriveInput, FromField, FromMeta, Result, ast, util::Flag};
 use proc_macro2::Span;
-use quote::ToTokens;
+use quote::{ToTokens, format_ident};
 use syn::{
-    Attribute, Expr, GenericArgument, Ident, LitStr, Meta, PathArguments, Token, Type, punctuated::Punctuated,
-    spanned::Spanned,
+    Attribute, Expr, GenericArgument, Ident, LitStr, Meta, PathArguments, Token, Type, ext::IdentExt as _,
+    punctuated::Punctuated, spanned::Spanned,
 };
 
 use super::{CratePath, doc_lines, doc_summary, unknown};
@@ -151,6 +151,9 @@ pub struct StubInfo {
     pub settings: Option<Type>,
     pub control: Option<Type>,
     pub hooks: bool,
+    /// The input ports, read from the fields as written: `(handler, message type)`, so
+    /// that `#[handlers]` finds its handlers' ports after a mistake elsewhere too.
+    pub inputs: Vec<(Ident, Type)>,
 }
 
 impl Component {
@@ -166,6 +169,7 @@ impl Component {
             settings: attrs.settings.clone(),
             control: attrs.control.clone(),
             hooks: attrs.hooks.is_present(),
+            inputs: StubInfo::inputs(input),
         });
         check(attrs, input).map_err(|e| (e, stub))
     }
@@ -177,6 +181,7 @@ impl StubInfo {
     fn lenient(input: &syn::DeriveInput) -> StubInfo {
         let mut stub = StubInfo {
             krate: CratePath::lenient(&input.attrs, "component"),
+            inputs: StubInfo::inputs(input),
             ..StubInfo::default()
         };
         let metas = input
@@ -200,6 +205,44 @@ impl StubInfo {
             }
         }
         stub
+    }
+}
+
+impl StubInfo {
+    /// The fields of type `Input<T>`, each with its handler: `handler = method` from
+    /// `#[port(..)]` when it reads, else `on_<field>`.
+    fn inputs(input: &syn::DeriveInput) -> Vec<(Ident, Type)> {
+        let syn::Data::Struct(s) = &input.data else {
+            return Vec::new();
+        };
+        s.fields
+            .iter()
+            .filter_map(|f| {
+                let field = f.ident.as_ref()?;
+                let Type::Path(p) = &f.ty else { return None };
+                let last = p.path.segments.last().filter(|s| s.ident == "Input")?;
+                let PathArguments::AngleBracketed(args) = &last.arguments else {
+                    return None;
+                };
+                let Some(GenericArgument::Type(message)) = args.args.first() else {
+                    return None;
+                };
+                let named = f
+                    .attrs
+                    .iter()
+                    .filter(|a| a.path().is_ident("port"))
+                    .filter_map(|a| a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated).ok())
+                    .flatten()
+                    .find_map(|m| match m {
+                        Meta::NameValue(nv) if nv.path.is_ident("handler") => {
+                            syn::parse2::<Ident>(nv.value.to_token_stream()).ok()
+                        }
+                        _ => None,
+                    });
+                let handler = named.unwrap_or_else(|| format_ident!("on_{}", field.unraw()));
+                Some((handler, message.clone()))
+            })
+            .collect()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reading and checking attributes. Nothing here writes code.
 
 pub mod component;
+pub mod handlers;
 pub mod json;
 pub mod schema;
 pub mod serde_names;
