@@ -231,47 +231,36 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
         var(&env, "TINY_RUN_MAX_REDRIVES").map(|v| v["value"].clone()),
         Some(json!("3"))
     );
-    // values.schema.json refuses what is not a NATS URL.
-    let bad = write(
-        dir.path(),
+    // values.schema.json refuses what is not a NATS URL, and a transport it does not
+    // know, naming the field.
+    let chart = repo("charts/tiny-module");
+    let refuses = |file: &str, values: &str, field: &str| {
+        let bad = write(dir.path(), file, values);
+        let out = Command::new(repo("tools/helm/helm"))
+            .args([
+                "template",
+                chart.to_str().expect("utf-8"),
+                "--name",
+                RELEASE,
+                "--namespace",
+                "x",
+            ])
+            .args(["-f", bad.to_str().expect("utf-8")])
+            .output()
+            .expect("helm runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(field), "{err}");
+    };
+    refuses(
         "bad-nats.yaml",
         "nats: {url: 'http://tinysystems-nats:4222'}",
+        "/nats/url",
     );
-    let chart = repo("charts/tiny-module");
-    let out = Command::new(repo("tools/helm/helm"))
-        .args([
-            "template",
-            chart.to_str().expect("utf-8"),
-            "--name",
-            RELEASE,
-            "--namespace",
-            "x",
-        ])
-        .args(["-f", bad.to_str().expect("utf-8")])
-        .output()
-        .expect("helm runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("/nats/url"), "{err}");
-    // ...and a transport it does not know.
-    let bad = write(
-        dir.path(),
+    refuses(
         "bad-transport.yaml",
         "nats: {url: 'nats://n:4222', transport: jetsream}",
+        "/nats/transport",
     );
-    let out = Command::new(repo("tools/helm/helm"))
-        .args([
-            "template",
-            chart.to_str().expect("utf-8"),
-            "--name",
-            RELEASE,
-            "--namespace",
-            "x",
-        ])
-        .args(["-f", bad.to_str().expect("utf-8")])
-        .output()
-        .expect("helm runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("/nats/transport"), "{err}");
 }
 
 #[test]
