@@ -145,7 +145,7 @@ impl Inner {
         self.nodes_read().get(name).and_then(|s| s.runner.clone())
     }
 
-    fn lookup(&self, node: &str) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+    pub(super) fn lookup(&self, node: &str) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
         self.nodes_read()
             .get(node)
             .map(|slot| (slot.runner.clone(), slot.error.clone()))
@@ -159,7 +159,7 @@ impl Inner {
     /// Waits (bounded, with backoff) for a node of this module that is not loaded yet;
     /// for one the directory says does not exist, only [`ABSENT_GRACE`] (its creation
     /// may be on its way to the watch).
-    async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+    pub(super) async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
         let start = tokio::time::Instant::now();
         let deadline = start + self.node_wait;
         let mut pause = std::time::Duration::from_millis(20);

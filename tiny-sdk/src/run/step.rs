@@ -48,7 +48,9 @@ impl RunStep {
         Self::new(run_id.into(), step_key, reply.map(Arc::new), None)
     }
 
-    /// A step that arrived with a message (`x-run-id`, `x-step-key`).
+    /// A step that arrived with a message (`x-run-id`, `x-step-key`); or, at
+    /// [`root_step_key`](super::root_step_key), the first step of a run a stored
+    /// message starts, named after it ([`run_id_from`](super::run_id_from)).
     pub fn continued(run_id: &str, step_key: &str, reply: Option<ReplyAddress>) -> Self {
         Self::new(run_id.into(), step_key.to_owned(), reply.map(Arc::new), None)
     }
