@@ -181,3 +181,84 @@ async fn a_message_that_comes_again_after_its_run_started_continues_that_run() {
     assert_eq!(transport.calls.load(Ordering::SeqCst), sent);
     assert_eq!(records(&store).len(), 1);
 }
+
+#[tokio::test]
+async fn a_step_whose_hop_was_not_stored_is_not_recorded_and_its_message_runs_again_in_the_same_run() {
+    let flow = flow(2);
+    let store = Arc::new(MemoryRunStore::new());
+    // Both attempts of the edge fail, as when the broker is away.
+    let transport = Arc::new(Transport {
+        fail: AtomicU32::new(2),
+        ..Transport::default()
+    });
+    let engine = engine(transport.clone(), Some(store.clone()), &flow).await;
+    let seed = "module-edges:7:1764045600123456789";
+    let e = deliver_stored(&engine, seed).await.expect_err("the step is not done");
+    assert!(e.is_retryable(), "the transport tries the message again: {e}");
+    assert!(e.to_string().contains("not recorded"), "{e}");
+    assert!(
+        records(&store).is_empty(),
+        "neither done nor failed: {:?}",
+        records(&store)
+    );
+
+    // The message comes again: the same run, the same step, and now the hop is stored.
+    deliver_stored(&engine, seed).await.expect("done");
+    let run_id = run::run_id_from(seed);
+    let recorded = records(&store);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let (key, record) = &recorded[0];
+    assert_eq!(key, &run::step_record_key(&run_id, &run::root_step_key(&run_id)));
+    assert_eq!(record.status, StepStatus::Done);
+    assert_eq!(record.emits.len(), 1, "its hop, stored: {record:?}");
+    assert_eq!(
+        record.emits[0].step_key,
+        run::child_step_key(&run_id, &run::root_step_key(&run_id), &record.emits[0].edge_id, 0)
+    );
+
+    // Once more (acknowledged too late): skipped, nothing sent.
+    let sent = transport.calls.load(Ordering::SeqCst);
+    deliver_stored(&engine, seed).await.expect("skipped");
+    assert_eq!(transport.calls.load(Ordering::SeqCst), sent);
+    assert_eq!(records(&store).len(), 1);
+}
+
+#[tokio::test]
+async fn a_hop_a_retry_stored_leaves_its_step_done() {
+    let flow = flow(2);
+    let store = Arc::new(MemoryRunStore::new());
+    let transport = Arc::new(Transport {
+        fail: AtomicU32::new(1),
+        ..Transport::default()
+    });
+    let engine = engine(transport, Some(store.clone()), &flow).await;
+    engine.send(&format!("{ENTRY}:input"), json!(1)).await.expect("done");
+    let recorded = records(&store);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1.status, StepStatus::Done);
+    assert_eq!(recorded[0].1.emits.len(), 1);
+}
+
+#[tokio::test]
+async fn a_hop_the_transport_refuses_for_good_fails_its_step_as_go_records_it() {
+    let flow = flow(2);
+    let store = Arc::new(MemoryRunStore::new());
+    let transport = Arc::new(Transport {
+        fail: AtomicU32::new(1),
+        permanent: true,
+        calls: AtomicU32::new(0),
+    });
+    let engine = engine(transport, Some(store.clone()), &flow).await;
+    let e = engine
+        .send(&format!("{ENTRY}:input"), json!(1))
+        .await
+        .expect_err("refused");
+    assert!(!e.is_retryable(), "{e}");
+    let recorded = records(&store);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1.status, StepStatus::Failed);
+    assert!(
+        recorded[0].1.error.as_deref().is_some_and(|e| e.contains("too large")),
+        "{recorded:?}"
+    );
+}

@@ -92,7 +92,16 @@ impl Inner {
             node: to.node.to_owned(),
             port: to.port.to_owned(),
         };
-        router.route_attempt(module, &to, source, data, hop, attempt).await
+        let step = hop.run.clone();
+        let outcome = router.route_attempt(module, &to, source, data, hop, attempt).await;
+        if let (Err(e), Some(step)) = (&outcome, step)
+            && e.is_retryable()
+        {
+            // Not stored, and it may be on another attempt or delivery: the step
+            // that emitted it is not done until it is.
+            step.not_stored();
+        }
+        outcome
     }
 
     /// Runs one step of a run on a local node: skipped if the ledger has it (a
@@ -138,6 +147,19 @@ impl Inner {
             .clone()
             .deliver(&self.module, port, source, data, hop, self.observer.as_deref(), attempt)
             .await;
+        if step.has_unstored() {
+            // A hop it emitted is not stored (the broker was away): neither done nor
+            // a business failure. Not recorded, so that the transport delivers the
+            // message again and the handler emits the hop again under the same key.
+            let why = outcome.err().map(|e| format!(": {e}")).unwrap_or_default();
+            return Err(Error::transient(format!(
+                "step `{}` of run `{}` (node `{}`) is not recorded: a hop it emitted was not stored{why}",
+                step.step_key(),
+                step.run_id(),
+                runner.name
+            ))
+            .with_code(code::UNREACHABLE));
+        }
         let record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
         let status = if record.status == StepStatus::Done {
             "done"

@@ -38,6 +38,9 @@ pub struct RunStep {
     /// per-edge ordinals: fan-out order does not change any edge's keys).
     ordinals: StepCounter,
     emits: Mutex<Vec<EmitRecord>>,
+    /// The step keys of hops this step's handler emitted that the transport failed
+    /// to store (and no later attempt stored).
+    unstored: Mutex<Vec<String>>,
 }
 
 impl RunStep {
@@ -63,6 +66,7 @@ impl RunStep {
             parent,
             ordinals: StepCounter::new(),
             emits: Mutex::new(Vec::new()),
+            unstored: Mutex::new(Vec::new()),
         }
     }
 
@@ -107,14 +111,39 @@ impl RunStep {
 
     /// Notes, on the step that emitted this hop, that the hop is stored (its record
     /// lists it, so that a stuck run can be driven again from the ledger). A retry of
-    /// the same hop replaces its earlier note.
+    /// the same hop replaces its earlier note, and clears a [`not_stored`](Self::not_stored)
+    /// one.
     pub fn stored(&self, emit: EmitRecord) {
         let Some(parent) = &self.parent else { return };
+        parent
+            .unstored
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|k| *k != emit.step_key);
         let mut emits = parent.emits.lock().unwrap_or_else(PoisonError::into_inner);
         match emits.iter_mut().find(|e| e.step_key == emit.step_key) {
             Some(earlier) => *earlier = emit,
             None => emits.push(emit),
         }
+    }
+
+    /// Notes, on the step that emitted this hop, that the transport could not store
+    /// the hop (the broker did not answer): until an attempt stores it, the step is
+    /// not done, whatever its handler makes of the failure (see
+    /// [`has_unstored`](Self::has_unstored)).
+    pub fn not_stored(&self) {
+        let Some(parent) = &self.parent else { return };
+        let mut unstored = parent.unstored.lock().unwrap_or_else(PoisonError::into_inner);
+        if !unstored.contains(&self.step_key) {
+            unstored.push(self.step_key.clone());
+        }
+    }
+
+    /// Whether a hop this step's handler emitted was not stored: such a step must
+    /// not be recorded (a record says its hops are stored), neither done nor failed,
+    /// so that its message is delivered again and the hop sent again.
+    pub fn has_unstored(&self) -> bool {
+        !self.unstored.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
     }
 
     /// The hops this step's handler emitted and the transport stored.
