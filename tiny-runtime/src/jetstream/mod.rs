@@ -11,7 +11,7 @@
 //!
 //! - [`config`]: Go's streams, consumers and bucket, field for field.
 //! - [`JetStream`]: the connection's JetStream side, and the run ledger
-//!   ([`RunStore`](tiny_sdk::run::RunStore)) on `TINY_EXEC`.
+//!   ([`RunStore`]) on `TINY_EXEC`.
 //! - [`listen`]: the receiving side (consumers, in-progress, ack/nak/term).
 //! - [`JetStreamRouter`]: the sending side.
 //! - [`reconciler`]: the leader's pass over stuck runs.
