@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help up run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load ci
+.PHONY: help up run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load durable ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -82,5 +82,8 @@ fuzz-smoke: ## every fuzz target for 20 s: the harness builds and runs
 
 load: ## 1,000 signals and 5,000 nodes on the local control plane beside bare kube-rs baselines; prints the figures
 	TINY_LOAD_SIGNALS=1000 TINY_LOAD_NODES=5000 $(CARGO) test --release -p tiny-example-hello --test load -- --nocapture --test-threads=1
+
+durable: ## durable runs on a real control plane and nats-server: a module SIGKILLed 3 times and the broker restarted under TINY_CRASH_RUNS (default 200) runs, a stuck run; prints the figures
+	$(CARGO) test -p tiny-example-hello --test durable --locked -- --nocapture --test-threads 1
 
 ci: lint test ## what .ci/run does

@@ -2,15 +2,22 @@
 //! JetStream on: two modules in this process, each with its consumers and its router,
 //! sharing Go's streams and the ledger bucket `TINY_EXEC`.
 
-use std::{sync::Mutex, time::Duration};
+use std::{
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::Duration,
+};
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tiny_runtime::{
-    jetstream::{self, JetStream},
-    nats::{Link, wire},
+    jetstream::{self, JetStream, JetStreamRouter},
+    nats::{Link, SendOptions, send, wire},
 };
 use tiny_sdk::{
-    engine::{EXECUTION_MODE_LABEL, Registry},
+    engine::{Delivery, EXECUTION_MODE_LABEL, Engine, Registry, RemoteRouter},
     flow::{Flow, FlowBuilder},
     prelude::*,
     run::{self, RunStore as _},
@@ -184,6 +191,96 @@ async fn a_durable_run_crosses_two_modules_each_step_once_and_recorded_as_go_rec
     assert_eq!(emits[0]["to"], json!("dur.b.middle-1:input"));
     assert_eq!(root["status"], json!("done"));
     a.receiver.stop().await;
+    b.receiver.stop().await;
+}
+
+/// The JetStream router, except that the first `fail` hops of durable runs are not
+/// stored, as when the broker does not answer.
+struct Unstored {
+    router: JetStreamRouter,
+    fail: AtomicU32,
+}
+
+impl RemoteRouter for Unstored {
+    fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
+        if d.hop.run.is_some()
+            && self
+                .fail
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            let e = Error::transient("the broker does not answer").with_code(tiny_sdk::error::code::UNREACHABLE);
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        self.router.route(module, d)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_message_that_started_a_run_and_came_again_continues_that_run() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let flow = chain("again");
+    // Module a's first step cannot store its hop on any of its edge's 3 attempts: it
+    // is not recorded, its message is nak'ed and comes again, and then it is.
+    let link = Link::connect(&broker.url()).await.expect("a NATS URL");
+    assert!(link.wait_up(WAIT).await);
+    let js = JetStream::new(link.clone(), "a", "a-0");
+    js.ensure().await.expect("streams");
+    let mut registry = Registry::default();
+    registry.register::<Step>();
+    let router = Unstored {
+        router: JetStreamRouter::new(js.clone()),
+        fail: AtomicU32::new(3),
+    };
+    let engine = Engine::builder()
+        .module("a")
+        .node_wait(Duration::from_millis(200))
+        .registry(registry)
+        .router(Arc::new(router))
+        .runs(js.clone())
+        .build();
+    for node in flow.nodes.iter().filter(|n| n.spec.module == "a") {
+        engine.apply(node.clone()).await.expect("node loads");
+    }
+    let a = jetstream::listen(js.clone(), engine, Some(Arc::new(|| true)));
+    let b = module(&broker, "b", &flow).await;
+    // The message that starts the run, as the platform sends it (stored by the stream).
+    send(
+        link.client(),
+        "again.a.first-1",
+        "input",
+        br#"{"n":0}"#.to_vec(),
+        &SendOptions::default(),
+    )
+    .await
+    .expect("sent");
+    let run_id = eventually("the first step to run twice", WAIT, || async {
+        let runs = runs_of("again.a.first-1");
+        (runs.len() == 2).then(|| runs[0].clone())
+    })
+    .await;
+    assert_eq!(
+        runs_of("again.a.first-1"),
+        vec![run_id.clone(), run_id.clone()],
+        "the second delivery continued the run the first started"
+    );
+    let status = eventually("the run completes", WAIT, || async {
+        let s = run::run_status(&*js, &run_id).await.ok()?;
+        (s.complete || s.failed).then_some(s)
+    })
+    .await;
+    assert!(status.complete, "{status:?}");
+    assert_eq!(calls("again.b.middle-1"), 1);
+    assert_eq!(calls("again.a.last-1"), 1);
+    let runs: std::collections::BTreeSet<String> = js
+        .keys("exec/")
+        .await
+        .expect("keys")
+        .iter()
+        .filter_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))
+        .collect();
+    assert_eq!(runs, std::collections::BTreeSet::from([run_id]), "one run");
+    a.stop().await;
     b.receiver.stop().await;
 }
 

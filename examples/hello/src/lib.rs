@@ -286,6 +286,64 @@ impl Flaky {
     }
 }
 
+/// Settings of a tally node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TallySettings {
+    /// The file each call appends its line to (none: calls are not written down).
+    #[tiny(title = "File")]
+    pub file: String,
+    /// How long each call waits after writing its line, before passing the message on
+    /// (milliseconds).
+    #[tiny(title = "Delay (ms)")]
+    pub delay: u64,
+}
+
+/// Counts its calls where a crash cannot undo the count: each call appends the line
+/// `<node> <runID> <stepKey> <pid> <unix ms>` (`-` for the run and step outside a
+/// durable run) to its `file` in one `write` on a file opened with `O_APPEND`, then
+/// waits `delay` ms and passes the message on along `out`. Once written, the line is
+/// the kernel's: a SIGKILL of the process right after does not lose it, and lines of
+/// several processes sharing the file do not mix. The crash tests count each step's
+/// handler calls from it.
+#[derive(Debug, Component, Default)]
+#[component(name = "tally", tags("example", "test"), settings = TallySettings)]
+pub struct Tally {
+    #[port(position = Left)]
+    input: Input<serde_json::Value>,
+    #[port(position = Right)]
+    out: Output<serde_json::Value>,
+}
+
+impl Tally {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: serde_json::Value) -> Result<Reply> {
+        let settings = ctx.settings();
+        if !settings.file.is_empty() {
+            let run = ctx.hop().run.as_deref();
+            let line = format!(
+                "{} {} {} {} {}\n",
+                ctx.node_name(),
+                run.map_or("-", tiny_sdk::run::RunStep::run_id),
+                run.map_or("-", tiny_sdk::run::RunStep::step_key),
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis()),
+            );
+            let written = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&settings.file)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+            written.map_err(|e| Error::permanent(format!("tally: writing to {}: {e}", settings.file)))?;
+        }
+        if settings.delay > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(settings.delay)).await;
+        }
+        self.out.emit(ctx, msg).await
+    }
+}
+
 /// The components of this module.
 pub fn registry() -> tiny_sdk::engine::Registry {
     let mut r = tiny_sdk::engine::Registry::default();
@@ -294,7 +352,8 @@ pub fn registry() -> tiny_sdk::engine::Registry {
         .register::<Respond>()
         .register::<Delay>()
         .register::<Login>()
-        .register::<Flaky>();
+        .register::<Flaky>()
+        .register::<Tally>();
     r
 }
 

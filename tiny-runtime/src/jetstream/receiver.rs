@@ -16,7 +16,7 @@ use futures::StreamExt as _;
 use tiny_sdk::{
     Error, Reply, Result,
     engine::Engine,
-    run::{ReplyAddress, RunStep},
+    run::{self, ReplyAddress, RunStep},
 };
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -153,7 +153,16 @@ async fn handle(shared: Arc<Shared>, message: Message, is_system: bool) {
         .filter(|i| !i.is_empty())
         .map(Subject::from);
     let subject = message.subject.clone();
-    let delivery = receive(&shared, &subject, headers, message.payload.clone(), is_system);
+    // The message's place in its stream, for good: what a run it starts is named after.
+    let seed = message.info().ok().map(|i| {
+        format!(
+            "{}:{}:{}",
+            i.stream,
+            i.stream_sequence,
+            i.published.unix_timestamp_nanos()
+        )
+    });
+    let delivery = receive(&shared, &subject, headers, message.payload.clone(), is_system, seed);
     let outcome = {
         let mut delivery = std::pin::pin!(delivery);
         // First due one period in. (Awaiting an interval's immediate first tick
@@ -215,12 +224,32 @@ fn run_step(headers: Option<&HeaderMap>) -> Option<Arc<RunStep>> {
     Some(Arc::new(RunStep::continued(run_id, step_key, reply)))
 }
 
+/// The run a message that carries none starts, if its node starts one (Go's mint):
+/// named after the stored message (`seed`), not at random, so that when the message
+/// comes again because its replica died before the run's first step was recorded,
+/// the step is the same one (skipped if recorded meanwhile, its hops deduplicated by
+/// their keys) rather than the first of a second run.
+async fn minted(shared: &Shared, to: &str, seed: Option<String>) -> Option<Arc<RunStep>> {
+    let seed = seed?;
+    let (node, port) = inbound::split_target(to).ok()?;
+    if !shared.engine.starts_run(node, port).await {
+        return None;
+    }
+    let run_id = run::run_id_from(&seed);
+    Some(Arc::new(RunStep::continued(
+        &run_id,
+        &run::root_step_key(&run_id),
+        None,
+    )))
+}
+
 async fn receive(
     shared: &Shared,
     subject: &Subject,
     headers: Option<&HeaderMap>,
     payload: bytes::Bytes,
     is_system: bool,
+    seed: Option<String>,
 ) -> Result<Reply> {
     let invalid = |what: String| Error::permanent(what).with_code(tiny_sdk::error::code::INVALID_MESSAGE);
     let to = get(headers, header::TO).filter(|t| !t.is_empty()).ok_or_else(|| {
@@ -237,7 +266,12 @@ async fn receive(
         })?,
     };
     let from = get(headers, header::FROM).unwrap_or_default();
-    let run = run_step(headers);
+    let run = match run_step(headers) {
+        Some(step) => Some(step),
+        // System ports never run in a run (Go's rule).
+        None if !is_system => minted(shared, to, seed).await,
+        None => None,
+    };
     let span = tracing::info_span!(
         target: tiny_sdk::engine::TRACE_TARGET,
         "jetstream.server",

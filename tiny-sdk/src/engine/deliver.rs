@@ -27,7 +27,7 @@ impl Inner {
     /// Waits (bounded, with backoff) for a node of this module that is not loaded yet;
     /// for one the directory says does not exist, only [`ABSENT_GRACE`] (its creation
     /// may be on its way to the watch).
-    async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+    pub(super) async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
         let start = tokio::time::Instant::now();
         let deadline = start + self.node_wait;
         let mut pause = std::time::Duration::from_millis(20);

@@ -30,6 +30,40 @@ pub(super) fn mints(runner: &Runner, port: &str) -> bool {
             .is_some_and(|m| m == "durable")
 }
 
+impl super::Engine {
+    /// Whether a message for `port` of `node` that belongs to no run starts one
+    /// here: a business port of a node of this module labelled durable
+    /// ([`EXECUTION_MODE_LABEL`]), on an engine with a run ledger. A node of this
+    /// module that is still loading is waited for, as a delivery waits for it.
+    ///
+    /// A transport that stores its messages asks before delivering, to give the run
+    /// an id of the message's own ([`run_id_from`](run::run_id_from)) in a hop that
+    /// carries it ([`RunStep::continued`] at its root step key): a redelivery of the
+    /// message, after its replica died before the first step was recorded, then
+    /// continues that run instead of starting a second one.
+    pub async fn starts_run(&self, node: &str, port: &str) -> bool {
+        let inner = &self.inner;
+        if inner.runs.is_none() || port.starts_with('_') {
+            return false;
+        }
+        let runner = match inner.lookup(node) {
+            Some((runner, _)) => runner,
+            None => {
+                let ours = crate::flow::parse_node_name(node)
+                    .is_some_and(|(m, _)| crate::flow::module_matches(m, &inner.module));
+                if !ours {
+                    return false;
+                }
+                inner
+                    .wait_for(node, &crate::context::Hop::default())
+                    .await
+                    .and_then(|(runner, _)| runner)
+            }
+        };
+        runner.is_some_and(|r| mints(&r, port))
+    }
+}
+
 impl Inner {
     /// Hands a hop of a run to the router, whichever module its target is in.
     pub(super) async fn durable(&self, d: Delivery<'_>) -> Result<Reply> {
@@ -40,7 +74,16 @@ impl Inner {
             )));
         };
         let module = d.module().unwrap_or(&self.module);
-        router.route(module, d).await
+        let step = d.hop.run.clone();
+        let outcome = router.route(module, d).await;
+        if let (Err(e), Some(step)) = (&outcome, step)
+            && e.is_retryable()
+        {
+            // Not stored, and it may be on another attempt or delivery: the step
+            // that emitted it is not done until it is.
+            step.not_stored();
+        }
+        outcome
     }
 
     /// Runs one step of a run on a local node: skipped if the ledger has it (a
@@ -75,14 +118,18 @@ impl Inner {
         }
         let started = Timestamp::now();
         let outcome = runner.clone().deliver(&self.module, d, self.observer.as_deref()).await;
-        if let Err(e) = &outcome
-            && e.is_retryable()
-            && e.code() == Some(code::UNREACHABLE)
-        {
-            // A hop of this step could not be stored (the broker is away): not the
-            // step's own failure, so no record; the message comes back and the step
-            // runs again, its stored hops dropped as duplicates.
-            return outcome;
+        if step.has_unstored() {
+            // A hop it emitted is not stored (the broker was away): neither done nor
+            // a business failure. Not recorded, so that the transport delivers the
+            // message again and the handler emits the hop again under the same key.
+            let why = outcome.err().map(|e| format!(": {e}")).unwrap_or_default();
+            return Err(Error::transient(format!(
+                "step `{}` of run `{}` (node `{}`) is not recorded: a hop it emitted was not stored{why}",
+                step.step_key(),
+                step.run_id(),
+                runner.name
+            ))
+            .with_code(code::UNREACHABLE));
         }
         let record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
         let status = if record.status == StepStatus::Done {

@@ -20,7 +20,39 @@ use rustc_hash::FxHashMap as HashMap;
 pub fn new_run_id() -> String {
     let mut b = [0u8; 16];
     getrandom::fill(&mut b).expect("the operating system's random number generator failed");
-    b[6] = (b[6] & 0x0f) | 0x40; // version 4
+    uuid(b, 4)
+}
+
+/// The id of the run that the stored message `seed` names starts: the same for the
+/// same seed, so that a redelivered message that starts a run (its replica died
+/// after the first step ran and before it was recorded) continues that run rather
+/// than starting a second one. A UUID shaped as [`new_run_id`]'s, of version 8
+/// (RFC 9562's application-defined one): two FNV-1a 64-bit hashes of the seed.
+///
+/// The seed must name one message for good, never another: JetStream's transport
+/// uses the stream, the message's sequence in it and the time it was stored.
+///
+/// ```
+/// use tiny_sdk::run::run_id_from;
+/// let id = run_id_from("module-edges:42:1764045600000000000");
+/// assert_eq!(id, run_id_from("module-edges:42:1764045600000000000"));
+/// assert_ne!(id, run_id_from("module-edges:43:1764045600000000000"));
+/// assert_eq!((id.len(), &id[14..15]), (36, "8"));
+/// ```
+pub fn run_id_from(seed: &str) -> String {
+    let mut b = [0u8; 16];
+    for (half, salt) in b.chunks_exact_mut(8).zip([&b"run-id:0|"[..], b"run-id:1|"]) {
+        let mut h = Fnv1a64::new();
+        h.write(salt);
+        h.write(seed.as_bytes());
+        half.copy_from_slice(&h.0.to_be_bytes());
+    }
+    uuid(b, 8)
+}
+
+/// `b` as a lower-case UUID of `version`, RFC 4122 variant.
+fn uuid(mut b: [u8; 16], version: u8) -> String {
+    b[6] = (b[6] & 0x0f) | (version << 4);
     b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
     let mut id = String::with_capacity(36);
     for (i, byte) in b.iter().enumerate() {
@@ -136,6 +168,38 @@ mod tests {
             assert!(
                 matches!(parts[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'),
                 "variant: {id}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_id_from_a_seed_is_the_seeds_alone_and_uuid_shaped() {
+        let a = run_id_from("module-edges:7:1764045600123456789");
+        assert_eq!(a, run_id_from("module-edges:7:1764045600123456789"));
+        let others = [
+            run_id_from("module-edges:8:1764045600123456789"),
+            run_id_from("module-edges:7:1764045600123456780"),
+            run_id_from(""),
+        ];
+        for other in &others {
+            assert_ne!(&a, other);
+        }
+        for id in others.iter().chain([&a]) {
+            let parts: Vec<&str> = id.split('-').collect();
+            assert_eq!(
+                parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+                [8, 4, 4, 4, 12],
+                "{id}"
+            );
+            assert!(parts[2].starts_with('8'), "version 8: {id}");
+            assert!(
+                matches!(parts[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'),
+                "variant: {id}"
+            );
+            assert!(
+                id.chars()
+                    .all(|c| c == '-' || c.is_ascii_digit() || c.is_ascii_lowercase()),
+                "{id}"
             );
         }
     }

@@ -9,8 +9,8 @@
 //! not run again; a run's progress can be read ([`RunStatus`]); and the
 //! reconciler publishes again a hop that was emitted but never completed ([`Plan`]).
 //!
-//! - `keys`: run ids and step keys ([`new_run_id`], [`child_step_key`],
-//!   [`StepCounter`]).
+//! - `keys`: run ids and step keys ([`new_run_id`], [`run_id_from`],
+//!   [`child_step_key`], [`StepCounter`]).
 //! - `ledger_key`: where a run's records live in the store (`exec/<runID>/…`).
 //! - `ledger`: the records, written byte for byte as Go writes them.
 //! - `time`: [`Timestamp`], a time as Go writes it in JSON.
@@ -48,7 +48,7 @@ mod step;
 mod store;
 mod time;
 
-pub use keys::{StepCounter, child_step_key, new_run_id, root_step_key};
+pub use keys::{StepCounter, child_step_key, new_run_id, root_step_key, run_id_from};
 pub use ledger::{EmitRecord, StepRecord, StepStatus};
 pub use ledger_key::{
     LedgerKey, LedgerKind, exec_prefix, parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key,

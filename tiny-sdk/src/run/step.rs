@@ -42,6 +42,9 @@ pub struct RunStep {
     /// per-edge ordinals: fan-out order does not change any edge's keys).
     ordinals: StepCounter,
     emits: Mutex<Vec<EmitRecord>>,
+    /// The step keys of hops this step's handler emitted that the transport failed
+    /// to store (and no later attempt stored).
+    unstored: Mutex<Vec<String>>,
 }
 
 impl RunStep {
@@ -52,7 +55,9 @@ impl RunStep {
         Self::new(run_id.into(), step_key, reply.map(Arc::new), None)
     }
 
-    /// A step that arrived with a message (`x-run-id`, `x-step-key`).
+    /// A step that arrived with a message (`x-run-id`, `x-step-key`); or, at
+    /// [`root_step_key`](super::root_step_key), the first step of a run a stored
+    /// message starts, named after it ([`run_id_from`](super::run_id_from)).
     pub fn continued(run_id: &str, step_key: &str, reply: Option<ReplyAddress>) -> Self {
         Self::new(run_id.into(), step_key.to_owned(), reply.map(Arc::new), None)
     }
@@ -65,6 +70,7 @@ impl RunStep {
             parent,
             ordinals: StepCounter::new(),
             emits: Mutex::new(Vec::new()),
+            unstored: Mutex::new(Vec::new()),
         }
     }
 
@@ -109,14 +115,39 @@ impl RunStep {
 
     /// Notes, on the step that emitted this hop, that the hop is stored (its record
     /// lists it, so that a stuck run can be driven again from the ledger). A retry of
-    /// the same hop replaces its earlier note.
+    /// the same hop replaces its earlier note, and clears a [`not_stored`](Self::not_stored)
+    /// one.
     pub fn stored(&self, emit: EmitRecord) {
         let Some(parent) = &self.parent else { return };
+        parent
+            .unstored
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|k| *k != emit.step_key);
         let mut emits = parent.emits.lock().unwrap_or_else(PoisonError::into_inner);
         match emits.iter_mut().find(|e| e.step_key == emit.step_key) {
             Some(earlier) => *earlier = emit,
             None => emits.push(emit),
         }
+    }
+
+    /// Notes, on the step that emitted this hop, that the transport could not store
+    /// the hop (the broker did not answer): until an attempt stores it, the step is
+    /// not done, whatever its handler makes of the failure (see
+    /// [`has_unstored`](Self::has_unstored)).
+    pub fn not_stored(&self) {
+        let Some(parent) = &self.parent else { return };
+        let mut unstored = parent.unstored.lock().unwrap_or_else(PoisonError::into_inner);
+        if !unstored.contains(&self.step_key) {
+            unstored.push(self.step_key.clone());
+        }
+    }
+
+    /// Whether a hop this step's handler emitted was not stored: such a step must
+    /// not be recorded (a record says its hops are stored), neither done nor failed,
+    /// so that its message is delivered again and the hop sent again.
+    pub fn has_unstored(&self) -> bool {
+        !self.unstored.lock().unwrap_or_else(PoisonError::into_inner).is_empty()
     }
 
     /// The hops this step's handler emitted and the transport stored.
