@@ -21,9 +21,11 @@ demo: ## run the hello example flow in-process (no cluster) and print its reply
 
 test: ## run every test (what CI runs)
 	$(CARGO) test --workspace --locked
+	$(CARGO) test -p tiny-sdk --features fast-alloc --lib --locked fast_alloc
 
 lint: ## clippy with -D warnings, rustfmt check, and the docs build without warnings (`make doc`)
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) clippy -p tiny-sdk --features fast-alloc --lib --locked -- -D warnings
 	$(CARGO) fmt --all -- --check
 	$(MAKE) doc
 

@@ -98,7 +98,7 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
     let source = crate::grpc::wire::source_from_wire(msg.from, msg.edge_id);
     let hop = Hop {
         depth: msg.depth,
-        cancel: msg.cancel,
+        cancel: msg.cancel.into(),
         leader: msg.leader,
         run: msg.run,
     };

@@ -106,7 +106,7 @@ impl NodeContext {
     pub(crate) fn system_hop(&self) -> Hop {
         Hop {
             depth: 0,
-            cancel: self.stopped.child_token(),
+            cancel: self.stopped.child_token().into(),
             leader: self.leads(),
             run: None,
         }
@@ -152,12 +152,58 @@ pub struct Hop {
     /// How many hops the message has made; the engine refuses to go past its limit.
     pub depth: u32,
     /// Cancelled when the caller gave up or the node is being stopped.
-    pub cancel: CancellationToken,
+    pub cancel: Cancel,
     /// Whether this replica leads (only the leader should do leader-only work).
     pub leader: bool,
     /// The durable run step this hop belongs to, if any (see [`crate::run`]): a hop
     /// with a step travels through the durable transport.
     pub run: Option<Arc<crate::run::RunStep>>,
+}
+
+/// A hop's cancellation: a [`CancellationToken`] (it derefs to one) that every hop
+/// of a message shares.
+///
+/// Copying a `CancellationToken` takes a lock (it counts its handles under the
+/// token's mutex), and each hop copies its message's token; a `Cancel` is shared by
+/// reference count instead, so a copy is one atomic increment.
+///
+/// ```
+/// use tiny_sdk::context::Cancel;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let token = CancellationToken::new();
+/// let cancel = Cancel::from(token.clone());
+/// let copy = cancel.clone();
+/// token.cancel();
+/// assert!(copy.is_cancelled());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<CancellationToken>);
+
+impl Cancel {
+    /// A fresh cancellation, under none.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The token itself (a copy of it: cancelling either cancels both).
+    pub fn token(&self) -> CancellationToken {
+        (*self.0).clone()
+    }
+}
+
+impl std::ops::Deref for Cancel {
+    type Target = CancellationToken;
+
+    fn deref(&self) -> &CancellationToken {
+        &self.0
+    }
+}
+
+impl From<CancellationToken> for Cancel {
+    fn from(token: CancellationToken) -> Self {
+        Self(Arc::new(token))
+    }
 }
 
 /// The context of one handler call, or of a node's [work](Ctx::spawn).
@@ -294,7 +340,7 @@ impl<C: Component> Ctx<C> {
             settings: self.settings.clone(),
             hop: Hop {
                 depth: 0,
-                cancel: token.clone(),
+                cancel: token.clone().into(),
                 leader: node.leads(),
                 run: None,
             },
@@ -341,7 +387,7 @@ impl<C: Component> Ctx<C> {
             settings: self.settings.clone(),
             hop: Hop {
                 depth: self.hop.depth,
-                cancel: node.stopped.child_token(),
+                cancel: node.stopped.child_token().into(),
                 leader: node.leads(),
                 run: None,
             },
@@ -377,7 +423,7 @@ impl<C: Component> Ctx<C> {
             settings: self.settings.clone(),
             hop: Hop {
                 depth: self.hop.depth,
-                cancel: cancel.clone(),
+                cancel: cancel.clone().into(),
                 leader: self.hop.leader,
                 run: self.hop.run.clone(),
             },

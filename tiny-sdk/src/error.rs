@@ -49,8 +49,14 @@ pub enum ErrorKind {
 /// assert_eq!(e.code(), Some("EMPTY_NAME"));
 /// assert!(!e.is_retryable());
 /// ```
+///
+/// One pointer wide: every hop's future carries a `Result<Reply>`, so a large error
+/// would be paid for by the hops that succeed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<Repr>);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+struct Repr {
     kind: ErrorKind,
     code: Option<String>,
     message: String,
@@ -58,55 +64,62 @@ pub struct Error {
     origin: Option<String>,
     /// It arose further down the chain and a handler passed it up: only the edge into
     /// the node where it arose retries it (see [`Error::at`]).
-    pub(crate) relayed: bool,
+    relayed: bool,
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Repr {
+            kind,
+            code,
+            message,
+            origin,
+            relayed,
+        } = &*self.0;
+        f.debug_struct("Error")
+            .field("kind", kind)
+            .field("code", code)
+            .field("message", message)
+            .field("origin", origin)
+            .field("relayed", relayed)
+            .finish()
+    }
 }
 
 impl Error {
     /// A transient error, marked retryable: the edge's retry policy may try the hop
     /// again (Go's `module.Retryable`). Mark only failures whose retry is safe.
     pub fn transient(message: impl fmt::Display) -> Self {
-        Self {
-            kind: ErrorKind::Transient,
-            code: None,
-            message: message.to_string(),
-            origin: None,
-            relayed: false,
-        }
+        Self::new(ErrorKind::Transient, message)
     }
 
     /// A permanent error: never retried (also what every `From` conversion makes).
     pub fn permanent(message: impl fmt::Display) -> Self {
-        Self {
-            kind: ErrorKind::Permanent,
-            code: None,
-            message: message.to_string(),
-            origin: None,
-            relayed: false,
-        }
+        Self::new(ErrorKind::Permanent, message)
     }
 
     /// Builds an error of the given kind.
     pub fn new(kind: ErrorKind, message: impl fmt::Display) -> Self {
-        Self {
+        Self(Box::new(Repr {
             kind,
             code: None,
             message: message.to_string(),
             origin: None,
             relayed: false,
-        }
+        }))
     }
 
     /// Attaches a machine-readable code, matched against an edge's `nonRetryableErrorCodes`.
     #[must_use]
     pub fn with_code(mut self, code: impl Into<String>) -> Self {
-        self.code = Some(code.into());
+        self.0.code = Some(code.into());
         self
     }
 
     /// Prefixes the message with where the error happened, keeping kind and code.
     #[must_use]
     pub fn context(mut self, what: impl fmt::Display) -> Self {
-        self.message = format!("{what}: {}", self.message);
+        self.0.message = format!("{what}: {}", self.0.message);
         self
     }
 
@@ -114,22 +127,22 @@ impl Error {
     /// that travels back up a chain keeps the node that raised it.
     #[must_use]
     pub fn at(mut self, origin: impl FnOnce() -> String) -> Self {
-        if self.origin.is_none() {
-            self.origin = Some(origin());
+        if self.0.origin.is_none() {
+            self.0.origin = Some(origin());
         }
         self
     }
 
     /// Where it happened, as `node:port`, once the engine has seen it.
     pub fn origin(&self) -> Option<&str> {
-        self.origin.as_deref()
+        self.0.origin.as_deref()
     }
 
     /// Whether it arose further down the chain than the node that returned it (a
     /// handler passed a downstream failure up). Only the edge into the node where an
     /// error arose retries it, so that attempts do not multiply up a chain.
     pub fn is_relayed(&self) -> bool {
-        self.relayed
+        self.0.relayed
     }
 
     /// Marks it as arisen further down the chain (see [`is_relayed`](Self::is_relayed)):
@@ -138,28 +151,28 @@ impl Error {
     /// edge should not retry.
     #[must_use]
     pub fn relayed(mut self) -> Self {
-        self.relayed = true;
+        self.0.relayed = true;
         self
     }
 
     /// Transient or permanent.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The code, if one was attached.
     pub fn code(&self) -> Option<&str> {
-        self.code.as_deref()
+        self.0.code.as_deref()
     }
 
     /// The human-readable message.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// `true` for transient errors.
     pub fn is_retryable(&self) -> bool {
-        self.kind == ErrorKind::Transient
+        self.0.kind == ErrorKind::Transient
     }
 
     /// The same error with every value of `secrets` in its message replaced by
@@ -168,8 +181,8 @@ impl Error {
     /// [`redact`](crate::redact)).
     #[must_use]
     pub fn redact(mut self, secrets: &[String]) -> Self {
-        if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(&self.message, secrets) {
-            self.message = clean;
+        if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(&self.0.message, secrets) {
+            self.0.message = clean;
         }
         self
     }
@@ -177,11 +190,11 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(origin) = &self.origin {
+        if let Some(origin) = &self.0.origin {
             write!(f, "{origin}: ")?;
         }
-        f.write_str(&self.message)?;
-        if let Some(code) = &self.code {
+        f.write_str(&self.0.message)?;
+        if let Some(code) = &self.0.code {
             write!(f, " [{code}]")?;
         }
         Ok(())

@@ -54,6 +54,8 @@ pub mod context;
 pub mod contract;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "fast-alloc")]
+mod fast_alloc;
 pub mod flow;
 pub mod handler;
 pub mod harness;
@@ -84,19 +86,8 @@ pub use msg::{Msg, RoundTrip};
 pub use port::{Direction, Input, Output, Outputs, PortShape, PortSpec, Position};
 pub use state::NodeState;
 
-/// A fast global allocator (mimalloc), for binaries that choose it with the
-/// `fast-alloc` feature and one line:
-///
-/// ```ignore
-/// #[global_allocator]
-/// static ALLOC: tiny_sdk::FastAlloc = tiny_sdk::FastAlloc;
-/// ```
-///
-/// A library never picks the allocator; the binary does. A message hop allocates
-/// (the hop's future, the message, a copy for an edge that may retry), so the
-/// allocator shows in the flow benchmark: `make bench-flow` runs it with both.
 #[cfg(feature = "fast-alloc")]
-pub use mimalloc::MiMalloc as FastAlloc;
+pub use fast_alloc::FastAlloc;
 
 /// Derives [`Component`]: the port table, the instance constructor and the dispatch
 /// from `Input`/`Output` fields to `on_<port>` methods.

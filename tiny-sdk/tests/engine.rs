@@ -527,7 +527,7 @@ async fn cancellation_stops_a_retry_wait_at_once() {
     let h = flaky_flow(json!({"failures": 5}), policy).await;
     let cancel = CancellationToken::new();
     let hop = Hop {
-        cancel: cancel.clone(),
+        cancel: cancel.clone().into(),
         ..Hop::default()
     };
     let canceller = cancel.clone();

@@ -147,20 +147,18 @@ fn attempts<'a>(
     if backoff.max_attempts <= 1 {
         return Either::Left(engine.deliver(route.delivery(from, msg, hop, 1)));
     }
-    let kept = (
-        msg.clone(),
-        hop.clone(),
-        started.unwrap_or_else(tokio::time::Instant::now),
-    );
-    let first = engine.deliver(route.delivery(from, msg, hop, 1));
+    let started = started.unwrap_or_else(tokio::time::Instant::now);
     Either::Right(Either::Right(async move {
+        // The first attempt's future is made here, not before the block: a future
+        // moved into an async block is held twice (as the captured value and as the
+        // awaited one), and every byte of this one is moved once per hop.
+        let first = engine.deliver(route.delivery(from, msg.clone(), hop.clone(), 1));
         let err = match first.await {
             Ok(reply) => return Ok(reply),
             Err(err) => err,
         };
         // Retrying (with its timers) is boxed, so that a hop that succeeds does not
         // carry, and copy, the retry loop's state.
-        let (msg, hop, started) = kept;
         Box::pin(async move {
             let next = again(engine, from, route, &msg, &hop, 1);
             backoff.retry_after(err, started, &hop.cancel, next).await

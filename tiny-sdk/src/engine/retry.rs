@@ -95,7 +95,7 @@ impl Backoff {
     pub fn should_retry(&self, err: &Error, attempt: u32) -> bool {
         attempt < self.max_attempts
             && err.is_retryable()
-            && !err.relayed
+            && !err.is_relayed()
             && !err
                 .code()
                 .is_some_and(|c| self.non_retryable_codes.iter().any(|n| n == c))

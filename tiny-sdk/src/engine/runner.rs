@@ -553,14 +553,14 @@ impl Runner {
                 expression_errors: seen.expressions,
             });
         }
-        let result = result.map_err(|mut e| {
+        let result = result.map_err(|e| {
             // Logged once, where it arose: the hops it fails on its way up the chain
             // find the origin already set. Those hops' edges do not retry it: the edge
             // into the node where it arose did (a retry further up would run the whole
             // chain below again, attempts multiplying with every hop).
             // (A handler may also have marked its own error relayed: kept.)
             let fresh = e.origin().is_none();
-            e.relayed |= !fresh;
+            let e = if fresh { e } else { e.relayed() };
             let e = e.at(|| format!("node `{}` port `{port}`", self.name));
             if fresh {
                 span.in_scope(|| tracing::warn!(node = %self.name, port, error = %e, "message failed"));
