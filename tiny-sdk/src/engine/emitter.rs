@@ -7,8 +7,6 @@
 
 use std::sync::{Arc, RwLock, Weak};
 
-use futures::future::Either;
-
 use crate::{
     context::Hop,
     error::{Error, Result},
@@ -104,8 +102,8 @@ impl NodeEmitter {
     /// allocated and moved once per hop).
     pub fn emit(&self, port: &str, msg: Msg, hop: Hop) -> impl Future<Output = Result<Reply>> + Send + use<> {
         match self.outlet(port, &msg, &hop) {
-            Ok((engine, outlet)) => Either::Left(fanout::emit(engine, outlet, msg, hop)),
-            Err(done) => Either::Right(std::future::ready(done)),
+            Ok((engine, outlet)) => fanout::emit(engine, outlet, msg, hop),
+            Err(done) => fanout::Emit::done(done),
         }
     }
 

@@ -1,6 +1,10 @@
 //! Emitting along a port's edges: in parallel, sharing one message, with retries.
 
-use std::sync::Arc;
+use std::{
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
 
 use futures::future::{BoxFuture, Either, join_all};
 use tracing::Instrument as _;
@@ -14,7 +18,7 @@ use crate::{
 
 use super::{
     MAX_DEPTH,
-    runner::{Outlet, Route},
+    runner::{Handling, Outlet, Route},
     state::Inner,
 };
 
@@ -24,10 +28,156 @@ use super::{
 /// Returns the first non-empty reply in edge order, else the first error, else an
 /// empty reply (the Go SDK's rule).
 ///
-/// This future owns the engine and the outlet; the steps below it are plain functions
-/// that borrow them and return their futures, so that a hop's future holds each thing
-/// once (it is part of the emitting handler's future, boxed once per hop).
-pub(crate) async fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: Hop) -> Result<Reply> {
+/// The common hop, one edge to a node loaded here, is made now and returned as a
+/// [`Local`](Emit::Local) future that owns what it needs (see [`local`]); every other
+/// emit runs in a boxed future.
+pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, hop: Hop) -> Emit {
+    if let [only] = outlet.edges.as_slice() {
+        match local(&engine, &outlet, only, msg, hop) {
+            Ok(hop) => Emit::Local(hop),
+            Err((msg, hop)) => Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
+        }
+    } else if outlet.edges.is_empty() && hop.depth < MAX_DEPTH {
+        Emit::Done(Some(Ok(Reply::empty())))
+    } else {
+        Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop)))
+    }
+}
+
+/// What an emit awaits: its answer already, a hop to a local node, or anything else.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "the local hop is the common case: boxing it would cost every hop an allocation"
+)]
+pub(crate) enum Emit {
+    Done(Option<Result<Reply>>),
+    Local(LocalHop),
+    Boxed(BoxFuture<'static, Result<Reply>>),
+}
+
+impl Emit {
+    /// An emit answered at once.
+    pub fn done(result: Result<Reply>) -> Self {
+        Emit::Done(Some(result))
+    }
+}
+
+impl Future for Emit {
+    type Output = Result<Reply>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Reply>> {
+        match self.get_mut() {
+            Emit::Done(done) => Poll::Ready(
+                done.take()
+                    .unwrap_or_else(|| Err(Error::permanent("an emit was awaited after it answered"))),
+            ),
+            Emit::Local(hop) => Pin::new(hop).poll(cx),
+            Emit::Boxed(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
+/// One hop along an edge to a node loaded here, its handler's future made: what most
+/// hops are. Its retry (for an edge that may retry) is made only on a failure.
+pub(crate) struct LocalHop {
+    handling: Handling,
+    /// What another attempt needs, for an edge that may retry.
+    kept: Option<Kept>,
+    retrying: Option<BoxFuture<'static, Result<Reply>>>,
+}
+
+struct Kept {
+    engine: Arc<Inner>,
+    outlet: Arc<Outlet>,
+    msg: Msg,
+    hop: Hop,
+    started: tokio::time::Instant,
+}
+
+impl Future for LocalHop {
+    type Output = Result<Reply>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Reply>> {
+        let this = &mut *self;
+        if let Some(retrying) = &mut this.retrying {
+            return retrying.as_mut().poll(cx);
+        }
+        let err = match std::task::ready!(Pin::new(&mut this.handling).poll(cx)) {
+            Ok(reply) => return Poll::Ready(Ok(reply)),
+            Err(err) => err,
+        };
+        let Some(Kept {
+            engine,
+            outlet,
+            msg,
+            hop,
+            started,
+        }) = this.kept.take()
+        else {
+            return Poll::Ready(Err(err));
+        };
+        let retrying = this.retrying.insert(Box::pin(async move {
+            let route = &outlet.edges[0];
+            let next = again(&engine, &outlet.from, route, &msg, &hop, 1);
+            route.backoff.retry_after(err, started, &hop.cancel, next).await
+        }));
+        retrying.as_mut().poll(cx)
+    }
+}
+
+/// The hop along `route`, `outlet`'s only edge, as a [`LocalHop`] when it is the
+/// common case: a node loaded here, a business port, not a durable run's hop, no
+/// deadline on the edge, and no fresh task due (see
+/// [`STACK_RESET_EVERY`]). Otherwise the message and hop come back, untouched.
+fn local(
+    engine: &Arc<Inner>,
+    outlet: &Arc<Outlet>,
+    route: &Route,
+    msg: Msg,
+    mut hop: Hop,
+) -> std::result::Result<LocalHop, (Msg, Hop)> {
+    let depth = hop.depth + 1;
+    if hop.depth >= MAX_DEPTH
+        || hop.run.is_some()
+        || route.backoff.timeout.is_some()
+        || depth.is_multiple_of(STACK_RESET_EVERY)
+    {
+        return Err((msg, hop));
+    }
+    let Some(runner) = engine.runner(&route.node) else {
+        return Err((msg, hop));
+    };
+    let Some(index) = runner.inlet(&route.port) else {
+        return Err((msg, hop));
+    };
+    if engine.runs.is_some() && super::durable::mints(&runner, &route.port) {
+        return Err((msg, hop));
+    }
+    hop.depth = depth;
+    let kept = (route.backoff.max_attempts > 1).then(|| Kept {
+        engine: engine.clone(),
+        outlet: outlet.clone(),
+        msg: msg.clone(),
+        hop: hop.clone(),
+        started: tokio::time::Instant::now(),
+    });
+    Ok(LocalHop {
+        handling: runner.start(
+            &engine.module,
+            index,
+            (&outlet.from, route),
+            msg,
+            hop,
+            engine.observer.as_ref(),
+        ),
+        kept,
+        retrying: None,
+    })
+}
+
+/// Any other emit (several edges, another module, a durable run, a node not loaded
+/// yet...).
+async fn emit_any(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: Hop) -> Result<Reply> {
     if hop.depth >= MAX_DEPTH {
         return Err(Error::permanent(format!(
             "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
@@ -39,9 +189,7 @@ pub(crate) async fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut 
     match outlet.edges.as_slice() {
         [] => Ok(Reply::empty()),
         [only] => send(&engine, &outlet.from, only, msg, hop, None).await,
-        // Its branches live in one allocation anyway: boxed, so that a single edge's
-        // future does not carry the fan-out's.
-        many => Box::pin(fan_out(&engine, &outlet.from, many, msg, hop)).await,
+        many => fan_out(&engine, &outlet.from, many, msg, hop).await,
     }
 }
 

@@ -467,7 +467,6 @@ impl Runner {
         } = d;
         let at = At {
             port,
-            source,
             depth: hop.depth,
             attempt,
         };
@@ -500,7 +499,65 @@ impl Runner {
                 input: seen.as_ref(),
                 expressions: expressions.as_deref().map_or(&[], Vec::as_slice),
             };
-            self.finish(result, at, seen, observer.zip(clock), &span)
+            let observer = observer.zip(clock).map(|(o, clock)| (o, clock, source));
+            self.finish(result, at, seen, observer, &span)
+        }
+    }
+
+    /// The index of business input `port`, if the node has it (with the settings in
+    /// force).
+    pub fn inlet(&self, port: &str) -> Option<usize> {
+        self.inputs.iter().position(|i| i.spec.name == port)
+    }
+
+    /// Starts a delivery along `route` from `from` to business input `index` (see
+    /// [`inlet`](Self::inlet)): the handler's future made, in the hop's span. What is
+    /// left, running it and finishing, is the returned future's, which owns all it
+    /// needs. (A first attempt: a retry goes the general way.)
+    pub fn start(
+        self: Arc<Self>,
+        module: &str,
+        index: usize,
+        (from, route): (&Arc<str>, &Route),
+        msg: Msg,
+        hop: Hop,
+        observer: Option<&Arc<dyn Observer>>,
+    ) -> Handling {
+        let attempt = 1;
+        let port = self.inputs[index].spec.name;
+        let depth = hop.depth;
+        let source = Source::Edge {
+            from,
+            edge_id: &route.id,
+        };
+        let span = super::trace::hop_span(module, &self.node, port, &source, depth, attempt);
+        let observed = observer.is_some_and(|o| o.wants_data(&self.name));
+        let call = span.in_scope(|| self.handler(index, &source, msg, hop, observed));
+        let (future, seen, expressions) = match call {
+            Call::Handler {
+                future,
+                seen,
+                expressions,
+                ..
+            } => (future, seen, expressions),
+            Call::System(future) => (future, None, None),
+            Call::Refused(e) => (Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>, None, None),
+        };
+        Handling {
+            runner: self,
+            future,
+            span,
+            index,
+            seen,
+            expressions,
+            depth,
+            attempt,
+            observing: observer.map(|o| Observing {
+                observer: o.clone(),
+                clock: std::time::Instant::now(),
+                from: from.clone(),
+                edge_id: route.id.clone(),
+            }),
         }
     }
 
@@ -512,15 +569,10 @@ impl Runner {
         result: Result<Reply>,
         at: At<'_>,
         seen: Seen<'_>,
-        observer: Option<(&dyn Observer, std::time::Instant)>,
+        observer: Option<(&dyn Observer, std::time::Instant, Source<'_>)>,
         span: &tracing::Span,
     ) -> Result<Reply> {
-        let At {
-            port,
-            source,
-            depth,
-            attempt,
-        } = at;
+        let At { port, depth, attempt } = at;
         let base = seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
         // Only a failure or an observer reads them.
         let secrets = if result.is_err() || observer.is_some() {
@@ -530,7 +582,7 @@ impl Runner {
         };
         let secrets = &*secrets;
         let result = result.map_err(|e| self.redact(e, secrets, seen.input));
-        if let Some((observer, clock)) = observer {
+        if let Some((observer, clock, source)) = observer {
             let (from, edge_id) = match source {
                 Source::Signal => (None, None),
                 Source::Edge { from, edge_id } => (Some(from), Some(edge_id)),
@@ -603,7 +655,7 @@ impl Runner {
             }
             _ => {}
         }
-        let Some(index) = self.inputs.iter().position(|i| i.spec.name == port) else {
+        let Some(index) = self.inlet(port) else {
             let ports = self.instance.ports();
             if ports.iter().any(|p| p.name == port && !p.is_source()) {
                 return Call::Refused(
@@ -623,6 +675,11 @@ impl Runner {
                 .with_code(crate::error::code::UNKNOWN_PORT),
             );
         };
+        self.handler(index, source, data, hop, observed)
+    }
+
+    /// A business port's handler call, with its input.
+    fn handler(&self, index: usize, source: &Source<'_>, data: Msg, hop: Hop, observed: bool) -> Call {
         let inlet = &self.inputs[index];
         let (input, expressions) = match self.input(inlet, source, data) {
             Ok(input) => input,
@@ -643,11 +700,62 @@ impl Runner {
     }
 }
 
+/// A delivery to a business port whose handler's future is made (see
+/// [`Runner::start`]): runs the handler in the hop's span, then finishes as
+/// [`Runner::deliver`] does. A plain struct, not an `async` block: a hop's future is
+/// this and the handler's box.
+pub(crate) struct Handling {
+    runner: Arc<Runner>,
+    future: BoxFuture<'static, Result<Reply>>,
+    span: tracing::Span,
+    index: usize,
+    seen: Option<Msg>,
+    expressions: Failed,
+    depth: u32,
+    attempt: u32,
+    /// Only with an observer: what it is told.
+    observing: Option<Observing>,
+}
+
+struct Observing {
+    observer: Arc<dyn Observer>,
+    clock: std::time::Instant,
+    from: Arc<str>,
+    edge_id: Arc<str>,
+}
+
+impl Future for Handling {
+    type Output = Result<Reply>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<Reply>> {
+        let this = &mut *self;
+        let result = std::task::ready!(this.span.in_scope(|| this.future.as_mut().poll(cx)));
+        let runner = &this.runner;
+        let at = At {
+            port: runner.inputs[this.index].spec.name,
+            depth: this.depth,
+            attempt: this.attempt,
+        };
+        let seen = Seen {
+            inlet: Some(this.index),
+            input: this.seen.as_ref(),
+            expressions: this.expressions.as_deref().map_or(&[], Vec::as_slice),
+        };
+        let observer = this.observing.as_ref().map(|o| {
+            let source = Source::Edge {
+                from: &o.from,
+                edge_id: &o.edge_id,
+            };
+            (&*o.observer, o.clock, source)
+        });
+        std::task::Poll::Ready(runner.finish(result, at, seen, observer, &this.span))
+    }
+}
+
 /// Where a delivery went: what its end reports.
 #[derive(Clone, Copy)]
 struct At<'a> {
     port: &'a str,
-    source: Source<'a>,
     depth: u32,
     attempt: u32,
 }
