@@ -1,6 +1,9 @@
 //! The fast global allocator a binary may choose (`fast-alloc`): mimalloc, asked the
 //! way its fast path wants.
-#![allow(unsafe_code, reason = "a global allocator is unsafe by definition; each block says why it is sound")]
+#![allow(
+    unsafe_code,
+    reason = "a global allocator is unsafe by definition; each block says why it is sound"
+)]
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;

@@ -97,9 +97,10 @@ impl NodeEmitter {
 
     /// Sends `msg` along the edges of `port`, continuing `hop`.
     ///
-    /// Not an `async fn`: the edges are found now, and the future is the fan-out's
-    /// alone (it is part of the emitting handler's future, so every byte of it is
-    /// allocated and moved once per hop).
+    /// Not an `async fn`: the edges are found now, and for the common hop (one edge to
+    /// a node loaded here) the receiving handler's future is made now too (see
+    /// [`fanout::emit`]). The returned future is part of the emitting handler's, so
+    /// every byte of it is allocated and moved once per hop.
     pub fn emit(&self, port: &str, msg: Msg, hop: Hop) -> impl Future<Output = Result<Reply>> + Send + use<> {
         match self.outlet(port, &msg, &hop) {
             Ok((engine, outlet)) => fanout::emit(engine, outlet, msg, hop),

@@ -37,11 +37,9 @@ pub(crate) trait NodeInstance: Send + Sync {
     fn node(&self) -> &Arc<NodeContext>;
     /// A business port: take the value, run the handler, route a failure to the catch
     /// port. The one allocation of a hop's control flow: the handler's future, boxed,
-    /// with everything the hop's emits do inline in it. Its size is what each hop
-    /// allocates and moves: the emit path is made of plain functions that return
-    /// futures, so that it holds each thing once (952 bytes for the flow benchmark's
-    /// step: within glibc's per-thread cache, 1,032, and mimalloc's small blocks,
-    /// 1,024).
+    /// with the hop it emits inline in it (the emitter's `Emit`: a plain struct for the
+    /// common hop, everything else boxed). Its size is what each hop allocates and
+    /// moves (608 bytes for the flow benchmark's step).
     fn handle(self: Arc<Self>, port: &'static str, input: Msg, hop: Hop) -> BoxFuture<'static, Result<Reply>>;
     /// `_settings`: decode and, when they changed, swap them in and call the hook.
     /// `None` means the spec has no settings: the defaults apply.

@@ -22,14 +22,10 @@
 //! - `state`: the node table and what the engine's handles share.
 //! - `durable`, `deliver`: delivery to a local node or another module, and a durable
 //!   run's steps.
-//! - `fanout`: emitting along edges, in parallel, with retries.
+//! - `fanout`: emitting along edges, in parallel, with retries; the common hop (one
+//!   edge to a node loaded here) made when the handler emits, as one small future.
 //! - `emitter`: a node's way out, resolved when the node loads.
 //! - `table`: the public [`Engine`] and its builder; `report`: what a node's status shows.
-//! - `report`: what a node's status shows.
-//! - `registry`: which components this module can run.
-//! - `instance`: a component instance behind a type-erased handle.
-//! - `retry`: retry policies and backoff.
-//! - `observe`: hooks that see every hop (test collectors, metrics, TinyTracker).
 
 mod address;
 mod deliver;

@@ -541,7 +541,11 @@ impl Runner {
                 ..
             } => (future, seen, expressions),
             Call::System(future) => (future, None, None),
-            Call::Refused(e) => (Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>, None, None),
+            Call::Refused(e) => (
+                Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
+                None,
+                None,
+            ),
         };
         Handling {
             runner: self,
