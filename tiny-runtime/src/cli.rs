@@ -490,16 +490,16 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
     let leader: crate::grpc::LeaderFn = Arc::new(move || leadership.is_leader());
     // Beside gRPC: the subscriptions wait in the client until the broker answers.
     let receiver = match (transport.link(), &jetstream) {
-        (Some(_), Some(js)) => Some(Receiver::JetStream(crate::jetstream::listen(
+        (Some(_), Some(js)) => Some(crate::jetstream::listen(
             js.clone(),
             runtime.engine().clone(),
             Some(leader.clone()),
-        ))),
-        (Some(link), None) => Some(Receiver::Core(
+        )),
+        (Some(link), None) => Some(
             crate::nats::listen(link.client().clone(), runtime.engine().clone(), Some(leader.clone()))
                 .await
                 .map_err(crate::Error::Nats)?,
-        )),
+        ),
         (None, _) => None,
     };
     let reconciler = jetstream.as_ref().map(|js| {
@@ -527,19 +527,11 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
     if let Some(reconciler) = reconciler {
         reconciler.abort();
     }
-    match receiver {
-        Some(Receiver::Core(r)) => r.stop().await,
-        Some(Receiver::JetStream(r)) => r.stop().await,
-        None => {}
+    if let Some(receiver) = receiver {
+        receiver.stop().await;
     }
     runtime.stop().await;
     Ok(())
-}
-
-/// The receiving side the module runs.
-enum Receiver {
-    Core(crate::nats::Receiver),
-    JetStream(crate::jetstream::Receiver),
 }
 
 /// All of standard input (what `-` stands for in `render` and `send`).

@@ -4,8 +4,8 @@
 use std::{sync::Arc, time::Duration};
 
 use tiny_runtime::{
-    jetstream::{self, JetStream, JetStreamRouter, Receiver},
-    nats::Link,
+    jetstream::{self, JetStream, JetStreamRouter},
+    nats::{Link, Receiver},
 };
 use tiny_sdk::{
     engine::{Engine, Registry},

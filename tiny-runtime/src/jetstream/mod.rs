@@ -28,7 +28,7 @@ use bytes::Bytes;
 use futures::{TryStreamExt as _, future::BoxFuture};
 use tiny_sdk::{Error, Result, error::code, run::RunStore};
 
-pub use receiver::{Receiver, listen};
+pub use receiver::listen;
 pub use router::JetStreamRouter;
 
 use crate::nats::Link;

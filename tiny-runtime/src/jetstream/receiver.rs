@@ -18,7 +18,6 @@ use tiny_sdk::{
     engine::Engine,
     run::{self, ReplyAddress, RunStep},
 };
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -26,7 +25,10 @@ use super::{JetStream, broker, config};
 use crate::{
     grpc::LeaderFn,
     inbound::{self, Inbound},
-    nats::wire::{self, get, header},
+    nats::{
+        Receiver,
+        wire::{self, get, header},
+    },
 };
 
 struct Shared {
@@ -36,23 +38,9 @@ struct Shared {
     stopping: CancellationToken,
 }
 
-/// A running receiver, from [`listen`]; [`stop`](Self::stop) ends it.
-#[derive(Debug)]
-pub struct Receiver {
-    stop: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-impl Receiver {
-    /// Stops taking messages, cancels the hops in flight and waits for the loop.
-    pub async fn stop(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
-    }
-}
-
 /// Binds `engine`'s module to its consumers on `js` and handles what they deliver
-/// until [`Receiver::stop`]. The streams, the bucket and the consumers are made (as
+/// until [`Receiver::stop`] (the core transport's receiver: stopping cancels the hops
+/// in flight and waits for the loop). The streams, the bucket and the consumers are made (as
 /// Go makes them) once the broker answers, and made again whenever one is lost.
 pub fn listen(js: Arc<JetStream>, engine: Engine, leader: Option<LeaderFn>) -> Receiver {
     let stop = CancellationToken::new();
@@ -74,7 +62,7 @@ pub fn listen(js: Arc<JetStream>, engine: Engine, leader: Option<LeaderFn>) -> R
             }
         }
     });
-    Receiver { stop, task }
+    Receiver::new(stop, task)
 }
 
 /// Makes the streams, bucket and consumers, and handles messages until stopped (Ok)

@@ -33,8 +33,9 @@ struct Shared {
     stopping: CancellationToken,
 }
 
-/// A running receiver, from [`listen`]. Dropping it leaves it running; [`stop`](Self::stop)
-/// ends it.
+/// A running receiver, from [`listen`] (or the JetStream transport's
+/// [`listen`](crate::jetstream::listen)). Dropping it leaves it running;
+/// [`stop`](Self::stop) ends it.
 #[derive(Debug)]
 pub struct Receiver {
     stop: CancellationToken,
@@ -42,6 +43,11 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// The receiver whose loop is `task`, which ends once `stop` is cancelled.
+    pub(crate) fn new(stop: CancellationToken, task: JoinHandle<()>) -> Self {
+        Self { stop, task }
+    }
+
     /// Unsubscribes, cancels the hops in flight and waits for the loop to end.
     pub async fn stop(self) {
         self.stop.cancel();
