@@ -18,6 +18,7 @@ use crate::{
 
 use super::{
     MAX_DEPTH,
+    address::Source,
     runner::{Handling, Outlet, Route},
     state::Inner,
 };
@@ -31,16 +32,22 @@ use super::{
 /// The common hop, one edge to a node loaded here, is made now and returned as a
 /// [`Local`](Emit::Local) future that owns what it needs (see [`local`]); every other
 /// emit runs in a boxed future.
-pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, hop: Hop) -> Emit {
-    if let [only] = outlet.edges.as_slice() {
-        match local(&engine, &outlet, only, msg, hop) {
+pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: Hop) -> Emit {
+    if hop.depth >= MAX_DEPTH {
+        return Emit::done(Err(Error::permanent(format!(
+            "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
+            outlet.from
+        ))
+        .with_code(crate::error::code::CYCLE)));
+    }
+    hop.depth += 1;
+    match outlet.edges.len() {
+        0 => Emit::done(Ok(Reply::empty())),
+        1 => match local(&engine, &outlet, 0, msg, hop, None) {
             Ok(hop) => Emit::Local(hop),
             Err((msg, hop)) => Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
-        }
-    } else if outlet.edges.is_empty() && hop.depth < MAX_DEPTH {
-        Emit::Done(Some(Ok(Reply::empty())))
-    } else {
-        Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop)))
+        },
+        _ => Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
     }
 }
 
@@ -81,17 +88,15 @@ impl Future for Emit {
 /// hops are. Its retry (for an edge that may retry) is made only on a failure.
 pub(crate) struct LocalHop {
     handling: Handling,
-    /// What another attempt needs, for an edge that may retry.
-    kept: Option<Kept>,
-    retrying: Option<BoxFuture<'static, Result<Reply>>>,
-}
-
-struct Kept {
     engine: Arc<Inner>,
     outlet: Arc<Outlet>,
-    msg: Msg,
-    hop: Hop,
-    started: tokio::time::Instant,
+    /// The edge's index in `outlet`.
+    edge: u32,
+    /// The handler failed and the retry runs in its place.
+    retrying: bool,
+    /// What another attempt needs, for an edge that may retry: the message, the hop,
+    /// and when the first attempt started.
+    kept: Option<(Msg, Hop, tokio::time::Instant)>,
 }
 
 impl Future for LocalHop {
@@ -99,49 +104,50 @@ impl Future for LocalHop {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Reply>> {
         let this = &mut *self;
-        if let Some(retrying) = &mut this.retrying {
-            return retrying.as_mut().poll(cx);
+        if this.retrying {
+            return this.handling.poll_replaced(cx);
         }
-        let err = match std::task::ready!(Pin::new(&mut this.handling).poll(cx)) {
+        let route = &this.outlet.edges[this.edge as usize];
+        let source = Source::Edge {
+            from: &this.outlet.from,
+            edge_id: &route.id,
+        };
+        let err = match std::task::ready!(this.handling.poll_along(cx, source)) {
             Ok(reply) => return Poll::Ready(Ok(reply)),
             Err(err) => err,
         };
-        let Some(Kept {
-            engine,
-            outlet,
-            msg,
-            hop,
-            started,
-        }) = this.kept.take()
-        else {
+        let Some((msg, hop, started)) = this.kept.take() else {
             return Poll::Ready(Err(err));
         };
-        let retrying = this.retrying.insert(Box::pin(async move {
-            let route = &outlet.edges[0];
+        let (engine, outlet, edge) = (this.engine.clone(), this.outlet.clone(), this.edge as usize);
+        this.handling.replace(Box::pin(async move {
+            let route = &outlet.edges[edge];
             let next = again(&engine, &outlet.from, route, &msg, &hop, 1);
             route.backoff.retry_after(err, started, &hop.cancel, next).await
         }));
-        retrying.as_mut().poll(cx)
+        this.retrying = true;
+        this.handling.poll_replaced(cx)
     }
 }
 
-/// The hop along `route`, `outlet`'s only edge, as a [`LocalHop`] when it is the
-/// common case: a node loaded here, a business port, not a durable run's hop, no
-/// deadline on the edge, and no fresh task due (see
+/// The hop along edge `edge` of `outlet` (its hop's depth counted already), as a
+/// [`LocalHop`] when it is the common case: a node loaded here, a business port, not
+/// a durable run's hop, no deadline on the edge, and no fresh task due (see
 /// [`STACK_RESET_EVERY`]). Otherwise the message and hop come back, untouched.
+/// `started` is when the send began, if the caller read the clock already.
+///
+/// Inlined: its result is large; made in place in the caller's, it is not moved.
+#[inline(always)]
 fn local(
     engine: &Arc<Inner>,
     outlet: &Arc<Outlet>,
-    route: &Route,
+    edge: usize,
     msg: Msg,
-    mut hop: Hop,
+    hop: Hop,
+    started: Option<tokio::time::Instant>,
 ) -> std::result::Result<LocalHop, (Msg, Hop)> {
-    let depth = hop.depth + 1;
-    if hop.depth >= MAX_DEPTH
-        || hop.run.is_some()
-        || route.backoff.timeout.is_some()
-        || depth.is_multiple_of(STACK_RESET_EVERY)
-    {
+    let route = &outlet.edges[edge];
+    if hop.run.is_some() || route.backoff.timeout.is_some() || hop.depth.is_multiple_of(STACK_RESET_EVERY) {
         return Err((msg, hop));
     }
     let Some(runner) = engine.runner(&route.node) else {
@@ -153,13 +159,9 @@ fn local(
     if engine.runs.is_some() && super::durable::mints(&runner, &route.port) {
         return Err((msg, hop));
     }
-    hop.depth = depth;
-    let kept = (route.backoff.max_attempts > 1).then(|| Kept {
-        engine: engine.clone(),
-        outlet: outlet.clone(),
-        msg: msg.clone(),
-        hop: hop.clone(),
-        started: tokio::time::Instant::now(),
+    let kept = (route.backoff.max_attempts > 1).then(|| {
+        let started = started.unwrap_or_else(tokio::time::Instant::now);
+        (msg.clone(), hop.clone(), started)
     });
     Ok(LocalHop {
         handling: runner.start(
@@ -170,31 +172,27 @@ fn local(
             hop,
             engine.observer.as_ref(),
         ),
+        engine: engine.clone(),
+        outlet: outlet.clone(),
+        edge: edge as u32,
+        retrying: false,
         kept,
-        retrying: None,
     })
 }
 
 /// Any other emit (several edges, another module, a durable run, a node not loaded
-/// yet...).
-async fn emit_any(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: Hop) -> Result<Reply> {
-    if hop.depth >= MAX_DEPTH {
-        return Err(Error::permanent(format!(
-            "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
-            outlet.from
-        ))
-        .with_code(crate::error::code::CYCLE));
-    }
-    hop.depth += 1;
+/// yet...), its hop's depth counted already.
+async fn emit_any(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, hop: Hop) -> Result<Reply> {
     match outlet.edges.as_slice() {
         [] => Ok(Reply::empty()),
         [only] => send(&engine, &outlet.from, only, msg, hop, None).await,
-        many => fan_out(&engine, &outlet.from, many, msg, hop).await,
+        _ => fan_out(&engine, &outlet, msg, hop).await,
     }
 }
 
 /// Sends along several edges at once.
-async fn fan_out(engine: &Arc<Inner>, from: &Arc<str>, routes: &[Arc<Route>], msg: Msg, hop: Hop) -> Result<Reply> {
+async fn fan_out(engine: &Arc<Inner>, outlet: &Arc<Outlet>, msg: Msg, hop: Hop) -> Result<Reply> {
+    let (from, routes) = (&outlet.from, outlet.edges.as_slice());
     // The branches start together: one reading of the clock for all that may retry.
     let started = routes
         .iter()
@@ -203,11 +201,13 @@ async fn fan_out(engine: &Arc<Inner>, from: &Arc<str>, routes: &[Arc<Route>], ms
     // Each branch holds a reference; the sender's goes before they run, so that when
     // the others are done with theirs by the time the last runs, its receiver may get
     // the value itself.
-    let branches = join_all(
-        routes
-            .iter()
-            .map(|route| send(engine, from, route, msg.clone(), hop.clone(), started)),
-    );
+    // A branch to a node loaded here is made now, as the single hop is.
+    let branches = join_all(routes.iter().enumerate().map(|(edge, route)| {
+        match local(engine, outlet, edge, msg.clone(), hop.clone(), started) {
+            Ok(local) => Either::Left(local),
+            Err((msg, hop)) => Either::Right(send(engine, from, route, msg, hop, started)),
+        }
+    }));
     drop((msg, hop));
     let results = branches.await;
     let mut first_error = None;

@@ -518,7 +518,7 @@ impl Runner {
         self: Arc<Self>,
         module: &str,
         index: usize,
-        (from, route): (&Arc<str>, &Route),
+        (from, route): (&str, &Route),
         msg: Msg,
         hop: Hop,
         observer: Option<&Arc<dyn Observer>>,
@@ -551,17 +551,11 @@ impl Runner {
             runner: self,
             future,
             span,
-            index,
             seen,
             expressions,
+            index: index as u32,
             depth,
-            attempt,
-            observing: observer.map(|o| Observing {
-                observer: o.clone(),
-                clock: std::time::Instant::now(),
-                from: from.clone(),
-                edge_id: route.id.clone(),
-            }),
+            observing: observer.map(|o| (o.clone(), std::time::Instant::now())),
         }
     }
 
@@ -707,52 +701,56 @@ impl Runner {
 /// A delivery to a business port whose handler's future is made (see
 /// [`Runner::start`]): runs the handler in the hop's span, then finishes as
 /// [`Runner::deliver`] does. A plain struct, not an `async` block: a hop's future is
-/// this and the handler's box.
+/// this and the handler's box. Its owner, which knows the edge it came along, polls
+/// it with [`poll_along`](Self::poll_along).
 pub(crate) struct Handling {
     runner: Arc<Runner>,
     future: BoxFuture<'static, Result<Reply>>,
     span: tracing::Span,
-    index: usize,
     seen: Option<Msg>,
     expressions: Failed,
+    /// The business port's index (a hop's future is allocated and moved with each
+    /// hop: its fields are kept small).
+    index: u32,
     depth: u32,
-    attempt: u32,
-    /// Only with an observer: what it is told.
-    observing: Option<Observing>,
+    /// Only with an observer: it, and when the handler started.
+    observing: Option<(Arc<dyn Observer>, std::time::Instant)>,
 }
 
-struct Observing {
-    observer: Arc<dyn Observer>,
-    clock: std::time::Instant,
-    from: Arc<str>,
-    edge_id: Arc<str>,
-}
-
-impl Future for Handling {
-    type Output = Result<Reply>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<Reply>> {
-        let this = &mut *self;
-        let result = std::task::ready!(this.span.in_scope(|| this.future.as_mut().poll(cx)));
-        let runner = &this.runner;
+impl Handling {
+    /// Polls the handler; once it answered, finishes the delivery, which came from
+    /// `source` (what an observer is told).
+    pub fn poll_along(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        source: Source<'_>,
+    ) -> std::task::Poll<Result<Reply>> {
+        let result = std::task::ready!(self.span.in_scope(|| self.future.as_mut().poll(cx)));
+        let runner = &self.runner;
+        let index = self.index as usize;
         let at = At {
-            port: runner.inputs[this.index].spec.name,
-            depth: this.depth,
-            attempt: this.attempt,
+            port: runner.inputs[index].spec.name,
+            depth: self.depth,
+            attempt: 1,
         };
         let seen = Seen {
-            inlet: Some(this.index),
-            input: this.seen.as_ref(),
-            expressions: this.expressions.as_deref().map_or(&[], Vec::as_slice),
+            inlet: Some(index),
+            input: self.seen.as_ref(),
+            expressions: self.expressions.as_deref().map_or(&[], Vec::as_slice),
         };
-        let observer = this.observing.as_ref().map(|o| {
-            let source = Source::Edge {
-                from: &o.from,
-                edge_id: &o.edge_id,
-            };
-            (&*o.observer, o.clock, source)
-        });
-        std::task::Poll::Ready(runner.finish(result, at, seen, observer, &this.span))
+        let observer = self.observing.as_ref().map(|(o, clock)| (&**o, *clock, source));
+        std::task::Poll::Ready(runner.finish(result, at, seen, observer, &self.span))
+    }
+
+    /// From now on, `future` is polled instead of the handler (the retry of a hop
+    /// that failed): it finishes deliveries of its own.
+    pub fn replace(&mut self, future: BoxFuture<'static, Result<Reply>>) {
+        self.future = future;
+    }
+
+    /// Polls what [`replace`](Self::replace) put in the handler's place.
+    pub fn poll_replaced(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<Reply>> {
+        self.future.as_mut().poll(cx)
     }
 }
 
