@@ -159,8 +159,9 @@ impl<C: Component + Hooks> Instance<C> {
     }
 }
 
-/// Runs a handler until it finishes or its node is stopped (removed or replaced),
-/// whichever comes first; the handler is polled first.
+/// Runs a handler until it finishes, panics (the message's permanent error) or its
+/// node is stopped (removed or replaced), whichever comes first; the handler is
+/// polled first.
 ///
 /// The wait for the stop is made, boxed, only when the handler first suspends: a
 /// handler that finishes in its first poll never registers with the node's stop
@@ -172,13 +173,20 @@ fn until_stopped<'a>(
 ) -> impl Future<Output = Result<Reply>> + 'a {
     let mut stop: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFuture<'a>>>> = None;
     std::future::poll_fn(move |cx| {
-        if let std::task::Poll::Ready(r) = work.as_mut().poll(cx) {
+        // A panic is this message's permanent error (`guarded`'s rule, here rather than
+        // in a combinator: a hop's future is one layer smaller). Once it panicked, the
+        // handler is not polled again: this future is done.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
             // A handler that saw the stop (`ctx.cancelled()`) and answered with an error
             // of its own: that error is the removal's, with the code the docs promise.
-            return std::task::Poll::Ready(r.map_err(|e| match e.code() {
-                None if node.is_stopped() => e.with_code(code::NODE_REMOVED),
-                _ => e,
-            }));
+            Ok(std::task::Poll::Ready(r)) => {
+                return std::task::Poll::Ready(r.map_err(|e| match e.code() {
+                    None if node.is_stopped() => e.with_code(code::NODE_REMOVED),
+                    _ => e,
+                }));
+            }
+            Err(panic) => return std::task::Poll::Ready(Err(panicked("handler", panic.as_ref()))),
+            Ok(std::task::Poll::Pending) => {}
         }
         let stop = stop.get_or_insert_with(|| Box::pin(node.stopped()));
         stop.as_mut().poll(cx).map(|()| {
@@ -197,15 +205,18 @@ fn until_stopped<'a>(
 fn guarded<'a, T>(what: &'a str, fut: impl Future<Output = Result<T>> + 'a) -> impl Future<Output = Result<T>> + 'a {
     AssertUnwindSafe(fut).catch_unwind().map(move |r| match r {
         Ok(r) => r,
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a non-string panic payload".to_owned());
-            Err(Error::permanent(format!("{what} panicked: {msg}")).with_code(crate::error::code::PANIC))
-        }
+        Err(panic) => Err(panicked(what, panic.as_ref())),
     })
+}
+
+/// The error a panic in `what` becomes.
+fn panicked(what: &str, panic: &(dyn std::any::Any + Send)) -> Error {
+    let msg = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-string panic payload".to_owned());
+    Error::permanent(format!("{what} panicked: {msg}")).with_code(crate::error::code::PANIC)
 }
 
 impl<C: Component + Hooks> NodeInstance for Instance<C> {
@@ -231,7 +242,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
             // handler's future twice), in a block of its own so that what follows may
             // reuse its bytes.
             let result = {
-                let work = std::pin::pin!(guarded("handler", self.component.handle(&ctx, port, input)));
+                let work = std::pin::pin!(self.component.handle(&ctx, port, input));
                 until_stopped(work, &self.node).await
             };
             match (result, kept) {
