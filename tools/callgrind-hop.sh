@@ -3,13 +3,22 @@
 # noisy machine cannot blur. Runs the flow bench's 10-node chain (default edges:
 # retries on) under callgrind with N1 and N2 messages sent typed; the difference of
 # the two counts divided by (N2 - N1) x 10 hops is what one hop costs, setup and
-# warm-up cancelled out. `--json` sends the messages as JSON (a signal's way in).
+# warm-up cancelled out. `--json` sends the messages as JSON (a signal's way in);
+# `--no-retries` gives the edges one attempt (no copy kept for a retry).
 #
-# Usage: tools/callgrind-hop.sh [--json] [N1 N2]   (defaults 2000 6000)
+# Usage: tools/callgrind-hop.sh [--json] [--no-retries] [N1 N2]   (defaults 2000 6000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=()
-if [[ "${1:-}" == "--json" ]]; then json=(--json); shift; fi
+edges=()
+while [[ "${1:-}" == --* ]]; do
+    case "$1" in
+        --json) json=(--json) ;;
+        --no-retries) edges=(--max-attempts 1) ;;
+        *) echo "callgrind-hop: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
 n1="${1:-2000}"
 n2="${2:-6000}"
 command -v valgrind >/dev/null || { echo "callgrind-hop: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
@@ -19,12 +28,12 @@ bin=$(cargo bench -p tiny-sdk --bench flow "${features[@]}" --no-run 2>&1 \
 [[ -x "$bin" ]] || { echo "callgrind-hop: the flow bench did not build" >&2; exit 1; }
 count() {
     local out
-    out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" --instructions --n "$1" "${json[@]}" 2>&1 >/dev/null)
+    out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" --instructions --n "$1" "${json[@]}" "${edges[@]}" 2>&1 >/dev/null)
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<<"$out" | tail -1
 }
 i1=$(count "$n1")
 i2=$(count "$n2")
 [[ -n "$i1" && -n "$i2" ]] || { echo "callgrind-hop: no count from callgrind" >&2; exit 1; }
 per_hop=$(( (i2 - i1) / ((n2 - n1) * 10) ))
-echo "chain10 (mimalloc, ${json[*]:-typed} in, default edges): ${i1} instructions for ${n1} messages, ${i2} for ${n2}"
+echo "chain10 (mimalloc, ${json[*]:-typed} in, ${edges[*]:-default edges}): ${i1} instructions for ${n1} messages, ${i2} for ${n2}"
 echo "instructions per hop: ${per_hop}"
