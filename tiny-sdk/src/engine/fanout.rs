@@ -131,8 +131,8 @@ impl Future for LocalHop {
 }
 
 /// The hop along edge `edge` of `outlet` (its hop's depth counted already), as a
-/// [`LocalHop`] when it is the common case: a node loaded here, a business port, not
-/// a durable run's hop, no deadline on the edge, and no fresh task due (see
+/// [`LocalHop`] when it is the common case: a node of this module loaded here, a
+/// business port, not a durable run's hop, no deadline on the edge, and no fresh task due (see
 /// [`STACK_RESET_EVERY`]). Otherwise the message and hop come back, untouched.
 /// `started` is when the send began, if the caller read the clock already.
 ///
@@ -147,10 +147,16 @@ fn local(
     started: Option<tokio::time::Instant>,
 ) -> std::result::Result<LocalHop, (Msg, Hop)> {
     let route = &outlet.edges[edge];
-    if hop.run.is_some() || route.backoff.timeout.is_some() || hop.depth.is_multiple_of(STACK_RESET_EVERY) {
+    let elsewhere = route
+        .module
+        .as_deref()
+        .is_some_and(|m| !crate::flow::module_matches(m, &engine.module));
+    if elsewhere || hop.run.is_some() || route.backoff.timeout.is_some() || hop.depth.is_multiple_of(STACK_RESET_EVERY)
+    {
         return Err((msg, hop));
     }
-    let Some(runner) = engine.runner(&route.node) else {
+    let cell = route.target.get_or_init(|| engine.cell(&route.node));
+    let Some(runner) = cell.runner() else {
         return Err((msg, hop));
     };
     let Some(index) = runner.inlet(&route.port) else {

@@ -90,6 +90,44 @@ pub(crate) struct Route {
     /// The module part of the target's name, parsed once.
     pub module: Option<Arc<str>>,
     pub backoff: Backoff,
+    /// The target's cell, found by its name on the first hop (see [`NodeCell`]).
+    pub target: std::sync::OnceLock<Arc<NodeCell>>,
+}
+
+/// The runner a node of this engine has now, or none (not loaded yet, failed, or
+/// removed). The engine keeps one per node name and swaps its runner when the node
+/// loads again; a route holds the cell of its target, so that a hop finds the runner
+/// without hashing the name and without the table's lock (it reads the node's own,
+/// which only that node's reload writes).
+///
+/// Runners lead to one another through cells, in cycles when the flow has them: a
+/// removed node's cell is emptied, and the engine empties every cell when it goes.
+#[derive(Default)]
+pub(crate) struct NodeCell {
+    runner: std::sync::RwLock<Option<Arc<Runner>>>,
+}
+
+impl NodeCell {
+    /// The node's runner now.
+    pub fn runner(&self) -> Option<Arc<Runner>> {
+        self.runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether the node has no runner now.
+    pub fn is_empty(&self) -> bool {
+        self.runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_none()
+    }
+
+    /// From now on, the node runs `runner` (none: it does not run).
+    pub fn set(&self, runner: Option<Arc<Runner>>) {
+        *self.runner.write().unwrap_or_else(std::sync::PoisonError::into_inner) = runner;
+    }
 }
 
 impl Route {
@@ -266,6 +304,7 @@ impl Runner {
                 port: to.port.into(),
                 module,
                 backoff,
+                target: std::sync::OnceLock::new(),
             }));
         }
         let outlets = outlets.into_iter().map(Arc::new).collect();

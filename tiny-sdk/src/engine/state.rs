@@ -12,7 +12,7 @@ use super::{
     masking::Known,
     observe::Observer,
     registry::Registry,
-    runner::Runner,
+    runner::{NodeCell, Runner},
 };
 
 /// Makes the resource manager a node's `_client` hook receives.
@@ -30,6 +30,9 @@ pub(crate) struct Inner {
     pub module: String,
     pub registry: Registry,
     pub nodes: RwLock<HashMap<Arc<str>, Slot>>,
+    /// Each node's current runner, for the routes that lead to it (see [`NodeCell`]):
+    /// written with `nodes`, under its lock.
+    pub cells: std::sync::Mutex<HashMap<Arc<str>, Arc<NodeCell>>>,
     pub router: Option<Arc<dyn RemoteRouter>>,
     pub observer: Option<Arc<dyn Observer>>,
     pub client: Option<ClientFactory>,
@@ -73,8 +76,57 @@ impl Inner {
             .map(|slot| (slot.runner.clone(), slot.error.clone()))
     }
 
+    /// The cell of node `name`, made (empty) if the node has none yet: a route may lead
+    /// to a node before it loads.
+    pub fn cell(&self, name: &str) -> Arc<NodeCell> {
+        let mut cells = self.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(cell) = cells.get(name) {
+            return cell.clone();
+        }
+        let cell = Arc::new(NodeCell::default());
+        cells.insert(name.into(), cell.clone());
+        cell
+    }
+
+    /// Node `name` runs `runner` from now on, or no longer runs (`None`). Called with
+    /// `nodes` locked for writing, so that the cell and the table agree. A removed
+    /// node's cell goes when no route leads to it (a route made later makes another).
+    pub fn set_cell(&self, name: &str, runner: Option<Arc<Runner>>) {
+        let mut cells = self.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match runner {
+            Some(runner) => match cells.get(name) {
+                Some(cell) => cell.set(Some(runner)),
+                None => {
+                    let cell = NodeCell::default();
+                    cell.set(Some(runner));
+                    cells.insert(name.into(), Arc::new(cell));
+                }
+            },
+            None => {
+                if let Some(cell) = cells.get(name) {
+                    cell.set(None);
+                }
+                // Cells no route holds and no node fills (this one, and those whose
+                // routes went with their senders).
+                cells.retain(|_, cell| Arc::strong_count(cell) > 1 || !cell.is_empty());
+            }
+        }
+    }
+
     /// Whether the directory says `node` does not exist.
     pub fn absent(&self, node: &str) -> bool {
         self.directory.as_ref().and_then(|d| d.exists(node)) == Some(false)
+    }
+}
+
+impl Drop for Inner {
+    /// Empties the cells: routes hold them, runners hold routes, and cells hold
+    /// runners, so a flow with a cycle would otherwise keep its runners (and their
+    /// components) alive after the engine.
+    fn drop(&mut self) {
+        let cells = self.cells.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for cell in cells.values() {
+            cell.set(None);
+        }
     }
 }

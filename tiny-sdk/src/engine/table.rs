@@ -213,6 +213,7 @@ impl EngineBuilder {
                 module: self.module,
                 registry: self.registry,
                 nodes: RwLock::new(HashMap::default()),
+                cells: std::sync::Mutex::default(),
                 router: self.router,
                 observer: self.observers.into_observer(),
                 client: self.client,
@@ -266,6 +267,7 @@ impl Engine {
                 runner.instance.node().mark_loaded();
                 let resolved = !runner.resolved().is_empty();
                 let had = slot.runner.as_ref().is_some_and(|r| !r.resolved().is_empty());
+                self.inner.set_cell(&name, Some(runner.clone()));
                 slot.runner = Some(runner);
                 slot.error = None;
                 if resolved || had {
@@ -416,6 +418,7 @@ impl Engine {
         let slot = {
             let mut nodes = self.inner.nodes_mut();
             let slot = nodes.remove(name);
+            self.inner.set_cell(name, None);
             if slot
                 .as_ref()
                 .and_then(|s| s.runner.as_ref())

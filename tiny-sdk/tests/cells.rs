@@ -1,0 +1,142 @@
+//! A hop finds its target through the target's cell, which the engine keeps in step
+//! with its node table: a node reloaded, removed or made again is found as it is now,
+//! and an engine that goes lets go of its components, even when its flow is a cycle.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+use tiny_sdk::{
+    engine::Engine,
+    flow::{FlowBuilder, Node},
+    harness::Relay,
+    prelude::*,
+};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+struct Tag {
+    #[serde(default)]
+    tag: String,
+}
+
+/// `tagged`: answers `{"tag": <its settings' tag>}`.
+#[derive(Debug, Default, Component)]
+#[component(name = "tagged", settings = Tag)]
+struct Tagged {
+    input: Input<Value>,
+}
+
+impl Tagged {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Reply {
+        Reply::value(json!({"tag": ctx.settings().tag}))
+    }
+}
+
+/// How many `Counted` instances are alive.
+static ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts itself in [`ALIVE`] while it lives.
+#[derive(Debug)]
+struct Alive;
+
+impl Default for Alive {
+    fn default() -> Self {
+        ALIVE.fetch_add(1, Ordering::SeqCst);
+        Alive
+    }
+}
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        ALIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `counted`: a relay that counts its instances.
+#[derive(Debug, Component)]
+#[component(name = "counted")]
+struct Counted {
+    input: Input<Value>,
+    out: Output<Value>,
+    _alive: Alive,
+}
+
+impl Counted {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
+fn engine() -> Engine {
+    Engine::builder()
+        .register::<Relay>()
+        .register::<Tagged>()
+        .register::<Counted>()
+        .node_wait(std::time::Duration::from_millis(50))
+        .build()
+}
+
+/// `b`, a `tagged` node with `tag`.
+fn b(tag: &str) -> Node {
+    FlowBuilder::new()
+        .node("b", "tagged")
+        .settings(json!({"tag": tag}))
+        .build()
+        .nodes
+        .remove(0)
+}
+
+async fn tag_via_a(e: &Engine) -> tiny_sdk::Result<Value> {
+    let reply = e.send("a:input", json!({"n": 1})).await?;
+    Ok(reply.into_value().unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_target_reloaded_removed_and_made_again_is_found_as_it_is_now() {
+    let e = engine();
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .edge("a:out", "b:input", json!("{{$}}"))
+        .build();
+    for node in flow.nodes {
+        e.apply(node).await.expect("loads");
+    }
+    // Not loaded yet: the hop goes the general way, and fails.
+    let err = tag_via_a(&e).await.expect_err("no b yet");
+    assert!(err.to_string().contains("`b`"), "{err}");
+    e.apply(b("one")).await.expect("loads");
+    assert_eq!(tag_via_a(&e).await.expect("b answers"), json!({"tag": "one"}));
+    // A new spec: a new runner in the same cell.
+    e.apply(b("two")).await.expect("reloads");
+    assert_eq!(tag_via_a(&e).await.expect("b answers"), json!({"tag": "two"}));
+    e.remove("b", true).await.expect("removed");
+    let err = tag_via_a(&e).await.expect_err("b is gone");
+    assert!(err.to_string().contains("`b`"), "{err}");
+    e.apply(b("three")).await.expect("made again");
+    assert_eq!(tag_via_a(&e).await.expect("b answers"), json!({"tag": "three"}));
+}
+
+#[tokio::test]
+async fn an_engine_whose_flow_is_a_cycle_lets_go_of_its_components_when_it_goes() {
+    let before = ALIVE.load(Ordering::SeqCst);
+    {
+        let e = engine();
+        let flow = FlowBuilder::new()
+            .node("x", "counted")
+            .node("y", "counted")
+            .edge("x:out", "y:input", json!("{{$}}"))
+            .edge("y:out", "x:input", json!("{{$}}"))
+            .build();
+        for node in flow.nodes {
+            e.apply(node).await.expect("loads");
+        }
+        assert_eq!(ALIVE.load(Ordering::SeqCst), before + 2);
+        // Round and round until the cycle guard: every route has found its target.
+        let err = e.send("x:input", json!(1)).await.expect_err("the cycle guard");
+        assert_eq!(err.code(), Some(tiny_sdk::error::code::CYCLE), "{err}");
+    }
+    assert_eq!(
+        ALIVE.load(Ordering::SeqCst),
+        before,
+        "x and y lead to each other; with the engine gone, both are dropped"
+    );
+}
