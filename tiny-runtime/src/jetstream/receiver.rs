@@ -14,7 +14,7 @@ use async_nats::{
 };
 use futures::StreamExt as _;
 use tiny_sdk::{
-    Error, Reply, Result,
+    Reply, Result,
     engine::Engine,
     run::{self, ReplyAddress, RunStep},
 };
@@ -239,21 +239,13 @@ async fn receive(
     is_system: bool,
     seed: Option<String>,
 ) -> Result<Reply> {
-    let invalid = |what: String| Error::permanent(what).with_code(tiny_sdk::error::code::INVALID_MESSAGE);
-    let to = get(headers, header::TO).filter(|t| !t.is_empty()).ok_or_else(|| {
-        invalid(format!(
-            "a message on `{subject}` has no `x-to` header (want `<node>:<port>`)"
-        ))
-    })?;
-    let depth = match get(headers, header::DEPTH).map(str::trim) {
-        None | Some("") => 0,
-        Some(text) => text.parse().map_err(|_| {
-            invalid(format!(
-                "the message for `{to}` has `x-message-depth: {text}`, not a hop count"
-            ))
-        })?,
-    };
-    let from = get(headers, header::FROM).unwrap_or_default();
+    let wire::HopHeaders {
+        to,
+        from,
+        edge_id,
+        depth,
+        attempt,
+    } = wire::hop_headers(subject, headers)?;
     let run = match run_step(headers) {
         Some(step) => Some(step),
         // System ports never run in a run (Go's rule).
@@ -275,11 +267,9 @@ async fn receive(
     let inbound = Inbound {
         to,
         from,
-        edge_id: get(headers, header::EDGE_ID).unwrap_or_default(),
+        edge_id,
         depth,
-        attempt: get(headers, header::ATTEMPT)
-            .and_then(|a| a.trim().parse().ok())
-            .unwrap_or(1),
+        attempt,
         payload: payload.into(),
         cancel: shared.stopping.child_token(),
         leader: is_system && shared.leader.as_ref().is_some_and(|f| f()),

@@ -163,24 +163,13 @@ async fn receive(
     payload: Bytes,
     is_system: bool,
 ) -> Result<Reply> {
-    let invalid = |what: String| Error::permanent(what).with_code(code::INVALID_MESSAGE);
-    let to = get(headers, header::TO).filter(|t| !t.is_empty()).ok_or_else(|| {
-        invalid(format!(
-            "a message on `{subject}` has no `x-to` header (want `<node>:<port>`)"
-        ))
-    })?;
-    let depth = match get(headers, header::DEPTH).map(str::trim) {
-        None | Some("") => 0,
-        Some(text) => text.parse().map_err(|_| {
-            invalid(format!(
-                "the message for `{to}` has `x-message-depth: {text}`, not a hop count"
-            ))
-        })?,
-    };
-    let attempt = get(headers, header::ATTEMPT)
-        .and_then(|a| a.trim().parse().ok())
-        .unwrap_or(1);
-    let from = get(headers, header::FROM).unwrap_or_default();
+    let wire::HopHeaders {
+        to,
+        from,
+        edge_id,
+        depth,
+        attempt,
+    } = wire::hop_headers(subject, headers)?;
     let span = tracing::info_span!(
         target: tiny_sdk::engine::TRACE_TARGET,
         "nats.server",
@@ -194,7 +183,7 @@ async fn receive(
     let inbound = Inbound {
         to,
         from,
-        edge_id: get(headers, header::EDGE_ID).unwrap_or_default(),
+        edge_id,
         depth,
         attempt,
         payload: payload.into(),

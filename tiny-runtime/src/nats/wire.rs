@@ -154,6 +154,51 @@ pub fn get<'a>(headers: Option<&'a HeaderMap>, header: &'static str) -> Option<&
     headers.and_then(|h| h.get(name(header))).map(HeaderValue::as_str)
 }
 
+/// What a request's headers say about its hop, as both receivers (core and JetStream)
+/// read them.
+#[derive(Debug, Clone, Copy)]
+pub struct HopHeaders<'a> {
+    /// `x-to`: `<node>:<port>`, never empty.
+    pub to: &'a str,
+    /// `x-from`, empty when absent.
+    pub from: &'a str,
+    /// `x-edge-id`, empty when absent.
+    pub edge_id: &'a str,
+    /// `x-message-depth`, 0 when absent.
+    pub depth: u32,
+    /// `x-hop-attempt`, 1 when absent or unreadable (a Go sender never sets it).
+    pub attempt: u32,
+}
+
+/// Reads the hop headers of a request that arrived on `subject`: one without `x-to`,
+/// or with a depth that is not a number, is refused with
+/// [`INVALID_MESSAGE`](tiny_sdk::error::code::INVALID_MESSAGE), naming the header.
+pub fn hop_headers<'a>(subject: &str, headers: Option<&'a HeaderMap>) -> Result<HopHeaders<'a>> {
+    let invalid = |what: String| Error::permanent(what).with_code(tiny_sdk::error::code::INVALID_MESSAGE);
+    let to = get(headers, header::TO).filter(|t| !t.is_empty()).ok_or_else(|| {
+        invalid(format!(
+            "a message on `{subject}` has no `x-to` header (want `<node>:<port>`)"
+        ))
+    })?;
+    let depth = match get(headers, header::DEPTH).map(str::trim) {
+        None | Some("") => 0,
+        Some(text) => text.parse().map_err(|_| {
+            invalid(format!(
+                "the message for `{to}` has `x-message-depth: {text}`, not a hop count"
+            ))
+        })?,
+    };
+    Ok(HopHeaders {
+        to,
+        from: get(headers, header::FROM).unwrap_or_default(),
+        edge_id: get(headers, header::EDGE_ID).unwrap_or_default(),
+        depth,
+        attempt: get(headers, header::ATTEMPT)
+            .and_then(|a| a.trim().parse().ok())
+            .unwrap_or(1),
+    })
+}
+
 /// A handler's outcome as a reply: headers (none for a value) and body.
 pub fn reply(outcome: &Result<Reply>) -> (Option<HeaderMap>, Bytes) {
     match outcome {
