@@ -94,14 +94,7 @@ impl Inner {
     pub fn set_cell(&self, name: &str, runner: Option<Arc<Runner>>) {
         let mut cells = self.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         match runner {
-            Some(runner) => match cells.get(name) {
-                Some(cell) => cell.set(Some(runner)),
-                None => {
-                    let cell = NodeCell::default();
-                    cell.set(Some(runner));
-                    cells.insert(name.into(), Arc::new(cell));
-                }
-            },
+            Some(runner) => cells.entry(name.into()).or_default().set(Some(runner)),
             None => {
                 if let Some(cell) = cells.get(name) {
                     cell.set(None);
