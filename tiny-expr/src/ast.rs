@@ -81,3 +81,37 @@ pub(crate) enum Node {
     Cond(Box<Node>, Box<Node>, Box<Node>),
     Call(Func, Vec<Node>),
 }
+
+impl Node {
+    /// Adds to `keys` the top-level fields of `$` this expression reads; `false` when
+    /// it may read more than named fields (see [`Path::root_key`]).
+    pub(crate) fn root_keys<'a>(&'a self, keys: &mut Vec<&'a str>) -> bool {
+        match self {
+            Node::Literal(_) => true,
+            Node::Path(p) => match p.root_key() {
+                Some(k) => {
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                    true
+                }
+                None => false,
+            },
+            // `root(x)` and `parent($.a)` give back the message itself.
+            Node::Call(func, _) if func.reads_place() => false,
+            Node::Array(items) | Node::Call(_, items) => items.iter().all(|n| n.root_keys(keys)),
+            Node::Unary(_, x) => x.root_keys(keys),
+            Node::Binary(_, l, r) | Node::And(l, r) | Node::Or(l, r) | Node::Coalesce(l, r) => {
+                l.root_keys(keys) && r.root_keys(keys)
+            }
+            Node::Match(l, pattern) => {
+                l.root_keys(keys)
+                    && match pattern {
+                        Pattern::Fixed(_) => true,
+                        Pattern::Dynamic(p) => p.root_keys(keys),
+                    }
+            }
+            Node::Cond(c, a, b) => c.root_keys(keys) && a.root_keys(keys) && b.root_keys(keys),
+        }
+    }
+}

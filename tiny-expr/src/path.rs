@@ -63,6 +63,19 @@ impl Path {
         })
     }
 
+    /// The top-level field of `$` this path reads, when that is all it can read: a
+    /// singular path starting with a name. `None` for `$` itself, a path starting with
+    /// an index, and every other query (a filter may read `$` anywhere).
+    pub(crate) fn root_key(&self) -> Option<&str> {
+        match &self.plan {
+            Plan::Singular(steps) => match steps.first() {
+                Some(Step::Key(k)) => Some(k),
+                _ => None,
+            },
+            Plan::Query(_) => None,
+        }
+    }
+
     /// Selects from `root`. One node yields that node (borrowed); several yield an array of
     /// copies; none is a [`FaultKind::NoMatch`](crate::error::FaultKind::NoMatch) fault.
     pub(crate) fn select<'a>(&self, root: &'a Value) -> Result<Cow<'a, Value>, Fault> {

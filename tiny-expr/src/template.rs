@@ -143,6 +143,26 @@ impl Template {
         render_lenient(&self.root, root, failures)
     }
 
+    /// The top-level fields of `$` the template reads, in the order first read, when
+    /// every expression reads only named fields (`$.a`, `$.a.b[0]`, `$['a']`); `None`
+    /// when one may read more (`$`, `$[0]`, `$..a`, a filter). Rendering against a root
+    /// holding only these fields gives the same result as against the whole message,
+    /// so a caller can build just those.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tiny_expr::Template;
+    ///
+    /// let t = Template::compile(&json!({"to": "{{$.user.email}}", "n": "{{ $.n ?? 0 }}", "k": 1}))?;
+    /// assert_eq!(t.root_keys(), Some(vec!["user", "n"]));
+    /// assert_eq!(Template::compile(&json!("{{$}}"))?.root_keys(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn root_keys(&self) -> Option<Vec<&str>> {
+        let mut keys = Vec::new();
+        self.root.root_keys(&mut keys).then_some(keys)
+    }
+
     /// True when the configuration holds no expressions, so [`render`](Self::render)
     /// returns the same value for every message (with `\{{` escapes resolved).
     pub fn is_constant(&self) -> bool {
@@ -309,6 +329,21 @@ fn render_lenient(n: &TNode, root: &Value, failures: &mut Vec<EvalError>) -> Val
                 .map(|(key, item)| (key.clone(), render_lenient(item, root, failures)))
                 .collect(),
         ),
+    }
+}
+
+impl TNode {
+    fn root_keys<'a>(&'a self, keys: &mut Vec<&'a str>) -> bool {
+        match self {
+            TNode::Const(_) => true,
+            TNode::Whole(site) => site.node.root_keys(keys),
+            TNode::Interp(parts, _) => parts.iter().all(|p| match p {
+                Part::Text(_) => true,
+                Part::Expr(site) => site.node.root_keys(keys),
+            }),
+            TNode::Array(items) => items.iter().all(|n| n.root_keys(keys)),
+            TNode::Object(entries) => entries.iter().all(|(_, n)| n.root_keys(keys)),
+        }
     }
 }
 

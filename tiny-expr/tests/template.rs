@@ -298,3 +298,71 @@ fn expr_keeps_its_source() {
         Some(r#"in " $.n + 1 ": path $.n matched nothing ($ has no key "n")"#.to_owned())
     );
 }
+
+/// `root_keys` names the top-level fields an expression can read, or gives up.
+#[test]
+fn root_keys_name_what_a_template_reads() {
+    let keys = |config: Value| {
+        Template::compile(&config)
+            .expect("compiles")
+            .root_keys()
+            .map(|k| k.join(","))
+    };
+    assert_eq!(keys(json!({"a": 1, "b": [true, "x"]})), Some(String::new()));
+    assert_eq!(keys(json!("{{$.body}}")), Some("body".into()));
+    assert_eq!(keys(json!("{{$['body']}}")), Some("body".into()));
+    assert_eq!(keys(json!("{{$.a.b[2].c}} and {{ $.a }}")), Some("a".into()));
+    assert_eq!(
+        keys(json!({"x": ["{{ upper($.n ?? $.m) }}", "{{$.c ? $.d : 'no'}}"], "y": "{{ $.e =~ $.f }}"})),
+        Some("n,m,c,d,e,f".into())
+    );
+    // Anything that may read more than named fields: the whole message.
+    for config in [
+        json!("{{$}}"),
+        json!({"all": "{{$}}", "one": "{{$.a}}"}),
+        json!("{{$[0]}}"),
+        json!("{{$.*}}"),
+        json!("{{$..name}}"),
+        json!("{{$.items[?(@.id == $.pick)]}}"),
+        json!("{{root($.a)}}"),
+        json!("{{parent($.a.b)}}"),
+        json!("{{length($)}}"),
+    ] {
+        assert_eq!(keys(config.clone()), None, "{config}");
+    }
+}
+
+/// Rendering against only the fields `root_keys` names gives what rendering against
+/// the whole message gives, failures included.
+#[test]
+fn a_template_renders_the_same_from_its_root_keys() {
+    let message = json!({
+        "body": "hi", "n": 3, "m": null, "user": {"name": "ada", "tags": ["a", "b"]},
+        "list": [1, 2, 3], "flag": false, "extra": {"deep": {"er": 1}}
+    });
+    for config in [
+        json!({"statusCode": 200, "body": "{{$.body}}"}),
+        json!("{{ $.user.tags[1] }}-{{ $.n * 2 }}-{{ $.missing }}"),
+        json!({"k": "{{ upper($.user.name) }}", "s": "{{ sum($.list) + length($.user.tags) }}"}),
+        json!({"c": "{{ $.flag ? $.extra.deep : $.m ?? 'none' }}", "x": "{{ $.nothing.here }}"}),
+    ] {
+        let t = Template::compile(&config).expect("compiles");
+        let keys = t.root_keys().expect("named fields only");
+        let projected: serde_json::Map<String, Value> = message
+            .as_object()
+            .expect("an object")
+            .iter()
+            .filter(|(k, _)| keys.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let projected = Value::Object(projected);
+        let (mut whole_failures, mut projected_failures) = (Vec::new(), Vec::new());
+        assert_eq!(
+            t.render_lenient(&message, &mut whole_failures),
+            t.render_lenient(&projected, &mut projected_failures),
+            "{config}"
+        );
+        let texts = |f: &[tiny_expr::EvalError]| f.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(texts(&whole_failures), texts(&projected_failures), "{config}");
+    }
+}

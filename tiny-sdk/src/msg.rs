@@ -46,8 +46,11 @@
 //! ([`Msg::new`]), cloned cheaply, and sent by whoever holds a way out of a node (a
 //! future owned emitter handle emits it as a handler's `emit` does).
 
+mod fields;
+
 use std::{
     any::{Any, TypeId},
+    borrow::Cow,
     fmt,
     sync::{Arc, OnceLock},
 };
@@ -71,6 +74,10 @@ trait Body: Send + Sync + 'static {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// The message as a JSON tree, built on first use.
     fn json(&self) -> Result<&Value>;
+    /// The message as a JSON tree holding at least the top-level fields `keys`.
+    fn json_fields(&self, _keys: &[Box<str>]) -> Result<Cow<'_, Value>> {
+        self.json().map(Cow::Borrowed)
+    }
     /// The message as JSON bytes.
     fn to_bytes(&self) -> Result<Vec<u8>>;
     /// The JSON bytes it arrived as, if it did.
@@ -94,6 +101,10 @@ struct Raw {
     json: OnceLock<std::result::Result<Value, Error>>,
 }
 
+fn not_serialised(e: serde_json::Error) -> Error {
+    Error::permanent(format!("message does not serialise: {e}"))
+}
+
 fn moved() -> Error {
     Error::permanent("message was already handed over")
 }
@@ -115,8 +126,16 @@ impl<T: Serialize + Send + Sync + 'static> Body for Typed<T> {
     fn json(&self) -> Result<&Value> {
         once(&self.json, || {
             let value = self.value.as_ref().ok_or_else(moved)?;
-            serde_json::to_value(value).map_err(|e| Error::permanent(format!("message does not serialise: {e}")))
+            serde_json::to_value(value).map_err(not_serialised)
         })
+    }
+    fn json_fields(&self, keys: &[Box<str>]) -> Result<Cow<'_, Value>> {
+        // A tree made already (an observer, another edge) serves as it is.
+        if let Some(tree) = self.json.get() {
+            return tree.as_ref().map(Cow::Borrowed).map_err(Clone::clone);
+        }
+        let value = self.value.as_ref().ok_or_else(moved)?;
+        fields::project(value, keys).map(Cow::Owned).map_err(not_serialised)
     }
     fn to_bytes(&self) -> Result<Vec<u8>> {
         let value = self.value.as_ref().ok_or_else(moved)?;
@@ -200,6 +219,14 @@ impl Msg {
     /// The message as a JSON tree, made on first use and kept.
     pub fn json(&self) -> Result<&Value> {
         self.0.json()
+    }
+
+    /// The message as a JSON tree that holds at least the top-level fields `keys` (an
+    /// edge expression that reads only those): a typed message whose tree was not
+    /// made yet serialises only those fields, and keeps nothing; any other message
+    /// lends its whole tree, as [`json`](Self::json).
+    pub(crate) fn json_fields(&self, keys: &[Box<str>]) -> Result<Cow<'_, Value>> {
+        self.0.json_fields(keys)
     }
 
     /// The message as JSON bytes, written straight from the typed value (no tree).

@@ -79,6 +79,9 @@ pub(crate) struct EdgeMapping {
     /// The sender, `"<node>:<port>"`.
     pub from: String,
     pub mapping: Mapping,
+    /// The top-level fields of the message the template reads, when it reads only
+    /// named fields: a typed message then serialises those alone (`Msg::json_fields`).
+    reads: Option<Box<[Box<str>]>>,
     /// Touched only when an expression fails; shared with the runner the node's next
     /// spec builds, so that a re-apply does not forget a failing edge.
     failing: Arc<Mutex<Option<Failing>>>,
@@ -106,9 +109,16 @@ pub(crate) struct Site<'a> {
 
 impl EdgeMapping {
     pub fn new(from: String, mapping: Mapping) -> Self {
+        let reads = match &mapping {
+            Mapping::Template(t) | Mapping::Filled(t, _) => {
+                t.root_keys().map(|keys| keys.into_iter().map(Box::from).collect())
+            }
+            Mapping::Identity | Mapping::Failed(_) => None,
+        };
         Self {
             from,
             mapping,
+            reads,
             failing: Arc::default(),
         }
     }
@@ -127,7 +137,11 @@ impl EdgeMapping {
             Mapping::Filled(t, fills) => (t, Some(fills)),
             Mapping::Failed(e) => return Err(e.clone()),
         };
-        let root = data.json()?;
+        let root = match &self.reads {
+            Some(keys) => data.json_fields(keys)?,
+            None => std::borrow::Cow::Borrowed(data.json()?),
+        };
+        let root = &*root;
         let mut failures = Vec::new();
         let mut value = if policy.strict {
             template.render(root).map_err(|e| {
@@ -142,8 +156,9 @@ impl EdgeMapping {
             crate::secret::fill(&mut value, found, values);
         }
         if !failures.is_empty() {
-            // A message or a value quoted by an error must not carry a secret on.
-            let values = super::masking::secret_texts(site.secrets, Some(root), site.secret_values.to_vec());
+            // A message or a value quoted by an error must not carry a secret on. Its
+            // secret fields may lie outside the fields the template read: the whole tree.
+            let values = super::masking::secret_texts(site.secrets, Some(data.json()?), site.secret_values.to_vec());
             if !values.is_empty() {
                 for f in &mut failures {
                     f.message = crate::redact::scrub(&f.message, &values).into_owned();

@@ -1,0 +1,356 @@
+//! A typed message's JSON with only some of its top-level fields.
+//!
+//! An edge expression such as `{"body": "{{$.body}}"}` reads one field of the message;
+//! building the whole tree to read it costs most of the hop when the message is large
+//! (an HTTP request with its headers). [`project`] serialises the value through
+//! [`Fields`], which hands a struct's or map's entries to serde_json only when their key
+//! is wanted and never serialises the others. Anything that is not a struct or a map
+//! (a string, a sequence, an enum's tuple variant) is serialised whole, exactly as
+//! [`serde_json::to_value`] would: an expression reading a field of it fails the same way.
+
+use serde::{
+    Serialize,
+    ser::{SerializeMap, SerializeStruct},
+};
+use serde_json::{Map, Value, value::Serializer as Tree};
+
+type Error = serde_json::Error;
+
+/// `value`'s JSON tree with only the top-level fields named in `keys` (in the order
+/// `value` serialises them), or the whole tree when `value` is neither a struct nor a
+/// map.
+pub(super) fn project<T: Serialize + ?Sized>(value: &T, keys: &[Box<str>]) -> Result<Value, Error> {
+    value.serialize(Fields { keys })
+}
+
+/// The serializer of [`project`]: a struct or a map is filtered, everything else goes
+/// to serde_json's own tree serializer.
+struct Fields<'k> {
+    keys: &'k [Box<str>],
+}
+
+/// A struct or map being filtered: the fields kept so far, and for a map the key of
+/// the entry whose value comes next (`None` to skip it).
+struct Filtered<'k> {
+    keys: &'k [Box<str>],
+    out: Map<String, Value>,
+    next: Option<String>,
+}
+
+impl<'k> Filtered<'k> {
+    fn new(keys: &'k [Box<str>]) -> Self {
+        Filtered {
+            keys,
+            out: Map::new(),
+            next: None,
+        }
+    }
+
+    fn wants(&self, key: &str) -> bool {
+        self.keys.iter().any(|k| **k == *key)
+    }
+}
+
+/// A struct that serde_json treats as special (its `RawValue`, arbitrary-precision
+/// numbers) is serialised by serde_json itself.
+enum StructOut<'k> {
+    Filtered(Filtered<'k>),
+    Whole(<Tree as serde::Serializer>::SerializeStruct),
+}
+
+macro_rules! whole {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(fn $name(self, $($arg: $ty),*) -> Result<Value, Error> {
+            Tree.$name($($arg),*)
+        })*
+    };
+}
+
+impl<'k> serde::Serializer for Fields<'k> {
+    type Ok = Value;
+    type Error = Error;
+    type SerializeSeq = <Tree as serde::Serializer>::SerializeSeq;
+    type SerializeTuple = <Tree as serde::Serializer>::SerializeTuple;
+    type SerializeTupleStruct = <Tree as serde::Serializer>::SerializeTupleStruct;
+    type SerializeTupleVariant = <Tree as serde::Serializer>::SerializeTupleVariant;
+    type SerializeMap = Filtered<'k>;
+    type SerializeStruct = StructOut<'k>;
+    type SerializeStructVariant = <Tree as serde::Serializer>::SerializeStructVariant;
+
+    whole! {
+        serialize_bool(v: bool);
+        serialize_i8(v: i8);
+        serialize_i16(v: i16);
+        serialize_i32(v: i32);
+        serialize_i64(v: i64);
+        serialize_i128(v: i128);
+        serialize_u8(v: u8);
+        serialize_u16(v: u16);
+        serialize_u32(v: u32);
+        serialize_u64(v: u64);
+        serialize_u128(v: u128);
+        serialize_f32(v: f32);
+        serialize_f64(v: f64);
+        serialize_char(v: char);
+        serialize_str(v: &str);
+        serialize_bytes(v: &[u8]);
+        serialize_none();
+        serialize_unit();
+        serialize_unit_struct(name: &'static str);
+        serialize_unit_variant(name: &'static str, index: u32, variant: &'static str);
+    }
+
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Value, Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<Value, Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<Value, Error> {
+        Tree.serialize_newtype_variant(name, index, variant, value)
+    }
+
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Tree.serialize_seq(len)
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Error> {
+        Tree.serialize_tuple(len)
+    }
+
+    fn serialize_tuple_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeTupleStruct, Error> {
+        Tree.serialize_tuple_struct(name, len)
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Tree.serialize_tuple_variant(name, index, variant, len)
+    }
+
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Ok(Filtered::new(self.keys))
+    }
+
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, Error> {
+        // serde_json's own structs are named `$serde_json::private::...`.
+        if name.starts_with("$serde_json") {
+            return Tree.serialize_struct(name, len).map(StructOut::Whole);
+        }
+        Ok(StructOut::Filtered(Filtered::new(self.keys)))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Tree.serialize_struct_variant(name, index, variant, len)
+    }
+}
+
+impl SerializeStruct for StructOut<'_> {
+    type Ok = Value;
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        match self {
+            StructOut::Filtered(f) => {
+                if f.wants(key) {
+                    f.out.insert(key.to_owned(), serde_json::to_value(value)?);
+                }
+                Ok(())
+            }
+            StructOut::Whole(s) => s.serialize_field(key, value),
+        }
+    }
+
+    fn skip_field(&mut self, key: &'static str) -> Result<(), Error> {
+        match self {
+            StructOut::Filtered(_) => Ok(()),
+            StructOut::Whole(s) => s.skip_field(key),
+        }
+    }
+
+    fn end(self) -> Result<Value, Error> {
+        match self {
+            StructOut::Filtered(f) => Ok(Value::Object(f.out)),
+            StructOut::Whole(s) => SerializeStruct::end(s),
+        }
+    }
+}
+
+impl SerializeMap for Filtered<'_> {
+    type Ok = Value;
+    type Error = Error;
+
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        // As serde_json: a key is a string, or a number or boolean written as one.
+        let key = match key.serialize(Tree)? {
+            Value::String(s) => s,
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => return Err(serde::ser::Error::custom("key must be a string")),
+        };
+        self.next = self.wants(&key).then_some(key);
+        Ok(())
+    }
+
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        if let Some(key) = self.next.take() {
+            self.out.insert(key, serde_json::to_value(value)?);
+        }
+        Ok(())
+    }
+
+    fn end(self) -> Result<Value, Error> {
+        Ok(Value::Object(self.out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::Serialize;
+    use serde_json::{Value, json};
+
+    use super::project;
+
+    fn keys(k: &[&str]) -> Vec<Box<str>> {
+        k.iter().map(|k| Box::from(*k)).collect()
+    }
+
+    /// The projection is the whole tree with the other top-level fields left out.
+    fn same_as_filtered<T: Serialize>(value: &T, wanted: &[&str]) {
+        let whole = serde_json::to_value(value).expect("serialises");
+        let expected = match &whole {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .filter(|(k, _)| wanted.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+        let got = project(value, &keys(wanted)).expect("projects");
+        assert_eq!(got, expected);
+        // Key order too: what serde_json's tree would have.
+        if let (Value::Object(g), Value::Object(e)) = (&got, &expected) {
+            assert!(g.keys().eq(e.keys()));
+        }
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Request {
+        path: String,
+        request_params: BTreeMap<String, Vec<String>>,
+        headers: Vec<(String, String)>,
+        body: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+        #[serde(flatten)]
+        extra: BTreeMap<String, Value>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(tag = "kind")]
+    enum Event {
+        Click { x: i32, y: i32 },
+        Key(Key),
+    }
+
+    #[derive(Serialize)]
+    struct Key {
+        code: u32,
+        name: String,
+    }
+
+    #[derive(Serialize)]
+    struct Wrapper(Key);
+
+    fn request() -> Request {
+        Request {
+            path: "/a".into(),
+            request_params: BTreeMap::from([("q".into(), vec!["1".into()])]),
+            headers: vec![("Accept".into(), "*/*".into())],
+            body: "hi".into(),
+            note: None,
+            extra: BTreeMap::from([("zone".into(), json!({"id": 1}))]),
+        }
+    }
+
+    #[test]
+    fn structs_maps_and_what_serde_makes_of_them() {
+        let r = request();
+        same_as_filtered(&r, &["body"]);
+        same_as_filtered(&r, &["body", "path", "requestParams"]);
+        // A skipped field, a flattened one, and one the type does not have.
+        same_as_filtered(&r, &["note", "zone", "missing"]);
+        same_as_filtered(&r, &[]);
+        same_as_filtered(&Event::Click { x: 1, y: 2 }, &["kind", "y"]);
+        same_as_filtered(
+            &Event::Key(Key {
+                code: 13,
+                name: "enter".into(),
+            }),
+            &["name", "kind"],
+        );
+        same_as_filtered(
+            &Wrapper(Key {
+                code: 1,
+                name: "a".into(),
+            }),
+            &["code"],
+        );
+        same_as_filtered(&Some(request()), &["headers"]);
+        same_as_filtered(&BTreeMap::from([(1u8, "one"), (2, "two")]), &["2"]);
+        same_as_filtered(&json!({"a": 1, "b": {"c": 2}}), &["b"]);
+    }
+
+    #[test]
+    fn what_is_not_a_struct_or_map_is_serialised_whole() {
+        same_as_filtered(&"text", &["a"]);
+        same_as_filtered(&vec![request()], &["body"]);
+        same_as_filtered(&(1, "two"), &["a"]);
+        same_as_filtered(&3.5f64, &["a"]);
+        same_as_filtered(&(), &["a"]);
+    }
+
+    #[test]
+    fn a_field_left_out_is_never_serialised() {
+        /// Fails whenever it is serialised.
+        struct Poison;
+        impl Serialize for Poison {
+            fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                Err(serde::ser::Error::custom("serialised"))
+            }
+        }
+        #[derive(Serialize)]
+        struct Big {
+            body: String,
+            headers: Poison,
+        }
+        let big = Big {
+            body: "x".into(),
+            headers: Poison,
+        };
+        assert_eq!(project(&big, &keys(&["body"])).expect("projects"), json!({"body": "x"}));
+        assert!(project(&big, &keys(&["headers"])).is_err());
+    }
+}
