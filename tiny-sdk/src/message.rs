@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::{
     error::{Error, Result},
-    msg::Msg,
+    msg::{Msg, RoundTrip},
 };
 
 /// A type that can travel through a port: serialisable, decodable and described by a
@@ -75,6 +75,29 @@ impl Reply {
     /// The carried message, if any.
     pub fn as_msg(&self) -> Option<&Msg> {
         self.0.as_ref()
+    }
+
+    /// The carried value as a `T`, handed over rather than decoded when it is a `T`
+    /// already, `T` survives a JSON round trip unchanged ([`RoundTrip`]), and nothing
+    /// else holds the message; otherwise as [`decode`](Self::decode). An empty reply is
+    /// an error.
+    ///
+    /// ```
+    /// use tiny_sdk::{Msg, message::Reply};
+    ///
+    /// let reply = Reply::msg(Msg::new(String::from("done")));
+    /// assert_eq!(reply.take::<String>()?, "done");
+    /// # Ok::<(), tiny_sdk::Error>(())
+    /// ```
+    pub fn take<T: DeserializeOwned + RoundTrip + 'static>(self) -> Result<T> {
+        if T::round_trip_exact(0)
+            && let Some(m) = &self.0
+            && m.is::<T>()
+            && let Some(m) = self.0
+        {
+            return m.take_exact("reply");
+        }
+        self.decode()
     }
 
     /// Decodes the carried value; an empty reply is an error.

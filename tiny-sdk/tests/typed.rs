@@ -49,6 +49,40 @@ struct Lossy {
     ratio: f32,
 }
 
+/// Leaves out what its own field default brings back: exact.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
+struct SkipsDefaults {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    list: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    maybe: Option<u32>,
+}
+
+/// Leaves out an empty list with no default of the field's own (the container's
+/// `Default` may fill it otherwise), and one with a predicate the derive cannot read.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+#[serde(default)]
+struct SkipsOtherwise {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    list: Vec<String>,
+}
+
+impl Default for SkipsOtherwise {
+    fn default() -> Self {
+        SkipsOtherwise { list: vec!["x".into()] }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+struct SkipsByOwnRule {
+    #[serde(default, skip_serializing_if = "is_zero")]
+    n: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A hand-written serde impl the derive cannot see: the author says `lossy`.
 #[derive(Debug, Clone, Default, PartialEq, Schema)]
 #[tiny(lossy)]
@@ -256,6 +290,20 @@ async fn the_derive_knows_which_types_round_trip_exactly() {
         "skip_serializing, a split rename, Option<Value>, f32"
     );
     assert!(!Shouting::round_trip_exact(0), "#[tiny(lossy)]");
+    assert!(
+        SkipsDefaults::round_trip_exact(0),
+        "skips what its own default brings back"
+    );
+    let empty = SkipsDefaults::default();
+    assert_eq!(via_json::<_, SkipsDefaults>(&empty), empty);
+    // The container's `Default` gives `["x"]` for the list left out: not exact.
+    assert!(!SkipsOtherwise::round_trip_exact(0));
+    let list = via_json::<_, SkipsOtherwise>(&SkipsOtherwise { list: vec![] }).list;
+    assert_eq!(list, ["x"]);
+    assert!(
+        !SkipsByOwnRule::round_trip_exact(0),
+        "a predicate the derive cannot read"
+    );
     assert!(!Option::<Value>::round_trip_exact(0), "Some(null) comes back as None");
     assert!(Option::<String>::round_trip_exact(0));
 }

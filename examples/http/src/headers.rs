@@ -13,17 +13,21 @@ pub struct Header {
 
 /// `content-type` -> `Content-Type`, Go's canonical MIME header form.
 pub fn canonical(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
     let mut upper = true;
-    for c in name.chars() {
-        out.push(if upper {
-            c.to_ascii_uppercase()
-        } else {
-            c.to_ascii_lowercase()
-        });
-        upper = c == '-';
-    }
-    out
+    // Byte by byte: only ASCII letters change case, so the text stays UTF-8.
+    let bytes = name
+        .bytes()
+        .map(|b| {
+            let out = if upper {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            };
+            upper = b == b'-';
+            out
+        })
+        .collect();
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// A header map as Go's sorted `[{key, value}]` list, one entry per value.
@@ -49,5 +53,6 @@ mod tests {
         assert_eq!(canonical("content-type"), "Content-Type");
         assert_eq!(canonical("X-GITHUB-EVENT"), "X-Github-Event");
         assert_eq!(canonical("etag"), "Etag");
+        assert_eq!(canonical("x-ünïcode-é"), "X-ünïcode-é");
     }
 }

@@ -153,6 +153,62 @@ async fn requests_travel_the_flow_and_its_answer_is_the_response() {
     );
 }
 
+/// What a proxy in front says of the client wins over the socket's peer, as in Go:
+/// the first `X-Forwarded-For`, else `X-Real-Ip`; the scheme from `X-Forwarded-Proto`,
+/// `X-Forwarded-Protocol`, `X-Forwarded-Ssl: on` or `X-Url-Scheme`, in that order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxys_headers_name_the_client_and_scheme() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .edge("srv:request", "srv:response", echo_answer())
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({"writeTimeout": 5})).await;
+    // (request headers, realIP, scheme)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: [Case<'_>; 5] = [
+        (
+            &[
+                ("X-Forwarded-For", "203.0.113.7, 10.0.0.1"),
+                ("X-Real-Ip", "198.51.100.2"),
+                ("X-Forwarded-Proto", "https"),
+            ],
+            "203.0.113.7",
+            "https",
+        ),
+        (
+            &[("X-Real-Ip", "198.51.100.2"), ("X-Forwarded-Protocol", "https")],
+            "198.51.100.2",
+            "https",
+        ),
+        (
+            &[("X-Forwarded-Ssl", "on"), ("X-Url-Scheme", "ftp")],
+            "127.0.0.1",
+            "https",
+        ),
+        (
+            &[("X-Forwarded-Ssl", "off"), ("X-Url-Scheme", "wss")],
+            "127.0.0.1",
+            "wss",
+        ),
+        (&[], "127.0.0.1", "http"),
+    ];
+    for (i, (headers, ip, scheme)) in cases.iter().enumerate() {
+        let mut req = Request::builder().method("POST").uri(format!("{base}/p"));
+        for (k, v) in *headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Full::new(Bytes::from("x"))).expect("request");
+        let resp = client().request(req).await.expect("an answer");
+        assert_eq!(resp.status(), StatusCode::CREATED);
+        let seen = h.emitted("srv:request");
+        let r = &seen[i];
+        assert_eq!(r["realIP"], *ip, "case {i}: {headers:?}");
+        assert_eq!(r["scheme"], *scheme, "case {i}: {headers:?}");
+        assert!(r["host"].as_str().is_some_and(|host| host.starts_with("127.0.0.1:")));
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_requests_each_get_their_own_answer() {
     let flow = FlowBuilder::new()

@@ -77,15 +77,62 @@ pub fn round_trip_impl(attrs: &SchemaAttrs) -> TokenStream {
     }
 }
 
+/// `skip_serializing_if` predicates that hold exactly for the type's `Default`: with the
+/// field's own plain `#[serde(default)]`, the value left out comes back as it was.
+const SKIPPED_WHEN_DEFAULT: &[&str] = &[
+    "Option::is_none",
+    "Vec::is_empty",
+    "String::is_empty",
+    "BTreeMap::is_empty",
+    "HashMap::is_empty",
+    "BTreeSet::is_empty",
+    "HashSet::is_empty",
+];
+
 fn fields_exact<'a>(fields: &'a ast::Fields<FieldHints>, types: &mut Vec<&'a syn::Type>) -> bool {
     let mut exact = true;
     for f in &fields.fields {
-        exact &= serde_exact(&f.attrs);
+        exact &= field_exact(&f.attrs);
         if !types.contains(&&f.ty) {
             types.push(&f.ty);
         }
     }
     exact
+}
+
+/// [`serde_exact`] for a field, which may also skip a value its own `default` brings
+/// back (`#[serde(default, skip_serializing_if = "Vec::is_empty")]`). A container's
+/// `default` does not count: its `Default` may fill the field differently.
+fn field_exact(attrs: &[Attribute]) -> bool {
+    let Some(items) = serde_items(attrs) else {
+        return false;
+    };
+    let own_default = items
+        .iter()
+        .any(|m| matches!(m, Meta::Path(p) if p.is_ident("default")));
+    items.iter().all(|m| match m {
+        Meta::List(_) => false,
+        Meta::NameValue(nv) if nv.path.is_ident("skip_serializing_if") => {
+            own_default
+                && matches!(&nv.value, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })
+                    if SKIPPED_WHEN_DEFAULT.contains(&s.value().replace(' ', "").as_str()))
+        }
+        Meta::Path(p) | Meta::NameValue(syn::MetaNameValue { path: p, .. }) => {
+            EXACT_SERDE_KEYS.iter().any(|k| p.is_ident(k))
+        }
+    })
+}
+
+/// Every item of every `#[serde(...)]` in `attrs`; `None` when one does not parse.
+fn serde_items(attrs: &[Attribute]) -> Option<Vec<Meta>> {
+    let mut out = Vec::new();
+    for a in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+        out.extend(
+            a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .ok()?,
+        );
+    }
+    Some(out)
 }
 
 /// `true` when every key of every `#[serde(...)]` in `attrs` is on the exact list, in
