@@ -4,17 +4,20 @@
 # retries on) under callgrind with N1 and N2 messages sent typed; the difference of
 # the two counts divided by (N2 - N1) x 10 hops is what one hop costs, setup and
 # warm-up cancelled out. `--json` sends the messages as JSON (a signal's way in);
-# `--no-retries` gives the edges one attempt (no copy kept for a retry).
+# `--no-retries` gives the edges one attempt (no copy kept for a retry); `--expr` puts
+# chain10_expr's expression on every edge.
 #
-# Usage: tools/callgrind-hop.sh [--json] [--no-retries] [N1 N2]   (defaults 2000 6000)
+# Usage: tools/callgrind-hop.sh [--json] [--no-retries] [--expr] [N1 N2]   (defaults 2000 6000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=()
 edges=()
+chain=chain10
 while [[ "${1:-}" == --* ]]; do
     case "$1" in
         --json) json=(--json) ;;
-        --no-retries) edges=(--max-attempts 1) ;;
+        --no-retries) edges+=(--max-attempts 1) ;;
+        --expr) edges+=(--expr); chain=chain10_expr ;;
         *) echo "callgrind-hop: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -35,5 +38,5 @@ i1=$(count "$n1")
 i2=$(count "$n2")
 [[ -n "$i1" && -n "$i2" ]] || { echo "callgrind-hop: no count from callgrind" >&2; exit 1; }
 per_hop=$(( (i2 - i1) / ((n2 - n1) * 10) ))
-echo "chain10 (mimalloc, ${json[*]:-typed} in, ${edges[*]:-default edges}): ${i1} instructions for ${n1} messages, ${i2} for ${n2}"
+echo "${chain} (mimalloc, ${json[*]:-typed} in, ${edges[*]:-default edges}): ${i1} instructions for ${n1} messages, ${i2} for ${n2}"
 echo "instructions per hop: ${per_hop}"

@@ -4,8 +4,9 @@
 //!
 //! `cargo bench -p tiny-sdk --bench flow [--features fast-alloc] -- [--peer] [--n N] [--lat-n N] [--only NAME] [--max-attempts N]`
 //!
-//! `-- --instructions --n N [--json]` only sends N messages through the 10-node chain,
-//! for `tools/callgrind-hop.sh` (`make bench-instructions`) to count instructions per hop.
+//! `-- --instructions --n N [--json] [--expr]` only sends N messages through the 10-node
+//! chain (with `--expr`, chain10_expr's), for `tools/callgrind-hop.sh`
+//! (`make bench-instructions`) to count instructions per hop.
 //!
 //! With `--features fast-alloc` the binary runs on mimalloc, as a module binary may
 //! choose to ([`tiny_sdk::FastAlloc`]); `make bench-flow` runs both.
@@ -206,6 +207,8 @@ struct Args {
     /// Only send `n` messages through the 10-node chain, typed (or JSON with
     /// `--json`), and print nothing else: what `tools/callgrind-hop.sh` counts.
     instructions: bool,
+    /// With `--instructions`: chain10_expr's edges instead of pass-through ones.
+    expr: bool,
     json: bool,
 }
 
@@ -218,6 +221,7 @@ fn args() -> Args {
         window: 256,
         max_attempts: None,
         instructions: false,
+        expr: false,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -230,6 +234,7 @@ fn args() -> Args {
             "--window" => a.window = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.window),
             "--max-attempts" => a.max_attempts = it.next().and_then(|v| v.parse().ok()),
             "--instructions" => a.instructions = true,
+            "--expr" => a.expr = true,
             "--json" => a.json = true,
             _ => {} // cargo bench passes `--bench`
         }
@@ -402,6 +407,11 @@ fn peer() -> Vec<Value> {
     }
 }
 
+/// chain10_expr's edges: each field of the payload through an expression.
+fn expr_mapping() -> Value {
+    json!({"n": "{{$.n}}", "v": "{{$.v + 1}}", "user": "{{$.user}}", "text": "{{$.text}}"})
+}
+
 fn main() {
     let a = args();
     if a.instructions {
@@ -411,7 +421,11 @@ fn main() {
             .enable_all()
             .build()
             .expect("runtime");
-        let e = rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)));
+        let e = if a.expr {
+            rt.block_on(engine(chain("pass", 10, &expr_mapping(), a.max_attempts)))
+        } else {
+            rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)))
+        };
         rt.block_on(throughput_of(&e, a.n, a.window, !a.json));
         println!("sent {} messages through chain10", a.n);
         return;
@@ -428,7 +442,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let expr = json!({"n": "{{$.n}}", "v": "{{$.v + 1}}", "user": "{{$.user}}", "text": "{{$.text}}"});
+    let expr = expr_mapping();
     let flows: Vec<(&'static str, u32, Flow)> = vec![
         ("chain10", 10, chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)),
         ("chain10_expr", 10, chain("pass", 10, &expr, a.max_attempts)),

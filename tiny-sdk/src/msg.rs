@@ -74,9 +74,10 @@ trait Body: Send + Sync + 'static {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// The message as a JSON tree, built on first use.
     fn json(&self) -> Result<&Value>;
-    /// The message as a JSON tree holding at least the top-level fields `keys`.
-    fn json_fields(&self, _keys: &[Box<str>]) -> Result<Cow<'_, Value>> {
-        self.json().map(Cow::Borrowed)
+    /// The message as a JSON tree holding at least the top-level fields `keys`, and
+    /// whether serialising it here found `keys` to be all of its fields.
+    fn json_fields(&self, _keys: &[Box<str>]) -> Result<(Cow<'_, Value>, bool)> {
+        Ok((Cow::Borrowed(self.json()?), false))
     }
     /// The message as JSON bytes.
     fn to_bytes(&self) -> Result<Vec<u8>>;
@@ -129,13 +130,19 @@ impl<T: Serialize + Send + Sync + 'static> Body for Typed<T> {
             serde_json::to_value(value).map_err(not_serialised)
         })
     }
-    fn json_fields(&self, keys: &[Box<str>]) -> Result<Cow<'_, Value>> {
+    fn json_fields(&self, keys: &[Box<str>]) -> Result<(Cow<'_, Value>, bool)> {
         // A tree made already (an observer, another edge) serves as it is.
         if let Some(tree) = self.json.get() {
-            return tree.as_ref().map(Cow::Borrowed).map_err(Clone::clone);
+            return Ok((Cow::Borrowed(tree.as_ref().map_err(Clone::clone)?), false));
         }
         let value = self.value.as_ref().ok_or_else(moved)?;
-        fields::project(value, keys).map(Cow::Owned).map_err(not_serialised)
+        let (tree, whole) = fields::project(value, keys).map_err(not_serialised)?;
+        if !whole {
+            return Ok((Cow::Owned(tree), false));
+        }
+        // Every field was wanted: that is the message's tree, kept for whoever asks
+        // next (another edge, an observer) as `json` keeps it.
+        Ok((Cow::Borrowed(once(&self.json, || Ok(tree))?), true))
     }
     fn to_bytes(&self) -> Result<Vec<u8>> {
         let value = self.value.as_ref().ok_or_else(moved)?;
@@ -223,9 +230,13 @@ impl Msg {
 
     /// The message as a JSON tree that holds at least the top-level fields `keys` (an
     /// edge expression that reads only those): a typed message whose tree was not
-    /// made yet serialises only those fields, and keeps nothing; any other message
-    /// lends its whole tree, as [`json`](Self::json).
-    pub(crate) fn json_fields(&self, keys: &[Box<str>]) -> Result<Cow<'_, Value>> {
+    /// made yet serialises only those fields (and keeps the tree, as
+    /// [`json`](Self::json) does, when they were all its fields); any other message
+    /// lends its whole tree.
+    ///
+    /// The flag says the typed value was serialised here and `keys` named all of its
+    /// fields: its tree was made whole, as `json` would have, only dearer.
+    pub(crate) fn json_fields(&self, keys: &[Box<str>]) -> Result<(Cow<'_, Value>, bool)> {
         self.0.json_fields(keys)
     }
 

@@ -611,3 +611,79 @@ async fn a_borrowing_receiver_is_lent_the_senders_value_on_any_edge() {
     assert_eq!(a.len(), 3, "sent once, delivered twice: {a:?}");
     assert!(a.iter().all(|p| *p == a[0]), "{a:?}");
 }
+
+/// How many times [`Wide::rest`] was serialised.
+static REST_WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn count_rest<S: serde::Serializer>(rest: &[String], s: S) -> Result<S::Ok, S::Error> {
+    REST_WRITTEN.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    s.collect_seq(rest)
+}
+
+/// A message with a field an edge may not need (an HTTP request's headers, say).
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+struct Wide {
+    keep: u32,
+    #[serde(serialize_with = "count_rest")]
+    rest: Vec<String>,
+}
+
+#[derive(Debug, Component, Default)]
+#[component(name = "send_wide")]
+struct SendWide {
+    go: Input<Value>,
+    out: Output<Wide>,
+}
+
+impl SendWide {
+    async fn on_go(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        let wide = Wide {
+            keep: 7,
+            rest: vec!["a".into(); 3],
+        };
+        self.out.emit(ctx, wide).await
+    }
+}
+
+/// An edge template that names the fields it reads makes a typed message write only
+/// those; what the receiver gets is what the whole message's JSON would give it.
+#[tokio::test]
+async fn a_template_reads_only_the_fields_it_names() {
+    let e = Engine::builder().register::<SendWide>().register::<RecvValue>().build();
+    let written = || REST_WRITTEN.load(std::sync::atomic::Ordering::SeqCst);
+    for (i, (mapping, want, writes)) in [
+        (json!({"n": "{{$.keep + 1}}"}), json!({"n": 8}), 0),
+        (
+            json!({"n": "{{$['keep']}}", "c": "{{ length($.rest) }}"}),
+            json!({"n": 7, "c": 3}),
+            1,
+        ),
+        // `$` itself: the whole message.
+        (
+            json!({"all": "{{$}}"}),
+            json!({"all": {"keep": 7, "rest": ["a", "a", "a"]}}),
+            1,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let flow = FlowBuilder::new()
+            .node(&format!("wide{i}"), "send_wide")
+            .node(&format!("seen{i}"), "recv_value")
+            .edge_with(
+                &format!("wide{i}:out"),
+                &format!("seen{i}:input"),
+                mapping.clone(),
+                no_retry(),
+            )
+            .build();
+        for node in flow.nodes {
+            e.apply(node).await.expect("loads");
+        }
+        let before = written();
+        e.send(&format!("wide{i}:go"), json!({})).await.expect("delivered");
+        assert_eq!(take_seen(&format!("seen{i}")), [format!("{want:?}")], "{mapping}");
+        assert_eq!(written() - before, writes, "times `rest` was written for {mapping}");
+    }
+}

@@ -11,7 +11,10 @@
 //! fails the hop instead (code `MAPPING`), as tiny did before.
 
 use std::{
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -82,6 +85,10 @@ pub(crate) struct EdgeMapping {
     /// The top-level fields of the message the template reads, when it reads only
     /// named fields: a typed message then serialises those alone (`Msg::json_fields`).
     reads: Option<Box<[Box<str>]>>,
+    /// Set once a message on this edge turned out to have no other fields: from then
+    /// on its whole tree is made the plain way, which costs less than choosing fields
+    /// to end up with all of them (an edge carries one type, as a rule).
+    reads_all: AtomicBool,
     /// Touched only when an expression fails; shared with the runner the node's next
     /// spec builds, so that a re-apply does not forget a failing edge.
     failing: Arc<Mutex<Option<Failing>>>,
@@ -119,6 +126,7 @@ impl EdgeMapping {
             from,
             mapping,
             reads,
+            reads_all: AtomicBool::new(false),
             failing: Arc::default(),
         }
     }
@@ -138,8 +146,14 @@ impl EdgeMapping {
             Mapping::Failed(e) => return Err(e.clone()),
         };
         let root = match &self.reads {
-            Some(keys) => data.json_fields(keys)?,
-            None => std::borrow::Cow::Borrowed(data.json()?),
+            Some(keys) if !self.reads_all.load(Ordering::Relaxed) => {
+                let (root, all) = data.json_fields(keys)?;
+                if all {
+                    self.reads_all.store(true, Ordering::Relaxed);
+                }
+                root
+            }
+            _ => std::borrow::Cow::Borrowed(data.json()?),
         };
         let root = &*root;
         let mut failures = Vec::new();

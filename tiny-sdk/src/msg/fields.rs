@@ -8,6 +8,8 @@
 //! (a string, a sequence, an enum's tuple variant) is serialised whole, exactly as
 //! [`serde_json::to_value`] would: an expression reading a field of it fails the same way.
 
+use std::cell::Cell;
+
 use serde::{
     Serialize,
     ser::{SerializeMap, SerializeStruct},
@@ -18,36 +20,50 @@ type Error = serde_json::Error;
 
 /// `value`'s JSON tree with only the top-level fields named in `keys` (in the order
 /// `value` serialises them), or the whole tree when `value` is neither a struct nor a
-/// map.
-pub(super) fn project<T: Serialize + ?Sized>(value: &T, keys: &[Box<str>]) -> Result<Value, Error> {
-    value.serialize(Fields { keys })
+/// map; and whether that is the whole tree (no field was left out).
+pub(super) fn project<T: Serialize + ?Sized>(value: &T, keys: &[Box<str>]) -> Result<(Value, bool), Error> {
+    let left_out = Cell::new(false);
+    let tree = value.serialize(Fields {
+        keys,
+        left_out: &left_out,
+    })?;
+    Ok((tree, !left_out.get()))
 }
 
 /// The serializer of [`project`]: a struct or a map is filtered, everything else goes
 /// to serde_json's own tree serializer.
 struct Fields<'k> {
     keys: &'k [Box<str>],
+    /// Set when a field is left out.
+    left_out: &'k Cell<bool>,
 }
 
 /// A struct or map being filtered: the fields kept so far, and for a map the key of
 /// the entry whose value comes next (`None` to skip it).
 struct Filtered<'k> {
     keys: &'k [Box<str>],
+    left_out: &'k Cell<bool>,
     out: Map<String, Value>,
     next: Option<String>,
 }
 
 impl<'k> Filtered<'k> {
-    fn new(keys: &'k [Box<str>]) -> Self {
+    fn new(of: Fields<'k>, len: Option<usize>) -> Self {
         Filtered {
-            keys,
-            out: Map::new(),
+            keys: of.keys,
+            left_out: of.left_out,
+            // As serde_json sizes a struct's map: growing it costs more than the fields.
+            out: Map::with_capacity(len.unwrap_or(0).min(of.keys.len())),
             next: None,
         }
     }
 
     fn wants(&self, key: &str) -> bool {
-        self.keys.iter().any(|k| **k == *key)
+        let wanted = self.keys.iter().any(|k| **k == *key);
+        if !wanted {
+            self.left_out.set(true);
+        }
+        wanted
     }
 }
 
@@ -140,8 +156,8 @@ impl<'k> serde::Serializer for Fields<'k> {
         Tree.serialize_tuple_variant(name, index, variant, len)
     }
 
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Ok(Filtered::new(self.keys))
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Ok(Filtered::new(self, len))
     }
 
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, Error> {
@@ -149,7 +165,7 @@ impl<'k> serde::Serializer for Fields<'k> {
         if name.starts_with("$serde_json") {
             return Tree.serialize_struct(name, len).map(StructOut::Whole);
         }
-        Ok(StructOut::Filtered(Filtered::new(self.keys)))
+        Ok(StructOut::Filtered(Filtered::new(self, Some(len))))
     }
 
     fn serialize_struct_variant(
@@ -235,6 +251,10 @@ mod tests {
         k.iter().map(|k| Box::from(*k)).collect()
     }
 
+    fn whole_tree<T: Serialize>(value: &T) -> Value {
+        serde_json::to_value(value).expect("serialises")
+    }
+
     /// The projection is the whole tree with the other top-level fields left out.
     fn same_as_filtered<T: Serialize>(value: &T, wanted: &[&str]) {
         let whole = serde_json::to_value(value).expect("serialises");
@@ -247,7 +267,8 @@ mod tests {
             ),
             other => other.clone(),
         };
-        let got = project(value, &keys(wanted)).expect("projects");
+        let (got, whole) = project(value, &keys(wanted)).expect("projects");
+        assert_eq!(whole, got == whole_tree(value), "{got}");
         assert_eq!(got, expected);
         // Key order too: what serde_json's tree would have.
         if let (Value::Object(g), Value::Object(e)) = (&got, &expected) {
@@ -303,6 +324,7 @@ mod tests {
         // A skipped field, a flattened one, and one the type does not have.
         same_as_filtered(&r, &["note", "zone", "missing"]);
         same_as_filtered(&r, &[]);
+        same_as_filtered(&r, &["path", "requestParams", "headers", "body", "zone"]);
         same_as_filtered(&Event::Click { x: 1, y: 2 }, &["kind", "y"]);
         same_as_filtered(
             &Event::Key(Key {
@@ -350,7 +372,9 @@ mod tests {
             body: "x".into(),
             headers: Poison,
         };
-        assert_eq!(project(&big, &keys(&["body"])).expect("projects"), json!({"body": "x"}));
+        let (tree, whole) = project(&big, &keys(&["body"])).expect("projects");
+        assert_eq!(tree, json!({"body": "x"}));
+        assert!(!whole, "headers were left out");
         assert!(project(&big, &keys(&["headers"])).is_err());
     }
 }
