@@ -61,8 +61,9 @@ bench-flow: ## flow engine benchmark beside Node-RED, with ratios: with the syst
 	$(CARGO) bench -p tiny-sdk --bench flow -- --peer
 	$(CARGO) bench -p tiny-sdk --bench flow --features fast-alloc -- --peer
 
-bench-http: ## http_server flow vs a bare hyper server vs Node-RED (http in -> http response), with ratios; needs Node.js and npm
+bench-http: ## http_server flow vs a bare hyper server vs Node-RED (http in -> http response), with ratios: with the system allocator, then with mimalloc (`fast-alloc`); needs Node.js and npm
 	$(CARGO) bench -p tiny-example-http --bench http -- --peer
+	$(CARGO) bench -p tiny-example-http --bench http --features fast-alloc -- --peer
 
 bench-nats: ## the cross-module hop over a real nats-server beside a bare async-nats echo (and tiny's gRPC hop), with ratios
 	$(CARGO) bench -p tiny-runtime --bench hop -- --nats

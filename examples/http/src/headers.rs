@@ -32,8 +32,14 @@ pub fn canonical(name: &str) -> String {
 
 /// A header map as Go's sorted `[{key, value}]` list, one entry per value.
 pub fn to_list(map: &hyper::HeaderMap) -> Vec<Header> {
+    to_list_without(map, None)
+}
+
+/// [`to_list`] leaving out the header `skip` (a lowercase name).
+pub fn to_list_without(map: &hyper::HeaderMap, skip: Option<&hyper::header::HeaderName>) -> Vec<Header> {
     let mut list: Vec<Header> = map
         .iter()
+        .filter(|(k, _)| Some(*k) != skip)
         .map(|(k, v)| Header {
             key: canonical(k.as_str()),
             value: String::from_utf8_lossy(v.as_bytes()).into_owned(),

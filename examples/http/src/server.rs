@@ -23,7 +23,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
 use tiny_sdk::{PortShape, client::ExposePortRequest, flow::Node, message::Reply, prelude::*};
 
-use crate::headers::{Header, to_list};
+use crate::headers::{Header, to_list_without};
 
 /// Settings, as Go's server.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
@@ -608,9 +608,8 @@ fn to_message(
         .or(seen.url_scheme)
         .unwrap_or("http")
         .to_owned();
-    let mut headers = to_list(&parts.headers);
     // As Go: the host has its own field.
-    headers.retain(|h| h.key != "Host");
+    let headers = to_list_without(&parts.headers, Some(&header::HOST));
     Request {
         context,
         path,
