@@ -1,8 +1,13 @@
 //! One cross-module hop through tiny beside a bare tonic echo service.
 //!
-//! - tiny: a signal into node `f.a.ask-1` of engine `a`, which emits along an edge to
-//!   node `f.b.answer-1` of engine `b`; that hop crosses gRPC (pool -> server) and `b`
-//!   answers with the message, which comes back as the reply of the send.
+//! - tiny: the payload's JSON bytes, as the echo's client sends them, delivered to node
+//!   `f.a.fwd-1` of engine `a` (`forward`, a port of `Msg`), which emits them along an
+//!   edge to node `f.b.echo-1` of engine `b`; that hop crosses gRPC (pool -> server)
+//!   and `b`'s `echo` (a port of `Msg`) answers with the message as it came, which
+//!   comes back as the reply. Like the echo, nothing on the way parses the payload.
+//! - tiny with ports of `Value`, printed beside it: a signal into `f.a.ask-1` (`relay`)
+//!   -> `f.b.answer-1` (`answer`): the payload is encoded by `a`, parsed into a tree
+//!   by `b` and the reply encoded again, as for any component that reads its input.
 //! - echo: the same proto on a tonic server whose handler returns the payload, called
 //!   by the generated client over the same kind of channel.
 //!
@@ -13,7 +18,7 @@
 //! `a`), by the pool alone (no engine in `a`), and the same two nodes in one engine.
 //!
 //! `cargo bench -p tiny-runtime --bench hop`. `HOP_SCALE=0.2` for a quicker run;
-//! `HOP_ONLY=echo|tiny|route|pool|local` runs one side alone (for a profiler).
+//! `HOP_ONLY=echo|tiny|value|route|pool|local` runs one side alone (for a profiler).
 //!
 //! With `-- --nats` (`make bench-nats`) the same hop crosses a real `nats-server`
 //! instead: tiny's NATS transport (a's router -> request on `tinymodule.b.msg` -> b's
@@ -30,7 +35,7 @@ use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
-use tiny_testkit::components::Answer;
+use tiny_testkit::components::{Answer, Echo as EchoNode, Forward};
 
 use serde_json::{Value, json};
 use tiny_runtime::grpc::{
@@ -81,6 +86,23 @@ struct Tiny {
 impl Target for Tiny {
     async fn call(&self) {
         let reply = self.engine.send(self.to, self.payload.clone()).await;
+        assert!(reply.is_ok_and(|r| !r.is_empty()), "tiny hop failed");
+    }
+}
+
+/// tiny with ports of `Msg` (`forward` in a, `echo` in b): the payload goes in as the
+/// JSON bytes the bare client sends and is never parsed on the way, as in the echo.
+#[derive(Clone)]
+struct TinyMsg {
+    engine: Engine,
+    payload: Arc<Vec<u8>>,
+}
+
+impl Target for TinyMsg {
+    async fn call(&self) {
+        let msg = tiny_sdk::Msg::from_json_bytes(self.payload.as_ref().clone());
+        let delivery = tiny_sdk::engine::Delivery::new("f.a.fwd-1", "input", tiny_sdk::engine::Source::Signal, msg);
+        let reply = self.engine.deliver(delivery).await;
         assert!(reply.is_ok_and(|r| !r.is_empty()), "tiny hop failed");
     }
 }
@@ -321,7 +343,8 @@ async fn measure<T: Target>(target: T, sequential: usize, in_flight: usize, tota
 }
 
 /// Engines `a` and `b`, each reaching the other through its router: `a`'s relay
-/// `f.a.ask-1` emits along an edge to `b`'s `f.b.answer-1`.
+/// `f.a.ask-1` emits along an edge to `b`'s `f.b.answer-1` (ports of `Value`), and
+/// `a`'s `f.a.fwd-1` along one to `b`'s `f.b.echo-1` (ports of `Msg`).
 async fn two_engines(
     router_a: Arc<dyn tiny_sdk::engine::RemoteRouter>,
     router_b: Arc<dyn tiny_sdk::engine::RemoteRouter>,
@@ -331,6 +354,8 @@ async fn two_engines(
             .module(module)
             .register::<Relay>()
             .register::<Answer>()
+            .register::<Forward>()
+            .register::<EchoNode>()
             .router(router)
             .build()
     };
@@ -338,9 +363,12 @@ async fn two_engines(
     let flow = FlowBuilder::new()
         .module("a")
         .node("f.a.ask-1", "relay")
+        .node("f.a.fwd-1", "forward")
         .module("b")
         .node("f.b.answer-1", "answer")
+        .node("f.b.echo-1", "echo")
         .edge("f.a.ask-1:out", "f.b.answer-1:input", json!("{{$}}"))
+        .edge("f.a.fwd-1:out", "f.b.echo-1:input", json!("{{$}}"))
         .build();
     for node in flow.nodes {
         let target = if node.spec.module == "a" { &a } else { &b };
@@ -442,6 +470,10 @@ fn main() {
         let any: SocketAddr = ([127, 0, 0, 1], 0).into();
         let (echo, echo_server) = bare(any).await;
         let (tiny, pool, tiny_server) = tiny(any).await;
+        let tiny_msg = TinyMsg {
+            engine: tiny.engine.clone(),
+            payload: Arc::new(serde_json::to_vec(&payload()).expect("json")),
+        };
         // The message for `b`'s node handed to `a`'s engine as a signal: routed, no node in `a`.
         let route = Tiny {
             to: "f.b.answer-1:input",
@@ -449,7 +481,8 @@ fn main() {
         };
         let local = local().await;
         let run = async |target: &str| match target {
-            "tiny" => measure(tiny.clone(), sequential, in_flight, total).await,
+            "tiny" => measure(tiny_msg.clone(), sequential, in_flight, total).await,
+            "value" => measure(tiny.clone(), sequential, in_flight, total).await,
             "route" => measure(route.clone(), sequential, in_flight, total).await,
             "pool" => measure(pool.clone(), sequential, in_flight, total).await,
             "local" => measure(local.clone(), sequential, in_flight, total).await,
@@ -471,12 +504,13 @@ fn main() {
         }
         let (echo_f, tiny_f) = (best(echo_runs), best(tiny_runs));
         let mut parts = Vec::new();
-        for target in ["route", "pool", "local"] {
+        for target in ["value", "route", "pool", "local"] {
             parts.push(best(vec![run(target).await, run(target).await]));
         }
         println!("\n{:<40} {:>10} {:>10} {:>12}", "", "p50", "p99", "msgs/s @64");
         row("echo (bare tonic)", &echo_f);
         row("tiny (node in a -> edge -> node in b)", &tiny_f);
+        row("tiny, ports of Value (parse, re-encode)", &parts[0]);
         let p50_ratio = micros(tiny_f.p50) / micros(echo_f.p50);
         let p99_ratio = micros(tiny_f.p99) / micros(echo_f.p99);
         let tput_ratio = tiny_f.throughput / echo_f.throughput;
@@ -484,10 +518,13 @@ fn main() {
         println!("p50 tiny/echo          {p50_ratio:.2}  (goal <= 1.30: {})", verdict(p50_ratio <= 1.3));
         println!("p99 tiny/echo          {p99_ratio:.2}");
         println!("throughput tiny/echo   {tput_ratio:.2}  (goal >= 0.80: {})", verdict(tput_ratio >= 0.8));
-        println!("\nwhere the time goes:");
-        row("  a's router -> b (no node in a)", &parts[0]);
-        row("  pool -> b (no engine in a)", &parts[1]);
-        row("  the two nodes in one engine (no gRPC)", &parts[2]);
+        let value_p50 = micros(parts[0].p50) / micros(echo_f.p50);
+        let value_tput = parts[0].throughput / echo_f.throughput;
+        println!("with ports of Value    p50 {value_p50:.2}, throughput {value_tput:.2}");
+        println!("\nwhere the time goes (ports of Value):");
+        row("  a's router -> b (no node in a)", &parts[1]);
+        row("  pool -> b (no engine in a)", &parts[2]);
+        row("  the two nodes in one engine (no gRPC)", &parts[3]);
         let _ = tiny_server.stop().await;
         echo_server.abort();
     });

@@ -21,7 +21,7 @@ use tiny_sdk::{
     harness::Relay,
     prelude::*,
 };
-use tiny_testkit::components::{Flaky, Located, Slow, Whoami};
+use tiny_testkit::components::{Echo, Flaky, Located, Slow, Whoami};
 
 /// Answers with its input twice.
 #[derive(Debug, Component, Default)]
@@ -58,6 +58,7 @@ fn engine(module: &str, pool: Arc<Pool>) -> Engine {
         .register::<Slow>()
         .register::<Double>()
         .register::<Whoami>()
+        .register::<Echo>()
         .router(pool)
         .build()
 }
@@ -140,6 +141,45 @@ async fn a_request_goes_a_b_a_and_the_reply_comes_back_to_the_first_caller() {
         assert_eq!(v["answer"]["msg"]["q"], json!(i));
     }
     assert_eq!(m.pool_a.connections(), 1);
+}
+
+/// A port of `Msg` across modules: the payload is never parsed on the way, and the
+/// answer is the bytes that were sent, spacing and all.
+#[tokio::test]
+async fn a_msg_port_answers_the_bytes_it_was_sent() {
+    let flow = ask("f.b.echo-1:input", None, |b| b.module("b").node("f.b.echo-1", "echo"));
+    let m = modules(flow, PoolOptions::default()).await;
+    let bytes = br#"{"q":  [1, 2.50, "x"], "z": null}"#.to_vec();
+    let to = PortAddress::parse("f.b.echo-1:input").expect("an address");
+    let reply = m
+        .pool_a
+        .send_msg(
+            "b",
+            &to,
+            Source::Signal,
+            &tiny_sdk::Msg::from_json_bytes(bytes.clone()),
+            Hop::default(),
+        )
+        .await
+        .expect("answered");
+    let got = reply.as_msg().expect("a reply").to_json_bytes().expect("bytes");
+    assert_eq!(got, bytes);
+    // Through a flow: a's relay decodes the signal, b's echo sends back what came.
+    let reply = m.a.send("f.a.ask-1:input", json!({"q": 1})).await.expect("answered");
+    assert_eq!(reply.into_value(), Some(json!({"q": 1})));
+    // Not JSON is refused where it arrives, as for any port.
+    let reply = m
+        .pool_a
+        .send_msg(
+            "b",
+            &to,
+            Source::Signal,
+            &tiny_sdk::Msg::from_json_bytes(b"{not json".to_vec()),
+            Hop::default(),
+        )
+        .await;
+    let err = reply.expect_err("refused");
+    assert!(err.message().contains("not JSON"), "{err}");
 }
 
 #[tokio::test]

@@ -64,6 +64,32 @@ use crate::{
 };
 
 /// A message on its way through the flow: cheap to clone, JSON only on demand.
+///
+/// # As a port's type
+///
+/// A port of `Msg` (`Input<Msg>`, `Output<Msg>`) carries messages as they came, of any
+/// shape, without decoding them: what a relay, a router or a recorder wants. The
+/// receiver gets the very message the sender emitted (typed, JSON, or the wire's
+/// bytes, not parsed), reads it as JSON only if it asks ([`Msg::json`],
+/// [`Msg::decode`]), and can send it on, or answer with it, as it is. Its schema is
+/// that of any JSON value, as for a port of `serde_json::Value`.
+///
+/// ```
+/// use tiny_sdk::{prelude::*, Msg};
+///
+/// /// Answers with whatever it is sent, as it came.
+/// #[derive(Debug, Default, Component)]
+/// #[component(name = "echo")]
+/// struct Echo {
+///     input: Input<Msg>,
+/// }
+///
+/// impl Echo {
+///     async fn on_input(&self, _: &Ctx<Self>, msg: Msg) -> Reply {
+///         Reply::msg(msg)
+///     }
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Msg(Arc<dyn Body>);
 
@@ -203,8 +229,16 @@ fn parse_bytes(bytes: &[u8]) -> std::result::Result<Value, Error> {
 impl Msg {
     /// A message carrying `value` as it is; its JSON is made only if something asks.
     pub fn new<T: Message>(value: T) -> Self {
+        // An `Output<Msg>` sends the message it is given, not one wrapped in another.
+        let mut value = Some(value);
+        if let Some(msg) = (&mut value as &mut dyn Any)
+            .downcast_mut::<Option<Msg>>()
+            .and_then(Option::take)
+        {
+            return msg;
+        }
         Msg(Arc::new(Typed {
-            value: Some(value),
+            value,
             json: OnceLock::new(),
         }))
     }
@@ -247,6 +281,9 @@ impl Msg {
 
     /// The typed value, when the message carries a `T`.
     pub fn get<T: 'static>(&self) -> Option<&T> {
+        if is_msg::<T>() {
+            return (self as &dyn Any).downcast_ref::<T>();
+        }
         self.0.as_any().downcast_ref::<Typed<T>>()?.value.as_ref()
     }
 
@@ -264,9 +301,14 @@ impl Msg {
     /// the JSON tree, or straight from the bytes it arrived as. `port` names where, in
     /// the error.
     pub fn decode<T: DeserializeOwned + 'static>(&self, port: &str) -> Result<T> {
+        if is_msg::<T>()
+            && let Some(m) = cast::<T, Msg>(self.clone())
+        {
+            return Ok(m);
+        }
         if TypeId::of::<T>() == TypeId::of::<Value>()
             && let Some(Json(tree)) = self.0.as_any().downcast_ref::<Json>()
-            && let Some(value) = cast::<T>(tree.clone())
+            && let Some(value) = cast::<T, Value>(tree.clone())
         {
             // What `Value::deserialize` would make of it, without walking it twice.
             return Ok(value);
@@ -295,6 +337,10 @@ impl Msg {
     }
 
     fn take_with<T: DeserializeOwned + 'static>(mut self, port: &str, clone: Option<fn(&T) -> T>) -> Result<T> {
+        // A port of `Msg` takes the message as it came.
+        if is_msg::<T>() {
+            return cast::<T, Msg>(self).ok_or_else(moved);
+        }
         if let Some(body) = Arc::get_mut(&mut self.0) {
             let body = body.as_any_mut();
             if let Some(typed) = body.downcast_mut::<Typed<T>>()
@@ -305,7 +351,7 @@ impl Msg {
             // A `Value` receiver of a JSON message: the tree itself.
             if TypeId::of::<T>() == TypeId::of::<Value>()
                 && let Some(Json(tree)) = body.downcast_mut::<Json>()
-                && let Some(value) = cast::<T>(std::mem::take(tree))
+                && let Some(value) = cast::<T, Value>(std::mem::take(tree))
             {
                 return Ok(value);
             }
@@ -316,12 +362,52 @@ impl Msg {
     }
 }
 
-/// `v` as a `T`, when `T` is `Value` (no allocation: the `Option` is downcast in place).
-fn cast<T: 'static>(v: Value) -> Option<T> {
+/// `v` as a `T`, when `T` is `V` (no allocation: the `Option` is downcast in place).
+fn cast<T: 'static, V: 'static>(v: V) -> Option<T> {
     let mut slot = Some(v);
     (&mut slot as &mut dyn Any)
         .downcast_mut::<Option<T>>()
         .and_then(Option::take)
+}
+
+/// `true` when `T` is `Msg`: a port carrying messages as they came.
+fn is_msg<T: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<Msg>()
+}
+
+/// As JSON: a `Msg` port's messages are any JSON value (see [`Msg`]).
+impl Serialize for Msg {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.json().map_err(serde::ser::Error::custom)?.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Msg {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Value::deserialize(d).map(Msg::from_json)
+    }
+}
+
+impl schemars::JsonSchema for Msg {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Value::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        Value::schema_id()
+    }
+    fn inline_schema() -> bool {
+        Value::inline_schema()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Value::json_schema(generator)
+    }
+}
+
+/// The message itself is handed over: nothing to lose.
+impl RoundTrip for Msg {
+    fn round_trip_exact(_: u32) -> bool {
+        true
+    }
 }
 
 impl From<Value> for Msg {

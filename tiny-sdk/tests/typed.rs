@@ -687,3 +687,86 @@ async fn a_template_reads_only_the_fields_it_names() {
         assert_eq!(written() - before, writes, "times `rest` was written for {mapping}");
     }
 }
+
+/// Sends on whatever it is sent, as it came.
+#[derive(Debug, Component, Default)]
+#[component(name = "relay_msg")]
+struct RelayMsg {
+    input: Input<Msg>,
+    out: Output<Msg>,
+}
+
+impl RelayMsg {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Msg) -> Result<Reply> {
+        record(ctx.node_name(), msg.type_name().to_owned());
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// Answers with what it is lent, as it came, after reading one field of it.
+#[derive(Debug, Component, Default)]
+#[component(name = "answer_msg")]
+struct AnswerMsg {
+    input: Input<Msg>,
+}
+
+impl AnswerMsg {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: &Msg) -> Result<Reply> {
+        let n = msg.json()?["n"].clone();
+        record(ctx.node_name(), format!("{} n={n}", msg.type_name()));
+        Ok(Reply::msg(msg.clone()))
+    }
+}
+
+/// A port of `Msg` takes the message as it came (typed, JSON or bytes), decodes
+/// nothing, and an `Output<Msg>` sends it on as it is: the typed value reaches a typed
+/// receiver without a trip through JSON.
+#[tokio::test]
+async fn a_msg_port_carries_the_message_as_it_came() {
+    let e = Engine::builder()
+        .register::<SendExact>()
+        .register::<RecvExact>()
+        .register::<RelayMsg>()
+        .register::<AnswerMsg>()
+        .build();
+    let flow = FlowBuilder::new()
+        .node("m-src", "send_exact")
+        .node("m-relay", "relay_msg")
+        .node("m-dst", "recv_exact")
+        .edge_with("m-src:out", "m-relay:input", json!("{{$}}"), no_retry())
+        .edge_with("m-relay:out", "m-dst:input", json!("{{$}}"), no_retry())
+        .node("m-answer", "answer_msg")
+        .build();
+    for node in flow.nodes {
+        e.apply(node).await.expect("loads");
+    }
+    e.send("m-src:go", json!({})).await.expect("delivered");
+    assert_eq!(
+        take_seen("m-relay"),
+        [std::any::type_name::<Exact>()],
+        "the typed value itself"
+    );
+    assert_eq!(take_seen("m-dst"), [dbg(&exact())]);
+
+    // JSON in, the same JSON back, whatever its shape.
+    for sent in [json!({"n": 1, "x": [true]}), json!("text"), json!(null)] {
+        let reply = e.send("m-answer:input", sent.clone()).await.expect("answered");
+        assert_eq!(reply.as_value(), Some(&sent));
+    }
+    // Bytes in (as from the wire): answered as the same bytes, never parsed into the
+    // reply; the handler's own read parses them once.
+    let bytes = br#"{"n": 2,  "spacing": "kept"}"#.to_vec();
+    let reply = e
+        .deliver(tiny_sdk::engine::Delivery::new(
+            "m-answer",
+            "input",
+            tiny_sdk::engine::Source::Signal,
+            Msg::from_json_bytes(bytes.clone()),
+        ))
+        .await
+        .expect("answered");
+    let got = reply.as_msg().expect("a reply").to_json_bytes().expect("bytes");
+    assert_eq!(got, bytes, "the very bytes that came");
+    let seen = take_seen("m-answer");
+    assert_eq!(seen.last().map(String::as_str), Some("JSON bytes n=2"), "{seen:?}");
+}

@@ -30,6 +30,35 @@ impl Answer {
     }
 }
 
+/// `echo`: answers with its input as it came, never decoded (a port of
+/// [`Msg`](tiny_sdk::Msg)): bytes from the wire go back as the same bytes.
+#[derive(Debug, Component, Default)]
+#[component(name = "echo")]
+pub struct Echo {
+    input: Input<tiny_sdk::Msg>,
+}
+
+impl Echo {
+    async fn on_input(&self, _: &Ctx<Self>, msg: tiny_sdk::Msg) -> Reply {
+        Reply::msg(msg)
+    }
+}
+
+/// `forward`: sends its input on `out` as it came, never decoded, and answers with
+/// what that answered.
+#[derive(Debug, Component, Default)]
+#[component(name = "forward")]
+pub struct Forward {
+    input: Input<tiny_sdk::Msg>,
+    out: Output<tiny_sdk::Msg>,
+}
+
+impl Forward {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: tiny_sdk::Msg) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
 /// `answer` too, for tests of where a message went: answers
 /// `{"answer": <input>, "depth": <hop depth>, "node": <its node>}`.
 #[derive(Debug, Component, Default)]

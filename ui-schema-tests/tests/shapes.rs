@@ -83,3 +83,10 @@ fn hello_ports() {
     }
     insta::assert_json_snapshot!(Value::Object(ports));
 }
+
+/// A port of `Msg` takes any message, as one of `serde_json::Value` does: the editor
+/// sees the same schema.
+#[test]
+fn msg_is_any_json_value() {
+    assert_eq!(editor_schema::<tiny_sdk::Msg>(), editor_schema::<Value>());
+}
