@@ -4,7 +4,7 @@
 use std::future::Future;
 
 use serde_json::{Value, json};
-use tiny_sdk::{harness::Harness, prelude::*};
+use tiny_sdk::{Msg, harness::Harness, prelude::*};
 
 /// Two fields, taken apart in the handler's parameter.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
@@ -29,6 +29,8 @@ struct Forms {
     named: Input<Value>,
     lifetimes: Input<Value>,
     by_hand: Input<Value>,
+    any: Input<Msg>,
+    any_lent: Input<Msg>,
     out: Output<Value>,
 }
 
@@ -103,6 +105,14 @@ impl Forms {
         async move { Ok(Reply::value(json!({ "by_hand": msg }))) }
     }
 
+    async fn on_any(&self, _ctx: &Ctx<Self>, msg: Msg) -> Reply {
+        Reply::msg(msg)
+    }
+
+    async fn on_any_lent(&self, _ctx: &Ctx<Self>, msg: &Msg) -> Result<Reply> {
+        Ok(Reply::value(json!({ "any_lent": msg.json()? })))
+    }
+
     /// Not a handler: left as it is.
     async fn helper(&self, msg: Value) -> Result<Reply> {
         Ok(Reply::value(json!({ "other_result": msg })))
@@ -142,6 +152,8 @@ async fn every_form_runs() {
     assert_eq!(value("named", json!(6)).await, Some(json!({ "custom": 6 })));
     assert_eq!(value("lifetimes", json!(7)).await, Some(json!("lifetimes")));
     assert_eq!(value("by_hand", json!(8)).await, Some(json!({ "by_hand": 8 })));
+    assert_eq!(value("any", json!([9, "x"])).await, Some(json!([9, "x"])));
+    assert_eq!(value("any_lent", json!(10)).await, Some(json!({ "any_lent": 10 })));
 
     let err = h.send("f:result_unit", json!(0)).await.expect_err("zero fails");
     assert!(err.to_string().contains("zero"), "{err}");
