@@ -151,33 +151,18 @@ async fn a_msg_port_answers_the_bytes_it_was_sent() {
     let m = modules(flow, PoolOptions::default()).await;
     let bytes = br#"{"q":  [1, 2.50, "x"], "z": null}"#.to_vec();
     let to = PortAddress::parse("f.b.echo-1:input").expect("an address");
-    let reply = m
-        .pool_a
-        .send_msg(
-            "b",
-            &to,
-            Source::Signal,
-            &tiny_sdk::Msg::from_json_bytes(bytes.clone()),
-            Hop::default(),
-        )
-        .await
-        .expect("answered");
+    let send = async |bytes: Vec<u8>| {
+        let msg = tiny_sdk::Msg::from_json_bytes(bytes);
+        m.pool_a.send_msg("b", &to, Source::Signal, &msg, Hop::default()).await
+    };
+    let reply = send(bytes.clone()).await.expect("answered");
     let got = reply.as_msg().expect("a reply").to_json_bytes().expect("bytes");
     assert_eq!(got, bytes);
     // Through a flow: a's relay decodes the signal, b's echo sends back what came.
     let reply = m.a.send("f.a.ask-1:input", json!({"q": 1})).await.expect("answered");
     assert_eq!(reply.into_value(), Some(json!({"q": 1})));
     // Not JSON is refused where it arrives, as for any port.
-    let reply = m
-        .pool_a
-        .send_msg(
-            "b",
-            &to,
-            Source::Signal,
-            &tiny_sdk::Msg::from_json_bytes(b"{not json".to_vec()),
-            Hop::default(),
-        )
-        .await;
+    let reply = send(b"{not json".to_vec()).await;
     let err = reply.expect_err("refused");
     assert!(err.message().contains("not JSON"), "{err}");
 }
