@@ -279,7 +279,8 @@ impl Msg {
         self.0.to_bytes()
     }
 
-    /// The typed value, when the message carries a `T`.
+    /// The typed value, when the message carries a `T` (for `T = Msg`, the message
+    /// itself).
     pub fn get<T: 'static>(&self) -> Option<&T> {
         if is_msg::<T>() {
             return (self as &dyn Any).downcast_ref::<T>();
