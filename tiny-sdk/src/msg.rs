@@ -404,9 +404,14 @@ impl schemars::JsonSchema for Msg {
     }
 }
 
-/// The message itself is handed over: nothing to lose.
+/// Not exact: a `Msg` holding a typed value comes back from JSON as a JSON one
+/// ([`Msg::get`] tells them apart), so a message type with a `Msg` inside travels
+/// through JSON. A port of `Msg` itself never asks: it takes the message as it came.
 impl RoundTrip for Msg {
     fn round_trip_exact(_: u32) -> bool {
+        false
+    }
+    fn may_be_null() -> bool {
         true
     }
 }

@@ -79,6 +79,12 @@ struct SkipsByOwnRule {
     n: u32,
 }
 
+/// Carries a message of any shape inside.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+struct Envelope {
+    inner: Msg,
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -303,6 +309,10 @@ async fn the_derive_knows_which_types_round_trip_exactly() {
     assert!(
         !SkipsByOwnRule::round_trip_exact(0),
         "a predicate the derive cannot read"
+    );
+    assert!(
+        !Envelope::round_trip_exact(0),
+        "a Msg inside comes back from JSON untyped"
     );
     assert!(!Option::<Value>::round_trip_exact(0), "Some(null) comes back as None");
     assert!(Option::<String>::round_trip_exact(0));
