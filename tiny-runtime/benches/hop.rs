@@ -23,8 +23,8 @@
 //! With `-- --nats` (`make bench-nats`) the same hop crosses a real `nats-server`
 //! instead: tiny's NATS transport (a's router -> request on `tinymodule.b.msg` -> b's
 //! receiver) beside a bare async-nats request/reply echo with the same payload on the
-//! same broker, and tiny's gRPC hop printed beside them; `HOP_ONLY=echo|tiny` runs one
-//! side alone.
+//! same broker, and tiny's gRPC hop and the NATS hop between ports of `Value` printed
+//! beside them; `HOP_ONLY=echo|tiny|value` runs one side alone.
 
 #[cfg(feature = "fast-alloc")]
 #[global_allocator]
@@ -224,11 +224,21 @@ async fn tiny_nats(broker: &tiny_testenv::NatsServer) -> (Tiny, tiny_runtime::na
 async fn over_nats(sequential: usize, in_flight: usize, total: usize) {
     let broker = tiny_testenv::NatsServer::start().await.expect("nats-server starts");
     let echo = nats_echo(&broker).await;
-    let (tiny, receiver) = tiny_nats(&broker).await;
-    let (grpc, _, grpc_server) = self::tiny(([127, 0, 0, 1], 0).into()).await;
+    let (value, receiver) = tiny_nats(&broker).await;
+    let (grpc_value, _, grpc_server) = self::tiny(([127, 0, 0, 1], 0).into()).await;
+    let bytes = Arc::new(serde_json::to_vec(&payload()).expect("json"));
+    let tiny = TinyMsg {
+        engine: value.engine.clone(),
+        payload: bytes.clone(),
+    };
+    let grpc = TinyMsg {
+        engine: grpc_value.engine.clone(),
+        payload: bytes,
+    };
     match std::env::var("HOP_ONLY").as_deref() {
         Ok("echo") => return row("echo", &measure(echo, sequential, in_flight, total).await),
         Ok("tiny") => return row("tiny", &measure(tiny, sequential, in_flight, total).await),
+        Ok("value") => return row("value", &measure(value, sequential, in_flight, total).await),
         _ => {}
     }
     println!(
@@ -249,11 +259,16 @@ async fn over_nats(sequential: usize, in_flight: usize, total: usize) {
     }
     let (echo_f, tiny_f, grpc_f) = (best(echo_runs), best(tiny_runs), best(grpc_runs));
     let headed_f = best(headed_runs);
+    let value_f = best(vec![
+        measure(value.clone(), sequential, in_flight, total).await,
+        measure(value, sequential, in_flight, total).await,
+    ]);
     println!("\n{:<40} {:>10} {:>10} {:>12}", "", "p50", "p99", "msgs/s @64");
     row("echo (bare async-nats request/reply)", &echo_f);
     row("echo with Go's 5 request headers", &headed_f);
     row("tiny over NATS (node a -> edge -> b)", &tiny_f);
     row("tiny over gRPC (the same hop)", &grpc_f);
+    row("tiny over NATS, ports of Value", &value_f);
     let p50_ratio = micros(tiny_f.p50) / micros(echo_f.p50);
     let tput_ratio = tiny_f.throughput / echo_f.throughput;
     println!();
@@ -278,6 +293,11 @@ async fn over_nats(sequential: usize, in_flight: usize, total: usize) {
         "tiny NATS/gRPC              p50 {:.2}, throughput {:.2}",
         micros(tiny_f.p50) / micros(grpc_f.p50),
         tiny_f.throughput / grpc_f.throughput
+    );
+    println!(
+        "ports of Value, NATS/echo   p50 {:.2}, throughput {:.2}",
+        micros(value_f.p50) / micros(echo_f.p50),
+        value_f.throughput / echo_f.throughput
     );
     receiver.stop().await;
     let _ = grpc_server.stop().await;
