@@ -135,6 +135,12 @@ pub fn is_nats_addr(addr: &str) -> bool {
 /// `\n` becomes a space, surrounding white space is trimmed. (A raw newline would
 /// also end the header block early.)
 pub fn header_value(text: &str) -> HeaderValue {
+    let trimmed = text.trim();
+    // The usual value (a node, a port, an edge id) has no line break: taken as it is,
+    // with one scan rather than a copy made character by character.
+    if !trimmed.bytes().any(|b| b == b'\r' || b == b'\n') {
+        return trimmed.parse().unwrap_or_default();
+    }
     let line: String = text
         .chars()
         .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
@@ -347,6 +353,21 @@ mod tests {
     fn multi_line_errors_become_one_line_as_go_writes_them() {
         let (h, _) = body(Err(Error::permanent("first\r\nsecond\n")));
         assert_eq!(get(h.as_ref(), header::ERROR), Some("first  second"));
+    }
+
+    #[test]
+    fn a_header_value_is_one_trimmed_line() {
+        for (text, want) in [
+            ("f.a.ask-1:out", "f.a.ask-1:out"),
+            ("  padded\t ", "padded"),
+            ("a\nb", "a b"),
+            ("\r\nlead and trail\n", "lead and trail"),
+            ("mid \r\n line", "mid    line"),
+            ("", ""),
+            ("ünï code", "ünï code"),
+        ] {
+            assert_eq!(header_value(text).as_str(), want, "{text:?}");
+        }
     }
 
     #[test]
