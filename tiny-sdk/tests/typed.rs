@@ -780,3 +780,53 @@ async fn a_msg_port_carries_the_message_as_it_came() {
     let seen = take_seen("m-answer");
     assert_eq!(seen.last().map(String::as_str), Some("JSON bytes n=2"), "{seen:?}");
 }
+
+fn refuse<S: serde::Serializer>(_: &u32, _: S) -> Result<S::Ok, S::Error> {
+    Err(serde::ser::Error::custom("never written"))
+}
+
+/// A message with a field that cannot be written.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+struct Fragile {
+    keep: u32,
+    #[serde(serialize_with = "refuse")]
+    bad: u32,
+}
+
+#[derive(Debug, Component, Default)]
+#[component(name = "send_fragile")]
+struct SendFragile {
+    go: Input<Value>,
+    out: Output<Fragile>,
+}
+
+impl SendFragile {
+    async fn on_go(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        self.out.emit(ctx, Fragile { keep: 7, bad: 0 }).await
+    }
+}
+
+/// A template that names its fields never needs the one that cannot be written, even
+/// when one of its expressions fails: the hop goes on with `null` there, as in Go.
+#[tokio::test]
+async fn a_failing_expression_does_not_need_the_fields_it_did_not_read() {
+    let e = Engine::builder()
+        .register::<SendFragile>()
+        .register::<RecvValue>()
+        .build();
+    let flow = FlowBuilder::new()
+        .node("fragile", "send_fragile")
+        .node("fragile-seen", "recv_value")
+        .edge_with(
+            "fragile:out",
+            "fragile-seen:input",
+            json!({"n": "{{$.keep}}", "m": "{{$.missing}}"}),
+            no_retry(),
+        )
+        .build();
+    for node in flow.nodes {
+        e.apply(node).await.expect("loads");
+    }
+    e.send("fragile:go", json!({})).await.expect("delivered");
+    assert_eq!(take_seen("fragile-seen"), [format!("{:?}", json!({"n": 7, "m": null}))]);
+}

@@ -171,8 +171,10 @@ impl EdgeMapping {
         }
         if !failures.is_empty() {
             // A message or a value quoted by an error must not carry a secret on. Its
-            // secret fields may lie outside the fields the template read: the whole tree.
-            let values = super::masking::secret_texts(site.secrets, Some(data.json()?), site.secret_values.to_vec());
+            // secret fields may lie outside the fields the template read: the whole tree,
+            // when it can be made (a field the template did not read may not serialise).
+            let whole = data.json().unwrap_or(root);
+            let values = super::masking::secret_texts(site.secrets, Some(whole), site.secret_values.to_vec());
             if !values.is_empty() {
                 for f in &mut failures {
                     f.message = crate::redact::scrub(&f.message, &values).into_owned();
