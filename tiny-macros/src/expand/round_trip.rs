@@ -111,15 +111,12 @@ fn field_exact(attrs: &[Attribute]) -> bool {
         .iter()
         .any(|m| matches!(m, Meta::Path(p) if p.is_ident("default")));
     items.iter().all(|m| match m {
-        Meta::List(_) => false,
         Meta::NameValue(nv) if nv.path.is_ident("skip_serializing_if") => {
             own_default
                 && matches!(&nv.value, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. })
                     if SKIPPED_WHEN_DEFAULT.contains(&s.value().replace(' ', "").as_str()))
         }
-        Meta::Path(p) | Meta::NameValue(syn::MetaNameValue { path: p, .. }) => {
-            EXACT_SERDE_KEYS.iter().any(|k| p.is_ident(k))
-        }
+        m => exact_item(m),
     })
 }
 
@@ -138,17 +135,17 @@ fn serde_items(attrs: &[Attribute]) -> Option<Vec<Meta>> {
 /// `true` when every key of every `#[serde(...)]` in `attrs` is on the exact list, in
 /// its plain form (`rename = "x"`, not `rename(serialize = .., deserialize = ..)`).
 fn serde_exact(attrs: &[Attribute]) -> bool {
-    attrs.iter().filter(|a| a.path().is_ident("serde")).all(|a| {
-        a.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
-            .is_ok_and(|items| {
-                items.iter().all(|m| match m {
-                    Meta::List(_) => false,
-                    Meta::Path(p) | Meta::NameValue(syn::MetaNameValue { path: p, .. }) => {
-                        EXACT_SERDE_KEYS.iter().any(|k| p.is_ident(k))
-                    }
-                })
-            })
-    })
+    serde_items(attrs).is_some_and(|items| items.iter().all(exact_item))
+}
+
+/// One serde item on the exact list, in its plain form.
+fn exact_item(m: &Meta) -> bool {
+    match m {
+        Meta::List(_) => false,
+        Meta::Path(p) | Meta::NameValue(syn::MetaNameValue { path: p, .. }) => {
+            EXACT_SERDE_KEYS.iter().any(|k| p.is_ident(k))
+        }
+    }
 }
 
 fn has_key(attrs: &[Attribute], key: &str) -> bool {
