@@ -4,7 +4,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::functions::Func;
-use crate::path::Path;
+use crate::path::{Path, Step};
 
 /// A binary operator that evaluates both operands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,35 +83,26 @@ pub(crate) enum Node {
 }
 
 impl Node {
-    /// Adds to `keys` the top-level fields of `$` this expression reads; `false` when
-    /// it may read more than named fields (see [`Path::root_key`]).
-    pub(crate) fn root_keys<'a>(&'a self, keys: &mut Vec<&'a str>) -> bool {
+    /// Adds to `paths` the steps of every path this expression reads; `false` when one
+    /// may read more than what its steps name (a query, `$`, `root()`, `parent()`).
+    pub(crate) fn read_paths<'a>(&'a self, paths: &mut Vec<&'a [Step]>) -> bool {
         match self {
             Node::Literal(_) => true,
-            Node::Path(p) => match p.root_key() {
-                Some(k) => {
-                    if !keys.contains(&k) {
-                        keys.push(k);
-                    }
-                    true
-                }
-                None => false,
-            },
-            // `root(x)` and `parent($.a)` give back the message itself.
+            Node::Path(p) => p.named_steps().map(|steps| paths.push(steps)).is_some(),
             Node::Call(func, _) if func.reads_place() => false,
-            Node::Array(items) | Node::Call(_, items) => items.iter().all(|n| n.root_keys(keys)),
-            Node::Unary(_, x) => x.root_keys(keys),
+            Node::Array(items) | Node::Call(_, items) => items.iter().all(|n| n.read_paths(paths)),
+            Node::Unary(_, x) => x.read_paths(paths),
             Node::Binary(_, l, r) | Node::And(l, r) | Node::Or(l, r) | Node::Coalesce(l, r) => {
-                l.root_keys(keys) && r.root_keys(keys)
+                l.read_paths(paths) && r.read_paths(paths)
             }
             Node::Match(l, pattern) => {
-                l.root_keys(keys)
+                l.read_paths(paths)
                     && match pattern {
                         Pattern::Fixed(_) => true,
-                        Pattern::Dynamic(p) => p.root_keys(keys),
+                        Pattern::Dynamic(p) => p.read_paths(paths),
                     }
             }
-            Node::Cond(c, a, b) => c.root_keys(keys) && a.root_keys(keys) && b.root_keys(keys),
+            Node::Cond(c, a, b) => c.read_paths(paths) && a.read_paths(paths) && b.read_paths(paths),
         }
     }
 }

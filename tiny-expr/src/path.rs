@@ -19,7 +19,7 @@ use crate::value::type_name;
 
 /// One step of a singular path.
 #[derive(Debug, Clone, PartialEq)]
-enum Step {
+pub(crate) enum Step {
     Key(String),
     Index(i64),
 }
@@ -63,17 +63,34 @@ impl Path {
         })
     }
 
-    /// The top-level field of `$` this path reads, when that is all it can read: a
-    /// singular path starting with a name. `None` for `$` itself, a path starting with
-    /// an index, and every other query (a filter may read `$` anywhere).
-    pub(crate) fn root_key(&self) -> Option<&str> {
+    /// The steps of a singular path that starts with a name (`$.a`, `$.a[0].b`): what
+    /// [`take`](Self::take) can move out. `None` for `$` itself and every other path.
+    /// (A filter may read `$` anywhere; a path starting with an index reads `$` as an
+    /// array, not a named field of it.)
+    pub(crate) fn named_steps(&self) -> Option<&[Step]> {
         match &self.plan {
-            Plan::Singular(steps) => match steps.first() {
-                Some(Step::Key(k)) => Some(k),
-                _ => None,
-            },
-            Plan::Query(_) => None,
+            Plan::Singular(steps) if matches!(steps.first(), Some(Step::Key(_))) => Some(steps),
+            _ => None,
         }
+    }
+
+    /// Moves the node a [`named_steps`](Self::named_steps) path selects out of `root`,
+    /// leaving `null` in its place; `None` (and `root` untouched) when it selects
+    /// nothing or is not such a path. What [`select`](Self::select) would have
+    /// borrowed, without the copy.
+    pub(crate) fn take(&self, root: &mut Value) -> Option<Value> {
+        let mut node = root;
+        for step in self.named_steps()? {
+            node = match (step, node) {
+                (Step::Key(k), Value::Object(map)) => map.get_mut(k)?,
+                (Step::Index(idx), Value::Array(items)) => {
+                    let i = resolve_index(*idx, items.len())?;
+                    items.get_mut(i)?
+                }
+                _ => return None,
+            };
+        }
+        Some(std::mem::take(node))
     }
 
     /// Selects from `root`. One node yields that node (borrowed); several yield an array of
@@ -198,6 +215,16 @@ impl<'a> Place<'a> {
     fn node((value, holder): (&'a Value, Holder<'a>)) -> Place<'a> {
         Place::Node { value, holder }
     }
+}
+
+/// Whether two singular paths may select the same node, or one a node inside the
+/// other's: they start alike, name for name. An index is taken to meet any step (`[-1]`
+/// and `[2]` may be one element).
+pub(crate) fn overlap(a: &[Step], b: &[Step]) -> bool {
+    a.iter().zip(b).all(|pair| match pair {
+        (Step::Key(x), Step::Key(y)) => x == y,
+        _ => true,
+    })
 }
 
 /// RFC 9535 index semantics: negative counts from the end.

@@ -9,6 +9,7 @@ use crate::error::{CompileError, EvalError, push_pointer_token};
 use crate::eval::eval;
 use crate::lexer::Mode;
 use crate::parser::parse;
+use crate::path::{Step, overlap};
 use crate::value::write_text;
 
 /// A compiled JSON template: a JSON value whose strings may hold `{{...}}` expressions.
@@ -84,11 +85,51 @@ struct Site {
     pointer: Box<str>,
     /// The expression as written, braces included.
     source: Box<str>,
+    /// A path placed whole (`"{{$.user}}"`) whose node no other expression of the
+    /// template reads: [`Template::render_taking`] moves it out of `$` instead of
+    /// copying it.
+    movable: bool,
 }
 
 impl Site {
     fn eval<'a>(&'a self, root: &'a Value) -> Result<Cow<'a, Value>, EvalError> {
         eval(&self.node, root).map_err(|f| f.into_eval_error(&self.pointer, &self.source))
+    }
+
+    /// The site's value: taken out of `root` when it may be, else evaluated.
+    fn value(&self, root: &mut impl Root) -> Result<Value, EvalError> {
+        match root.take(self) {
+            Some(v) => Ok(v),
+            None => self.eval(root.get()).map(Cow::into_owned),
+        }
+    }
+}
+
+/// What a render reads `$` from: a message it borrows, or one it may move the values
+/// of [movable](Site::movable) sites out of.
+trait Root {
+    fn get(&self) -> &Value;
+    fn take(&mut self, site: &Site) -> Option<Value>;
+}
+
+impl Root for &Value {
+    fn get(&self) -> &Value {
+        self
+    }
+    fn take(&mut self, _: &Site) -> Option<Value> {
+        None
+    }
+}
+
+impl Root for &mut Value {
+    fn get(&self) -> &Value {
+        self
+    }
+    fn take(&mut self, site: &Site) -> Option<Value> {
+        match &site.node {
+            Node::Path(path) if site.movable => path.take(self),
+            _ => None,
+        }
     }
 }
 
@@ -103,7 +144,8 @@ impl Template {
     /// pointer and the char offset of the problem.
     pub fn compile(config: &Value) -> Result<Template, CompileError> {
         let mut pointer = String::new();
-        let root = compile_value(config, &mut pointer)?;
+        let mut root = compile_value(config, &mut pointer)?;
+        mark_movable(&mut root);
         Ok(Template { root })
     }
 
@@ -115,7 +157,30 @@ impl Template {
     /// An [`EvalError`] for the first expression that fails, with its JSON pointer. A
     /// path that matches nothing is an error unless it sits on the left of `??`.
     pub fn render(&self, root: &Value) -> Result<Value, EvalError> {
-        render_node(&self.root, root)
+        render_node(&self.root, &mut { root })
+    }
+
+    /// [`render`](Self::render), moving out of `root` what it would copy whole: a path
+    /// placed as a whole string (`"{{$.user}}"`) that no other expression of the template
+    /// reads. The result is the same as `render`'s; what is left of `root` (those values
+    /// replaced by `null`) is only fit to be dropped.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tiny_expr::Template;
+    ///
+    /// let t = Template::compile(&json!({"who": "{{$.user}}", "n": "{{$.n + 1}}"}))?;
+    /// let mut root = json!({"user": {"name": "Ada"}, "n": 1});
+    /// assert_eq!(t.render_taking(&mut root)?, json!({"who": {"name": "Ada"}, "n": 2}));
+    /// assert_eq!(root, json!({"user": null, "n": 1}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`render`](Self::render).
+    pub fn render_taking(&self, root: &mut Value) -> Result<Value, EvalError> {
+        render_node(&self.root, &mut { root })
     }
 
     /// Renders the template as the Go SDK's evaluator does: an expression that fails
@@ -140,7 +205,13 @@ impl Template {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn render_lenient(&self, root: &Value, failures: &mut Vec<EvalError>) -> Value {
-        render_lenient(&self.root, root, failures)
+        render_lenient(&self.root, &mut { root }, failures)
+    }
+
+    /// [`render_lenient`](Self::render_lenient), moving values out of `root` as
+    /// [`render_taking`](Self::render_taking) does.
+    pub fn render_lenient_taking(&self, root: &mut Value, failures: &mut Vec<EvalError>) -> Value {
+        render_lenient(&self.root, &mut { root }, failures)
     }
 
     /// The top-level fields of `$` the template reads, in the order first read, when
@@ -159,8 +230,22 @@ impl Template {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn root_keys(&self) -> Option<Vec<&str>> {
+        let mut paths = Vec::new();
+        let mut named = true;
+        self.root
+            .for_each_site(&mut |site, _| named &= site.node.read_paths(&mut paths));
+        if !named {
+            return None;
+        }
         let mut keys = Vec::new();
-        self.root.root_keys(&mut keys).then_some(keys)
+        for path in paths {
+            if let Some(Step::Key(k)) = path.first()
+                && !keys.contains(&k.as_str())
+            {
+                keys.push(k.as_str());
+            }
+        }
+        Some(keys)
     }
 
     /// True when the configuration holds no expressions, so [`render`](Self::render)
@@ -237,6 +322,7 @@ fn compile_string(s: &str, pointer: &str) -> Result<TNode, CompileError> {
             node,
             pointer: pointer.into(),
             source: s[open..end].into(),
+            movable: false,
         }));
         pos = end;
     }
@@ -267,16 +353,16 @@ fn compile_string(s: &str, pointer: &str) -> Result<TNode, CompileError> {
     }
 }
 
-fn render_node(n: &TNode, root: &Value) -> Result<Value, EvalError> {
+fn render_node(n: &TNode, root: &mut impl Root) -> Result<Value, EvalError> {
     match n {
         TNode::Const(v) => Ok(v.clone()),
-        TNode::Whole(site) => site.eval(root).map(Cow::into_owned),
+        TNode::Whole(site) => site.value(root),
         TNode::Interp(parts, hint) => {
             let mut out = String::with_capacity(*hint);
             for part in parts {
                 match part {
                     Part::Text(t) => out.push_str(t),
-                    Part::Expr(site) => write_text(&mut out, &*site.eval(root)?),
+                    Part::Expr(site) => write_text(&mut out, &*site.eval(root.get())?),
                 }
             }
             Ok(Value::String(out))
@@ -296,22 +382,19 @@ fn render_node(n: &TNode, root: &Value) -> Result<Value, EvalError> {
     }
 }
 
-fn render_lenient(n: &TNode, root: &Value, failures: &mut Vec<EvalError>) -> Value {
+fn render_lenient(n: &TNode, root: &mut impl Root, failures: &mut Vec<EvalError>) -> Value {
     match n {
         TNode::Const(v) => v.clone(),
-        TNode::Whole(site) => match site.eval(root) {
-            Ok(v) => v.into_owned(),
-            Err(e) => {
-                failures.push(e);
-                Value::Null
-            }
-        },
+        TNode::Whole(site) => site.value(root).unwrap_or_else(|e| {
+            failures.push(e);
+            Value::Null
+        }),
         TNode::Interp(parts, hint) => {
             let mut out = String::with_capacity(*hint);
             for part in parts {
                 match part {
                     Part::Text(t) => out.push_str(t),
-                    Part::Expr(site) => match site.eval(root) {
+                    Part::Expr(site) => match site.eval(root.get()) {
                         Ok(v) => write_text(&mut out, &v),
                         Err(e) => {
                             failures.push(e);
@@ -332,17 +415,71 @@ fn render_lenient(n: &TNode, root: &Value, failures: &mut Vec<EvalError>) -> Val
     }
 }
 
+/// Marks the sites [`Template::render_taking`] may move out of `$`: a path placed
+/// whole whose steps meet no path another site reads, in a template where every
+/// expression reads named paths only (else any expression may read anything).
+fn mark_movable(root: &mut TNode) {
+    let movable: Vec<bool> = {
+        let mut sites = Vec::new();
+        let mut named = true;
+        root.for_each_site(&mut |site, whole| {
+            let mut paths = Vec::new();
+            named &= site.node.read_paths(&mut paths);
+            let alone = whole && matches!(site.node, Node::Path(_));
+            sites.push((alone, paths));
+        });
+        sites
+            .iter()
+            .enumerate()
+            .map(|(i, (alone, paths))| {
+                named
+                    && *alone
+                    && paths.iter().all(|mine| {
+                        sites
+                            .iter()
+                            .enumerate()
+                            .all(|(j, (_, others))| j == i || others.iter().all(|other| !overlap(mine, other)))
+                    })
+            })
+            .collect()
+    };
+    let mut flags = movable.into_iter();
+    root.for_each_site_mut(&mut |site| site.movable = flags.next().unwrap_or(false));
+}
+
 impl TNode {
-    fn root_keys<'a>(&'a self, keys: &mut Vec<&'a str>) -> bool {
+    /// Calls `f` with every expression, in document order, and whether it is a whole
+    /// string's (`"{{...}}"`, whose value keeps its type).
+    fn for_each_site<'a>(&'a self, f: &mut impl FnMut(&'a Site, bool)) {
         match self {
-            TNode::Const(_) => true,
-            TNode::Whole(site) => site.node.root_keys(keys),
-            TNode::Interp(parts, _) => parts.iter().all(|p| match p {
-                Part::Text(_) => true,
-                Part::Expr(site) => site.node.root_keys(keys),
-            }),
-            TNode::Array(items) => items.iter().all(|n| n.root_keys(keys)),
-            TNode::Object(entries) => entries.iter().all(|(_, n)| n.root_keys(keys)),
+            TNode::Const(_) => {}
+            TNode::Whole(site) => f(site, true),
+            TNode::Interp(parts, _) => {
+                for part in parts {
+                    if let Part::Expr(site) = part {
+                        f(site, false);
+                    }
+                }
+            }
+            TNode::Array(items) => items.iter().for_each(|n| n.for_each_site(f)),
+            TNode::Object(entries) => entries.iter().for_each(|(_, n)| n.for_each_site(f)),
+        }
+    }
+
+    /// [`for_each_site`](Self::for_each_site), to change the sites.
+    fn for_each_site_mut(&mut self, f: &mut impl FnMut(&mut Site)) {
+        match self {
+            TNode::Const(_) => {}
+            TNode::Whole(site) => f(site),
+            TNode::Interp(parts, _) => {
+                for part in parts.iter_mut() {
+                    if let Part::Expr(site) = part {
+                        f(site);
+                    }
+                }
+            }
+            TNode::Array(items) => items.iter_mut().for_each(|n| n.for_each_site_mut(f)),
+            TNode::Object(entries) => entries.iter_mut().for_each(|(_, n)| n.for_each_site_mut(f)),
         }
     }
 }

@@ -366,3 +366,51 @@ fn a_template_renders_the_same_from_its_root_keys() {
         assert_eq!(texts(&whole_failures), texts(&projected_failures), "{config}");
     }
 }
+
+/// `render_taking` and `render_lenient_taking` give what `render` and
+/// `render_lenient` give, and move out of `$` exactly the paths placed whole that no
+/// other expression reads.
+#[test]
+fn rendering_by_taking_moves_only_what_nothing_else_reads() {
+    let cases = [
+        // Moved: placed whole, read by nothing else.
+        (json!({"who": "{{$.user}}", "n": "{{$.n + 1}}"}), vec!["/user"]),
+        (
+            json!({"a": ["{{$.o.k}}", "{{$.arr[1]}}"], "s": "x {{$.s}}"}),
+            vec!["/o/k", "/arr/1"],
+        ),
+        // Read again by another expression: copied.
+        (json!({"who": "{{$.user}}", "first": "{{$.user.first}}"}), vec![]),
+        (json!({"a": "{{$.o}}", "b": "{{$.o}}"}), vec![]),
+        (json!({"a": "{{$.s}}", "b": "{{ length($.s) }}"}), vec![]),
+        (json!({"a": "{{$.arr[0]}}", "b": "{{$.arr[1]}}"}), vec![]),
+        // An expression that may read anything: nothing moves.
+        (json!({"a": "{{$.user}}", "b": "{{$..k}}"}), vec![]),
+        (json!({"a": "{{$.user}}", "b": "{{ root($.n) }}"}), vec![]),
+        // A path that selects nothing moves nothing and fails as before.
+        (json!({"a": "{{$.missing}}", "b": "{{$.n}}"}), vec!["/n"]),
+    ];
+    for (config, moved) in cases {
+        let t = Template::compile(&config).unwrap_or_else(|e| panic!("compile {config}: {e}"));
+        let mut root = msg();
+        assert_eq!(
+            t.render_taking(&mut root).map_err(|e| e.to_string()),
+            t.render(&msg()).map_err(|e| e.to_string()),
+            "{config}"
+        );
+        let (mut failed, mut failed_taking) = (Vec::new(), Vec::new());
+        let mut again = msg();
+        assert_eq!(
+            t.render_lenient_taking(&mut again, &mut failed_taking),
+            t.render_lenient(&msg(), &mut failed),
+            "{config}"
+        );
+        assert_eq!(failed_taking, failed, "{config}");
+        // What was moved is null in the root; everything else is as it was.
+        let mut expected = msg();
+        for pointer in &moved {
+            *expected.pointer_mut(pointer).unwrap_or_else(|| panic!("{pointer}")) = Value::Null;
+        }
+        assert_eq!(again, expected, "{config}: moved {moved:?}");
+    }
+}

@@ -31,10 +31,23 @@ fn render(config: &Value, root: &Value) {
     match Template::compile(config) {
         Ok(t) => {
             let _ = t.is_constant();
-            if let Err(e) = t.render(root) {
+            let rendered = t.render(root);
+            if let Err(e) = &rendered {
                 // Errors print on one line with their place.
                 let _ = e.to_string();
             }
+            // Moving values out of `$` gives what copying them gives.
+            let mut owned = root.clone();
+            assert_eq!(t.render_taking(&mut owned), rendered, "render_taking differs");
+            let (mut failed, mut failed_taking) = (Vec::new(), Vec::new());
+            let lenient = t.render_lenient(root, &mut failed);
+            let mut owned = root.clone();
+            assert_eq!(
+                t.render_lenient_taking(&mut owned, &mut failed_taking),
+                lenient,
+                "render_lenient_taking differs"
+            );
+            assert_eq!(failed_taking, failed, "render_lenient_taking fails differently");
         }
         Err(e) => {
             let _ = e.to_string();

@@ -100,9 +100,10 @@ trait Body: Send + Sync + 'static {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// The message as a JSON tree, built on first use.
     fn json(&self) -> Result<&Value>;
-    /// The message as a JSON tree holding at least the top-level fields `keys`, and
-    /// whether serialising it here found `keys` to be all of its fields.
-    fn json_fields(&self, _keys: &[Box<str>]) -> Result<(Cow<'_, Value>, bool)> {
+    /// The message as a JSON tree holding at least the top-level fields `keys` (all
+    /// when `None`), and whether serialising it here found `keys` to be all of its
+    /// fields. See [`Msg::tree`].
+    fn tree(&self, _keys: Option<&[Box<str>]>) -> Result<(Cow<'_, Value>, bool)> {
         Ok((Cow::Borrowed(self.json()?), false))
     }
     /// The message as JSON bytes.
@@ -156,19 +157,18 @@ impl<T: Serialize + Send + Sync + 'static> Body for Typed<T> {
             serde_json::to_value(value).map_err(not_serialised)
         })
     }
-    fn json_fields(&self, keys: &[Box<str>]) -> Result<(Cow<'_, Value>, bool)> {
-        // A tree made already (an observer, another edge) serves as it is.
+    fn tree(&self, keys: Option<&[Box<str>]>) -> Result<(Cow<'_, Value>, bool)> {
+        // A tree made already (an observer asked) serves as it is.
         if let Some(tree) = self.json.get() {
             return Ok((Cow::Borrowed(tree.as_ref().map_err(Clone::clone)?), false));
         }
         let value = self.value.as_ref().ok_or_else(moved)?;
-        let (tree, whole) = fields::project(value, keys).map_err(not_serialised)?;
-        if !whole {
-            return Ok((Cow::Owned(tree), false));
+        let (tree, whole) = match keys {
+            Some(keys) => fields::project(value, keys),
+            None => serde_json::to_value(value).map(|tree| (tree, false)),
         }
-        // Every field was wanted: that is the message's tree, kept for whoever asks
-        // next (another edge, an observer) as `json` keeps it.
-        Ok((Cow::Borrowed(once(&self.json, || Ok(tree))?), true))
+        .map_err(not_serialised)?;
+        Ok((Cow::Owned(tree), whole))
     }
     fn to_bytes(&self) -> Result<Vec<u8>> {
         let value = self.value.as_ref().ok_or_else(moved)?;
@@ -262,16 +262,18 @@ impl Msg {
         self.0.json()
     }
 
-    /// The message as a JSON tree that holds at least the top-level fields `keys` (an
-    /// edge expression that reads only those): a typed message whose tree was not
-    /// made yet serialises only those fields (and keeps the tree, as
-    /// [`json`](Self::json) does, when they were all its fields); any other message
-    /// lends its whole tree.
+    /// The message as a JSON tree for an edge expression, holding at least the
+    /// top-level fields `keys` (an expression that reads only those) or all of them.
+    ///
+    /// A typed message whose tree was not made yet serialises those fields into a tree
+    /// of the caller's own, which the expression may move values out of (the typed
+    /// value stays; a retry or another edge serialises again). Any other message lends
+    /// the tree it keeps.
     ///
     /// The flag says the typed value was serialised here and `keys` named all of its
-    /// fields: its tree was made whole, as `json` would have, only dearer.
-    pub(crate) fn json_fields(&self, keys: &[Box<str>]) -> Result<(Cow<'_, Value>, bool)> {
-        self.0.json_fields(keys)
+    /// fields: its tree was made whole, as `None` would have, only dearer.
+    pub(crate) fn tree(&self, keys: Option<&[Box<str>]>) -> Result<(Cow<'_, Value>, bool)> {
+        self.0.tree(keys)
     }
 
     /// The message as JSON bytes, written straight from the typed value (no tree).

@@ -11,6 +11,7 @@
 //! fails the hop instead (code `MAPPING`), as tiny did before.
 
 use std::{
+    borrow::Cow,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
@@ -145,25 +146,27 @@ impl EdgeMapping {
             Mapping::Filled(t, fills) => (t, Some(fills)),
             Mapping::Failed(e) => return Err(e.clone()),
         };
-        let root = match &self.reads {
-            Some(keys) if !self.reads_all.load(Ordering::Relaxed) => {
-                let (root, all) = data.json_fields(keys)?;
-                if all {
-                    self.reads_all.store(true, Ordering::Relaxed);
-                }
-                root
-            }
-            _ => std::borrow::Cow::Borrowed(data.json()?),
-        };
-        let root = &*root;
+        let keys = self
+            .reads
+            .as_deref()
+            .filter(|_| !self.reads_all.load(Ordering::Relaxed));
+        let (mut root, all) = data.tree(keys)?;
+        if all {
+            self.reads_all.store(true, Ordering::Relaxed);
+        }
         let mut failures = Vec::new();
-        let mut value = if policy.strict {
-            template.render(root).map_err(|e| {
-                Error::permanent(format!("edge mapping from `{}`: {e}", self.from)).with_code(code::MAPPING)
-            })?
-        } else {
-            template.render_lenient(root, &mut failures)
+        // A tree of the hop's own (a typed message's) gives up the values the template
+        // places whole rather than have them copied.
+        let moved = matches!(root, Cow::Owned(_));
+        let rendered = match (&mut root, policy.strict) {
+            (Cow::Owned(tree), true) => template.render_taking(tree),
+            (Cow::Owned(tree), false) => Ok(template.render_lenient_taking(tree, &mut failures)),
+            (Cow::Borrowed(tree), true) => template.render(tree),
+            (Cow::Borrowed(tree), false) => Ok(template.render_lenient(tree, &mut failures)),
         };
+        let mut value = rendered.map_err(|e| {
+            Error::permanent(format!("edge mapping from `{}`: {e}", self.from)).with_code(code::MAPPING)
+        })?;
         // Secrets go in after the render, only where placeholders were written: a
         // value is never read as an expression.
         if let Some((found, values)) = fills.map(|f| &**f) {
@@ -172,9 +175,18 @@ impl EdgeMapping {
         if !failures.is_empty() {
             // A message or a value quoted by an error must not carry a secret on. Its
             // secret fields may lie outside the fields the template read: the whole tree,
-            // when it can be made (a field the template did not read may not serialise).
-            let whole = data.json().unwrap_or(root);
-            let values = super::masking::secret_texts(site.secrets, Some(whole), site.secret_values.to_vec());
+            // when it can be made (a field the template did not read may not serialise),
+            // else the fields read (made again when values were moved out of them).
+            let again;
+            let input = match data.json() {
+                Ok(whole) => Some(whole),
+                Err(_) if !moved => Some(&*root),
+                Err(_) => {
+                    again = data.tree(self.reads.as_deref()).ok();
+                    again.as_ref().map(|(tree, _)| &**tree)
+                }
+            };
+            let values = super::masking::secret_texts(site.secrets, input, site.secret_values.to_vec());
             if !values.is_empty() {
                 for f in &mut failures {
                     f.message = crate::redact::scrub(&f.message, &values).into_owned();
