@@ -12,7 +12,7 @@ use jsonpath_rust::parser::errors::JsonPathError;
 use jsonpath_rust::parser::model::{JpQuery, Segment, Selector};
 use jsonpath_rust::parser::parse_json_path;
 use jsonpath_rust::query::js_path_process;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::{Fault, SyntaxError};
 use crate::value::type_name;
@@ -82,7 +82,7 @@ impl Path {
         let mut node = root;
         for step in self.named_steps()? {
             node = match (step, node) {
-                (Step::Key(k), Value::Object(map)) => map.get_mut(k)?,
+                (Step::Key(k), Value::Object(map)) => entry_mut(map, k)?,
                 (Step::Index(idx), Value::Array(items)) => {
                     let i = resolve_index(*idx, items.len())?;
                     items.get_mut(i)?
@@ -151,7 +151,7 @@ impl Path {
         let mut holder = None;
         for (i, step) in steps.iter().enumerate() {
             let next = match (step, node) {
-                (Step::Key(k), Value::Object(map)) => map.get_key_value(k).map(|(k, v)| (v, Some(k.as_str()))),
+                (Step::Key(k), Value::Object(map)) => entry(map, k).map(|(k, v)| (v, Some(k.as_str()))),
                 (Step::Index(idx), Value::Array(items)) => resolve_index(*idx, items.len())
                     .and_then(|i| items.get(i))
                     .map(|v| (v, None)),
@@ -214,6 +214,28 @@ pub(crate) enum Place<'a> {
 impl<'a> Place<'a> {
     fn node((value, holder): (&'a Value, Holder<'a>)) -> Place<'a> {
         Place::Node { value, holder }
+    }
+}
+
+/// Below this many fields an object is searched key by key: comparing a few short
+/// keys costs less than hashing one (serde_json's map hashes with SipHash).
+const SCAN: usize = 8;
+
+/// `map`'s entry for `key`.
+fn entry<'a>(map: &'a Map<String, Value>, key: &str) -> Option<(&'a String, &'a Value)> {
+    if map.len() <= SCAN {
+        map.iter().find(|(k, _)| *k == key)
+    } else {
+        map.get_key_value(key)
+    }
+}
+
+/// `map`'s value for `key`, to change.
+fn entry_mut<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    if map.len() <= SCAN {
+        map.iter_mut().find_map(|(k, v)| (k == key).then_some(v))
+    } else {
+        map.get_mut(key)
     }
 }
 
