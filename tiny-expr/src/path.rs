@@ -318,6 +318,29 @@ mod tests {
     }
 
     #[test]
+    fn fields_are_found_in_small_and_large_objects() {
+        for len in [1, SCAN, SCAN + 1, 3 * SCAN] {
+            let mut map = Map::new();
+            for i in 0..len {
+                map.insert(format!("k{i}"), Value::from(i));
+            }
+            let mut root = Value::Object(map);
+            for i in 0..len {
+                let p = path(&format!("$.k{i}"));
+                assert_eq!(
+                    p.select(&root).ok().as_deref(),
+                    Some(&Value::from(i)),
+                    "{len} fields, k{i}"
+                );
+                assert_eq!(p.take(&mut root), Some(Value::from(i)), "{len} fields, k{i}");
+                assert_eq!(p.take(&mut root), Some(Value::Null), "taken already");
+            }
+            assert!(path("$.nope").select(&root).is_err());
+            assert_eq!(path("$.nope").take(&mut root), None);
+        }
+    }
+
+    #[test]
     fn negative_indexes() {
         let v = json!({"a": [1, 2, 3]});
         assert_eq!(path("$.a[-1]").select(&v), Ok(Cow::Borrowed(&json!(3))));
