@@ -84,7 +84,7 @@ pub(crate) struct EdgeMapping {
     pub from: String,
     pub mapping: Mapping,
     /// The top-level fields of the message the template reads, when it reads only
-    /// named fields: a typed message then serialises those alone (`Msg::json_fields`).
+    /// named fields: a typed message then serialises those alone (`Msg::tree`).
     reads: Option<Box<[Box<str>]>>,
     /// Set once a message on this edge turned out to have no other fields: from then
     /// on its whole tree is made the plain way, which costs less than choosing fields
