@@ -248,6 +248,63 @@ impl Template {
         Some(keys)
     }
 
+    /// The names of the fields of the object the template makes, in order, when it
+    /// makes one with an expression in it (`{"to": "{{$.email}}", "n": 1}`); `None` for
+    /// any other template. [`render_fields`](Self::render_fields) renders their values.
+    pub fn fields(&self) -> Option<Vec<&str>> {
+        match &self.root {
+            TNode::Object(entries) => Some(entries.iter().map(|(k, _)| k.as_str()).collect()),
+            _ => None,
+        }
+    }
+
+    /// The values of the object's [`fields`](Self::fields), in order, without the
+    /// object: what [`render`](Self::render) (`failures: None`) or
+    /// [`render_lenient`](Self::render_lenient) (`Some`) would put in it. A caller that
+    /// keeps the names apart saves making the object, a map whose every key is hashed.
+    /// A template that makes no such object gives its one rendered value.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use tiny_expr::Template;
+    ///
+    /// let t = Template::compile(&json!({"to": "{{$.email}}", "n": "{{$.n + 1}}"}))?;
+    /// assert_eq!(t.fields(), Some(vec!["to", "n"]));
+    /// let root = json!({"email": "a@b.c", "n": 1});
+    /// assert_eq!(t.render_fields(&root, None)?, vec![json!("a@b.c"), json!(2)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`render`](Self::render), when `failures` is `None`.
+    pub fn render_fields(&self, root: &Value, failures: Option<&mut Vec<EvalError>>) -> Result<Vec<Value>, EvalError> {
+        render_fields(&self.root, &mut { root }, failures)
+    }
+
+    /// [`render_fields`](Self::render_fields), moving values out of `root` as
+    /// [`render_taking`](Self::render_taking) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`render`](Self::render), when `failures` is `None`.
+    pub fn render_fields_taking(
+        &self,
+        root: &mut Value,
+        failures: Option<&mut Vec<EvalError>>,
+    ) -> Result<Vec<Value>, EvalError> {
+        render_fields(&self.root, &mut { root }, failures)
+    }
+
+    /// Whether [`render_taking`](Self::render_taking) may move anything out of `$`: the
+    /// template places a path whole that no other expression of it reads. When it does
+    /// not, `render` on a shared tree costs the same.
+    pub fn moves_values(&self) -> bool {
+        let mut any = false;
+        self.root.for_each_site(&mut |site, _| any |= site.movable);
+        any
+    }
+
     /// True when the configuration holds no expressions, so [`render`](Self::render)
     /// returns the same value for every message (with `\{{` escapes resolved).
     pub fn is_constant(&self) -> bool {
@@ -412,6 +469,23 @@ fn render_lenient(n: &TNode, root: &mut impl Root, failures: &mut Vec<EvalError>
                 .map(|(key, item)| (key.clone(), render_lenient(item, root, failures)))
                 .collect(),
         ),
+    }
+}
+
+/// The values of an object template's fields (see [`Template::render_fields`]).
+fn render_fields(
+    n: &TNode,
+    root: &mut impl Root,
+    failures: Option<&mut Vec<EvalError>>,
+) -> Result<Vec<Value>, EvalError> {
+    let one = |n: &TNode, root: &mut _, failures: &mut Option<&mut Vec<EvalError>>| match failures {
+        Some(failures) => Ok(render_lenient(n, root, failures)),
+        None => render_node(n, root),
+    };
+    let mut failures = failures;
+    match n {
+        TNode::Object(entries) => entries.iter().map(|(_, item)| one(item, root, &mut failures)).collect(),
+        other => one(other, root, &mut failures).map(|v| vec![v]),
     }
 }
 

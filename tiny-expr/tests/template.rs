@@ -392,6 +392,7 @@ fn rendering_by_taking_moves_only_what_nothing_else_reads() {
     ];
     for (config, moved) in cases {
         let t = Template::compile(&config).unwrap_or_else(|e| panic!("compile {config}: {e}"));
+        assert_eq!(t.moves_values(), !moved.is_empty(), "{config}");
         let mut root = msg();
         assert_eq!(
             t.render_taking(&mut root).map_err(|e| e.to_string()),

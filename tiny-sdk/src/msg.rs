@@ -47,6 +47,7 @@
 //! future owned emitter handle emits it as a handler's `emit` does).
 
 mod fields;
+mod rendered;
 
 use std::{
     any::{Any, TypeId},
@@ -248,6 +249,13 @@ impl Msg {
         Msg(Arc::new(Json(value)))
     }
 
+    /// The JSON object with the fields `names` (`Value::String`s) holding `values`, in
+    /// that order, made into a map only if something asks for its tree (see
+    /// [`rendered`]).
+    pub(crate) fn from_fields(names: Arc<[Value]>, values: Vec<Value>) -> Self {
+        Msg(Arc::new(rendered::Rendered::new(names, values)))
+    }
+
     /// A message from its JSON bytes (from the wire), parsed only when needed; no
     /// bytes at all is `null`.
     pub fn from_json_bytes(bytes: Vec<u8>) -> Self {
@@ -319,6 +327,11 @@ impl Msg {
         if let Some(bytes) = self.0.raw()
             && !bytes.is_empty()
             && let Ok(v) = serde_json::from_slice(bytes)
+        {
+            return Ok(v);
+        }
+        if let Some(object) = self.0.as_any().downcast_ref::<rendered::Rendered>()
+            && let Ok(v) = T::deserialize(object.deserializer())
         {
             return Ok(v);
         }

@@ -90,6 +90,12 @@ pub(crate) struct EdgeMapping {
     /// on its whole tree is made the plain way, which costs less than choosing fields
     /// to end up with all of them (an edge carries one type, as a rule).
     reads_all: AtomicBool,
+    /// The template moves values out of a tree of its own (`Template::moves_values`):
+    /// a typed message then serialises one for it rather than lend the tree it keeps.
+    moves: bool,
+    /// For a template (without secrets to fill in) that makes an object: the names of
+    /// its fields, which every input of the edge shares (see `Msg::from_fields`).
+    names: Option<Arc<[Value]>>,
     /// Touched only when an expression fails; shared with the runner the node's next
     /// spec builds, so that a re-apply does not forget a failing edge.
     failing: Arc<Mutex<Option<Failing>>>,
@@ -117,17 +123,26 @@ pub(crate) struct Site<'a> {
 
 impl EdgeMapping {
     pub fn new(from: String, mapping: Mapping) -> Self {
-        let reads = match &mapping {
-            Mapping::Template(t) | Mapping::Filled(t, _) => {
-                t.root_keys().map(|keys| keys.into_iter().map(Box::from).collect())
-            }
-            Mapping::Identity | Mapping::Failed(_) => None,
+        let (reads, moves) = match &mapping {
+            Mapping::Template(t) | Mapping::Filled(t, _) => (
+                t.root_keys().map(|keys| keys.into_iter().map(Box::from).collect()),
+                t.moves_values(),
+            ),
+            Mapping::Identity | Mapping::Failed(_) => (None, false),
+        };
+        let names = match &mapping {
+            Mapping::Template(t) => t
+                .fields()
+                .map(|names| names.into_iter().map(|n| Value::String(n.to_owned())).collect()),
+            _ => None,
         };
         Self {
             from,
             mapping,
             reads,
             reads_all: AtomicBool::new(false),
+            moves,
+            names,
             failing: Arc::default(),
         }
     }
@@ -150,28 +165,47 @@ impl EdgeMapping {
             .reads
             .as_deref()
             .filter(|_| !self.reads_all.load(Ordering::Relaxed));
-        let (mut root, all) = data.tree(keys)?;
+        let (mut root, all) = match keys {
+            Some(keys) => data.tree(Some(keys))?,
+            // The whole message, for a template that moves nothing: the tree the message
+            // keeps, made once for every edge and observer.
+            None if !self.moves => (Cow::Borrowed(data.json()?), false),
+            None => data.tree(None)?,
+        };
         if all {
             self.reads_all.store(true, Ordering::Relaxed);
         }
         let mut failures = Vec::new();
+        let lenient = (!policy.strict).then_some(&mut failures);
+        let failed = |e| Error::permanent(format!("edge mapping from `{}`: {e}", self.from)).with_code(code::MAPPING);
         // A tree of the hop's own (a typed message's) gives up the values the template
         // places whole rather than have them copied.
         let moved = matches!(root, Cow::Owned(_));
-        let rendered = match (&mut root, policy.strict) {
-            (Cow::Owned(tree), true) => template.render_taking(tree),
-            (Cow::Owned(tree), false) => Ok(template.render_lenient_taking(tree, &mut failures)),
-            (Cow::Borrowed(tree), true) => template.render(tree),
-            (Cow::Borrowed(tree), false) => Ok(template.render_lenient(tree, &mut failures)),
+        let input = match (&self.names, fills) {
+            // An object: its values beside the edge's names, no map made.
+            (Some(names), None) => {
+                let values = match &mut root {
+                    Cow::Owned(tree) => template.render_fields_taking(tree, lenient),
+                    Cow::Borrowed(tree) => template.render_fields(tree, lenient),
+                };
+                Msg::from_fields(names.clone(), values.map_err(failed)?)
+            }
+            _ => {
+                let rendered = match (&mut root, lenient) {
+                    (Cow::Owned(tree), Some(f)) => Ok(template.render_lenient_taking(tree, f)),
+                    (Cow::Owned(tree), None) => template.render_taking(tree),
+                    (Cow::Borrowed(tree), Some(f)) => Ok(template.render_lenient(tree, f)),
+                    (Cow::Borrowed(tree), None) => template.render(tree),
+                };
+                let mut value = rendered.map_err(failed)?;
+                // Secrets go in after the render, only where placeholders were written: a
+                // value is never read as an expression.
+                if let Some((found, values)) = fills.map(|f| &**f) {
+                    crate::secret::fill(&mut value, found, values);
+                }
+                Msg::from_json(value)
+            }
         };
-        let mut value = rendered.map_err(|e| {
-            Error::permanent(format!("edge mapping from `{}`: {e}", self.from)).with_code(code::MAPPING)
-        })?;
-        // Secrets go in after the render, only where placeholders were written: a
-        // value is never read as an expression.
-        if let Some((found, values)) = fills.map(|f| &**f) {
-            crate::secret::fill(&mut value, found, values);
-        }
         if !failures.is_empty() {
             // A message or a value quoted by an error must not carry a secret on. Its
             // secret fields may lie outside the fields the template read: the whole tree,
@@ -194,10 +228,7 @@ impl EdgeMapping {
             }
             self.report(&failures, policy, site);
         }
-        Ok((
-            Msg::from_json(value),
-            (!failures.is_empty()).then(|| Box::new(failures)),
-        ))
+        Ok((input, (!failures.is_empty()).then(|| Box::new(failures))))
     }
 
     /// Puts the failures on the hop's span, and says the first in a while in the log

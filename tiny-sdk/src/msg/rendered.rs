@@ -1,0 +1,365 @@
+//! The object an edge template made, kept as its fields' names and values.
+//!
+//! A template like `{"status": "{{$.code}}", "body": "{{$.text}}"}` makes an object on
+//! every hop. As a `serde_json::Value` that object is a map whose every key is copied
+//! and hashed (SipHash), then walked once by the receiver's `Deserialize` and dropped.
+//! Kept as the edge's shared names beside the rendered values, the receiver decodes
+//! straight from them; the map is made only when something asks for JSON (an observer,
+//! a port of `Value`, a relay's wire).
+//!
+//! Decoding is the JSON object's, exactly: the map is offered as serde_json offers an
+//! object (same `visit_map`, same size hint, same "fewer elements in map" check), each
+//! value is serde_json's own `&Value`, and every other request a `Deserialize` may make
+//! (a string, an enum, a newtype) goes to the object itself. A field name is offered as
+//! a JSON string, which a map with number keys does not take; whatever fails here is
+//! decoded again from the object, where serde_json words the error.
+
+use std::sync::{Arc, OnceLock};
+
+use serde::{
+    Deserializer, Serialize,
+    de::{self, DeserializeSeed, MapAccess, Visitor},
+    ser::SerializeMap as _,
+};
+use serde_json::{Map, Value};
+
+use super::Body;
+use crate::error::{Error, Result};
+
+/// An edge template's object: names shared by every message of the edge, values of
+/// this one.
+pub(super) struct Rendered {
+    /// `Value::String`s, so that a name is offered to a `Deserialize` as JSON offers it.
+    names: Arc<[Value]>,
+    values: Vec<Value>,
+    json: OnceLock<Value>,
+}
+
+impl Rendered {
+    /// `values` in the order of `names`.
+    pub(super) fn new(names: Arc<[Value]>, values: Vec<Value>) -> Self {
+        Rendered {
+            names,
+            values,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The fields, for a `Deserialize`.
+    pub(super) fn deserializer(&self) -> Fields<'_> {
+        Fields {
+            names: &self.names,
+            values: &self.values,
+        }
+    }
+}
+
+impl Body for Rendered {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+    fn json(&self) -> Result<&Value> {
+        Ok(self.json.get_or_init(|| self.deserializer().object()))
+    }
+    fn to_bytes(&self) -> Result<Vec<u8>> {
+        serde_json::to_vec(&self.deserializer())
+            .map_err(|e| Error::permanent(format!("message does not encode as JSON: {e}")))
+    }
+    fn type_name(&self) -> &'static str {
+        "serde_json::Value"
+    }
+}
+
+/// The fields of a [`Rendered`] object, borrowed: written as a JSON object, and read as
+/// one.
+#[derive(Clone, Copy)]
+pub(super) struct Fields<'a> {
+    names: &'a [Value],
+    values: &'a [Value],
+}
+
+impl Fields<'_> {
+    /// The object itself.
+    fn object(self) -> Value {
+        let map: Map<String, Value> = self
+            .names
+            .iter()
+            .zip(self.values)
+            .map(|(name, value)| (name.as_str().unwrap_or_default().to_owned(), value.clone()))
+            .collect();
+        Value::Object(map)
+    }
+}
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.names.len()))?;
+        for (name, value) in self.names.iter().zip(self.values) {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+/// What serde_json's `&Value` does for an object, for the requests that are not a map.
+macro_rules! as_object {
+    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> std::result::Result<V::Value, Self::Error> {
+            self.object().$method($($arg,)* visitor)
+        })*
+    };
+}
+
+impl<'de> Deserializer<'de> for Fields<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        // serde_json's `visit_object_ref`: a visitor that stops early is an error.
+        let len = self.names.len();
+        let mut access = Access {
+            names: self.names.iter(),
+            values: self.values.iter(),
+            value: None,
+        };
+        let out = visitor.visit_map(&mut access)?;
+        if access.names.len() == 0 {
+            Ok(out)
+        } else {
+            Err(de::Error::invalid_length(len, &"fewer elements in map"))
+        }
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> std::result::Result<V::Value, Self::Error> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> std::result::Result<V::Value, Self::Error> {
+        self.object().deserialize_enum(name, variants, visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> std::result::Result<V::Value, Self::Error> {
+        self.object().deserialize_newtype_struct(name, visitor)
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> std::result::Result<V::Value, Self::Error> {
+        self.object().deserialize_unit_struct(name, visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> std::result::Result<V::Value, Self::Error> {
+        self.object().deserialize_tuple_struct(name, len, visitor)
+    }
+
+    as_object! {
+        deserialize_bool();
+        deserialize_i8();
+        deserialize_i16();
+        deserialize_i32();
+        deserialize_i64();
+        deserialize_i128();
+        deserialize_u8();
+        deserialize_u16();
+        deserialize_u32();
+        deserialize_u64();
+        deserialize_u128();
+        deserialize_f32();
+        deserialize_f64();
+        deserialize_char();
+        deserialize_str();
+        deserialize_string();
+        deserialize_bytes();
+        deserialize_byte_buf();
+        deserialize_unit();
+        deserialize_seq();
+        deserialize_tuple(len: usize);
+        deserialize_identifier();
+    }
+}
+
+/// The object's entries, as serde_json's `MapRefDeserializer` gives them.
+struct Access<'de> {
+    names: std::slice::Iter<'de, Value>,
+    values: std::slice::Iter<'de, Value>,
+    value: Option<&'de Value>,
+}
+
+impl<'de> MapAccess<'de> for Access<'de> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> std::result::Result<Option<K::Value>, Self::Error> {
+        match (self.names.next(), self.values.next()) {
+            (Some(name), Some(value)) => {
+                self.value = Some(value);
+                seed.deserialize(name).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> std::result::Result<V::Value, Self::Error> {
+        match self.value.take() {
+            Some(value) => seed.deserialize(value),
+            None => Err(de::Error::custom("value is missing")),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        match self.names.size_hint() {
+            (lower, Some(upper)) if lower == upper => Some(upper),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        collections::{BTreeMap, HashMap},
+        fmt::Debug,
+    };
+
+    use serde::{Deserialize, de::DeserializeOwned};
+    use serde_json::json;
+
+    use super::*;
+    use crate::msg::Msg;
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct S {
+        a: i64,
+        b: String,
+        #[serde(default)]
+        c: Option<Vec<u8>>,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Strict {
+        a: i64,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Flat {
+        a: i64,
+        #[serde(flatten)]
+        rest: BTreeMap<String, Value>,
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Wrapper(S);
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    enum External {
+        A(i64),
+        B { x: i64 },
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(tag = "type")]
+    enum Tagged {
+        One { a: i64 },
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(untagged)]
+    enum Untagged {
+        S(S),
+        Map(BTreeMap<String, Value>),
+    }
+
+    fn message(object: &Value) -> Msg {
+        let Value::Object(map) = object else {
+            panic!("not an object: {object}")
+        };
+        let names: Arc<[Value]> = map.keys().map(|k| Value::String(k.clone())).collect();
+        Msg::from_fields(names, map.values().cloned().collect())
+    }
+
+    /// `object` kept as fields decodes into `T` as the object does, with the same
+    /// error when it does not; its JSON and its bytes are the object's.
+    fn same<T: DeserializeOwned + PartialEq + Debug + 'static>(object: Value) {
+        let msg = message(&object);
+        match (msg.decode::<T>("in"), crate::port::decode::<T>("in", &object)) {
+            (Ok(fields), Ok(tree)) => assert_eq!(fields, tree, "{object}"),
+            (Err(fields), Err(tree)) => assert_eq!(fields.to_string(), tree.to_string(), "{object}"),
+            (fields, tree) => panic!(
+                "{object} as {}: {fields:?} against {tree:?}",
+                std::any::type_name::<T>()
+            ),
+        }
+        assert_eq!(msg.json().ok(), Some(&object));
+        assert_eq!(msg.to_json_bytes().ok(), serde_json::to_vec(&object).ok());
+    }
+
+    #[test]
+    fn fields_decode_as_the_object_they_stand_for() {
+        let s = json!({"a": 1, "b": "x"});
+        same::<S>(s.clone());
+        same::<S>(json!({"a": 1, "b": "x", "c": [1, 2], "other": true}));
+        same::<S>(json!({"a": "one", "b": 2}));
+        same::<S>(json!({"b": "x"}));
+        same::<Option<S>>(s.clone());
+        same::<Wrapper>(s.clone());
+        same::<Value>(s.clone());
+        same::<HashMap<String, Value>>(s.clone());
+        same::<Untagged>(s.clone());
+        same::<Untagged>(json!({"z": 1}));
+        same::<Flat>(json!({"a": 1, "x": [1], "y": null}));
+        same::<Strict>(json!({"a": 1}));
+        same::<Strict>(json!({"a": 1, "b": 2}));
+        same::<External>(json!({"A": 7}));
+        same::<External>(json!({"B": {"x": 1}}));
+        same::<External>(json!({"A": 7, "B": {"x": 1}}));
+        same::<Tagged>(json!({"type": "One", "a": 1}));
+        // Number keys: serde_json reads them out of the name; the fields give way to it.
+        same::<BTreeMap<u32, i64>>(json!({"1": 10, "2": 20}));
+        same::<HashMap<bool, i64>>(json!({"true": 1}));
+        // Not an object's type: the object's own error.
+        same::<String>(s.clone());
+        same::<Vec<i64>>(s.clone());
+        same::<(i64, String)>(s.clone());
+        same::<bool>(s.clone());
+        same::<()>(s.clone());
+        same::<serde::de::IgnoredAny>(s);
+    }
+}
