@@ -14,7 +14,7 @@
 //! Go's keys have `_state/start` and `_state/port`: read when Go's are absent,
 //! removed when Go's are written.
 
-use std::{collections::BTreeMap, convert::Infallible, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, convert::Infallible, sync::Arc, task::Poll, time::Duration};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited, combinators::BoxBody};
@@ -548,10 +548,20 @@ impl Serving {
         let _abandon = cancel.drop_guard();
         let emit = self.request.emit(&ctx, msg);
         let reply = match self.write_timeout {
-            Some(t) => match tokio::time::timeout(t, emit).await {
-                Ok(r) => r,
-                Err(_) => return json_status(StatusCode::GATEWAY_TIMEOUT, "Gateway Timeout"),
-            },
+            Some(t) => {
+                // The deadline counts from now, but its timer is armed only when the flow
+                // did not answer at its first poll: most flows answer there, and a timer
+                // costs an entry put in tokio's timer wheel and taken out again.
+                let deadline = tokio::time::Instant::now() + t;
+                let mut emit = std::pin::pin!(emit);
+                match std::future::poll_fn(|cx| Poll::Ready(emit.as_mut().poll(cx))).await {
+                    Poll::Ready(r) => r,
+                    Poll::Pending => match tokio::time::timeout_at(deadline, emit).await {
+                        Ok(r) => r,
+                        Err(_) => return json_status(StatusCode::GATEWAY_TIMEOUT, "Gateway Timeout"),
+                    },
+                }
+            }
             None => emit.await,
         };
         let response = match reply.and_then(|r| {
