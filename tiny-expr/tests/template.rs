@@ -407,6 +407,29 @@ fn rendering_by_taking_moves_only_what_nothing_else_reads() {
             "{config}"
         );
         assert_eq!(failed_taking, failed, "{config}");
+        // The fields alone are the object's values, in its order.
+        let names = t.fields().unwrap_or_else(|| panic!("{config} makes an object"));
+        let whole = t.render_lenient(&msg(), &mut Vec::new());
+        let values: Vec<Value> = names.iter().map(|n| whole[*n].clone()).collect();
+        let mut failed_fields = Vec::new();
+        assert_eq!(
+            t.render_fields(&msg(), Some(&mut failed_fields)),
+            Ok(values.clone()),
+            "{config}"
+        );
+        assert_eq!(failed_fields, failed, "{config}");
+        assert_eq!(
+            t.render_fields_taking(&mut msg(), Some(&mut Vec::new())),
+            Ok(values),
+            "{config}"
+        );
+        assert_eq!(
+            t.render_fields(&msg(), None).map_err(|e| e.to_string()),
+            t.render(&msg())
+                .map(|v| names.iter().map(|n| v[*n].clone()).collect())
+                .map_err(|e| e.to_string()),
+            "{config}"
+        );
         // What was moved is null in the root; everything else is as it was.
         let mut expected = msg();
         for pointer in &moved {

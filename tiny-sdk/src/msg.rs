@@ -9,7 +9,9 @@
 //!
 //! - a **typed** value `T` (what [`Output::emit`](crate::Output::emit) sends), with a
 //!   `OnceLock` for its JSON;
-//! - a **JSON** value (a signal, a test, an edge template's output, a reply);
+//! - a **JSON** value (a signal, a test, an edge template's output, a reply), or the
+//!   object an edge template made, kept as its fields' values beside the edge's names
+//!   (`rendered`: the map is made only if something asks for the tree);
 //! - **JSON bytes** from the wire, parsed only when something needs the tree.
 //!
 //! # Where JSON is made
@@ -365,11 +367,15 @@ impl Msg {
                 return Ok(value);
             }
             // A `Value` receiver of a JSON message: the tree itself.
-            if TypeId::of::<T>() == TypeId::of::<Value>()
-                && let Some(Json(tree)) = body.downcast_mut::<Json>()
-                && let Some(value) = cast::<T, Value>(std::mem::take(tree))
-            {
-                return Ok(value);
+            if TypeId::of::<T>() == TypeId::of::<Value>() {
+                let tree = if let Some(Json(tree)) = body.downcast_mut::<Json>() {
+                    Some(std::mem::take(tree))
+                } else {
+                    body.downcast_mut::<rendered::Rendered>().map(rendered::Rendered::take)
+                };
+                if let Some(value) = tree.and_then(cast::<T, Value>) {
+                    return Ok(value);
+                }
             }
         } else if let (Some(clone), Some(value)) = (clone, self.get::<T>()) {
             return Ok(clone(value));
@@ -442,6 +448,11 @@ impl fmt::Debug for Msg {
         // A typed message is not encoded for this.
         if let Some(Json(v)) = self.0.as_any().downcast_ref::<Json>() {
             return write!(f, "Msg({v})");
+        }
+        if let Some(object) = self.0.as_any().downcast_ref::<rendered::Rendered>()
+            && let Ok(text) = serde_json::to_string(&object.deserializer())
+        {
+            return write!(f, "Msg({text})");
         }
         match self.0.raw() {
             Some(bytes) => write!(f, "Msg({})", String::from_utf8_lossy(bytes)),

@@ -45,6 +45,20 @@ impl Rendered {
         }
     }
 
+    /// The object, its values moved into it (for the message's last holder).
+    pub(super) fn take(&mut self) -> Value {
+        if let Some(tree) = self.json.take() {
+            return tree;
+        }
+        let map: Map<String, Value> = self
+            .names
+            .iter()
+            .zip(self.values.drain(..))
+            .map(|(name, value)| (name.as_str().unwrap_or_default().to_owned(), value))
+            .collect();
+        Value::Object(map)
+    }
+
     /// The fields, for a `Deserialize`.
     pub(super) fn deserializer(&self) -> Fields<'_> {
         Fields {
@@ -328,7 +342,18 @@ mod tests {
             ),
         }
         assert_eq!(msg.json().ok(), Some(&object));
+        assert_eq!(format!("{msg:?}"), format!("{:?}", Msg::from_json(object.clone())));
         assert_eq!(msg.to_json_bytes().ok(), serde_json::to_vec(&object).ok());
+    }
+
+    #[test]
+    fn a_value_port_takes_the_object_its_fields_make() {
+        let object = json!({"a": 1, "b": {"c": [1, 2]}});
+        assert_eq!(message(&object).take_exact::<Value>("in").ok(), Some(object.clone()));
+        // Shared, it is decoded (a copy).
+        let shared = message(&object);
+        let _kept = shared.clone();
+        assert_eq!(shared.take_exact::<Value>("in").ok(), Some(object));
     }
 
     #[test]
