@@ -118,7 +118,8 @@ impl Serialize for Fields<'_> {
     }
 }
 
-/// What serde_json's `&Value` does for an object, for the requests that are not a map.
+/// What serde_json does for an object, for the requests that are not a map: asked of
+/// the object itself.
 macro_rules! as_object {
     ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
         $(fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> std::result::Result<V::Value, Self::Error> {
@@ -167,41 +168,11 @@ impl<'de> Deserializer<'de> for Fields<'de> {
         visitor.visit_unit()
     }
 
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> std::result::Result<V::Value, Self::Error> {
-        self.object().deserialize_enum(name, variants, visitor)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> std::result::Result<V::Value, Self::Error> {
-        self.object().deserialize_newtype_struct(name, visitor)
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> std::result::Result<V::Value, Self::Error> {
-        self.object().deserialize_unit_struct(name, visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> std::result::Result<V::Value, Self::Error> {
-        self.object().deserialize_tuple_struct(name, len, visitor)
-    }
-
     as_object! {
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+        deserialize_newtype_struct(name: &'static str);
+        deserialize_unit_struct(name: &'static str);
+        deserialize_tuple_struct(name: &'static str, len: usize);
         deserialize_bool();
         deserialize_i8();
         deserialize_i16();
