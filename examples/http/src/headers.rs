@@ -60,5 +60,6 @@ mod tests {
         assert_eq!(canonical("X-GITHUB-EVENT"), "X-Github-Event");
         assert_eq!(canonical("etag"), "Etag");
         assert_eq!(canonical("x-ünïcode-é"), "X-ünïcode-é");
+        assert_eq!(canonical("-a--b"), "-A--B");
     }
 }
