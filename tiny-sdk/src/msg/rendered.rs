@@ -286,6 +286,12 @@ mod tests {
     }
 
     #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(tag = "t", content = "c")]
+    enum Adjacent {
+        A(i64),
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
     #[serde(untagged)]
     enum Untagged {
         S(S),
@@ -347,6 +353,8 @@ mod tests {
         same::<External>(json!({"B": {"x": 1}}));
         same::<External>(json!({"A": 7, "B": {"x": 1}}));
         same::<Tagged>(json!({"type": "One", "a": 1}));
+        same::<Adjacent>(json!({"t": "A", "c": 1}));
+        same::<Adjacent>(json!({"c": 1, "t": "A"}));
         // Number keys: serde_json reads them out of the name; the fields give way to it.
         same::<BTreeMap<u32, i64>>(json!({"1": 10, "2": 20}));
         same::<HashMap<bool, i64>>(json!({"true": 1}));
