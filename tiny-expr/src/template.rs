@@ -296,6 +296,57 @@ impl Template {
         render_fields(&self.root, &mut { root }, failures)
     }
 
+    /// For each of the object's [`fields`](Self::fields), the top-level field of `$` it
+    /// is, when it is one placed whole that no other expression reads
+    /// (`"to": "{{$.email}}"`): a caller that can make that value on its own may hand it
+    /// to [`render_fields_placed`](Self::render_fields_placed) rather than put it in `$`.
+    pub fn placed_fields(&self) -> Vec<Option<&str>> {
+        let TNode::Object(entries) = &self.root else {
+            return Vec::new();
+        };
+        entries
+            .iter()
+            .map(|(_, item)| match item {
+                TNode::Whole(site) if site.movable => match &site.node {
+                    Node::Path(path) => match path.named_steps() {
+                        Some([Step::Key(k)]) => Some(k.as_str()),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// [`render_fields_taking`](Self::render_fields_taking), with `placed[i]`, where it
+    /// holds a value, as the value of field `i` (see
+    /// [`placed_fields`](Self::placed_fields)); the other fields render from `root`.
+    ///
+    /// # Errors
+    ///
+    /// As [`render`](Self::render), when `failures` is `None`.
+    pub fn render_fields_placed(
+        &self,
+        root: &mut Value,
+        placed: Vec<Option<Value>>,
+        failures: Option<&mut Vec<EvalError>>,
+    ) -> Result<Vec<Value>, EvalError> {
+        let TNode::Object(entries) = &self.root else {
+            return render_fields(&self.root, &mut { root }, failures);
+        };
+        let mut placed = placed.into_iter();
+        let mut failures = failures;
+        let mut root = root;
+        entries
+            .iter()
+            .map(|(_, item)| match placed.next().flatten() {
+                Some(v) => Ok(v),
+                None => render_one(item, &mut root, &mut failures),
+            })
+            .collect()
+    }
+
     /// Whether [`render_taking`](Self::render_taking) may move anything out of `$`: the
     /// template places a path whole that no other expression of it reads. When it does
     /// not, `render` on a shared tree costs the same.
@@ -478,14 +529,21 @@ fn render_fields(
     root: &mut impl Root,
     failures: Option<&mut Vec<EvalError>>,
 ) -> Result<Vec<Value>, EvalError> {
-    let one = |n: &TNode, root: &mut _, failures: &mut Option<&mut Vec<EvalError>>| match failures {
-        Some(failures) => Ok(render_lenient(n, root, failures)),
-        None => render_node(n, root),
-    };
     let mut failures = failures;
     match n {
-        TNode::Object(entries) => entries.iter().map(|(_, item)| one(item, root, &mut failures)).collect(),
-        other => one(other, root, &mut failures).map(|v| vec![v]),
+        TNode::Object(entries) => entries
+            .iter()
+            .map(|(_, item)| render_one(item, root, &mut failures))
+            .collect(),
+        other => render_one(other, root, &mut failures).map(|v| vec![v]),
+    }
+}
+
+/// One node, leniently when there is a list for the failures.
+fn render_one(n: &TNode, root: &mut impl Root, failures: &mut Option<&mut Vec<EvalError>>) -> Result<Value, EvalError> {
+    match failures {
+        Some(failures) => Ok(render_lenient(n, root, failures)),
+        None => render_node(n, root),
     }
 }
 

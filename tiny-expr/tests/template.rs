@@ -371,6 +371,18 @@ fn a_template_renders_the_same_from_its_root_keys() {
 /// `render_lenient` give, and move out of `$` exactly the paths placed whole that no
 /// other expression reads.
 #[test]
+fn placed_fields_are_top_level_fields_placed_whole() {
+    let t = Template::compile(&json!({"who": "{{$.user}}", "first": "{{$.o.k}}", "n": "{{$.n + 1}}", "s": "{{$.s}}"}))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(t.placed_fields(), vec![Some("user"), None, None, Some("s")]);
+    // Read again elsewhere: not placed.
+    let t =
+        Template::compile(&json!({"who": "{{$.user}}", "first": "{{$.user.first}}"})).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(t.placed_fields(), vec![None, None]);
+    assert!(Template::compile(&json!("{{$.user}}")).is_ok_and(|t| t.placed_fields().is_empty()));
+}
+
+#[test]
 fn rendering_by_taking_moves_only_what_nothing_else_reads() {
     let cases = [
         // Moved: placed whole, read by nothing else.
@@ -420,9 +432,23 @@ fn rendering_by_taking_moves_only_what_nothing_else_reads() {
         assert_eq!(failed_fields, failed, "{config}");
         assert_eq!(
             t.render_fields_taking(&mut msg(), Some(&mut Vec::new())),
+            Ok(values.clone()),
+            "{config}"
+        );
+        // The fields placed whole, made apart from `$` (here: taken out of it first).
+        let mut rest = msg();
+        let placed: Vec<Option<Value>> = t
+            .placed_fields()
+            .iter()
+            .map(|name| name.and_then(|n| rest.as_object_mut().and_then(|m| m.remove(n))))
+            .collect();
+        let mut failed_placed = Vec::new();
+        assert_eq!(
+            t.render_fields_placed(&mut rest, placed, Some(&mut failed_placed)),
             Ok(values),
             "{config}"
         );
+        assert_eq!(failed_placed, failed, "{config}");
         assert_eq!(
             t.render_fields(&msg(), None).map_err(|e| e.to_string()),
             t.render(&msg())

@@ -109,6 +109,12 @@ trait Body: Send + Sync + 'static {
     fn tree(&self, _keys: Option<&[Box<str>]>) -> Result<(Cow<'_, Value>, bool)> {
         Ok((Cow::Borrowed(self.json()?), false))
     }
+    /// [`tree`](Body::tree) for `keys`, a struct's fields named in `placed` made apart
+    /// (see [`Msg::tree_placing`]); `None` when the message has no typed value to make
+    /// them from, or its tree is made already.
+    fn tree_placing(&self, _keys: &[Box<str>], _placed: &Placing) -> Option<Result<Placed>> {
+        None
+    }
     /// The message as JSON bytes.
     fn to_bytes(&self) -> Result<Vec<u8>>;
     /// The JSON bytes it arrived as, if it did.
@@ -117,6 +123,13 @@ trait Body: Send + Sync + 'static {
     }
     fn type_name(&self) -> &'static str;
 }
+
+/// A tree of some of a message's fields, and the values of others made apart, by
+/// their place in an object (see [`Msg::tree_placing`]).
+pub(crate) type Placed = (Value, Vec<Option<Value>>);
+
+/// Top-level fields to make apart, each with its index in the object being made.
+pub(crate) type Placing = [(Box<str>, usize)];
 
 /// A typed value. `value` is `None` only after it was moved out, when no other
 /// reference to the message is left.
@@ -172,6 +185,17 @@ impl<T: Serialize + Send + Sync + 'static> Body for Typed<T> {
         }
         .map_err(not_serialised)?;
         Ok((Cow::Owned(tree), whole))
+    }
+    fn tree_placing(&self, keys: &[Box<str>], placed: &Placing) -> Option<Result<Placed>> {
+        if self.json.get().is_some() {
+            return None;
+        }
+        let made = self.value.as_ref().ok_or_else(moved).and_then(|value| {
+            fields::project_placing(value, keys, placed)
+                .map(|(tree, _, slots)| (tree, slots))
+                .map_err(not_serialised)
+        });
+        Some(made)
     }
     fn to_bytes(&self) -> Result<Vec<u8>> {
         let value = self.value.as_ref().ok_or_else(moved)?;
@@ -284,6 +308,15 @@ impl Msg {
     /// fields: its tree was made whole, as `None` would have, only dearer.
     pub(crate) fn tree(&self, keys: Option<&[Box<str>]>) -> Result<(Cow<'_, Value>, bool)> {
         self.0.tree(keys)
+    }
+
+    /// For an edge template that places some of the message's fields whole in the object
+    /// it makes: the tree of the fields `keys` but those in `placed`, and beside it the
+    /// value of each of those, at the index `placed` gives (`None` where the value did
+    /// not come as a struct's field). Made from a typed value whose tree is not made
+    /// yet; `None` otherwise.
+    pub(crate) fn tree_placing(&self, keys: &[Box<str>], placed: &Placing) -> Option<Result<Placed>> {
+        self.0.tree_placing(keys, placed)
     }
 
     /// The message as JSON bytes, written straight from the typed value (no tree).

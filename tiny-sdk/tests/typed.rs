@@ -830,3 +830,57 @@ async fn a_failing_expression_does_not_need_the_fields_it_did_not_read() {
     e.send("fragile:go", json!({})).await.expect("delivered");
     assert_eq!(take_seen("fragile-seen"), [format!("{:?}", json!({"n": 7, "m": null}))]);
 }
+
+/// A message with a field it may leave out.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
+struct Sparse {
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    tags: Vec<String>,
+}
+
+#[derive(Debug, Component, Default)]
+#[component(name = "send_sparse")]
+struct SendSparse {
+    go: Input<Value>,
+    out: Output<Sparse>,
+}
+
+impl SendSparse {
+    async fn on_go(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        let sparse = Sparse {
+            name: "ada".into(),
+            note: None,
+            tags: vec!["a".into(), "b".into()],
+        };
+        self.out.emit(ctx, sparse).await
+    }
+}
+
+/// An object template over a typed message: the fields it places whole are made
+/// apart from the tree its other expressions read, and the input is what the JSON
+/// message would have given, a field the value leaves out included (`null`, as a
+/// failed expression gives).
+#[tokio::test]
+async fn an_object_template_over_a_typed_message_gives_what_json_gives() {
+    let e = Engine::builder()
+        .register::<SendSparse>()
+        .register::<RecvValue>()
+        .build();
+    let mapping =
+        json!({"who": "{{$.name}}", "note": "{{$.note}}", "tags": "{{$.tags}}", "first": "{{$.tags[0]}}", "k": 1});
+    let flow = FlowBuilder::new()
+        .node("sparse", "send_sparse")
+        .node("sparse-seen", "recv_value")
+        .edge_with("sparse:out", "sparse-seen:input", mapping.clone(), no_retry())
+        .build();
+    for node in flow.nodes {
+        e.apply(node).await.expect("loads");
+    }
+    for _ in 0..2 {
+        e.send("sparse:go", json!({})).await.expect("delivered");
+        let expected = json!({"who": "ada", "note": null, "tags": ["a", "b"], "first": "a", "k": 1});
+        assert_eq!(take_seen("sparse-seen"), [format!("{expected:?}")]);
+    }
+}

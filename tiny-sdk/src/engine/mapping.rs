@@ -96,6 +96,10 @@ pub(crate) struct EdgeMapping {
     /// For a template (without secrets to fill in) that makes an object: the names of
     /// its fields, which every input of the edge shares (see `Msg::from_fields`).
     names: Option<Arc<[Value]>>,
+    /// Of those fields, the ones that are a top-level field of the message placed whole
+    /// (`Template::placed_fields`), with their index: a typed message makes their values
+    /// apart rather than into the tree the template reads.
+    placed: Option<Box<crate::msg::Placing>>,
     /// Touched only when an expression fails; shared with the runner the node's next
     /// spec builds, so that a re-apply does not forget a failing edge.
     failing: Arc<Mutex<Option<Failing>>>,
@@ -136,6 +140,18 @@ impl EdgeMapping {
                 .map(|names| names.into_iter().map(|n| Value::String(n.to_owned())).collect()),
             _ => None,
         };
+        let placed = match &mapping {
+            Mapping::Template(t) if names.is_some() => {
+                let placed: Box<crate::msg::Placing> = t
+                    .placed_fields()
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, name)| name.map(|n| (Box::from(n), i)))
+                    .collect();
+                (!placed.is_empty()).then_some(placed)
+            }
+            _ => None,
+        };
         Self {
             from,
             mapping,
@@ -143,6 +159,7 @@ impl EdgeMapping {
             reads_all: AtomicBool::new(false),
             moves,
             names,
+            placed,
             failing: Arc::default(),
         }
     }
@@ -165,12 +182,24 @@ impl EdgeMapping {
             .reads
             .as_deref()
             .filter(|_| !self.reads_all.load(Ordering::Relaxed));
-        let (mut root, all) = match keys {
-            Some(keys) => data.tree(Some(keys))?,
+        // Fields placed whole made apart, straight from a typed value.
+        let placing = match (&self.placed, self.reads.as_deref()) {
+            (Some(placed), Some(keys)) => data.tree_placing(keys, placed).transpose()?,
+            _ => None,
+        };
+        let (mut root, all, slots) = match (placing, keys) {
+            (Some((tree, slots)), _) => (Cow::Owned(tree), false, Some(slots)),
+            (None, Some(keys)) => {
+                let (root, all) = data.tree(Some(keys))?;
+                (root, all, None)
+            }
             // The whole message, for a template that moves nothing: the tree the message
             // keeps, made once for every edge and observer.
-            None if !self.moves => (Cow::Borrowed(data.json()?), false),
-            None => data.tree(None)?,
+            (None, None) if !self.moves => (Cow::Borrowed(data.json()?), false, None),
+            (None, None) => {
+                let (root, all) = data.tree(None)?;
+                (root, all, None)
+            }
         };
         if all {
             self.reads_all.store(true, Ordering::Relaxed);
@@ -184,9 +213,10 @@ impl EdgeMapping {
         let input = match (&self.names, fills) {
             // An object: its values beside the edge's names, no map made.
             (Some(names), None) => {
-                let values = match &mut root {
-                    Cow::Owned(tree) => template.render_fields_taking(tree, lenient),
-                    Cow::Borrowed(tree) => template.render_fields(tree, lenient),
+                let values = match (&mut root, slots) {
+                    (Cow::Owned(tree), Some(slots)) => template.render_fields_placed(tree, slots, lenient),
+                    (Cow::Owned(tree), None) => template.render_fields_taking(tree, lenient),
+                    (Cow::Borrowed(tree), _) => template.render_fields(tree, lenient),
                 };
                 Msg::from_fields(names.clone(), values.map_err(failed)?)
             }

@@ -8,7 +8,7 @@
 //! (a string, a sequence, an enum's tuple variant) is serialised whole, exactly as
 //! [`serde_json::to_value`] would: an expression reading a field of it fails the same way.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use serde::{
     Serialize,
@@ -22,12 +22,26 @@ type Error = serde_json::Error;
 /// `value` serialises them), or the whole tree when `value` is neither a struct nor a
 /// map; and whether that is the whole tree (no field was left out).
 pub(super) fn project<T: Serialize + ?Sized>(value: &T, keys: &[Box<str>]) -> Result<(Value, bool), Error> {
+    project_placing(value, keys, &[]).map(|(tree, whole, _)| (tree, whole))
+}
+
+/// [`project`], with a struct's fields named in `placed` serialised into the slot
+/// beside their name (`placed[i].1`) instead of into the tree. A field that does not
+/// come that way (a map's entry, a skipped field) goes into the tree as any other.
+pub(super) fn project_placing<T: Serialize + ?Sized>(
+    value: &T,
+    keys: &[Box<str>],
+    placed: &super::Placing,
+) -> Result<(Value, bool, Vec<Option<Value>>), Error> {
     let left_out = Cell::new(false);
+    let slots = RefCell::new(Vec::new());
     let tree = value.serialize(Fields {
         keys,
         left_out: &left_out,
+        placed,
+        slots: &slots,
     })?;
-    Ok((tree, !left_out.get()))
+    Ok((tree, !left_out.get(), slots.into_inner()))
 }
 
 /// The serializer of [`project`]: a struct or a map is filtered, everything else goes
@@ -36,6 +50,9 @@ struct Fields<'k> {
     keys: &'k [Box<str>],
     /// Set when a field is left out.
     left_out: &'k Cell<bool>,
+    /// A struct's fields to serialise into `slots` (at the index beside the name).
+    placed: &'k super::Placing,
+    slots: &'k RefCell<Vec<Option<Value>>>,
 }
 
 /// A struct or map being filtered: the fields kept so far, and for a map the key of
@@ -43,6 +60,8 @@ struct Fields<'k> {
 struct Filtered<'k> {
     keys: &'k [Box<str>],
     left_out: &'k Cell<bool>,
+    placed: &'k super::Placing,
+    slots: &'k RefCell<Vec<Option<Value>>>,
     out: Map<String, Value>,
     next: Option<String>,
 }
@@ -52,6 +71,8 @@ impl<'k> Filtered<'k> {
         Filtered {
             keys: of.keys,
             left_out: of.left_out,
+            placed: of.placed,
+            slots: of.slots,
             // As serde_json sizes a struct's map: growing it costs more than the fields.
             out: Map::with_capacity(len.unwrap_or(0).min(of.keys.len())),
             next: None,
@@ -186,7 +207,13 @@ impl SerializeStruct for StructOut<'_> {
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
         match self {
             StructOut::Filtered(f) => {
-                if f.wants(key) {
+                if let Some((_, i)) = f.placed.iter().find(|(name, _)| **name == *key) {
+                    let mut slots = f.slots.borrow_mut();
+                    if slots.len() <= *i {
+                        slots.resize(*i + 1, None);
+                    }
+                    slots[*i] = Some(serde_json::to_value(value)?);
+                } else if f.wants(key) {
                     f.out.insert(key.to_owned(), serde_json::to_value(value)?);
                 }
                 Ok(())
@@ -245,7 +272,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::{Value, json};
 
-    use super::project;
+    use super::{project, project_placing};
 
     fn keys(k: &[&str]) -> Vec<Box<str>> {
         k.iter().map(|k| Box::from(*k)).collect()
@@ -376,5 +403,34 @@ mod tests {
         assert_eq!(tree, json!({"body": "x"}));
         assert!(!whole, "headers were left out");
         assert!(project(&big, &keys(&["headers"])).is_err());
+    }
+
+    #[test]
+    fn placed_fields_are_made_apart() {
+        #[derive(Serialize)]
+        struct M {
+            a: u32,
+            b: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            c: Option<u32>,
+            d: Vec<u8>,
+        }
+        let m = M {
+            a: 1,
+            b: "x".into(),
+            c: None,
+            d: vec![1],
+        };
+        let placed = [(Box::from("b"), 2), (Box::from("c"), 0)];
+        let (tree, whole, slots) = project_placing(&m, &keys(&["a", "b", "c"]), &placed).expect("projects");
+        // `b` is made apart, `c` is skipped (its slot stays empty), `d` is not read.
+        assert_eq!(tree, json!({"a": 1}));
+        assert!(!whole);
+        assert_eq!(slots, vec![None, None, Some(json!("x"))]);
+        // A map's entries are not a struct's fields: they stay in the tree.
+        let map = BTreeMap::from([("b", 2)]);
+        let (tree, _, slots) = project_placing(&map, &keys(&["b"]), &placed).expect("projects");
+        assert_eq!(tree, json!({"b": 2}));
+        assert!(slots.iter().all(Option::is_none));
     }
 }
