@@ -128,8 +128,9 @@ trait Body: Send + Sync + 'static {
 /// their place in an object (see [`Msg::tree_placing`]).
 pub(crate) type Placed = (Value, Vec<Option<Value>>);
 
-/// Top-level fields to make apart, each with its index in the object being made.
-pub(crate) type Placing = [(Box<str>, usize)];
+/// For each top-level field read (in the order of the keys given beside it), the index
+/// in the object being made where it is to be placed whole, if it is.
+pub(crate) type Placing = [Option<usize>];
 
 /// A typed value. `value` is `None` only after it was moved out, when no other
 /// reference to the message is left.

@@ -96,9 +96,9 @@ pub(crate) struct EdgeMapping {
     /// For a template (without secrets to fill in) that makes an object: the names of
     /// its fields, which every input of the edge shares (see `Msg::from_fields`).
     names: Option<Arc<[Value]>>,
-    /// Of those fields, the ones that are a top-level field of the message placed whole
-    /// (`Template::placed_fields`), with their index: a typed message makes their values
-    /// apart rather than into the tree the template reads.
+    /// For each of `reads`, the index in the object of the field it is placed whole as
+    /// (`Template::placed_fields`), if it is: a typed message makes those values apart
+    /// rather than into the tree the template reads.
     placed: Option<Box<crate::msg::Placing>>,
     /// Touched only when an expression fails; shared with the runner the node's next
     /// spec builds, so that a re-apply does not forget a failing edge.
@@ -127,7 +127,7 @@ pub(crate) struct Site<'a> {
 
 impl EdgeMapping {
     pub fn new(from: String, mapping: Mapping) -> Self {
-        let (reads, moves) = match &mapping {
+        let (reads, moves): (Option<Box<[Box<str>]>>, bool) = match &mapping {
             Mapping::Template(t) | Mapping::Filled(t, _) => (
                 t.root_keys().map(|keys| keys.into_iter().map(Box::from).collect()),
                 t.moves_values(),
@@ -140,15 +140,15 @@ impl EdgeMapping {
                 .map(|names| names.into_iter().map(|n| Value::String(n.to_owned())).collect()),
             _ => None,
         };
-        let placed = match &mapping {
-            Mapping::Template(t) if names.is_some() => {
-                let placed: Box<crate::msg::Placing> = t
-                    .placed_fields()
-                    .into_iter()
-                    .enumerate()
-                    .filter_map(|(i, name)| name.map(|n| (Box::from(n), i)))
+        // For each field read, its place in the object, when it is placed whole there.
+        let placed = match (&mapping, &reads) {
+            (Mapping::Template(t), Some(reads)) if names.is_some() => {
+                let fields = t.placed_fields();
+                let placed: Box<crate::msg::Placing> = reads
+                    .iter()
+                    .map(|read| fields.iter().position(|f| f.is_some_and(|f| f == &**read)))
                     .collect();
-                (!placed.is_empty()).then_some(placed)
+                placed.iter().any(Option::is_some).then_some(placed)
             }
             _ => None,
         };

@@ -25,9 +25,9 @@ pub(super) fn project<T: Serialize + ?Sized>(value: &T, keys: &[Box<str>]) -> Re
     project_placing(value, keys, &[]).map(|(tree, whole, _)| (tree, whole))
 }
 
-/// [`project`], with a struct's fields named in `placed` serialised into the slot
-/// beside their name (`placed[i].1`) instead of into the tree. A field that does not
-/// come that way (a map's entry, a skipped field) goes into the tree as any other.
+/// [`project`], with a struct's field `keys[k]` serialised into slot `placed[k]`, when
+/// that is given, instead of into the tree. A field that does not come that way (a
+/// map's entry, a skipped field) goes into the tree as any other.
 pub(super) fn project_placing<T: Serialize + ?Sized>(
     value: &T,
     keys: &[Box<str>],
@@ -50,7 +50,7 @@ struct Fields<'k> {
     keys: &'k [Box<str>],
     /// Set when a field is left out.
     left_out: &'k Cell<bool>,
-    /// A struct's fields to serialise into `slots` (at the index beside the name).
+    /// For each of `keys`, the slot a struct's field of that name goes in, if any.
     placed: &'k super::Placing,
     slots: &'k RefCell<Vec<Option<Value>>>,
 }
@@ -80,11 +80,16 @@ impl<'k> Filtered<'k> {
     }
 
     fn wants(&self, key: &str) -> bool {
-        let wanted = self.keys.iter().any(|k| **k == *key);
-        if !wanted {
+        self.position(key).is_some()
+    }
+
+    /// Where `key` is in `keys`, if it is wanted.
+    fn position(&self, key: &str) -> Option<usize> {
+        let at = self.keys.iter().position(|k| **k == *key);
+        if at.is_none() {
             self.left_out.set(true);
         }
-        wanted
+        at
     }
 }
 
@@ -207,14 +212,21 @@ impl SerializeStruct for StructOut<'_> {
     fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
         match self {
             StructOut::Filtered(f) => {
-                if let Some((_, i)) = f.placed.iter().find(|(name, _)| **name == *key) {
-                    let mut slots = f.slots.borrow_mut();
-                    if slots.len() <= *i {
-                        slots.resize(*i + 1, None);
+                let Some(at) = f.position(key) else {
+                    return Ok(());
+                };
+                let value = serde_json::to_value(value)?;
+                match f.placed.get(at).copied().flatten() {
+                    Some(i) => {
+                        let mut slots = f.slots.borrow_mut();
+                        if slots.len() <= i {
+                            slots.resize(i + 1, None);
+                        }
+                        slots[i] = Some(value);
                     }
-                    slots[*i] = Some(serde_json::to_value(value)?);
-                } else if f.wants(key) {
-                    f.out.insert(key.to_owned(), serde_json::to_value(value)?);
+                    None => {
+                        f.out.insert(key.to_owned(), value);
+                    }
                 }
                 Ok(())
             }
@@ -421,7 +433,8 @@ mod tests {
             c: None,
             d: vec![1],
         };
-        let placed = [(Box::from("b"), 2), (Box::from("c"), 0)];
+        // Parallel to the keys: `b` to slot 2, `c` to slot 0.
+        let placed = [None, Some(2), Some(0)];
         let (tree, whole, slots) = project_placing(&m, &keys(&["a", "b", "c"]), &placed).expect("projects");
         // `b` is made apart, `c` is skipped (its slot stays empty), `d` is not read.
         assert_eq!(tree, json!({"a": 1}));
@@ -429,7 +442,7 @@ mod tests {
         assert_eq!(slots, vec![None, None, Some(json!("x"))]);
         // A map's entries are not a struct's fields: they stay in the tree.
         let map = BTreeMap::from([("b", 2)]);
-        let (tree, _, slots) = project_placing(&map, &keys(&["b"]), &placed).expect("projects");
+        let (tree, _, slots) = project_placing(&map, &keys(&["b"]), &[Some(0)]).expect("projects");
         assert_eq!(tree, json!({"b": 2}));
         assert!(slots.iter().all(Option::is_none));
     }
