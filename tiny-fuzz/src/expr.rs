@@ -36,6 +36,11 @@ fn render(config: &Value, root: &Value) {
                 // Errors print on one line with their place.
                 let _ = e.to_string();
             }
+            // `rand`, `randint` and `now` give another value each render: the ways of
+            // rendering are compared only on templates that cannot call them.
+            if volatile(config) {
+                return;
+            }
             // Moving values out of `$` gives what copying them gives.
             let mut owned = root.clone();
             assert_eq!(t.render_taking(&mut owned), rendered, "render_taking differs");
@@ -61,6 +66,13 @@ fn render(config: &Value, root: &Value) {
             let _ = e.to_string();
         }
     }
+}
+
+/// Whether `config` may call a function whose value changes between renders (names
+/// are matched without case, as the parser does).
+fn volatile(config: &Value) -> bool {
+    let text = config.to_string().to_ascii_lowercase();
+    text.contains("rand") || text.contains("now")
 }
 
 fn default_root() -> Value {

@@ -72,3 +72,20 @@ fn flow_specs_run_and_refusals_are_errors() {
         "{unknown:?}"
     );
 }
+
+/// A template whose value changes between renders (`rand`, `randint`, `now`, in any
+/// case) is rendered, not compared with itself: the target found it a false crash.
+#[test]
+fn expr_takes_templates_that_change_between_renders() {
+    for template in [
+        r#"{"r": "{{ rand(1) }}", "u": "{{$.user}}"}"#,
+        r#"{"r": "{{ RandInt(1000000) }}"}"#,
+        r#"["{{ now() }}", "{{$.user}}"]"#,
+    ] {
+        for _ in 0..20 {
+            tiny_fuzz::expr::run(template.as_bytes());
+        }
+    }
+    // Without such a call the ways of rendering are still compared (and agree).
+    tiny_fuzz::expr::run(br#"{"u": "{{$.user}}", "n": "{{$.user.name}}", "a": "{{$.a + 1}}"}"#);
+}

@@ -1,0 +1,287 @@
+//! Every way an edge renders its template gives what the reference gives.
+//!
+//! An edge renders a typed message from a tree of its own (fields it does not read
+//! left out, values it places whole moved or made apart) and keeps an object's values
+//! beside its names; a JSON message lends the tree it keeps. Whatever the path, the
+//! receiver must get what `Template::render_lenient` gives over the message's whole
+//! JSON, and a typed receiver must decode (or fail to) the same way. Each template
+//! below runs over one message sent typed and sent as JSON, on edges that keep the
+//! message for a retry and on edges that hand it over, and along a fan-out whose other
+//! edge reads the fields this one may move.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Mutex, OnceLock},
+};
+
+use serde_json::{Value, json};
+use tiny_sdk::{
+    engine::Engine,
+    expr::Template,
+    flow::{FlowBuilder, RetryPolicy},
+    prelude::*,
+};
+use tiny_testkit::components::Forward;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
+struct Inner {
+    name: String,
+    tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
+enum Shape {
+    Circle { r: f64 },
+    Square(u32),
+    Empty,
+}
+
+/// A message with most of what serde can write: a skipped `None`, a written one, a
+/// renamed field, a map, a list of structs, an enum, numbers of three kinds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
+struct Rich {
+    n: u64,
+    v: i64,
+    f: f64,
+    flag: bool,
+    text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    maybe: Option<String>,
+    user: Inner,
+    #[serde(rename = "x-y")]
+    dashed: String,
+    map: BTreeMap<String, i64>,
+    list: Vec<Inner>,
+    shape: Shape,
+    square: Shape,
+    empty: Shape,
+}
+
+fn sample() -> Rich {
+    let inner = |name: &str, tags: &[&str]| Inner {
+        name: name.into(),
+        tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+    };
+    Rich {
+        n: 7,
+        v: -3,
+        f: 1.5,
+        flag: true,
+        text: "hello world".into(),
+        note: None,
+        maybe: None,
+        user: inner("ada", &["a", "b"]),
+        dashed: "dash".into(),
+        map: BTreeMap::from([("k1".into(), 1), ("k2".into(), 2)]),
+        list: vec![inner("a", &[]), inner("b", &["x"])],
+        shape: Shape::Circle { r: 2.0 },
+        square: Shape::Square(4),
+        empty: Shape::Empty,
+    }
+}
+
+/// What a typed receiver may be handed: every field optional, so that most templates
+/// decode, and those that give a field of the wrong type fail.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(default)]
+struct Wide {
+    n: Option<u64>,
+    text: Option<String>,
+    user: Option<Inner>,
+    name: Option<String>,
+    tags: Option<Vec<String>>,
+    note: Option<String>,
+    shape: Option<Shape>,
+    list: Option<Vec<Inner>>,
+    map: Option<BTreeMap<String, i64>>,
+}
+
+/// `typed`: emits the message it decoded, as its Rust type.
+#[derive(Debug, Component, Default)]
+#[component(name = "typed")]
+struct Typed {
+    input: Input<Rich>,
+    out: Output<Rich>,
+}
+
+impl Typed {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Rich) -> Result<Reply> {
+        self.out.emit(ctx, msg).await
+    }
+}
+
+fn seen() -> &'static Mutex<BTreeMap<String, Vec<String>>> {
+    static SEEN: OnceLock<Mutex<BTreeMap<String, Vec<String>>>> = OnceLock::new();
+    SEEN.get_or_init(Mutex::default)
+}
+
+fn record(node: &str, what: String) {
+    if let Ok(mut s) = seen().lock() {
+        s.entry(node.to_owned()).or_default().push(what);
+    }
+}
+
+fn take(node: &str) -> Vec<String> {
+    seen().lock().ok().and_then(|mut s| s.remove(node)).unwrap_or_default()
+}
+
+/// `value`: records the input as JSON.
+#[derive(Debug, Component, Default)]
+#[component(name = "value")]
+struct RecordValue {
+    input: Input<Value>,
+}
+
+impl RecordValue {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
+        record(ctx.node_name(), msg.to_string());
+        Reply::empty()
+    }
+}
+
+/// `wide`: records the input decoded as [`Wide`].
+#[derive(Debug, Component, Default)]
+#[component(name = "wide")]
+struct RecordWide {
+    input: Input<Wide>,
+}
+
+impl RecordWide {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Wide) -> Reply {
+        record(ctx.node_name(), format!("{msg:?}"));
+        Reply::empty()
+    }
+}
+
+/// The templates: objects whose fields are placed whole, read inside, read twice,
+/// beside `$` itself, interpolated, missing, nested, in arrays, past the key-by-key
+/// size, through filters, descent and functions; and templates that are not objects.
+fn templates() -> Vec<Value> {
+    vec![
+        json!({"n": "{{$.n}}", "v": "{{$.v + 1}}", "user": "{{$.user}}", "text": "{{$.text}}"}),
+        json!({"user": "{{$.user}}", "name": "{{$.user.name}}"}),
+        json!({"name": "{{$.user.name}}", "user": "{{$.user}}"}),
+        json!({"a": "{{$.user}}", "user": "{{$.user}}"}),
+        json!({"user": "{{$.user}}", "all": "{{$}}"}),
+        json!({"note": "{{$.note}}", "maybe": "{{$.maybe}}", "text": "{{$.text}}"}),
+        json!({"d": "{{$['x-y']}}", "map": "{{$.map}}", "k": "{{$.map.k1}}"}),
+        json!({"list": "{{$.list}}", "name": "{{$.list[0].name}}", "tags": "{{$.list[1].tags}}"}),
+        json!({"shape": "{{$.shape}}", "text": "hello {{$.text}}!", "square": "{{$.square}}", "empty": "{{$.empty}}"}),
+        json!({"nested": {"user": "{{$.user}}"}, "text": "{{$.text}}", "user": "{{$.user}}"}),
+        json!(["{{$.user}}", "{{$.text}}", {"u": "{{$.user}}"}]),
+        json!("{{$.user}}"),
+        json!("{{$.text}} and {{$.n}}"),
+        json!({"missing": "{{$.nope}}", "bad": "x {{$.nope.deeper}} y", "text": "{{$.text}}"}),
+        json!({"tags": "{{$.user.tags}}", "n": "{{length($.user.tags)}}", "user": "{{$.user}}"}),
+        json!({"n": "{{$.n}}", "n2": "{{$.n * 2}}", "flag": "{{$.flag}}", "f": "{{$.f}}", "text": 5}),
+        json!({
+            "user": "{{$.user}}", "shape": "{{$.shape}}", "list": "{{$.list}}", "text": "{{$.text}}",
+            "n": "{{$.n}}", "v": "{{$.v}}", "f": "{{$.f}}", "flag": "{{$.flag}}", "map": "{{$.map}}",
+            "x-y": "{{$['x-y']}}", "note": "{{$.note}}"
+        }),
+        json!({"names": "{{$..name}}", "user": "{{$.user}}"}),
+        json!({"b": "{{$.list[?(@.name == 'b')]}}", "list": "{{$.list}}"}),
+        json!({"user": "{{$.user.tags[0]}}", "text": "{{upper($.text)}}"}),
+        json!({"user": "{{root($.text)}}", "name": "{{$.user}}", "p": "{{parent($.user.name)}}"}),
+        json!({"n": "{{$.user}}", "text": "{{$.shape.Circle.r}}"}),
+    ]
+}
+
+/// The edge policy: `None` keeps the default (the message kept for a retry).
+fn policy(retries: bool) -> Option<RetryPolicy> {
+    (!retries).then(|| RetryPolicy {
+        max_attempts: Some(1),
+        ..RetryPolicy::default()
+    })
+}
+
+/// What each of `value` and `wide` got from `source` (`typed` or `forward`) over
+/// `template`, on an edge of `retries`, the `value` edge with a second edge beside it
+/// when `fan_out` (whose receiver reads every field the template may move).
+async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -> Vec<Vec<String>> {
+    let e = Engine::builder()
+        .register::<Typed>()
+        .register::<Forward>()
+        .register::<RecordValue>()
+        .register::<RecordWide>()
+        .build();
+    let tag = format!("{source}-{retries}-{fan_out}");
+    let (to_value, to_wide, beside) = (format!("v-{tag}"), format!("w-{tag}"), format!("b-{tag}"));
+    let mut flow = FlowBuilder::new()
+        .node("src", source)
+        .node(&to_value, "value")
+        .node("fan", source)
+        .node(&to_wide, "wide")
+        .edge_with(
+            "src:out",
+            &format!("{to_value}:input"),
+            template.clone(),
+            policy(retries),
+        )
+        .edge_with(
+            "fan:out",
+            &format!("{to_wide}:input"),
+            template.clone(),
+            policy(retries),
+        );
+    if fan_out {
+        flow = flow.node(&beside, "value").edge_with(
+            "src:out",
+            &format!("{beside}:input"),
+            json!({"user": "{{$.user.name}}", "all": "{{$}}"}),
+            policy(retries),
+        );
+    }
+    for node in flow.build().nodes {
+        e.apply(node).await.expect("the flow loads");
+    }
+    let message = serde_json::to_value(sample()).expect("the sample serialises");
+    e.send("src:input", message.clone()).await.expect("delivered");
+    // Fails when the input does not decode as `Wide`: then nothing is recorded.
+    let decoded = e.send("fan:input", message).await.is_ok();
+    let mut got = vec![take(&to_value), take(&to_wide)];
+    assert_eq!(
+        decoded,
+        !got[1].is_empty(),
+        "a hop fails exactly when its input does not decode"
+    );
+    if fan_out {
+        got.push(take(&beside));
+    }
+    got
+}
+
+#[tokio::test]
+async fn every_rendering_path_gives_the_reference_input() {
+    let message = serde_json::to_value(sample()).expect("the sample serialises");
+    assert_eq!(
+        serde_json::from_value::<Rich>(message.clone()).ok(),
+        Some(sample()),
+        "the sample must survive JSON for the comparison to hold"
+    );
+    for template in templates() {
+        let compiled = Template::compile(&template).expect("the template compiles");
+        let mut failures = Vec::new();
+        let reference = compiled.render_lenient(&message, &mut failures);
+        let wide = match serde_json::from_value::<Wide>(reference.clone()) {
+            Ok(w) => vec![format!("{w:?}")],
+            // A receiver that cannot decode its input fails the hop: nothing recorded.
+            Err(_) => vec![],
+        };
+        let expected = [vec![reference.to_string()], wide];
+        for source in ["typed", "forward"] {
+            for retries in [false, true] {
+                for fan_out in [false, true] {
+                    let got = deliver(source, &template, retries, fan_out).await;
+                    let case = format!("template {template}, {source} in, retries {retries}, fan-out {fan_out}");
+                    assert_eq!(got[..2], expected[..], "{case}");
+                    if fan_out {
+                        let beside = json!({"user": "ada", "all": message}).to_string();
+                        assert_eq!(got[2], [beside], "{case}: the edge beside");
+                    }
+                }
+            }
+        }
+    }
+}
