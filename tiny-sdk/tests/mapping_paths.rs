@@ -36,8 +36,17 @@ enum Shape {
     Empty,
 }
 
+/// A struct whose flattened map may write one of its fields' names again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
+struct Flat {
+    a: u32,
+    #[serde(flatten)]
+    rest: BTreeMap<String, u32>,
+}
+
 /// A message with most of what serde can write: a skipped `None`, a written one, a
-/// renamed field, a map, a list of structs, an enum, numbers of three kinds.
+/// renamed field, a map, a list of structs, an enum, numbers of three kinds, and a
+/// struct that writes a key twice (its JSON tree keeps the last value).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
 struct Rich {
     n: u64,
@@ -56,6 +65,7 @@ struct Rich {
     shape: Shape,
     square: Shape,
     empty: Shape,
+    flat: Flat,
 }
 
 fn sample() -> Rich {
@@ -78,6 +88,10 @@ fn sample() -> Rich {
         shape: Shape::Circle { r: 2.0 },
         square: Shape::Square(4),
         empty: Shape::Empty,
+        flat: Flat {
+            a: 1,
+            rest: BTreeMap::from([("a".into(), 2), ("b".into(), 3)]),
+        },
     }
 }
 
@@ -97,17 +111,49 @@ struct Wide {
     map: Option<BTreeMap<String, i64>>,
 }
 
-/// `typed`: emits the message it decoded, as its Rust type.
+/// Every entry of an object, in order, a key written twice included: what a reader
+/// that keeps all it is offered sees.
+#[derive(Debug, PartialEq)]
+struct Entries(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct All;
+        impl<'de> serde::de::Visitor<'de> for All {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Entries, A::Error> {
+                let mut all = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    all.push(entry);
+                }
+                Ok(Entries(all))
+            }
+        }
+        d.deserialize_map(All)
+    }
+}
+
+/// The input as [`Entries`] of its `flat` field.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FlatEntries {
+    flat: Option<Entries>,
+}
+
+/// `typed`: emits [`sample`] as its Rust type, whatever it is sent.
 #[derive(Debug, Component, Default)]
 #[component(name = "typed")]
 struct Typed {
-    input: Input<Rich>,
+    input: Input<Value>,
     out: Output<Rich>,
 }
 
 impl Typed {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Rich) -> Result<Reply> {
-        self.out.emit(ctx, msg).await
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        self.out.emit(ctx, sample()).await
     }
 }
 
@@ -154,12 +200,32 @@ impl RecordWide {
     }
 }
 
+/// `entries`: records the input's `flat` as [`Entries`] (decoded from the message as
+/// it came).
+#[derive(Debug, Component, Default)]
+#[component(name = "entries")]
+struct RecordEntries {
+    input: Input<tiny_sdk::Msg>,
+}
+
+impl RecordEntries {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: tiny_sdk::Msg) -> Reply {
+        record(
+            ctx.node_name(),
+            format!("{:?}", msg.decode::<FlatEntries>("input").ok()),
+        );
+        Reply::empty()
+    }
+}
+
 /// The templates: objects whose fields are placed whole, read inside, read twice,
 /// beside `$` itself, interpolated, missing, nested, in arrays, past the key-by-key
 /// size, through filters, descent and functions; and templates that are not objects.
 fn templates() -> Vec<Value> {
     vec![
         json!({"n": "{{$.n}}", "v": "{{$.v + 1}}", "user": "{{$.user}}", "text": "{{$.text}}"}),
+        json!({"flat": "{{$.flat}}", "user": "{{$.user}}", "list": "{{$.list}}"}),
+        json!({"flat": "{{$.flat.a}}", "map": "{{$.map}}"}),
         json!({"user": "{{$.user}}", "name": "{{$.user.name}}"}),
         json!({"name": "{{$.user.name}}", "user": "{{$.user}}"}),
         json!({"a": "{{$.user}}", "user": "{{$.user}}"}),
@@ -205,9 +271,11 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
         .register::<Forward>()
         .register::<RecordValue>()
         .register::<RecordWide>()
+        .register::<RecordEntries>()
         .build();
     let tag = format!("{source}-{retries}-{fan_out}");
     let (to_value, to_wide, beside) = (format!("v-{tag}"), format!("w-{tag}"), format!("b-{tag}"));
+    let to_entries = format!("e-{tag}");
     let mut flow = FlowBuilder::new()
         .node("src", source)
         .node(&to_value, "value")
@@ -222,6 +290,14 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
         .edge_with(
             "fan:out",
             &format!("{to_wide}:input"),
+            template.clone(),
+            policy(retries),
+        )
+        .node("ent", source)
+        .node(&to_entries, "entries")
+        .edge_with(
+            "ent:out",
+            &format!("{to_entries}:input"),
             template.clone(),
             policy(retries),
         );
@@ -239,8 +315,9 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
     let message = serde_json::to_value(sample()).expect("the sample serialises");
     e.send("src:input", message.clone()).await.expect("delivered");
     // Fails when the input does not decode as `Wide`: then nothing is recorded.
-    let decoded = e.send("fan:input", message).await.is_ok();
-    let mut got = vec![take(&to_value), take(&to_wide)];
+    let decoded = e.send("fan:input", message.clone()).await.is_ok();
+    e.send("ent:input", message).await.expect("delivered");
+    let mut got = vec![take(&to_value), take(&to_wide), take(&to_entries)];
     assert_eq!(
         decoded,
         !got[1].is_empty(),
@@ -255,11 +332,6 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
 #[tokio::test]
 async fn every_rendering_path_gives_the_reference_input() {
     let message = serde_json::to_value(sample()).expect("the sample serialises");
-    assert_eq!(
-        serde_json::from_value::<Rich>(message.clone()).ok(),
-        Some(sample()),
-        "the sample must survive JSON for the comparison to hold"
-    );
     for template in templates() {
         let compiled = Template::compile(&template).expect("the template compiles");
         let mut failures = Vec::new();
@@ -269,16 +341,17 @@ async fn every_rendering_path_gives_the_reference_input() {
             // A receiver that cannot decode its input fails the hop: nothing recorded.
             Err(_) => vec![],
         };
-        let expected = [vec![reference.to_string()], wide];
+        let entries = format!("{:?}", serde_json::from_value::<FlatEntries>(reference.clone()).ok());
+        let expected = [vec![reference.to_string()], wide, vec![entries]];
         for source in ["typed", "forward"] {
             for retries in [false, true] {
                 for fan_out in [false, true] {
                     let got = deliver(source, &template, retries, fan_out).await;
                     let case = format!("template {template}, {source} in, retries {retries}, fan-out {fan_out}");
-                    assert_eq!(got[..2], expected[..], "{case}");
+                    assert_eq!(got[..3], expected[..], "{case}");
                     if fan_out {
                         let beside = json!({"user": "ada", "all": message}).to_string();
-                        assert_eq!(got[2], [beside], "{case}: the edge beside");
+                        assert_eq!(got[3], [beside], "{case}: the edge beside");
                     }
                 }
             }
