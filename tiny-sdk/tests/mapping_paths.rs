@@ -358,3 +358,50 @@ async fn every_rendering_path_gives_the_reference_input() {
         }
     }
 }
+
+/// With strict expressions a failing expression fails the hop: every path fails with
+/// the reference's error, and renders what it renders otherwise.
+#[tokio::test]
+async fn strict_rendering_paths_fail_as_the_reference_does() {
+    let message = serde_json::to_value(sample()).expect("the sample serialises");
+    for template in templates() {
+        let compiled = Template::compile(&template).expect("the template compiles");
+        let expected = match compiled.render(&message) {
+            Ok(value) => Ok(vec![value.to_string()]),
+            Err(e) => Err(e.to_string()),
+        };
+        for source in ["typed", "forward"] {
+            let e = Engine::builder()
+                .strict_expressions(true)
+                .register::<Typed>()
+                .register::<Forward>()
+                .register::<RecordValue>()
+                .build();
+            let to = format!("strict-{source}");
+            let flow = FlowBuilder::new()
+                .node("src", source)
+                .node(&to, "value")
+                .edge_with("src:out", &format!("{to}:input"), template.clone(), policy(false))
+                .build();
+            for node in flow.nodes {
+                e.apply(node).await.expect("the flow loads");
+            }
+            let got = match e.send("src:input", message.clone()).await {
+                Ok(_) => Ok(take(&to)),
+                Err(err) => {
+                    assert!(take(&to).is_empty(), "a failed hop reaches no handler");
+                    assert_eq!(err.code(), Some("MAPPING"), "{err}");
+                    // The reference's words, after what says where it failed.
+                    let text = err.to_string();
+                    Err(expected
+                        .as_ref()
+                        .err()
+                        .filter(|e| text.contains(e.as_str()))
+                        .cloned()
+                        .unwrap_or(text))
+                }
+            };
+            assert_eq!(got, expected, "template {template}, {source} in");
+        }
+    }
+}
