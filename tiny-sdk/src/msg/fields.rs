@@ -34,7 +34,9 @@ pub(super) fn project_placing<T: Serialize + ?Sized>(
     placed: &super::Placing,
 ) -> Result<(Value, bool, Vec<Option<Value>>), Error> {
     let left_out = Cell::new(false);
-    let slots = RefCell::new(Vec::new());
+    // One slot per place up to the last one used: none is grown while serialising.
+    let places = placed.iter().flatten().max().map_or(0, |last| last + 1);
+    let slots = RefCell::new(vec![None; places]);
     let tree = value.serialize(Fields {
         keys,
         left_out: &left_out,
