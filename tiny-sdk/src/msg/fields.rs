@@ -219,12 +219,11 @@ impl SerializeStruct for StructOut<'_> {
                 };
                 let value = serde_json::to_value(value)?;
                 match f.placed.get(at).copied().flatten() {
+                    // `project_placing` made a slot for every place.
                     Some(i) => {
-                        let mut slots = f.slots.borrow_mut();
-                        if slots.len() <= i {
-                            slots.resize(i + 1, None);
+                        if let Some(slot) = f.slots.borrow_mut().get_mut(i) {
+                            *slot = Some(value);
                         }
-                        slots[i] = Some(value);
                     }
                     None => {
                         f.out.insert(key.to_owned(), value);
