@@ -9,10 +9,7 @@
 //! message for a retry and on edges that hand it over, and along a fan-out whose other
 //! edge reads the fields this one may move.
 
-use std::{
-    collections::BTreeMap,
-    sync::{Mutex, OnceLock},
-};
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use tiny_sdk::{
@@ -21,7 +18,7 @@ use tiny_sdk::{
     flow::{FlowBuilder, RetryPolicy},
     prelude::*,
 };
-use tiny_testkit::components::Forward;
+use tiny_testkit::{components::Forward, seen};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
 struct Inner {
@@ -157,21 +154,6 @@ impl Typed {
     }
 }
 
-fn seen() -> &'static Mutex<BTreeMap<String, Vec<String>>> {
-    static SEEN: OnceLock<Mutex<BTreeMap<String, Vec<String>>>> = OnceLock::new();
-    SEEN.get_or_init(Mutex::default)
-}
-
-fn record(node: &str, what: String) {
-    if let Ok(mut s) = seen().lock() {
-        s.entry(node.to_owned()).or_default().push(what);
-    }
-}
-
-fn take(node: &str) -> Vec<String> {
-    seen().lock().ok().and_then(|mut s| s.remove(node)).unwrap_or_default()
-}
-
 /// `value`: records the input as JSON.
 #[derive(Debug, Component, Default)]
 #[component(name = "value")]
@@ -181,7 +163,7 @@ struct RecordValue {
 
 impl RecordValue {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
-        record(ctx.node_name(), msg.to_string());
+        seen::record(ctx.node_name(), msg.to_string());
         Reply::empty()
     }
 }
@@ -195,7 +177,7 @@ struct RecordWide {
 
 impl RecordWide {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Wide) -> Reply {
-        record(ctx.node_name(), format!("{msg:?}"));
+        seen::record(ctx.node_name(), format!("{msg:?}"));
         Reply::empty()
     }
 }
@@ -210,7 +192,7 @@ struct RecordEntries {
 
 impl RecordEntries {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: tiny_sdk::Msg) -> Reply {
-        record(
+        seen::record(
             ctx.node_name(),
             format!("{:?}", msg.decode::<FlatEntries>("input").ok()),
         );
@@ -317,14 +299,14 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
     // Fails when the input does not decode as `Wide`: then nothing is recorded.
     let decoded = e.send("fan:input", message.clone()).await.is_ok();
     e.send("ent:input", message).await.expect("delivered");
-    let mut got = vec![take(&to_value), take(&to_wide), take(&to_entries)];
+    let mut got = vec![seen::take(&to_value), seen::take(&to_wide), seen::take(&to_entries)];
     assert_eq!(
         decoded,
         !got[1].is_empty(),
         "a hop fails exactly when its input does not decode"
     );
     if fan_out {
-        got.push(take(&beside));
+        got.push(seen::take(&beside));
     }
     got
 }
@@ -387,9 +369,9 @@ async fn strict_rendering_paths_fail_as_the_reference_does() {
                 e.apply(node).await.expect("the flow loads");
             }
             let got = match e.send("src:input", message.clone()).await {
-                Ok(_) => Ok(take(&to)),
+                Ok(_) => Ok(seen::take(&to)),
                 Err(err) => {
-                    assert!(take(&to).is_empty(), "a failed hop reaches no handler");
+                    assert!(seen::take(&to).is_empty(), "a failed hop reaches no handler");
                     assert_eq!(err.code(), Some("MAPPING"), "{err}");
                     // The reference's words, after what says where it failed.
                     let text = err.to_string();

@@ -4,10 +4,7 @@
 //! from the wire's bytes), including types whose serde round trip is lossy, whether
 //! the receiver takes the value (`msg: T`) or borrows it (`msg: &T`).
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -17,6 +14,7 @@ use tiny_sdk::{
     flow::{FlowBuilder, RetryPolicy},
     prelude::*,
 };
+use tiny_testkit::seen;
 
 /// Round-trips exactly: moved or cloned on a same-type edge.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Schema)]
@@ -148,23 +146,6 @@ fn via_json<T: Serialize, U: DeserializeOwned>(v: &T) -> U {
     serde_json::from_value(serde_json::to_value(v).expect("encodes")).expect("decodes")
 }
 
-type Seen = Arc<Mutex<HashMap<String, Vec<String>>>>;
-
-fn seen() -> &'static Seen {
-    static SEEN: std::sync::OnceLock<Seen> = std::sync::OnceLock::new();
-    SEEN.get_or_init(Default::default)
-}
-
-fn record(node: &str, what: String) {
-    if let Ok(mut s) = seen().lock() {
-        s.entry(node.to_owned()).or_default().push(what);
-    }
-}
-
-fn take_seen(node: &str) -> Vec<String> {
-    seen().lock().ok().and_then(|mut s| s.remove(node)).unwrap_or_default()
-}
-
 macro_rules! components {
     ($($send:ident / $recv:ident / $lend:ident: $t:ty = $sample:expr, $sname:literal, $rname:literal, $lname:literal;)*) => {$(
         /// Emits the sample value on any input.
@@ -190,7 +171,7 @@ macro_rules! components {
 
         impl $recv {
             async fn on_input(&self, ctx: &Ctx<Self>, msg: $t) -> Reply {
-                record(ctx.node_name(), format!("{msg:?}"));
+                seen::record(ctx.node_name(), format!("{msg:?}"));
                 Reply::value(json!("ok"))
             }
         }
@@ -204,7 +185,7 @@ macro_rules! components {
 
         impl $lend {
             async fn on_input(&self, ctx: &Ctx<Self>, msg: &$t) -> Reply {
-                record(ctx.node_name(), format!("{msg:?}"));
+                seen::record(ctx.node_name(), format!("{msg:?}"));
                 Reply::value(json!("ok"))
             }
         }
@@ -279,7 +260,7 @@ async fn run(
         e.apply(node).await.expect("loads");
     }
     e.send("src:go", json!({})).await.expect("delivered");
-    names.iter().flat_map(|n| take_seen(n)).collect()
+    names.iter().flat_map(|n| seen::take(n)).collect()
 }
 
 fn dbg<T: std::fmt::Debug>(v: &T) -> String {
@@ -448,7 +429,7 @@ async fn bytes_from_the_wire_decode_straight_into_the_port_type() {
         deliver(serde_json::to_vec(&exact()).expect("encodes"))
             .await
             .expect("delivered");
-        assert_eq!(take_seen(node), [dbg(&exact())], "{node}");
+        assert_eq!(seen::take(node), [dbg(&exact())], "{node}");
         let err = deliver(br#"{"n":"seven"}"#.to_vec())
             .await
             .err()
@@ -693,7 +674,7 @@ async fn a_template_reads_only_the_fields_it_names() {
         }
         let before = written();
         e.send(&format!("wide{i}:go"), json!({})).await.expect("delivered");
-        assert_eq!(take_seen(&format!("seen{i}")), [format!("{want:?}")], "{mapping}");
+        assert_eq!(seen::take(&format!("seen{i}")), [format!("{want:?}")], "{mapping}");
         assert_eq!(written() - before, writes, "times `rest` was written for {mapping}");
     }
 }
@@ -708,7 +689,7 @@ struct RelayMsg {
 
 impl RelayMsg {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Msg) -> Result<Reply> {
-        record(ctx.node_name(), msg.type_name().to_owned());
+        seen::record(ctx.node_name(), msg.type_name().to_owned());
         self.out.emit(ctx, msg).await
     }
 }
@@ -723,7 +704,7 @@ struct AnswerMsg {
 impl AnswerMsg {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: &Msg) -> Result<Reply> {
         let n = msg.json()?["n"].clone();
-        record(ctx.node_name(), format!("{} n={n}", msg.type_name()));
+        seen::record(ctx.node_name(), format!("{} n={n}", msg.type_name()));
         Ok(Reply::msg(msg.clone()))
     }
 }
@@ -752,11 +733,11 @@ async fn a_msg_port_carries_the_message_as_it_came() {
     }
     e.send("m-src:go", json!({})).await.expect("delivered");
     assert_eq!(
-        take_seen("m-relay"),
+        seen::take("m-relay"),
         [std::any::type_name::<Exact>()],
         "the typed value itself"
     );
-    assert_eq!(take_seen("m-dst"), [dbg(&exact())]);
+    assert_eq!(seen::take("m-dst"), [dbg(&exact())]);
 
     // JSON in, the same JSON back, whatever its shape.
     for sent in [json!({"n": 1, "x": [true]}), json!("text"), json!(null)] {
@@ -777,7 +758,7 @@ async fn a_msg_port_carries_the_message_as_it_came() {
         .expect("answered");
     let got = reply.as_msg().expect("a reply").to_json_bytes().expect("bytes");
     assert_eq!(got, bytes, "the very bytes that came");
-    let seen = take_seen("m-answer");
+    let seen = seen::take("m-answer");
     assert_eq!(seen.last().map(String::as_str), Some("JSON bytes n=2"), "{seen:?}");
 }
 
@@ -828,7 +809,10 @@ async fn a_failing_expression_does_not_need_the_fields_it_did_not_read() {
         e.apply(node).await.expect("loads");
     }
     e.send("fragile:go", json!({})).await.expect("delivered");
-    assert_eq!(take_seen("fragile-seen"), [format!("{:?}", json!({"n": 7, "m": null}))]);
+    assert_eq!(
+        seen::take("fragile-seen"),
+        [format!("{:?}", json!({"n": 7, "m": null}))]
+    );
 }
 
 /// A message with a field it may leave out.
@@ -881,6 +865,6 @@ async fn an_object_template_over_a_typed_message_gives_what_json_gives() {
     for _ in 0..2 {
         e.send("sparse:go", json!({})).await.expect("delivered");
         let expected = json!({"who": "ada", "note": null, "tags": ["a", "b"], "first": "a", "k": 1});
-        assert_eq!(take_seen("sparse-seen"), [format!("{expected:?}")]);
+        assert_eq!(seen::take("sparse-seen"), [format!("{expected:?}")]);
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! - [`components`]: the usual test components (an echo, one that says where it ran,
 //!   one that fails on demand, one that never answers, one that says who leads).
+//! - [`seen`]: what test components saw, recorded by node for the test to take.
 //! - [`cluster`] (feature `cluster`, on by default): a control plane with the CRDs,
 //!   flows and objects applied from YAML, TinySignals sent and awaited, nodes awaited
 //!   Ready; [`Replica`]: a module binary run as a process (start, probe, metrics,
@@ -15,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod components;
+pub mod seen;
 
 #[cfg(feature = "cluster")]
 pub mod cluster;
