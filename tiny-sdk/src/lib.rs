@@ -62,6 +62,7 @@ pub mod harness;
 pub mod message;
 pub mod metadata;
 pub mod msg;
+mod name;
 pub mod port;
 pub mod redact;
 pub mod run;

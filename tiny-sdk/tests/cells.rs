@@ -1,6 +1,7 @@
 //! A hop finds its target through the target's cell, which the engine keeps in step
 //! with its node table: a node reloaded, removed or made again is found as it is now,
-//! and an engine that goes lets go of its components, even when its flow is a cycle.
+//! with the input and mapping it has now (which an edge remembers per runner), and an
+//! engine that goes lets go of its components, even when its flow is a cycle.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -113,6 +114,104 @@ async fn a_target_reloaded_removed_and_made_again_is_found_as_it_is_now() {
     assert!(err.to_string().contains("`b`"), "{err}");
     e.apply(b("three")).await.expect("made again");
     assert_eq!(tag_via_a(&e).await.expect("b answers"), json!({"tag": "three"}));
+}
+
+/// `two`: answers which of its inputs a message came in on, and the message.
+#[derive(Debug, Default, Component)]
+#[component(name = "two")]
+struct Two {
+    left: Input<Value>,
+    right: Input<Value>,
+}
+
+impl Two {
+    async fn on_left(&self, _: &Ctx<Self>, msg: Value) -> Reply {
+        Reply::value(json!({"port": "left", "got": msg}))
+    }
+
+    async fn on_right(&self, _: &Ctx<Self>, msg: Value) -> Reply {
+        Reply::value(json!({"port": "right", "got": msg}))
+    }
+}
+
+/// The node `b` of a flow where `a` and `c` (relays) send to `b:right`, with the edges
+/// in `order` (so `b`'s mappings are listed in that order), `a`'s mapping `a_mapping`.
+fn b_fed_by(order: [&str; 2], a_mapping: Value) -> Node {
+    let mut flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("c", "relay")
+        .node("b", "two");
+    for from in order {
+        flow = match from {
+            "a" => flow.edge("a:out", "b:right", a_mapping.clone()),
+            _ => flow.edge("c:out", "b:right", json!({"from": "c"})),
+        };
+    }
+    let flow = flow.build();
+    flow.nodes
+        .into_iter()
+        .find(|n| n.name == "b")
+        .unwrap_or_else(|| panic!("the flow has b"))
+}
+
+#[tokio::test]
+async fn a_reloaded_target_takes_each_message_with_the_mapping_it_has_now() {
+    let e = Engine::builder().register::<Relay>().register::<Two>().build();
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .node("c", "relay")
+        .edge("a:out", "b:right", json!({"from": "a", "n": "{{$.n}}"}))
+        .edge("c:out", "b:right", json!({"from": "c"}))
+        .build();
+    for node in flow.nodes.into_iter().filter(|n| n.name != "b") {
+        e.apply(node).await.expect("loads");
+    }
+    e.apply(b_fed_by(["a", "c"], json!({"from": "a", "n": "{{$.n}}"})))
+        .await
+        .expect("loads");
+    let via = |from: &'static str| {
+        let e = &e;
+        async move {
+            let reply = e
+                .send(&format!("{from}:input"), json!({"n": 1}))
+                .await
+                .expect("b answers");
+            reply.into_value().unwrap_or(Value::Null)
+        }
+    };
+    // Twice each: the second hop along an edge reads where it lands from the edge.
+    for _ in 0..2 {
+        assert_eq!(via("a").await, json!({"port": "right", "got": {"from": "a", "n": 1}}));
+        assert_eq!(via("c").await, json!({"port": "right", "got": {"from": "c"}}));
+    }
+    // `b` again, its mappings listed the other way round and `a`'s changed: each
+    // sender's messages take its own mapping as it is now.
+    e.apply(b_fed_by(["c", "a"], json!({"from": "a", "twice": "{{$.n * 2}}"})))
+        .await
+        .expect("reloads");
+    for _ in 0..2 {
+        assert_eq!(
+            via("a").await,
+            json!({"port": "right", "got": {"from": "a", "twice": 2}})
+        );
+        assert_eq!(via("c").await, json!({"port": "right", "got": {"from": "c"}}));
+    }
+    // And without `a`'s edge: `b:right` gets the port's default from `a` (the Go
+    // SDK's rule for an edge without a mapping), `c`'s mapping still from `c`.
+    let only_c = {
+        let flow = FlowBuilder::new()
+            .node("c", "relay")
+            .node("b", "two")
+            .edge("c:out", "b:right", json!({"from": "c"}))
+            .build();
+        flow.nodes
+            .into_iter()
+            .find(|n| n.name == "b")
+            .unwrap_or_else(|| panic!("the flow has b"))
+    };
+    e.apply(only_c).await.expect("reloads");
+    assert_eq!(via("c").await, json!({"port": "right", "got": {"from": "c"}}));
+    assert_eq!(via("a").await, json!({"port": "right", "got": null}));
 }
 
 #[tokio::test]

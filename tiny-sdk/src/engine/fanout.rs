@@ -159,7 +159,7 @@ fn local(
     let Some(runner) = cell.runner() else {
         return Err((msg, hop));
     };
-    let Some(index) = runner.inlet(&route.port) else {
+    let Some(landing) = route.landing(&runner, &outlet.from) else {
         return Err((msg, hop));
     };
     if engine.runs.is_some() && super::durable::mints(&runner, &route.port) {
@@ -172,7 +172,7 @@ fn local(
     Ok(LocalHop {
         handling: runner.start(
             &engine.module,
-            index,
+            landing,
             (&outlet.from, route),
             msg,
             hop,

@@ -219,6 +219,18 @@ fn panicked(what: &str, panic: &(dyn std::any::Any + Send)) -> Error {
     Error::permanent(format!("{what} panicked: {msg}")).with_code(crate::error::code::PANIC)
 }
 
+/// Boxes the future `make` returns, made in its allocation rather than on the stack
+/// and then copied: a handler's future is allocated once per hop and is large, while
+/// what it holds before its first poll (its captures) is small.
+#[inline(always)]
+fn boxed_in_place<F: Future<Output = Result<Reply>> + Send + 'static>(
+    make: impl FnOnce() -> F,
+) -> BoxFuture<'static, Result<Reply>> {
+    let slot: Box<std::mem::MaybeUninit<F>> = Box::new_uninit();
+    let made: Box<F> = Box::write(slot, make());
+    Box::into_pin(made)
+}
+
 impl<C: Component + Hooks> NodeInstance for Instance<C> {
     fn info(&self) -> ComponentInfo {
         C::info()
@@ -233,7 +245,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
     }
 
     fn handle(self: Arc<Self>, port: &'static str, input: Msg, hop: Hop) -> BoxFuture<'static, Result<Reply>> {
-        Box::pin(async move {
+        boxed_in_place(move || async move {
             let ctx = self.ctx(hop);
             // A catch port reports the input that failed: keep a reference (the
             // handler then gets a copy rather than the value itself).

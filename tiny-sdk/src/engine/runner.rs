@@ -1,6 +1,9 @@
 //! One node: its component instance, compiled edge mappings, settings and edges.
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -30,6 +33,9 @@ use super::{
 /// A node ready to take messages. Rebuilt on every spec change; the instance (and so
 /// the component's state) carries over when the component stays the same.
 pub(crate) struct Runner {
+    /// This runner among all the runners built in the process (never 0): what a
+    /// route's [`Landing`] is valid for.
+    id: u64,
     pub name: Arc<str>,
     pub node: Node,
     pub instance: Arc<dyn NodeInstance>,
@@ -92,6 +98,45 @@ pub(crate) struct Route {
     pub backoff: Backoff,
     /// The target's cell, found by its name on the first hop (see [`NodeCell`]).
     pub target: std::sync::OnceLock<Arc<NodeCell>>,
+    /// Where the messages land in the target's runner (see [`Route::landing`]).
+    landing: Landing,
+}
+
+/// Where a route's messages land in one runner of its target: the input port's index
+/// and the index of that port's mapping for the route's sender, found by their names
+/// on the first hop to that runner. One word, with the runner's id, so that a hop
+/// reads it without a lock and a reload of the target (a new runner) is seen.
+#[derive(Default)]
+struct Landing(AtomicU64);
+
+impl Landing {
+    /// Bits for each index; a larger index is looked up by name on every hop.
+    const INDEX_BITS: u32 = 12;
+    const INDEX_MASK: u64 = (1 << Self::INDEX_BITS) - 1;
+    /// Bits for a runner's id.
+    const ID_MASK: u64 = (1 << (64 - 2 * Self::INDEX_BITS)) - 1;
+
+    /// The input's and the mapping's index, if they were found for runner `id`.
+    fn get(&self, id: u64) -> Option<(usize, Option<usize>)> {
+        let word = self.0.load(Ordering::Relaxed);
+        (word != 0 && word >> (2 * Self::INDEX_BITS) == id & Self::ID_MASK).then(|| {
+            let inlet = (word >> Self::INDEX_BITS) & Self::INDEX_MASK;
+            let mapping = (word & Self::INDEX_MASK).checked_sub(1);
+            (inlet as usize, mapping.map(|m| m as usize))
+        })
+    }
+
+    /// Remembers the indexes found for runner `id` (the mapping's stored plus one:
+    /// zero is none).
+    fn set(&self, id: u64, inlet: usize, mapping: Option<usize>) {
+        let (Ok(inlet), Ok(mapping)) = (u64::try_from(inlet), mapping.map_or(Ok(0), |m| u64::try_from(m + 1))) else {
+            return;
+        };
+        if inlet <= Self::INDEX_MASK && mapping <= Self::INDEX_MASK {
+            let word = (id & Self::ID_MASK) << (2 * Self::INDEX_BITS) | inlet << Self::INDEX_BITS | mapping;
+            self.0.store(word, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The runner a node of this engine has now, or none (not loaded yet, failed, or
@@ -131,6 +176,20 @@ impl NodeCell {
 }
 
 impl Route {
+    /// Where this route's messages from `from` land in `runner`, its target's runner
+    /// now: the input port's index (see [`Runner::inlet`]) and the index of that
+    /// port's mapping for `from`, if it has one; `None` when the runner has no such
+    /// input. Found by name on the first hop to each runner, read from the route after.
+    pub fn landing(&self, runner: &Runner, from: &str) -> Option<(usize, Option<usize>)> {
+        if let Some(found) = self.landing.get(runner.id) {
+            return Some(found);
+        }
+        let inlet = runner.inlet(&self.port)?;
+        let mapping = runner.mapping(inlet, from);
+        self.landing.set(runner.id, inlet, mapping);
+        Some((inlet, mapping))
+    }
+
     /// `msg` along this edge from `from`, as attempt `attempt`.
     pub fn delivery<'a>(&'a self, from: &'a str, msg: Msg, hop: Hop, attempt: u32) -> Delivery<'a> {
         let source = Source::Edge {
@@ -305,6 +364,7 @@ impl Runner {
                 module,
                 backoff,
                 target: std::sync::OnceLock::new(),
+                landing: Landing::default(),
             }));
         }
         let outlets = outlets.into_iter().map(Arc::new).collect();
@@ -336,7 +396,10 @@ impl Runner {
                 Some(Error::permanent(text.join("; ")).with_code(crate::error::code::SECRET))
             }
         };
+        // Ids start at 1: an empty `Landing` matches no runner.
+        static BUILT: AtomicU64 = AtomicU64::new(1);
         Ok(Runner {
+            id: BUILT.fetch_add(1, Ordering::Relaxed),
             name,
             node,
             instance,
@@ -459,15 +522,15 @@ impl Runner {
 
     /// Where messages emitted on `port` go, if it has edges.
     pub fn outlet(&self, port: &str) -> Option<&Arc<Outlet>> {
-        self.outlets.iter().find(|o| o.port == port)
+        self.outlets.iter().find(|o| crate::name::same(&o.port, port))
     }
 
     /// The input for `inlet` from a message that came from `source`, with the edge
     /// expressions that failed on the way (see [`mapping`](super::mapping)).
-    fn input(&self, inlet: &Inlet, source: &Source<'_>, data: Msg) -> Result<(Msg, Failed)> {
+    fn input(&self, inlet: &Inlet, mapping: Option<usize>, source: &Source<'_>, data: Msg) -> Result<(Msg, Failed)> {
         match source {
             Source::Signal => Ok((data, None)),
-            Source::Edge { from, edge_id } => match inlet.mappings.iter().find(|m| m.from == *from) {
+            Source::Edge { edge_id, .. } => match mapping.and_then(|m| inlet.mappings.get(m)) {
                 Some(m) => m.apply(
                     data,
                     &self.policy,
@@ -549,14 +612,21 @@ impl Runner {
         self.inputs.iter().position(|i| i.spec.name == port)
     }
 
-    /// Starts a delivery along `route` from `from` to business input `index` (see
-    /// [`inlet`](Self::inlet)): the handler's future made, in the hop's span. What is
-    /// left, running it and finishing, is the returned future's, which owns all it
-    /// needs. (A first attempt: a retry goes the general way.)
+    /// The index of business input `inlet`'s mapping for messages from `from`
+    /// (`"<node>:<port>"`), if it has one.
+    fn mapping(&self, inlet: usize, from: &str) -> Option<usize> {
+        self.inputs[inlet].mappings.iter().position(|m| *m.from == *from)
+    }
+
+    /// Starts a delivery along `route` from `from` to business input `index`, taking
+    /// its mapping `mapping` (see [`Route::landing`]): the handler's future made, in
+    /// the hop's span. What is left, running it and finishing, is the returned
+    /// future's, which owns all it needs. (A first attempt: a retry goes the general
+    /// way.)
     pub fn start(
         self: Arc<Self>,
         module: &str,
-        index: usize,
+        (index, mapping): (usize, Option<usize>),
         (from, route): (&str, &Route),
         msg: Msg,
         hop: Hop,
@@ -571,7 +641,7 @@ impl Runner {
         };
         let span = super::trace::hop_span(module, &self.node, port, &source, depth, attempt);
         let observed = observer.is_some_and(|o| o.wants_data(&self.name));
-        let call = span.in_scope(|| self.handler(index, &source, msg, hop, observed));
+        let call = span.in_scope(|| self.handler(index, mapping, &source, msg, hop, observed));
         let (future, seen, expressions) = match call {
             Call::Handler {
                 future,
@@ -712,13 +782,26 @@ impl Runner {
                 .with_code(crate::error::code::UNKNOWN_PORT),
             );
         };
-        self.handler(index, source, data, hop, observed)
+        let mapping = match source {
+            Source::Edge { from, .. } => self.mapping(index, from),
+            Source::Signal => None,
+        };
+        self.handler(index, mapping, source, data, hop, observed)
     }
 
-    /// A business port's handler call, with its input.
-    fn handler(&self, index: usize, source: &Source<'_>, data: Msg, hop: Hop, observed: bool) -> Call {
+    /// A business port's handler call, with its input made by the port's mapping
+    /// `mapping` (see [`mapping`](Self::mapping)), or its default when it has none.
+    fn handler(
+        &self,
+        index: usize,
+        mapping: Option<usize>,
+        source: &Source<'_>,
+        data: Msg,
+        hop: Hop,
+        observed: bool,
+    ) -> Call {
         let inlet = &self.inputs[index];
-        let (input, expressions) = match self.input(inlet, source, data) {
+        let (input, expressions) = match self.input(inlet, mapping, source, data) {
             Ok(input) => input,
             Err(e) => return Call::Refused(e),
         };

@@ -87,7 +87,7 @@ impl<'k> Filtered<'k> {
 
     /// Where `key` is in `keys`, if it is wanted.
     fn position(&self, key: &str) -> Option<usize> {
-        let at = self.keys.iter().position(|k| **k == *key);
+        let at = self.keys.iter().position(|k| crate::name::same(k, key));
         if at.is_none() {
             self.left_out.set(true);
         }
