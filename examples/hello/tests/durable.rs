@@ -276,6 +276,31 @@ impl Scene {
         out.join("; ")
     }
 
+    /// Every replica's log lines that mention `needle`, for a failure's message.
+    fn log_lines(&self, needle: &str) -> String {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(self.dir.path()).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                out.extend(
+                    text.lines()
+                        .filter(|l| l.contains(needle))
+                        .map(|l| format!("{name}: {l}")),
+                );
+            }
+        }
+        if out.is_empty() {
+            format!("no log line mentions {needle}")
+        } else {
+            out.join("\n")
+        }
+    }
+
     /// A replica's log, for a failure's message.
     fn log(&self, identity: &str) -> String {
         let path = self.dir.path().join(format!("{identity}.log"));
@@ -444,7 +469,9 @@ fn check(
         for call in earlier {
             assert!(
                 explains(call),
-                "{run_id} {step} ran again after {call:?} (then {last:?}), and no crash explains it"
+                "{run_id} {step} ran again after {call:?} (then {last:?}), and no crash explains it; the logs \
+                 on its run:\n{}",
+                scene.log_lines(run_id)
             );
             tally.repeated_calls.push(call.clone());
         }
@@ -544,6 +571,8 @@ async fn runs_complete_and_steps_run_once_across_a_broker_restart() {
     }
     let sent = started.elapsed();
     let (down, up) = outage.expect("the broker was restarted");
+    // Said before the check, so that a step that ran again is placed against it.
+    eprintln!("the broker went at {down} ms and both modules were ready again at {up} ms");
     let ledger = all_complete(&scene, runs, Duration::from_secs(120), &["alpha-0", "beta-0"]).await;
     let done = started.elapsed();
     // A step runs again only if its first call was under way when the broker went
