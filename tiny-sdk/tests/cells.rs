@@ -134,21 +134,22 @@ impl Two {
     }
 }
 
-/// The node `b` of a flow where `a` and `c` (relays) send to `b:right`, with the edges
-/// in `order` (so `b`'s mappings are listed in that order), `a`'s mapping `a_mapping`.
-fn b_fed_by(order: [&str; 2], a_mapping: Value) -> Node {
+/// A flow where the relays `a` and `c` send to `b:right` (`b` a `two`): one edge per
+/// `(sender, mapping)`, in that order, so `b`'s mappings are listed in that order.
+fn fed_into_b(edges: &[(&str, Value)]) -> Vec<Node> {
     let mut flow = FlowBuilder::new()
         .node("a", "relay")
         .node("c", "relay")
         .node("b", "two");
-    for from in order {
-        flow = match from {
-            "a" => flow.edge("a:out", "b:right", a_mapping.clone()),
-            _ => flow.edge("c:out", "b:right", json!({"from": "c"})),
-        };
+    for (from, mapping) in edges {
+        flow = flow.edge(&format!("{from}:out"), "b:right", mapping.clone());
     }
-    let flow = flow.build();
-    flow.nodes
+    flow.build().nodes
+}
+
+/// The node `b` of [`fed_into_b`]'s flow.
+fn b_fed(edges: &[(&str, Value)]) -> Node {
+    fed_into_b(edges)
         .into_iter()
         .find(|n| n.name == "b")
         .unwrap_or_else(|| panic!("the flow has b"))
@@ -157,18 +158,10 @@ fn b_fed_by(order: [&str; 2], a_mapping: Value) -> Node {
 #[tokio::test]
 async fn a_reloaded_target_takes_each_message_with_the_mapping_it_has_now() {
     let e = Engine::builder().register::<Relay>().register::<Two>().build();
-    let flow = FlowBuilder::new()
-        .node("a", "relay")
-        .node("c", "relay")
-        .edge("a:out", "b:right", json!({"from": "a", "n": "{{$.n}}"}))
-        .edge("c:out", "b:right", json!({"from": "c"}))
-        .build();
-    for node in flow.nodes.into_iter().filter(|n| n.name != "b") {
+    let from_c = ("c", json!({"from": "c"}));
+    for node in fed_into_b(&[("a", json!({"from": "a", "n": "{{$.n}}"})), from_c.clone()]) {
         e.apply(node).await.expect("loads");
     }
-    e.apply(b_fed_by(["a", "c"], json!({"from": "a", "n": "{{$.n}}"})))
-        .await
-        .expect("loads");
     let via = |from: &'static str| {
         let e = &e;
         async move {
@@ -186,9 +179,12 @@ async fn a_reloaded_target_takes_each_message_with_the_mapping_it_has_now() {
     }
     // `b` again, its mappings listed the other way round and `a`'s changed: each
     // sender's messages take its own mapping as it is now.
-    e.apply(b_fed_by(["c", "a"], json!({"from": "a", "twice": "{{$.n * 2}}"})))
-        .await
-        .expect("reloads");
+    e.apply(b_fed(&[
+        from_c.clone(),
+        ("a", json!({"from": "a", "twice": "{{$.n * 2}}"})),
+    ]))
+    .await
+    .expect("reloads");
     for _ in 0..2 {
         assert_eq!(
             via("a").await,
@@ -198,18 +194,7 @@ async fn a_reloaded_target_takes_each_message_with_the_mapping_it_has_now() {
     }
     // And without `a`'s edge: `b:right` gets the port's default from `a` (the Go
     // SDK's rule for an edge without a mapping), `c`'s mapping still from `c`.
-    let only_c = {
-        let flow = FlowBuilder::new()
-            .node("c", "relay")
-            .node("b", "two")
-            .edge("c:out", "b:right", json!({"from": "c"}))
-            .build();
-        flow.nodes
-            .into_iter()
-            .find(|n| n.name == "b")
-            .unwrap_or_else(|| panic!("the flow has b"))
-    };
-    e.apply(only_c).await.expect("reloads");
+    e.apply(b_fed(&[from_c])).await.expect("reloads");
     assert_eq!(via("c").await, json!({"port": "right", "got": {"from": "c"}}));
     assert_eq!(via("a").await, json!({"port": "right", "got": null}));
 }
