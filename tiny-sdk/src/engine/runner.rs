@@ -113,7 +113,8 @@ impl Landing {
     /// Bits for each index; a larger index is looked up by name on every hop.
     const INDEX_BITS: u32 = 12;
     const INDEX_MASK: u64 = (1 << Self::INDEX_BITS) - 1;
-    /// Bits for a runner's id.
+    /// Bits for a runner's id: 40, so an id comes round again only after 2^40
+    /// runners are built in one process.
     const ID_MASK: u64 = (1 << (64 - 2 * Self::INDEX_BITS)) - 1;
 
     /// The input's and the mapping's index, if they were found for runner `id`.
