@@ -354,6 +354,39 @@ async fn a_blocking_hop_over_jetstream_returns_the_handlers_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_read_the_broker_never_answers_fails_after_the_api_timeout_and_the_ledger_works_again() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let link = Link::connect(&broker.url()).await.expect("a NATS URL");
+    assert!(link.wait_up(WAIT).await);
+    let js = JetStream::new(link.clone(), "p", "p-0");
+    js.ensure().await.expect("streams");
+    let key = run::step_record_key("r", &run::root_step_key("r"));
+
+    // The broker hangs with the read in flight: its answer never comes.
+    broker.pause().expect("SIGSTOP");
+    let started = std::time::Instant::now();
+    let read = tokio::time::timeout(jetstream::config::API_TIMEOUT * 3, js.get(&key)).await;
+    let waited = started.elapsed();
+    broker.resume().expect("SIGCONT");
+    let e = read
+        .expect("the read gives up rather than waiting forever")
+        .expect_err("no answer");
+    assert!(e.is_retryable(), "the step is tried again: {e}");
+    assert_eq!(e.code(), Some(tiny_sdk::error::code::RUN_STORE), "{e}");
+    assert!(
+        waited >= jetstream::config::API_TIMEOUT - Duration::from_millis(100),
+        "it waited the API timeout first: {waited:?}"
+    );
+
+    js.put(&key, bytes::Bytes::from_static(b"{}")).await.expect("written");
+    assert_eq!(
+        js.get(&key).await.expect("read").as_deref(),
+        Some(&b"{}"[..]),
+        "the ledger answers again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_core_module_is_refused_on_a_broker_with_jetstream_modules() {
     let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
     let link = Link::connect(&broker.url()).await.expect("a NATS URL");

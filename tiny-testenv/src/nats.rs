@@ -153,6 +153,18 @@ impl NatsServer {
         crate::wait_for_port(&mut self.proc, self.port, Duration::from_secs(20)).await
     }
 
+    /// Stops the broker (SIGSTOP): connections stay open and nothing is answered,
+    /// as a broker that hangs or a reply lost on the way. [`resume`](Self::resume)
+    /// lets it go on.
+    pub fn pause(&self) -> Result<(), Error> {
+        self.proc.signal("STOP")
+    }
+
+    /// Lets a [paused](Self::pause) broker go on (SIGCONT).
+    pub fn resume(&self) -> Result<(), Error> {
+        self.proc.signal("CONT")
+    }
+
     /// The broker's log.
     pub fn log_path(&self) -> &Path {
         &self.proc.log

@@ -33,6 +33,11 @@ pub const IN_PROGRESS_EVERY: Duration = Duration::from_secs(10);
 pub const HEALTH_EVERY: Duration = Duration::from_secs(20);
 /// The pause before the receiver rebuilds its streams and consumers.
 pub const REBUILD_AFTER: Duration = Duration::from_secs(2);
+/// How long a JetStream API request (a ledger read or write, a consumer's info, a
+/// stream's creation) waits for the broker's answer: nats.go's default. The
+/// connection itself has no request timeout (each hop has its deadline), and an
+/// answer lost when the broker dies would otherwise be waited for forever.
+pub const API_TIMEOUT: Duration = Duration::from_secs(5);
 /// When a replica's system consumer is reaped after the replica went away.
 const SYSTEM_INACTIVE: Duration = Duration::from_secs(300);
 

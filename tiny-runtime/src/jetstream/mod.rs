@@ -78,7 +78,7 @@ impl JetStream {
 
     /// The context, borrowed. Made on first use, from within the runtime.
     fn jetstream(&self) -> &jetstream::Context {
-        self.context.get_or_init(|| jetstream::new(self.link.client().clone()))
+        self.context.get_or_init(|| context(&self.link))
     }
 
     /// Creates or updates the two streams and the bucket with Go's configurations.
@@ -112,6 +112,14 @@ impl JetStream {
                 .with_code(code::RUN_STORE)
             })
     }
+}
+
+/// A JetStream context on `link` whose API requests give up after
+/// [`config::API_TIMEOUT`].
+fn context(link: &Link) -> jetstream::Context {
+    jetstream::ContextBuilder::new()
+        .timeout(config::API_TIMEOUT)
+        .build(link.client().clone())
 }
 
 /// A broker failure while doing `what`: transient, since the broker may come back.
@@ -181,10 +189,7 @@ pub async fn refuse_core_beside_jetstream(link: &Link, module: &str) -> std::res
     if !link.is_up() {
         return Ok(());
     }
-    match jetstream::new(link.client().clone())
-        .get_stream(config::EDGES_STREAM)
-        .await
-    {
+    match context(link).get_stream(config::EDGES_STREAM).await {
         Ok(_) => Err(crate::Error::Nats(
             Error::permanent(format!(
                 "module `{module}` is on core NATS (TINY_NATS_TRANSPORT=core), but the broker at {} has the JetStream \
