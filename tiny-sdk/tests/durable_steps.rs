@@ -215,6 +215,73 @@ async fn a_step_whose_hop_was_not_stored_is_not_recorded_and_its_message_runs_ag
     assert_eq!(records(&store).len(), 1);
 }
 
+/// A transport whose stores wait until `open` is told (the broker is slow to answer).
+struct Slow {
+    stores: Transport,
+    open: Arc<tokio::sync::Notify>,
+}
+
+impl RemoteRouter for Slow {
+    fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
+        let stored = self.stores.route(module, d);
+        let open = self.open.clone();
+        async move {
+            open.notified().await;
+            stored.await
+        }
+        .boxed()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_delivered_again_while_it_runs_waits_for_it_and_is_skipped() {
+    let flow = flow(1);
+    let store = Arc::new(MemoryRunStore::new());
+    let slow = Arc::new(Slow {
+        stores: Transport::default(),
+        open: Arc::default(),
+    });
+    let mut registry = tiny_sdk::engine::Registry::default();
+    registry.register::<Relay>();
+    let engine = Engine::builder()
+        .module("a")
+        .registry(registry)
+        .router(slow.clone())
+        .runs(store.clone())
+        .build();
+    for node in flow.nodes.iter().filter(|n| n.spec.module == "a") {
+        engine.apply(node.clone()).await.expect("node loads");
+    }
+    let seed = "module-edges:7:1764045600123456789";
+    // The first delivery's handler runs and waits for its hop to be stored...
+    let first = tokio::spawn({
+        let engine = engine.clone();
+        async move { deliver_stored(&engine, seed).await }
+    });
+    while slow.stores.calls.load(Ordering::SeqCst) == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    // ...when the broker delivers the message again.
+    let second = tokio::spawn({
+        let engine = engine.clone();
+        async move { deliver_stored(&engine, seed).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert_eq!(
+        slow.stores.calls.load(Ordering::SeqCst),
+        1,
+        "the second delivery did not run the handler beside the first"
+    );
+    assert!(!second.is_finished(), "it waits for the first");
+    slow.open.notify_one();
+    first.await.expect("no panic").expect("done");
+    second.await.expect("no panic").expect("skipped");
+    assert_eq!(slow.stores.calls.load(Ordering::SeqCst), 1, "one handler call");
+    let recorded = records(&store);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1.status, StepStatus::Done);
+}
+
 #[tokio::test]
 async fn a_hop_a_retry_stored_leaves_its_step_done() {
     let flow = flow(2);

@@ -103,6 +103,17 @@ impl Inner {
             }
         };
         let key = run::step_record_key(step.run_id(), step.step_key());
+        // A second delivery of a step still running here (a broker back from a crash
+        // hands out again what it had delivered) waits for the first to end, and then
+        // finds its record instead of running the handler beside it.
+        let Some(_turn) = self.steps.turn(&key, &d.hop.cancel).await else {
+            return Err(Error::transient(format!(
+                "step `{}` of run `{}` (node `{}`) was stopped while an earlier delivery of it ran",
+                step.step_key(),
+                step.run_id(),
+                runner.name
+            )));
+        };
         let ledger = |e: Error, what: &str| {
             Error::transient(format!(
                 "{what} the run ledger at `{key}` (run `{}`, node `{}`): {e}",

@@ -16,6 +16,7 @@
 //! - `observe`, `retry`, `instance`, `registry`: hooks that see every hop, retry
 //!   policies, a component instance behind a type-erased handle, the components.
 //! - `masking`: what the engine masks (values resolved from placeholders).
+//! - `steps`: the run steps under way in this replica, one delivery of each at a time.
 //! - `trace`: a `tracing` span per hop, so a flow run is one trace.
 //! - `mapping`: edge mappings, and what a failing expression does (Go's `null`).
 //! - `runner`: one node: its instance, compiled mappings, settings and edges.
@@ -41,6 +42,7 @@ mod report;
 mod retry;
 mod runner;
 mod state;
+mod steps;
 mod table;
 mod trace;
 

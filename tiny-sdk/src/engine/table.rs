@@ -226,6 +226,7 @@ impl EngineBuilder {
                 known: Arc::default(),
                 runs: self.runs,
                 answers: self.answers,
+                steps: Default::default(),
             }),
         }
     }
