@@ -29,6 +29,8 @@ pub struct NatsServer {
     proc: Proc,
     port: u16,
     token: String,
+    /// Its `--server_name`, random: how its `INFO` tells it from another broker.
+    name: String,
     _dir: tempfile::TempDir,
 }
 
@@ -52,6 +54,35 @@ pub async fn nats_server_binary() -> Result<PathBuf, Error> {
             source: std::io::Error::other(format!("it exited with {}", output.status)),
         }),
     }
+}
+
+/// Waits until the port takes connections and it is this broker that answers there
+/// (its `INFO` names it): a broker that could not bind the port, because another
+/// test's process took it meanwhile, must not pass for ready while another answers.
+async fn ready(proc: &mut Proc, port: u16, name: &str) -> Result<(), Error> {
+    crate::wait_for_port(proc, port, Duration::from_secs(20)).await?;
+    let info = async {
+        use tokio::io::AsyncBufReadExt as _;
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        let mut line = String::new();
+        tokio::io::BufReader::new(stream).read_line(&mut line).await?;
+        Ok::<_, std::io::Error>(line)
+    };
+    let line = tokio::time::timeout(Duration::from_secs(10), info)
+        .await
+        .map_err(|_| Error::Timeout {
+            what: format!("the INFO line of nats-server on port {port}"),
+            after: Duration::from_secs(10),
+        })?
+        .map_err(io_err(format!("reading the INFO line on port {port}")))?;
+    if line.contains(&format!("\"server_name\":\"{name}\"")) {
+        return Ok(());
+    }
+    proc.kill();
+    Err(Error::Io {
+        context: format!("starting nats-server on port {port}"),
+        source: std::io::Error::other(format!("another server answers there: {}", line.trim())),
+    })
 }
 
 impl NatsServer {
@@ -88,6 +119,7 @@ impl NatsServer {
             .tempdir()
             .map_err(io_err("creating a temporary folder"))?;
         let token = token.to_owned();
+        let name = format!("tiny-test-{}", crate::random_token()?);
         let mut last = None;
         for _ in 0..3 {
             let port = match fixed_port {
@@ -99,15 +131,17 @@ impl NatsServer {
                 .arg("--auth")
                 .arg(&token)
                 .args(["--store_dir", &dir.path().join("store").display().to_string()])
+                .args(["--server_name", &name])
                 .args(extra)
                 .current_dir(dir.path());
             let mut proc = Proc::spawn("nats-server", cmd, dir.path().join("nats-server.log"))?;
-            match crate::wait_for_port(&mut proc, port, Duration::from_secs(20)).await {
+            match ready(&mut proc, port, &name).await {
                 Ok(()) => {
                     return Ok(Self {
                         proc,
                         port,
                         token,
+                        name,
                         _dir: dir,
                     });
                 }
@@ -150,7 +184,7 @@ impl NatsServer {
     /// or killing it first), and waits until it takes connections.
     pub async fn restart(&mut self) -> Result<(), Error> {
         self.proc.restart()?;
-        crate::wait_for_port(&mut self.proc, self.port, Duration::from_secs(20)).await
+        ready(&mut self.proc, self.port, &self.name).await
     }
 
     /// Stops the broker (SIGSTOP): connections stay open and nothing is answered,

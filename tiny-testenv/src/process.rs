@@ -67,7 +67,8 @@ impl Proc {
         Ok(())
     }
 
-    /// Stops (`SIGSTOP`) or continues (`SIGCONT`) the process: a hung peer, not a dead one.
+    /// Stops (`SIGSTOP`, returning once every thread has stopped) or continues
+    /// (`SIGCONT`) the process: a hung peer, not a dead one.
     pub(crate) fn signal(&self, signal: &str) -> Result<(), Error> {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
@@ -77,13 +78,53 @@ impl Proc {
                 context: format!("sending SIG{signal} to {}", self.name),
                 source,
             })?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(Error::Io {
+        if !status.success() {
+            return Err(Error::Io {
                 context: format!("sending SIG{signal} to {}", self.name),
                 source: io::Error::other(format!("kill exited with {status}")),
-            })
+            });
+        }
+        if signal == "STOP" { self.wait_stopped() } else { Ok(()) }
+    }
+
+    /// Waits until every thread of the process has stopped: `kill` returns once the
+    /// signal is sent, and a thread busy in the kernel (a disk write on a loaded
+    /// machine) may still answer a request or two before it stops.
+    fn wait_stopped(&self) -> Result<(), Error> {
+        let tasks = PathBuf::from(format!("/proc/{}/task", self.child.id()));
+        let stopped = || -> io::Result<bool> {
+            for task in std::fs::read_dir(&tasks)? {
+                let stat = std::fs::read_to_string(task?.path().join("stat"))?;
+                // `pid (comm) S ...`: the state follows the last `)` (comm may hold one).
+                let state = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next());
+                if !matches!(state, Some('T' | 't')) {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match stopped() {
+                Ok(true) => return Ok(()),
+                Ok(false) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Ok(false) => {
+                    return Err(Error::Timeout {
+                        what: format!("{} to stop after SIGSTOP", self.name),
+                        after: std::time::Duration::from_secs(10),
+                    });
+                }
+                Err(source) => {
+                    return Err(Error::Io {
+                        context: format!("reading the state of {} in {}", self.name, tasks.display()),
+                        source,
+                    });
+                }
+            }
         }
     }
 }
