@@ -88,8 +88,9 @@ impl Proc {
     }
 
     /// Waits until every thread of the process has stopped: `kill` returns once the
-    /// signal is sent, and a thread busy in the kernel (a disk write on a loaded
-    /// machine) may still answer a request or two before it stops.
+    /// signal is sent, not once every thread has taken it, and a test that pauses a
+    /// peer counts on its silence from the next line on. A process that has exited
+    /// never shows stopped: an error after 10 s.
     fn wait_stopped(&self) -> Result<(), Error> {
         let tasks = PathBuf::from(format!("/proc/{}/task", self.child.id()));
         let stopped = || -> io::Result<bool> {
