@@ -89,7 +89,11 @@ fn flow(attempts: u32) -> Flow {
 }
 
 /// Module a's engine on `transport`, its ledger in `store` (none: no durable runs).
-async fn engine(transport: Arc<Transport>, store: Option<Arc<MemoryRunStore>>, flow: &Flow) -> Engine {
+async fn engine(
+    transport: Arc<impl RemoteRouter + 'static>,
+    store: Option<Arc<MemoryRunStore>>,
+    flow: &Flow,
+) -> Engine {
     let mut registry = tiny_sdk::engine::Registry::default();
     registry.register::<Relay>();
     let mut builder = Engine::builder().module("a").registry(registry).router(transport);
@@ -137,7 +141,7 @@ async fn deliver_stored(engine: &Engine, seed: &str) -> Result<Reply> {
 async fn only_business_ports_of_durable_nodes_start_runs_and_only_with_a_ledger() {
     let flow = flow(1);
     let store = Arc::new(MemoryRunStore::new());
-    let durable = engine(Arc::default(), Some(store), &flow).await;
+    let durable = engine(Arc::<Transport>::default(), Some(store), &flow).await;
     assert!(durable.starts_run(ENTRY, "input").await);
     assert!(!durable.starts_run(ENTRY, "_settings").await, "system ports never do");
     assert!(!durable.starts_run("t.a.plain-1", "input").await, "no label");
@@ -145,7 +149,7 @@ async fn only_business_ports_of_durable_nodes_start_runs_and_only_with_a_ledger(
         !durable.starts_run("t.b.next-1", "input").await,
         "another module's node"
     );
-    let classic = engine(Arc::default(), None, &flow).await;
+    let classic = engine(Arc::<Transport>::default(), None, &flow).await;
     assert!(!classic.starts_run(ENTRY, "input").await, "no ledger");
 }
 
@@ -241,17 +245,7 @@ async fn a_step_delivered_again_while_it_runs_waits_for_it_and_is_skipped() {
         stores: Transport::default(),
         open: Arc::default(),
     });
-    let mut registry = tiny_sdk::engine::Registry::default();
-    registry.register::<Relay>();
-    let engine = Engine::builder()
-        .module("a")
-        .registry(registry)
-        .router(slow.clone())
-        .runs(store.clone())
-        .build();
-    for node in flow.nodes.iter().filter(|n| n.spec.module == "a") {
-        engine.apply(node.clone()).await.expect("node loads");
-    }
+    let engine = engine(slow.clone(), Some(store.clone()), &flow).await;
     let seed = "module-edges:7:1764045600123456789";
     // The first delivery's handler runs and waits for its hop to be stored...
     let first = tokio::spawn({

@@ -438,12 +438,12 @@ impl TestEnv {
     /// Freezes a component (`SIGSTOP`): it keeps its connections but answers nothing,
     /// as a hung peer does. [`resume`](Self::resume) thaws it.
     pub fn pause(&self, component: Component) -> Result<(), Error> {
-        self.proc(component)?.signal("STOP")
+        self.proc(component)?.pause()
     }
 
     /// Thaws a component frozen by [`pause`](Self::pause).
     pub fn resume(&self, component: Component) -> Result<(), Error> {
-        self.proc(component)?.signal("CONT")
+        self.proc(component)?.resume()
     }
 
     fn proc(&self, component: Component) -> Result<&Proc, Error> {

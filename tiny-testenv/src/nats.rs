@@ -61,28 +61,38 @@ pub async fn nats_server_binary() -> Result<PathBuf, Error> {
 /// test's process took it meanwhile, must not pass for ready while another answers.
 async fn ready(proc: &mut Proc, port: u16, name: &str) -> Result<(), Error> {
     crate::wait_for_port(proc, port, Duration::from_secs(20)).await?;
-    let info = async {
-        use tokio::io::AsyncBufReadExt as _;
-        let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        let mut line = String::new();
-        tokio::io::BufReader::new(stream).read_line(&mut line).await?;
-        Ok::<_, std::io::Error>(line)
-    };
-    let line = tokio::time::timeout(Duration::from_secs(10), info)
+    let (_, info) = tokio::time::timeout(Duration::from_secs(10), open(port))
         .await
         .map_err(|_| Error::Timeout {
             what: format!("the INFO line of nats-server on port {port}"),
             after: Duration::from_secs(10),
-        })?
-        .map_err(io_err(format!("reading the INFO line on port {port}")))?;
-    if line.contains(&format!("\"server_name\":\"{name}\"")) {
+        })??;
+    if info.contains(&format!("\"server_name\":\"{name}\"")) {
         return Ok(());
     }
     proc.kill();
     Err(Error::Io {
         context: format!("starting nats-server on port {port}"),
-        source: std::io::Error::other(format!("another server answers there: {}", line.trim())),
+        source: std::io::Error::other(format!("another server answers there: {}", info.trim())),
     })
+}
+
+/// Connects to the broker on `127.0.0.1:port` and reads the `INFO` line it opens with.
+async fn open(port: u16) -> Result<(tokio::io::BufReader<tokio::net::TcpStream>, String), Error> {
+    use tokio::io::AsyncBufReadExt as _;
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(io_err(format!("connecting to NATS on port {port}")))?;
+    let mut stream = tokio::io::BufReader::new(tcp);
+    let mut info = String::new();
+    stream
+        .read_line(&mut info)
+        .await
+        .map_err(io_err("reading the NATS INFO line"))?;
+    if !info.starts_with("INFO ") {
+        return Err(protocol_error(format!("expected INFO, got {info:?}")));
+    }
+    Ok((stream, info))
 }
 
 impl NatsServer {
@@ -191,12 +201,12 @@ impl NatsServer {
     /// as a broker that hangs or a reply lost on the way. [`resume`](Self::resume)
     /// lets it go on.
     pub fn pause(&self) -> Result<(), Error> {
-        self.proc.signal("STOP")
+        self.proc.pause()
     }
 
     /// Lets a [paused](Self::pause) broker go on (SIGCONT).
     pub fn resume(&self) -> Result<(), Error> {
-        self.proc.signal("CONT")
+        self.proc.resume()
     }
 
     /// The broker's log.
@@ -259,19 +269,7 @@ fn protocol_error(what: impl Into<String>) -> Error {
 impl RawNats {
     /// Connects to `127.0.0.1:port` with `token`, headers and no-responders on.
     pub async fn connect(port: u16, token: &str) -> Result<Self, Error> {
-        use tokio::io::AsyncBufReadExt as _;
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .map_err(io_err(format!("connecting to NATS on port {port}")))?;
-        let mut stream = tokio::io::BufReader::new(tcp);
-        let mut info = String::new();
-        stream
-            .read_line(&mut info)
-            .await
-            .map_err(io_err("reading the NATS INFO line"))?;
-        if !info.starts_with("INFO ") {
-            return Err(protocol_error(format!("expected INFO, got {info:?}")));
-        }
+        let (stream, _) = open(port).await?;
         let mut raw = Self { stream, next_sid: 1 };
         let connect = serde_json::json!({
             "verbose": false, "pedantic": false, "headers": true, "no_responders": true,

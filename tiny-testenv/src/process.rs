@@ -67,9 +67,19 @@ impl Proc {
         Ok(())
     }
 
-    /// Stops (`SIGSTOP`, returning once every thread has stopped) or continues
-    /// (`SIGCONT`) the process: a hung peer, not a dead one.
-    pub(crate) fn signal(&self, signal: &str) -> Result<(), Error> {
+    /// Stops the process (`SIGSTOP`), returning once every thread has stopped: a hung
+    /// peer, not a dead one.
+    pub(crate) fn pause(&self) -> Result<(), Error> {
+        self.signal("STOP")?;
+        self.wait_stopped()
+    }
+
+    /// Lets a [paused](Self::pause) process go on (`SIGCONT`).
+    pub(crate) fn resume(&self) -> Result<(), Error> {
+        self.signal("CONT")
+    }
+
+    fn signal(&self, signal: &str) -> Result<(), Error> {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
             .arg(self.child.id().to_string())
@@ -78,13 +88,14 @@ impl Proc {
                 context: format!("sending SIG{signal} to {}", self.name),
                 source,
             })?;
-        if !status.success() {
-            return Err(Error::Io {
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error::Io {
                 context: format!("sending SIG{signal} to {}", self.name),
                 source: io::Error::other(format!("kill exited with {status}")),
-            });
+            })
         }
-        if signal == "STOP" { self.wait_stopped() } else { Ok(()) }
     }
 
     /// Waits until every thread of the process has stopped: `kill` returns once the

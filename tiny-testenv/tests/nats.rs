@@ -3,21 +3,7 @@
 
 use std::time::Duration;
 
-use tiny_testenv::NatsServer;
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-
-/// Connects to `port` and sends `PING`: the first line back after `INFO`.
-async fn ping(port: u16, token: &str) -> std::io::Result<String> {
-    let stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-    let mut stream = BufReader::new(stream);
-    let mut info = String::new();
-    stream.read_line(&mut info).await?;
-    let connect = format!("CONNECT {{\"auth_token\":\"{token}\",\"verbose\":false}}\r\nPING\r\n");
-    stream.get_mut().write_all(connect.as_bytes()).await?;
-    let mut line = String::new();
-    stream.read_line(&mut line).await?;
-    Ok(line)
-}
+use tiny_testenv::{NatsServer, RawNats};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broker_whose_port_another_broker_holds_is_not_taken_for_ready() {
@@ -31,22 +17,24 @@ async fn a_broker_whose_port_another_broker_holds_is_not_taken_for_ready() {
         e.contains("another server answers there") || e.contains("exited"),
         "{e}"
     );
-    assert_eq!(
-        ping(first.port(), first.token()).await.expect("an answer").trim(),
-        "PONG"
-    );
+    RawNats::connect(first.port(), first.token())
+        .await
+        .expect("the first broker answers PING with PONG");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_broker_answers_nothing_until_resumed() {
     let broker = NatsServer::start().await.expect("nats-server");
     broker.pause().expect("SIGSTOP");
-    let hung = tokio::time::timeout(Duration::from_millis(500), ping(broker.port(), broker.token())).await;
-    assert!(hung.is_err(), "no answer while paused: {hung:?}");
+    let hung = tokio::time::timeout(
+        Duration::from_millis(500),
+        RawNats::connect(broker.port(), broker.token()),
+    )
+    .await;
+    assert!(hung.is_err(), "no answer while paused");
     broker.resume().expect("SIGCONT");
-    let answer = tokio::time::timeout(Duration::from_secs(10), ping(broker.port(), broker.token()))
+    tokio::time::timeout(Duration::from_secs(10), RawNats::connect(broker.port(), broker.token()))
         .await
         .expect("an answer once resumed")
-        .expect("a line");
-    assert_eq!(answer.trim(), "PONG");
+        .expect("PING answered with PONG");
 }
