@@ -82,7 +82,13 @@ pub trait ResourceManager: Send + Sync + 'static {
 /// metadata patch and fails them while `fail` is set; everything else answers empty.
 #[cfg(test)]
 pub(crate) mod fake {
-    use std::sync::Mutex;
+    use std::{
+        sync::{
+            Mutex,
+            atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst},
+        },
+        time::Duration,
+    };
 
     use futures::future::BoxFuture;
     use serde_json::Value;
@@ -96,11 +102,16 @@ pub(crate) mod fake {
     /// One `update_metadata` call's entries.
     pub(crate) type Patch = Vec<(String, Option<String>)>;
 
-    /// Records each metadata patch; fails them while `fail` is set.
+    /// Records each metadata patch; fails them while `fail` is set. Each patch takes
+    /// `slow_ms` milliseconds; `most_at_once` is the most that were ever in flight
+    /// together.
     #[derive(Default)]
     pub(crate) struct Patches {
         pub seen: Mutex<Vec<Patch>>,
-        pub fail: std::sync::atomic::AtomicBool,
+        pub fail: AtomicBool,
+        pub slow_ms: AtomicU64,
+        in_flight: AtomicUsize,
+        pub most_at_once: AtomicUsize,
     }
 
     impl ResourceManager for Patches {
@@ -112,7 +123,12 @@ pub(crate) mod fake {
         }
         fn update_metadata(&self, metadata: Vec<(String, Option<String>)>) -> BoxFuture<'_, Result<()>> {
             Box::pin(async move {
-                if self.fail.load(std::sync::atomic::Ordering::SeqCst) {
+                let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+                self.most_at_once.fetch_max(now, SeqCst);
+                let fail = self.fail.load(SeqCst);
+                tokio::time::sleep(Duration::from_millis(self.slow_ms.load(SeqCst))).await;
+                self.in_flight.fetch_sub(1, SeqCst);
+                if fail {
                     return Err(Error::transient("the API server is away"));
                 }
                 self.seen.lock().map(|mut s| s.push(metadata)).ok();

@@ -13,7 +13,8 @@
 //! `update` or `delete` takes effect for readers at once and reaches the cluster, with
 //! every other write of the node in the same window, as **one** status patch within
 //! [`WRITE_DELAY`] (250 ms). A rate limiter that counts a storm of messages writes about
-//! four patches a second, not one per message. A write that fails for a reason that may
+//! four patches a second, not one per message. A node's patches go one at a time, so
+//! they land in the order their values were written. A write that fails for a reason that may
 //! pass (the API server away, a conflict) is tried again, once a second, until it lands;
 //! one the API server refuses for good (over the cap, not allowed) is logged and
 //! dropped, and readers see the node's stored value again. A component that must know
@@ -68,9 +69,19 @@ const RETRY_DELAY: Duration = Duration::from_secs(1);
 
 /// A node's state (see the [module docs](self)).
 pub struct NodeState {
-    inner: Arc<Mutex<Cache>>,
+    inner: Arc<Shared>,
     store: Option<Arc<dyn ResourceManager>>,
     node: Arc<str>,
+}
+
+/// What a node's state and its background writes share.
+#[derive(Default)]
+struct Shared {
+    cache: Mutex<Cache>,
+    /// Held while a patch is on its way: one at a time, so patches land in the order
+    /// their values were written (two in flight may land the other way round, and the
+    /// older value would win), and a failed one is put back before the next is taken.
+    writing: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -156,7 +167,7 @@ impl NodeState {
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
-        lock(&self.inner)
+        lock(&self.inner.cache)
     }
 
     /// Takes in the node's metadata as the watch shows it now.
@@ -258,7 +269,9 @@ impl NodeState {
     }
 
     /// Sends every write not sent yet now, as one patch, and returns the API server's
-    /// answer: after `Ok`, the values are stored. Nothing to send is `Ok` at once.
+    /// answer: after `Ok`, the values are stored. A patch already on its way is waited
+    /// for first (patches of a node go one at a time, in order), and values it failed to
+    /// store go along in this one. Nothing to send is `Ok` once that patch has landed.
     pub async fn flush(&self) -> Result<()> {
         let Some(store) = &self.store else { return Ok(()) };
         flush(&self.inner, store.as_ref(), &self.node).await
@@ -319,8 +332,8 @@ impl NodeState {
     }
 }
 
-fn lock(inner: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
-    inner.lock().unwrap_or_else(PoisonError::into_inner)
+fn lock(cache: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
+    cache.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn encode<T: Serialize + ?Sized>(key: &str, value: &T) -> Result<Vec<u8>> {
@@ -331,16 +344,16 @@ fn encode<T: Serialize + ?Sized>(key: &str, value: &T) -> Result<Vec<u8>> {
 
 /// After [`WRITE_DELAY`], sends the node's unwritten state; a write that may pass is
 /// tried again every [`RETRY_DELAY`], one refused for good is logged and dropped.
-async fn flush_later(inner: Arc<Mutex<Cache>>, store: Arc<dyn ResourceManager>, node: Arc<str>) {
+async fn flush_later(inner: Arc<Shared>, store: Arc<dyn ResourceManager>, node: Arc<str>) {
     let mut delay = WRITE_DELAY;
     loop {
         tokio::time::sleep(delay).await;
-        lock(&inner).scheduled = false;
+        lock(&inner.cache).scheduled = false;
         match flush(&inner, store.as_ref(), &node).await {
             Ok(()) => return,
             Err(e) if e.is_retryable() => {
                 tracing::debug!(node = %node, error = %e, "node state not written yet; trying again");
-                let mut cache = lock(&inner);
+                let mut cache = lock(&inner.cache);
                 if cache.scheduled {
                     return; // a newer write scheduled a flush, which takes these along
                 }
@@ -355,9 +368,11 @@ async fn flush_later(inner: Arc<Mutex<Cache>>, store: Arc<dyn ResourceManager>, 
     }
 }
 
-/// Sends the node's unwritten state as one patch now.
-async fn flush(inner: &Mutex<Cache>, store: &dyn ResourceManager, node: &str) -> Result<()> {
-    let batch = lock(inner).take_dirty();
+/// Sends the node's unwritten state as one patch, once the patch on its way (if any)
+/// has landed or been put back.
+async fn flush(inner: &Shared, store: &dyn ResourceManager, node: &str) -> Result<()> {
+    let _writing = inner.writing.lock().await;
+    let batch = lock(&inner.cache).take_dirty();
     if batch.is_empty() {
         return Ok(());
     }
@@ -366,7 +381,7 @@ async fn flush(inner: &Mutex<Cache>, store: &dyn ResourceManager, node: &str) ->
         Err(e) => {
             let keys: Vec<&str> = batch.iter().filter_map(|(k, _)| k.strip_prefix(STATE_PREFIX)).collect();
             let e = e.context(format_args!("node state of node `{node}` ({})", keys.join(", ")));
-            lock(inner).put_back(batch, !e.is_retryable());
+            lock(&inner.cache).put_back(batch, !e.is_retryable());
             Err(e)
         }
     }
@@ -460,6 +475,30 @@ mod tests {
         let sent = patches(&store);
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert_eq!(sent[1], [("_state/a".to_owned(), Some(STANDARD.encode("2")))]);
+    }
+
+    #[tokio::test]
+    async fn patches_go_one_at_a_time_and_the_newest_value_lands_last() {
+        let store = Arc::new(Patches::default());
+        store.slow_ms.store(400, Ordering::SeqCst);
+        store.fail.store(true, Ordering::SeqCst);
+        let s = state(&store);
+        s.set("n", &1).await.expect("staged");
+        // The background patch of 1 is on its way (and will fail) when 2 is written
+        // and flushed: 2 must not go out beside it, nor 1 be put back over 2.
+        tokio::time::sleep(WRITE_DELAY + Duration::from_millis(100)).await;
+        store.fail.store(false, Ordering::SeqCst);
+        s.set("n", &2).await.expect("staged");
+        s.flush().await.expect("stored");
+        assert_eq!(store.most_at_once.load(Ordering::SeqCst), 1, "patches overlapped");
+        tokio::time::sleep(RETRY_DELAY * 2).await;
+        let two = Some(STANDARD.encode("2"));
+        let sent = patches(&store);
+        assert_eq!(sent.last().map(|p| &p[0].1), Some(&two), "{sent:?}");
+        assert!(
+            sent.iter().all(|p| p[0].1 == two),
+            "the failed 1 was sent again over 2: {sent:?}"
+        );
     }
 
     #[tokio::test]

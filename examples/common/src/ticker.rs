@@ -5,9 +5,10 @@
 //! `ticker-config` (the settings as JSON text, with the context Start gave) in the
 //! TinyNode's `status.metadata`. So a ticker that ran under the Go module carries on
 //! when this module takes its node over, and the new leader's `on_reconcile` starts
-//! it again. The tick count (tiny's own) is node state, `_state/ticks`. A tick is
-//! counted before it is sent: a leader that dies in between skips a tick rather
-//! than let its successor send it twice.
+//! it again. The tick count (tiny's own) is node state, `_state/ticks`. With
+//! `countTicks` on, a tick's count is stored in the cluster (one status patch) before
+//! the tick is sent: a leader that dies in between skips a tick rather than let its
+//! successor send one number twice.
 //!
 //! Nodes this module ran before it used Go's keys have `_state/running` and
 //! `_state/context`: read when Go's keys are absent, removed at the next Start or
@@ -181,15 +182,25 @@ impl Ticker {
             loop {
                 let n = ctx.state().get::<u64>(TICKS)?.unwrap_or(0) + 1;
                 ctx.state().set(TICKS, &n).await?;
-                let context = context(&ctx);
                 Ticker::show(&ctx);
+                let context = context(&ctx);
                 let msg = if ctx.settings().count_ticks {
-                    json!({ "context": context, "tick": n })
+                    // The count is in the tick: stored before it is sent. A count
+                    // the cluster did not take skips its tick (the write is tried
+                    // again in the background).
+                    if let Err(e) = ctx.state().flush().await {
+                        tracing::warn!(node = ctx.node_name(), tick = n, error = %e, "tick skipped: its count is not stored");
+                        None
+                    } else {
+                        Some(json!({ "context": context, "tick": n }))
+                    }
                 } else {
-                    context
+                    Some(context)
                 };
                 // As Go: a failure downstream is the flow's, not the ticker's.
-                if let Err(e) = out.emit(&ctx, msg).await {
+                if let Some(msg) = msg
+                    && let Err(e) = out.emit(&ctx, msg).await
+                {
                     tracing::debug!(node = ctx.node_name(), error = %e, "tick failed downstream");
                 }
                 tokio::select! {
