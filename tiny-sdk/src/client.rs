@@ -102,15 +102,16 @@ pub(crate) mod fake {
     /// One `update_metadata` call's entries.
     pub(crate) type Patch = Vec<(String, Option<String>)>;
 
-    /// Records each metadata patch; fails them while `fail` is set. Each patch takes
-    /// `slow_ms` milliseconds; `most_at_once` is the most that were ever in flight
-    /// together.
+    /// Records each metadata patch; fails them while `fail` is set, and the next
+    /// `fail_next` ones. Each patch takes `slow_ms` milliseconds; `in_flight` are on
+    /// their way now, `most_at_once` is the most that ever were together.
     #[derive(Default)]
     pub(crate) struct Patches {
         pub seen: Mutex<Vec<Patch>>,
         pub fail: AtomicBool,
+        pub fail_next: AtomicUsize,
         pub slow_ms: AtomicU64,
-        in_flight: AtomicUsize,
+        pub in_flight: AtomicUsize,
         pub most_at_once: AtomicUsize,
     }
 
@@ -125,7 +126,11 @@ pub(crate) mod fake {
             Box::pin(async move {
                 let now = self.in_flight.fetch_add(1, SeqCst) + 1;
                 self.most_at_once.fetch_max(now, SeqCst);
-                let fail = self.fail.load(SeqCst);
+                let fail = self.fail.load(SeqCst)
+                    || self
+                        .fail_next
+                        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                        .is_ok();
                 tokio::time::sleep(Duration::from_millis(self.slow_ms.load(SeqCst))).await;
                 self.in_flight.fetch_sub(1, SeqCst);
                 if fail {
