@@ -103,13 +103,14 @@ pub(crate) mod fake {
     pub(crate) type Patch = Vec<(String, Option<String>)>;
 
     /// Records each metadata patch; fails them while `fail` is set, and the next
-    /// `fail_next` ones. Each patch takes `slow_ms` milliseconds; `in_flight` are on
+    /// `fail_next` ones (for good with `refuse`, else for a passing reason). Each patch takes `slow_ms` milliseconds; `in_flight` are on
     /// their way now, `most_at_once` is the most that ever were together.
     #[derive(Default)]
     pub(crate) struct Patches {
         pub seen: Mutex<Vec<Patch>>,
         pub fail: AtomicBool,
         pub fail_next: AtomicUsize,
+        pub refuse: AtomicBool,
         pub slow_ms: AtomicU64,
         pub in_flight: AtomicUsize,
         pub most_at_once: AtomicUsize,
@@ -133,6 +134,9 @@ pub(crate) mod fake {
                         .is_ok();
                 tokio::time::sleep(Duration::from_millis(self.slow_ms.load(SeqCst))).await;
                 self.in_flight.fetch_sub(1, SeqCst);
+                if fail && self.refuse.load(SeqCst) {
+                    return Err(Error::permanent("forbidden"));
+                }
                 if fail {
                     return Err(Error::transient("the API server is away"));
                 }

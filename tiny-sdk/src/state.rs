@@ -94,6 +94,10 @@ struct Cache {
     dirty: BTreeMap<String, Option<String>>,
     /// A flush is scheduled.
     scheduled: bool,
+    /// How many patches were refused for good, and the last refusal: a flush that
+    /// waited behind a patch which carried its values and was refused says so.
+    refusals: u64,
+    last_refusal: Option<Error>,
 }
 
 impl Cache {
@@ -270,11 +274,18 @@ impl NodeState {
 
     /// Sends every write not sent yet now, as one patch, and returns the API server's
     /// answer: after `Ok`, the values are stored. A patch already on its way is waited
-    /// for first (patches of a node go one at a time, in order), and values it failed to
-    /// store go along in this one. Nothing to send is `Ok` once that patch has landed.
+    /// for first (patches of a node go one at a time, in order): values it failed to
+    /// store for a passing reason go along in this one, and its refusal for good is
+    /// this call's error. Nothing to send is `Ok` once that patch has landed.
     pub async fn flush(&self) -> Result<()> {
         let Some(store) = &self.store else { return Ok(()) };
-        flush(&self.inner, store.as_ref(), &self.node).await
+        let refusals = self.cache().refusals;
+        flush(&self.inner, store.as_ref(), &self.node).await?;
+        let cache = self.cache();
+        match &cache.last_refusal {
+            Some(e) if cache.refusals != refusals => Err(e.clone()),
+            _ => Ok(()),
+        }
     }
 
     async fn write(&self, key: &str, value: Option<String>) -> Result<()> {
@@ -381,7 +392,13 @@ async fn flush(inner: &Shared, store: &dyn ResourceManager, node: &str) -> Resul
         Err(e) => {
             let keys: Vec<&str> = batch.iter().filter_map(|(k, _)| k.strip_prefix(STATE_PREFIX)).collect();
             let e = e.context(format_args!("node state of node `{node}` ({})", keys.join(", ")));
-            lock(&inner.cache).put_back(batch, !e.is_retryable());
+            let mut cache = lock(&inner.cache);
+            let refused = !e.is_retryable();
+            cache.put_back(batch, refused);
+            if refused {
+                cache.refusals += 1;
+                cache.last_refusal = Some(e.clone());
+            }
             Err(e)
         }
     }
@@ -499,6 +516,25 @@ mod tests {
             [[("_state/n".to_owned(), two)]],
             "only 2 is stored, once"
         );
+    }
+
+    #[tokio::test]
+    async fn a_flush_behind_a_patch_refused_for_good_says_so() {
+        let store = Arc::new(Patches::default());
+        store.slow_ms.store(300, Ordering::SeqCst);
+        store.fail_next.store(1, Ordering::SeqCst);
+        store.refuse.store(true, Ordering::SeqCst);
+        let s = state(&store);
+        s.set("n", &1).await.expect("staged");
+        while store.in_flight.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // 1 is on its way and will be refused: the flush has nothing left to send.
+        let err = s.flush().await.expect_err("the patch carrying 1 was refused");
+        assert!(!err.is_retryable(), "{err}");
+        assert!(err.to_string().contains("node state of node `n` (n)"), "{err}");
+        assert_eq!(s.get::<u64>("n").expect("reads"), None, "dropped");
+        s.flush().await.expect("nothing refused since");
     }
 
     #[tokio::test]
