@@ -254,7 +254,12 @@ impl Hooks for Ticker {
             // As Go: the press's context is what the ticks carry, even none (the
             // editor sends the context its view shows).
             persist_running(ctx, control.context).await?;
-            self.start(ctx);
+            // The write's watch event can come before its answer, and `on_reconcile`
+            // then starts the loop from it: starting again would replace that loop,
+            // maybe mid-tick, and lose the tick it had counted.
+            if !ctx.work_running(WORK) {
+                self.start(ctx);
+            }
         }
         Ok(Reply::empty())
     }
