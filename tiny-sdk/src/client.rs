@@ -103,8 +103,9 @@ pub(crate) mod fake {
     pub(crate) type Patch = Vec<(String, Option<String>)>;
 
     /// Records each metadata patch; fails them while `fail` is set, and the next
-    /// `fail_next` ones (for good with `refuse`, else for a passing reason). Each patch takes `slow_ms` milliseconds; `in_flight` are on
-    /// their way now, `most_at_once` is the most that ever were together.
+    /// `fail_next` ones (for good with `refuse`, else for a passing reason). Each
+    /// patch takes `slow_ms` milliseconds; `in_flight` are on their way now,
+    /// `most_at_once` is the most that ever were together.
     #[derive(Default)]
     pub(crate) struct Patches {
         pub seen: Mutex<Vec<Patch>>,
