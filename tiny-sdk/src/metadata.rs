@@ -51,6 +51,9 @@ const OVERLAY: Duration = Duration::from_secs(5);
 /// A node's raw metadata (see the [module docs](self)).
 pub struct NodeMetadata {
     inner: Mutex<Cache>,
+    /// Held through a write: a node's writes go one at a time, in the order they were
+    /// made (two patches in flight may land the other way round, the older winning).
+    writing: tokio::sync::Mutex<()>,
     store: Option<Arc<dyn ResourceManager>>,
     node: String,
 }
@@ -104,6 +107,7 @@ impl NodeMetadata {
     pub(crate) fn new(node: &str, store: Option<Arc<dyn ResourceManager>>) -> Self {
         Self {
             inner: Mutex::default(),
+            writing: tokio::sync::Mutex::default(),
             store,
             node: node.to_owned(),
         }
@@ -150,11 +154,13 @@ impl NodeMetadata {
 
     /// Sets (`Some`) and removes (`None`) several keys in one write, as one status
     /// patch: a reader never sees some of them changed and not the others. Keys that
-    /// already hold what is asked are left out; nothing left, nothing is written.
+    /// already hold what is asked are left out; nothing left, nothing is written. A
+    /// node's writes go one at a time, so they land in the order they were made.
     pub async fn update(&self, changes: &[(&str, Option<&str>)]) -> Result<()> {
         for (key, _) in changes {
             self.check_key(key)?;
         }
+        let _writing = self.writing.lock().await;
         let entries: Vec<(String, Option<String>)> = {
             let mut cache = self.cache();
             // The last change of a key given twice wins, as in a merge patch.
@@ -303,6 +309,31 @@ mod tests {
         let err = m.set("port", "8080").await.expect_err("the store failed");
         assert!(err.to_string().contains("metadata of node `n`"), "{err}");
         assert_eq!(m.get("port"), None);
+    }
+
+    #[tokio::test]
+    async fn writes_of_a_node_go_one_at_a_time_in_the_order_made() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let store = Arc::new(Patches::default());
+        store.slow_ms.store(100, SeqCst);
+        let m = NodeMetadata::new("n", Some(store.clone()));
+        // Start, then Stop at once, as two quick presses would.
+        let (started, stopped) = tokio::join!(m.set("ticker-running", "true"), async {
+            tokio::task::yield_now().await;
+            m.delete("ticker-running").await
+        });
+        started.expect("written");
+        stopped.expect("written");
+        assert_eq!(store.most_at_once.load(SeqCst), 1, "patches overlapped");
+        let patches = store.seen.lock().expect("lock").clone();
+        assert_eq!(
+            patches,
+            [
+                vec![("ticker-running".to_owned(), Some("true".to_owned()))],
+                vec![("ticker-running".to_owned(), None)],
+            ]
+        );
+        assert_eq!(m.get("ticker-running"), None, "stopped");
     }
 
     #[tokio::test]
