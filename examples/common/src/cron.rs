@@ -253,7 +253,11 @@ impl Hooks for Cron {
                     ])
                     .await?;
                 forget_old_keys(ctx).await?;
-                self.start(ctx, parsed);
+                // As the ticker's Start: `on_reconcile` may have started the loop from
+                // the write's watch event already; starting again would replace it.
+                if !ctx.work_running(WORK) {
+                    self.start(ctx, parsed);
+                }
             }
         }
         self.show(ctx);
