@@ -52,6 +52,7 @@ pub mod client;
 pub mod component;
 pub mod context;
 pub mod contract;
+mod decode;
 pub mod engine;
 pub mod error;
 #[cfg(feature = "fast-alloc")]

@@ -372,7 +372,7 @@ impl Msg {
             return Ok(v);
         }
         // The tree path also words the errors (with the failing field's path).
-        crate::port::decode(port, self.json()?)
+        crate::decode::decode(port, self.json()?)
     }
 
     /// The value for a receiver of type `T`, where `T` is known to survive a JSON round

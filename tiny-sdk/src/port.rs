@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::{
     component::Component,
     context::Ctx,
-    error::{Error, Result},
+    error::Result,
     message::{Message, Reply},
     msg::Msg,
 };
@@ -321,93 +321,6 @@ impl<T: Message, R: Message> Outputs<T, R> {
 /// `<family>_<key>`.
 pub(crate) fn family_port(family: &str, key: &str) -> String {
     format!("{family}_{key}")
-}
-
-/// Decodes `payload` for `port`. Plain serde first (the hot path); only a failure is
-/// decoded again with path tracking, to say which fields were wrong (every one, not
-/// just the first: each wrong field is taken out and the rest decoded again).
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(port: &str, payload: &Value) -> Result<T> {
-    match T::deserialize(payload) {
-        Ok(v) => Ok(v),
-        Err(plain) => match serde_path_to_error::deserialize::<_, T>(payload) {
-            Err(e) => {
-                let err = decode_error(port, &e);
-                let more = more_wrong_fields::<T>(payload, &e);
-                if more.is_empty() {
-                    return Err(err);
-                }
-                Err(Error::permanent(format!("{}; {}", err.message(), more.join("; ")))
-                    .with_code(crate::error::code::UNDECODABLE))
-            }
-            Ok(_) => Err(
-                Error::permanent(format!("port `{port}`: message does not decode: {plain}"))
-                    .with_code(crate::error::code::UNDECODABLE),
-            ),
-        },
-    }
-}
-
-/// The fields after the first that do not decode either (at most a few): the first
-/// one's value is taken out of a copy and the copy decoded again, and so on. Stops at
-/// a wrong value that is not an object's field, and at "missing field" for one taken
-/// out (the field is required: its own error was said already).
-fn more_wrong_fields<T: serde::de::DeserializeOwned>(
-    payload: &Value,
-    first: &serde_path_to_error::Error<serde_json::Error>,
-) -> Vec<String> {
-    const MORE: usize = 7;
-    let mut copy = payload.clone();
-    let mut removed = Vec::new();
-    let mut path = first.path().clone();
-    let mut more = Vec::new();
-    while more.len() < MORE {
-        let Some(field) = take_out(&mut copy, &path) else { break };
-        removed.push(field);
-        match serde_path_to_error::deserialize::<_, T>(&copy) {
-            Ok(_) => break,
-            Err(e) => {
-                let text = e.inner().to_string();
-                if removed
-                    .iter()
-                    .any(|f| text.starts_with(&format!("missing field `{f}`")))
-                {
-                    break;
-                }
-                more.push(format!("field `{}` does not decode: {}", e.path(), e.inner()));
-                path = e.path().clone();
-            }
-        }
-    }
-    more
-}
-
-/// Removes the object field `path` ends at from `value`; its name.
-fn take_out(value: &mut Value, path: &serde_path_to_error::Path) -> Option<String> {
-    use serde_path_to_error::Segment;
-    let segments: Vec<&Segment> = path.iter().collect();
-    let (last, parents) = segments.split_last()?;
-    let mut at = value;
-    for s in parents {
-        at = match s {
-            Segment::Map { key } => at.get_mut(key.as_str())?,
-            Segment::Seq { index } => at.get_mut(*index)?,
-            _ => return None,
-        };
-    }
-    match last {
-        Segment::Map { key } => at.as_object_mut()?.remove(key.as_str()).map(|_| key.clone()),
-        _ => None,
-    }
-}
-
-pub(crate) fn decode_error<E: fmt::Display>(port: &str, e: &serde_path_to_error::Error<E>) -> Error {
-    let path = e.path().to_string();
-    let err = if path == "." || path.is_empty() {
-        Error::permanent(format!("port `{port}`: message does not decode: {}", e.inner()))
-    } else {
-        Error::permanent(format!("port `{port}`: field `{path}` does not decode: {}", e.inner()))
-    };
-    err.with_code(crate::error::code::UNDECODABLE)
 }
 
 // Manual impls: the derives would wrongly require `T: Clone` etc.

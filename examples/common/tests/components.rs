@@ -772,6 +772,63 @@ async fn router_without_a_match_fails_or_uses_the_default_port() {
     assert_eq!(h.emitted("r:default").len(), 2);
 }
 
+/// A condition over a field the message lacks: its expression fails and gives `null`,
+/// which a Go router decodes as `false` (encoding/json leaves the zero value), so the
+/// message takes the default route rather than failing.
+#[tokio::test]
+async fn router_takes_a_failed_condition_as_false_as_go_does() {
+    let flow = FlowBuilder::new()
+        .node("in", "relay")
+        .node("r", "router")
+        // No `enableDefaultPort` key: as Go, its zero (`false`).
+        .settings(json!({"routes": ["A", "B"]}))
+        .node("a", "answer")
+        .edge(
+            "in:out",
+            "r:input",
+            json!({"context": "{{$}}", "conditions": [
+                {"route": "A", "condition": "{{$.kind == 'a'}}"},
+                {"route": "B", "condition": "{{$.nope.deeper}}"},
+            ]}),
+        )
+        .edge("r:out_a", "a:input", json!({"got": "{{$.context}}"}))
+        .build();
+    let h = harness(flow.clone()).await;
+    let r = reply(h.send("in:input", json!({"kind": "a"})).await);
+    assert_eq!(r, Some(json!({"answer": {"got": {"kind": "a"}}})));
+    // Both conditions false (the second one's expression failed): no route, no default.
+    let err = h
+        .send("in:input", json!({"kind": "b"}))
+        .await
+        .expect_err("no route matched");
+    assert!(err.to_string().contains("no matching route"), "{err}");
+    assert!(
+        !h.expression_errors().is_empty(),
+        "the failed expression is still reported"
+    );
+
+    let mut with_default = router_flow(json!({"routes": ["A"], "enableDefaultPort": true}));
+    for n in &mut with_default.nodes {
+        if n.name == "r" {
+            n.spec.edges.push(tiny_sdk::flow::Edge {
+                id: "to-default".into(),
+                port: "default".into(),
+                to: "dflt:input".into(),
+                ..Default::default()
+            });
+        }
+    }
+    let h = harness(with_default).await;
+    h.send(
+        "r:input",
+        json!({"context": 7, "conditions": [{"route": "A", "condition": null}]}),
+    )
+    .await
+    .expect("a null condition is false: the default route");
+    assert_eq!(h.emitted("r:default"), vec![json!({"context": 7})]);
+    assert!(h.emitted("r:out_a").is_empty());
+}
+
 #[tokio::test]
 async fn router_ports_and_input_schema_follow_the_settings() {
     let h = harness(router_flow(json!({"routes": ["A", "B", "C"]}))).await;

@@ -276,7 +276,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
                 return Ok(false);
             }
             let decoded: C::Settings = match value {
-                Some(v) => crate::port::decode(crate::contract::port::SETTINGS, v)?,
+                Some(v) => crate::decode::decode(crate::contract::port::SETTINGS, v)?,
                 None => C::Settings::default(),
             };
             let settings = Settings::new(decoded, value.cloned());
@@ -351,7 +351,7 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
 
     fn control<'a>(&'a self, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>> {
         Box::pin(async move {
-            let control: C::Control = crate::port::decode(crate::contract::port::CONTROL, input)?;
+            let control: C::Control = crate::decode::decode(crate::contract::port::CONTROL, input)?;
             let ctx = self.ctx(hop);
             guarded("on_control", self.component.on_control(&ctx, control)).await
         })

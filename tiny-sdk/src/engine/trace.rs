@@ -38,6 +38,7 @@ impl fmt::Display for Addr<'_> {
 
 /// The span of one delivery to `node`'s `port`. Its fields are only evaluated when
 /// the span is enabled.
+#[inline(always)]
 pub(crate) fn hop_span(module: &str, node: &Node, port: &str, source: &Source<'_>, depth: u32, attempt: u32) -> Span {
     let (from, edge_id) = match source {
         Source::Signal => ("signal", ""),

@@ -310,7 +310,7 @@ mod tests {
     /// error when it does not; its JSON and its bytes are the object's.
     fn same<T: DeserializeOwned + PartialEq + Debug + 'static>(object: Value) {
         let msg = message(&object);
-        match (msg.decode::<T>("in"), crate::port::decode::<T>("in", &object)) {
+        match (msg.decode::<T>("in"), crate::decode::decode::<T>("in", &object)) {
             (Ok(fields), Ok(tree)) => assert_eq!(fields, tree, "{object}"),
             (Err(fields), Err(tree)) => assert_eq!(fields.to_string(), tree.to_string(), "{object}"),
             (fields, tree) => panic!(
