@@ -1,5 +1,7 @@
 //! `#[handlers]`: each form of handler the derive accepts compiles with the attribute
 //! and runs as without it. Its mistakes are the `handlers_*` cases of `compile_fail`.
+//! What the attribute makes of a handler warns of nothing the author did not write.
+#![deny(warnings)]
 
 use std::future::Future;
 
@@ -85,9 +87,8 @@ impl Forms {
         Ok(Reply::value(json!(a + b)))
     }
 
-    async fn on_ignored(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> {
-        Ok(Reply::value(json!("ignored")))
-    }
+    #[rustfmt::skip]
+    async fn on_ignored(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> { Ok(Reply::value(json!("ignored"))) }
 
     #[handler]
     async fn custom(&self, _ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {

@@ -133,7 +133,12 @@ fn handler_fn(k: &CratePath, h: &Handler) -> TokenStream {
             let reply = Ident::new("reply", Span::mixed_site());
             quote!(#take let #reply: #ty = #block; #reply)
         }
-        (Some(block), _) => quote!(#take #block),
+        // The block's statements, not the block: `async move { { Ok(()) } }` would
+        // warn the author of braces they did not write.
+        (Some(block), _) => {
+            let stmts = &block.stmts;
+            quote!(#take #(#stmts)*)
+        }
     };
     let block = async_block(*async_span, body);
     let where_clause = &generics.where_clause;
