@@ -220,10 +220,11 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
     let timeout = Duration::from_secs(u64::try_from(req.timeout).unwrap_or(0));
     let method = Method::from_bytes(req.method.to_uppercase().as_bytes())
         .map_err(|_| fail(Error::permanent(format!("invalid method {:?}", req.method))))?;
-    let mut uri: Uri = req
+    let req_uri: Uri = req
         .url
         .parse()
         .map_err(|e| fail(Error::permanent(format!("invalid URL {:?}: {e}", req.url))))?;
+    let mut uri = req_uri.clone();
     let limit = usize::try_from(settings.max_response_bytes)
         .ok()
         .filter(|n| *n > 0)
@@ -232,8 +233,10 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
     let deadline = tokio::time::Instant::now() + timeout;
     let mut method = method;
     let mut body = Bytes::from(req.body.clone());
+    // What a redirect keeps, as Go's client: see `Redirect`.
+    let mut hop = Redirect::default();
     for _ in 0..=MAX_REDIRECTS {
-        let http = build(req, &method, &uri, body.clone()).map_err(fail)?;
+        let http = build(req, &method, &uri, body.clone(), &hop).map_err(fail)?;
         let response = tokio::time::timeout_at(deadline, client.request(http))
             .await
             .map_err(|_| {
@@ -247,12 +250,18 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
         if status.is_redirection()
             && let Some(next) = location(&uri, response.headers())
         {
-            if status == StatusCode::SEE_OTHER
-                || ((status == StatusCode::MOVED_PERMANENTLY || status == StatusCode::FOUND) && method == Method::POST)
+            // 301, 302 and 303 go on as a GET without the body (but a HEAD); 307 and
+            // 308 repeat the request as it was.
+            if matches!(
+                status,
+                StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
+            ) && method != Method::GET
+                && method != Method::HEAD
             {
                 method = Method::GET;
                 body = Bytes::new();
             }
+            hop = hop.to(&req_uri, &uri, &next);
             uri = next;
             continue;
         }
@@ -299,14 +308,79 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
     ))))
 }
 
+/// What a redirected request keeps of the first one's headers, as Go's client: the
+/// credentials (`Authorization`, cookies and their kin) only while every hop stays on the
+/// first host or its subdomains (once dropped, they stay dropped); and a `Referer`
+/// naming the page that redirected, unless that was HTTPS and the next one is not.
+#[derive(Debug, Default)]
+struct Redirect {
+    strip_credentials: bool,
+    referer: Option<String>,
+}
+
+/// Headers that carry credentials, dropped on a redirect to another host.
+const CREDENTIALS: [&str; 6] = [
+    "authorization",
+    "www-authenticate",
+    "cookie",
+    "cookie2",
+    "proxy-authorization",
+    "proxy-authenticate",
+];
+
+impl Redirect {
+    /// The hop from `from` to `to`, in a chain that began at `first`.
+    fn to(self, first: &Uri, from: &Uri, to: &Uri) -> Self {
+        let same_host = first.authority() == to.authority()
+            || to
+                .host()
+                .zip(first.host())
+                .is_some_and(|(to, first)| is_domain_or_subdomain(to, first));
+        let referer = (from.scheme_str() != Some("https") || to.scheme_str() == Some("https")).then(|| {
+            // Without the user's name and password, and without a fragment.
+            let mut parts = from.clone().into_parts();
+            if let Some(a) = &parts.authority
+                && let Some((_, host)) = a.as_str().rsplit_once('@')
+            {
+                parts.authority = host.parse().ok();
+            }
+            Uri::from_parts(parts).map(|u| u.to_string()).unwrap_or_default()
+        });
+        Self {
+            strip_credentials: self.strip_credentials || !same_host,
+            referer: referer.filter(|r| !r.is_empty()),
+        }
+    }
+}
+
+/// `sub` is `parent` or a subdomain of it (never for an IPv6 address).
+fn is_domain_or_subdomain(sub: &str, parent: &str) -> bool {
+    let (sub, parent) = (sub.to_ascii_lowercase(), parent.to_ascii_lowercase());
+    if sub == parent {
+        return true;
+    }
+    if sub.contains(':') || sub.starts_with('[') {
+        return false;
+    }
+    sub.strip_suffix(parent.as_str())
+        .is_some_and(|rest| rest.ends_with('.'))
+}
+
+/// What the client says it is when the request does not (Go's client's default, so
+/// that a server's rules for the Go module's requests hold for these).
+const USER_AGENT: &str = "Go-http-client/1.1";
+
 /// The request, with headers in Go's order: content type, then auth, then the
-/// request's own headers (which win).
-fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes) -> Result<HttpReq<Full<Bytes>>> {
+/// request's own headers (which win); on a redirect, without what `hop` drops.
+fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes, hop: &Redirect) -> Result<HttpReq<Full<Bytes>>> {
     let mut http = HttpReq::builder().method(method.clone()).uri(uri.clone());
     let headers = http
         .headers_mut()
         .ok_or_else(|| Error::permanent(format!("invalid request to {uri}")))?;
     let mut set = |k: &str, v: &str| -> Result<()> {
+        if hop.strip_credentials && CREDENTIALS.contains(&k.to_ascii_lowercase().as_str()) {
+            return Ok(());
+        }
         let name = header::HeaderName::from_bytes(canonical(k).as_bytes())
             .map_err(|_| Error::permanent(format!("invalid header name {k:?}")))?;
         let value = header::HeaderValue::from_str(v)
@@ -314,6 +388,7 @@ fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes) -> Result
         headers.insert(name, value);
         Ok(())
     };
+    set("User-Agent", USER_AGENT)?;
     if !req.content_type.is_empty() {
         set("Content-Type", &req.content_type)?;
     }
@@ -329,6 +404,9 @@ fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes) -> Result
     }
     for h in &req.headers {
         set(&h.key, &h.value)?;
+    }
+    if let Some(referer) = &hop.referer {
+        set("Referer", referer)?;
     }
     http.body(Full::new(body))
         .map_err(|e| Error::permanent(format!("invalid request to {uri}: {e}")))

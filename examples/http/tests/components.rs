@@ -473,3 +473,81 @@ async fn a_failed_flow_answers_with_a_status_that_fits_its_code() {
         assert!(!body.to_string().contains("attempt"), "no internals: {body}");
     }
 }
+
+/// Redirects as Go's client follows them: 301/302/303 go on as a GET without the body,
+/// 307 repeats the request; credentials go only to the first host (or its subdomains),
+/// and each redirected request names the page that sent it in `Referer`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_request_follows_redirects_as_go_and_keeps_credentials_on_their_host() {
+    let answer = json!({
+        "statusCode": "{{$.path == '/302' ? 302 : ($.path == '/307' ? 307 : 200)}}",
+        "headers": [{"key": "Location", "value": "{{$.requestParams.to[0] ?? ''}}"}],
+        "body": "{{$.method + ' ' + $.body}}"
+    });
+    let flow = FlowBuilder::new()
+        .node("first", "http_server")
+        .edge("first:request", "first:response", answer.clone())
+        .node("other", "http_server")
+        .edge("other:request", "other:response", answer)
+        .node("cli", "http_request")
+        .build();
+    let h = harness(flow).await;
+    let first = start(&h, "first", json!({})).await;
+    // The same server under another name is another host.
+    let other = start(&h, "other", json!({})).await.replace("127.0.0.1", "localhost");
+    let request = |method: &str, url: String| {
+        json!({"method": method, "url": url, "timeout": 5, "body": "{\"n\":1}", "bearerToken": "s3cret",
+               "headers": [{"key": "Cookie", "value": "id=1"}, {"key": "X-Trace", "value": "t1"}]})
+    };
+    let header = |seen: &Value, key: &str| {
+        seen["headers"]
+            .as_array()
+            .and_then(|hs| hs.iter().find(|h| h["key"] == key))
+            .map(|h| h["value"].clone())
+    };
+
+    // 302 to another host: a GET, no body, no credentials; the rest of the headers stay.
+    let to_other = format!("{first}/302?to={other}/landing");
+    h.send("cli:request", request("PUT", to_other.clone()))
+        .await
+        .expect("sent");
+    assert_eq!(h.emitted("cli:response")[0]["response"]["body"], "GET ");
+    let seen = h.emitted("other:request");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["method"], "GET");
+    assert_eq!(header(&seen[0], "Authorization"), None, "{seen:?}");
+    assert_eq!(header(&seen[0], "Cookie"), None, "{seen:?}");
+    assert_eq!(header(&seen[0], "X-Trace"), Some(json!("t1")));
+    assert_eq!(header(&seen[0], "Referer"), Some(json!(to_other)));
+    assert_eq!(header(&seen[0], "User-Agent"), Some(json!("Go-http-client/1.1")));
+
+    // 307 on the same host: the request as it was, credentials included.
+    let same = format!("{first}/307?to={first}/landing");
+    h.send("cli:request", request("POST", same)).await.expect("sent");
+    assert_eq!(h.emitted("cli:response")[1]["response"]["body"], "POST {\"n\":1}");
+    let seen = h.emitted("first:request");
+    let landing = seen.last().expect("the landing request");
+    assert_eq!(landing["path"], "/landing");
+    assert_eq!(header(landing, "Authorization"), Some(json!("Bearer s3cret")));
+    assert_eq!(header(landing, "Cookie"), Some(json!("id=1")));
+
+    // Once dropped, credentials stay dropped, even back on the first host.
+    let back = format!("{other}/302?to={first}/landing");
+    let round = format!("{first}/307?to={}", urlencode(&back));
+    h.send("cli:request", request("POST", round)).await.expect("sent");
+    let landing = h.emitted("first:request").last().cloned().expect("the landing request");
+    assert_eq!(
+        (landing["path"].clone(), landing["method"].clone()),
+        (json!("/landing"), json!("GET"))
+    );
+    assert_eq!(header(&landing, "Authorization"), None, "{landing:?}");
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
