@@ -75,6 +75,11 @@ mod work;
 #[doc(hidden)]
 pub mod __private;
 
+/// The README's Rust examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct Readme;
+
 /// Edge expressions: `{{...}}` templates over JSONPath, compiled once per node.
 pub use tiny_expr as expr;
 
