@@ -133,9 +133,9 @@ async fn a_message_that_does_not_decode_names_the_field() {
 
 #[tokio::test]
 async fn a_message_that_does_not_decode_reaches_the_error_port_when_it_is_on() {
-    // A reading of NaN arrives as JSON null: the author's error handling sees it.
+    // A number where the name belongs: the author's error handling sees it.
     let h = hello_alone().await;
-    let reply = h.send("h:input", json!({"name": null, "context": {"id": 9}})).await;
+    let reply = h.send("h:input", json!({"name": 42, "context": {"id": 9}})).await;
     assert!(reply.is_ok(), "caught: {reply:?}");
     let errors = h.emitted("h:error");
     assert_eq!(errors.len(), 1, "{errors:?}");
@@ -144,6 +144,16 @@ async fn a_message_that_does_not_decode_reaches_the_error_port_when_it_is_on() {
     assert_eq!(err.code.as_deref(), Some("UNDECODABLE"));
     assert!(err.error.contains("field `name`"), "{}", err.error);
     assert!(!err.retryable);
+    // A null name (a reading of NaN, an expression that failed) decodes as Go decodes
+    // it, to the empty name, which the component itself refuses.
+    h.send("h:input", json!({"name": null, "context": {"id": 10}}))
+        .await
+        .expect("caught");
+    let errors = h.emitted("h:error");
+    assert_eq!(
+        (errors[1]["code"].clone(), errors[1]["context"].clone()),
+        (json!("EMPTY_NAME"), json!({"id": 10}))
+    );
 }
 
 #[tokio::test]
