@@ -10,6 +10,13 @@
 //! secret fields are. A port without secret fields compiles to an empty set, which
 //! costs nothing per message.
 //!
+//! What nobody declared is caught by name, as the Go SDK does: wherever tiny publishes
+//! data (a port's configuration in the TinyNode status, so a debug node's view too; a
+//! span's payload; what a tracker records), a string under a key that names a
+//! credential by convention (`apiKey`, `client_secret`, `accessToken`, `password`,
+//! `Authorization`, ...; see [`is_credential_key`]) is masked as well
+//! ([`Secrets::mask_published`]). The flow itself still carries the values.
+//!
 //! ```
 //! use serde_json::json;
 //! use tiny_sdk::redact::{MASK, Secrets};
@@ -130,6 +137,23 @@ impl Secrets {
             changed |= mask_values(value, &self.values);
         }
         changed
+    }
+
+    /// [`mask`](Self::mask), and every value under a credential-shaped key
+    /// ([`mask_credential_keys`]): what tiny does to data before it publishes it.
+    pub fn mask_published(&self, value: &mut Value) -> bool {
+        self.mask(value) | mask_credential_keys(value)
+    }
+
+    /// `value` as [`mask_published`](Self::mask_published) leaves it; borrowed when
+    /// there is nothing to mask.
+    pub fn masked_published<'a>(&self, value: &'a Value) -> Cow<'a, Value> {
+        if self.is_empty() && !has_credential_keys(value, false) {
+            return Cow::Borrowed(value);
+        }
+        let mut copy = value.clone();
+        self.mask_published(&mut copy);
+        Cow::Owned(copy)
     }
 
     /// `value` with its secrets masked; borrowed when there are none.
@@ -295,6 +319,84 @@ fn collect_leaves(value: &Value, out: &mut Vec<String>) {
 fn push(out: &mut Vec<String>, s: String) {
     if s.chars().count() >= MIN_SCRUB_LEN && !out.contains(&s) {
         out.push(s);
+    }
+}
+
+/// Parts of a key that name a credential by convention, matched in any case anywhere
+/// in the key (the Go SDK's list).
+const CREDENTIAL_NAMES: [&str; 15] = [
+    "apikey",
+    "api_key",
+    "api-key",
+    "secret",
+    "token",
+    "passw",
+    "authorization",
+    "bearer",
+    "credential",
+    "privatekey",
+    "private_key",
+    "private-key",
+    "accesskey",
+    "access_key",
+    "access-key",
+];
+
+/// Whether an object key names a credential by convention: it holds (in any case)
+/// `apiKey`, `secret`, `token`, `passw`, `authorization`, `bearer`, `credential`,
+/// `privateKey` or `accessKey` (`_` or `-` between the words allowed).
+///
+/// ```
+/// use tiny_sdk::redact::is_credential_key;
+///
+/// assert!(is_credential_key("X-Api-Key") && is_credential_key("refresh_token"));
+/// assert!(!is_credential_key("name") && !is_credential_key("context"));
+/// ```
+pub fn is_credential_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    CREDENTIAL_NAMES.iter().any(|name| key.contains(name))
+}
+
+/// Replaces with [`MASK`] every string held under a credential-shaped key
+/// ([`is_credential_key`]), in nested objects and in the arrays such a key holds; `true`
+/// if anything was. Empty strings and strings with a `{{...}}` expression are left: there
+/// is nothing to hide in them, and an editor must still see where an expression goes.
+///
+/// ```
+/// use serde_json::json;
+/// use tiny_sdk::redact::{MASK, mask_credential_keys};
+///
+/// let mut v = json!({"user": "ada", "context": {"apiKey": "sk-1", "tokens": ["a", "b"]},
+///                    "password": "{{$.pw}}"});
+/// mask_credential_keys(&mut v);
+/// assert_eq!(v, json!({"user": "ada", "context": {"apiKey": MASK, "tokens": [MASK, MASK]},
+///                      "password": "{{$.pw}}"}));
+/// ```
+pub fn mask_credential_keys(value: &mut Value) -> bool {
+    mask_under(value, false)
+}
+
+fn mask_under(value: &mut Value, credential: bool) -> bool {
+    match value {
+        Value::String(s) if credential && !s.is_empty() && !s.contains("{{") => {
+            *s = MASK.to_owned();
+            true
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |c, v| mask_under(v, credential) | c),
+        Value::Object(map) => map
+            .iter_mut()
+            .fold(false, |c, (k, v)| mask_under(v, is_credential_key(k)) | c),
+        _ => false,
+    }
+}
+
+/// Whether [`mask_credential_keys`] would change `value`.
+fn has_credential_keys(value: &Value, credential: bool) -> bool {
+    match value {
+        Value::String(s) => credential && !s.is_empty() && !s.contains("{{"),
+        Value::Array(items) => items.iter().any(|v| has_credential_keys(v, credential)),
+        Value::Object(map) => map.iter().any(|(k, v)| has_credential_keys(v, is_credential_key(k))),
+        _ => false,
     }
 }
 

@@ -362,3 +362,25 @@ async fn an_error_that_goes_on_into_the_flow_carries_no_value() {
     assert!(text.contains("refused with <redacted>"), "{text}");
     assert!(!text.contains(TOKEN), "{text}");
 }
+
+/// What nobody declared secret is masked by its key's name, as the Go SDK does, in
+/// what an observer writes (a tracker).
+#[tokio::test]
+async fn credential_shaped_keys_are_masked_in_what_is_published() {
+    let written = Arc::new(Written::default());
+    let engine = Engine::builder().register::<Relay>().observer(written.clone()).build();
+    let flow = FlowBuilder::new()
+        .node("a", "relay")
+        .edge("a:out", "b:input", json!("{{$}}"))
+        .node("b", "relay")
+        .build();
+    for node in flow.nodes {
+        engine.apply(node).await.unwrap();
+    }
+    let msg = json!({"city": "Oslo", "headers": {"Authorization": "Bearer abc123"}, "refresh_token": "r-42"});
+    engine.send("a:input", msg).await.unwrap();
+    let written = written.0.lock().unwrap().join("\n");
+    assert!(written.contains("Oslo"), "{written}");
+    assert!(!written.contains("abc123") && !written.contains("r-42"), "{written}");
+    assert!(written.contains(r#""Authorization":"<redacted>""#), "{written}");
+}

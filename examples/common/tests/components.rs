@@ -601,6 +601,34 @@ async fn debug_shows_its_settings_context_until_a_message_comes_as_go() {
     assert_eq!(control(&h, "d"), json!({"context": "changed", "received": 1}));
 }
 
+/// As Go's debug: the view shows the data, not the credentials in it (by key name),
+/// nor those in its settings; the flow still carries them.
+#[tokio::test]
+async fn debug_masks_credential_shaped_keys_in_what_it_shows() {
+    let flow = FlowBuilder::new()
+        .node("src", "relay")
+        .node("d", "debug")
+        .settings(json!({"context": {"client_secret": "cs-1", "region": "eu"}}))
+        .node("ans", "answer")
+        .edge("src:out", "d:in", json!("{{$}}"))
+        .edge("src:out", "ans:input", json!("{{$}}"))
+        .build();
+    let h = harness(flow).await;
+    let settings = port(&report(&h, "d"), "_settings").configuration;
+    assert_eq!(
+        settings,
+        json!({"context": {"client_secret": "<redacted>", "region": "eu"}})
+    );
+    let msg = json!({"user": "ada", "auth": {"apiKey": "sk-1", "tokens": ["t1", ""]}, "note": "{{$.x}}"});
+    let reply = h.send("src:input", msg.clone()).await.expect("handled");
+    assert_eq!(
+        control(&h, "d")["context"],
+        json!({"user": "ada", "auth": {"apiKey": "<redacted>", "tokens": ["<redacted>", ""]}, "note": "{{$.x}}"})
+    );
+    // What the flow carries is untouched.
+    assert_eq!(reply.into_value(), Some(json!({"answer": msg})));
+}
+
 // ---------------------------------------------------------------------------------
 // delay
 

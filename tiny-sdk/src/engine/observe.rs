@@ -68,7 +68,7 @@ impl HopEvent<'_> {
     /// `None` when the event carries no payload.
     pub fn redacted_json(&self) -> crate::Result<Option<Cow<'_, Value>>> {
         let Some(data) = self.data else { return Ok(None) };
-        Ok(Some(self.secrets.masked(data.json()?)))
+        Ok(Some(self.secrets.masked_published(data.json()?)))
     }
 }
 

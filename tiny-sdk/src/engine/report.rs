@@ -74,7 +74,7 @@ impl Engine {
                 Secrets::from_schema(&shape.schema)
                     .with_values(runner.resolved().iter().cloned())
                     .with_values(known.iter().flat_map(|k| k.iter().cloned()))
-                    .mask(&mut configuration);
+                    .mask_published(&mut configuration);
                 PortReport {
                     name: shape.name,
                     label: shape.label,

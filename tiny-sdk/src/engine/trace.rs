@@ -114,11 +114,18 @@ struct Payload<'a>(&'a Msg, &'a Secrets);
 
 impl fmt::Display for Payload<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = if self.1.is_empty() {
-            self.0.to_json_bytes().ok().and_then(|b| String::from_utf8(b).ok())
+        // Straight from the typed value, unless something may need masking: a
+        // declared secret, or a key that may name a credential.
+        let direct = if self.1.is_empty() {
+            self.0
+                .to_json_bytes()
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .filter(|text| !crate::redact::is_credential_key(text))
         } else {
-            self.0.json().ok().map(|v| self.1.masked(v).to_string())
+            None
         };
+        let text = direct.or_else(|| self.0.json().ok().map(|v| self.1.masked_published(v).to_string()));
         let Some(mut text) = text else {
             return f.write_str("<not JSON>");
         };
@@ -131,5 +138,31 @@ impl fmt::Display for Payload<'_> {
             text.push('…');
         }
         f.write_str(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A span's `data` payload masks declared secrets and, as Go's spans, whatever a
+    /// credential-shaped key holds; a payload with neither is written as it is.
+    #[test]
+    fn a_payload_masks_credential_shaped_keys() {
+        let plain = Msg::new(json!({"city": "Oslo"}));
+        assert_eq!(Payload(&plain, Secrets::none()).to_string(), r#"{"city":"Oslo"}"#);
+        let keyed = Msg::new(json!({"city": "Oslo", "auth": {"api_key": "sk-1"}}));
+        assert_eq!(
+            Payload(&keyed, Secrets::none()).to_string(),
+            r#"{"city":"Oslo","auth":{"api_key":"<redacted>"}}"#
+        );
+        // A value that only mentions a credential's name is not masked.
+        let mention = Msg::new(json!({"note": "reset your password"}));
+        assert_eq!(
+            Payload(&mention, Secrets::none()).to_string(),
+            r#"{"note":"reset your password"}"#
+        );
     }
 }
