@@ -168,7 +168,9 @@ impl HarnessBuilder {
         self
     }
 
-    /// Starts every node; fails on the first node whose spec is wrong.
+    /// Starts every node; fails on the first node whose spec is wrong, as a cluster
+    /// would refuse it, or whose mapping is for an edge from a node or output the flow
+    /// does not have (a typo a cluster would leave unused).
     pub async fn build(self) -> Result<Harness> {
         let (h, errors) = self.build_lenient().await?;
         match errors.into_iter().next() {
@@ -219,7 +221,7 @@ impl HarnessBuilder {
 async fn load(engine: &Engine, nodes: &[crate::flow::Node]) -> Vec<(String, Error)> {
     let mut errors = Vec::new();
     for node in nodes {
-        let result = match cluster_name_check(node) {
+        let result = match cluster_name_check(node).and_then(|()| mappings_check(node, nodes, engine.registry())) {
             Ok(()) => engine.apply(node.clone()).await,
             Err(e) => Err(e),
         };
@@ -394,6 +396,48 @@ fn cluster_name_check(node: &crate::flow::Node) -> Result<()> {
             .map_err(|e| Error::permanent(e).with_code(crate::error::code::INVALID_NAME))?;
     }
     Ok(())
+}
+
+/// A mapping in `node`'s `ports[]` names a node of the flow and an output of its
+/// component: a typo there (`helo-1:greeting`, `hello-1:greetin`) would otherwise leave
+/// the mapping unused, and the port's default delivered in silence. (A mapping left
+/// behind by an edge that was removed still loads, as it does on a cluster.)
+fn mappings_check(
+    node: &crate::flow::Node,
+    nodes: &[crate::flow::Node],
+    registry: &crate::engine::Registry,
+) -> Result<()> {
+    for pc in node.spec.ports.iter().filter(|p| !p.from.is_empty()) {
+        let (from_node, from_port) = pc.from.rsplit_once(':').unwrap_or((pc.from.as_str(), ""));
+        let why = match nodes.iter().find(|n| n.name == from_node) {
+            None => format!("the flow has no node `{from_node}`"),
+            Some(n) => match registry.get(&n.spec.component) {
+                Some(entry) if !(entry.ports)().iter().any(|p| p.is_source() && is_port(p, from_port)) => {
+                    format!(
+                        "component `{}` of `{from_node}` has no output `{from_port}`",
+                        n.spec.component
+                    )
+                }
+                _ => continue,
+            },
+        };
+        return Err(Error::permanent(format!(
+            "port `{}`: a mapping for an edge from `{}`, but {why}",
+            pc.port, pc.from
+        ))
+        .with_code(crate::error::code::INVALID_SPEC));
+    }
+    Ok(())
+}
+
+/// `port` is `spec`, or a member (`<family>_<key>`) of the family `spec`.
+fn is_port(spec: &crate::port::PortSpec, port: &str) -> bool {
+    spec.name == port
+        || (spec.family
+            && port
+                .strip_prefix(spec.name)
+                .and_then(|rest| rest.strip_prefix('_'))
+                .is_some_and(|key| !key.is_empty()))
 }
 
 /// A ready pass-through component for wiring tests: component `relay`, input `input`,

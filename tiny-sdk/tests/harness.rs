@@ -151,3 +151,53 @@ spec:
     let reply = h.send("a:input", json!({"x": 1})).await.expect("answers");
     assert_eq!(reply.into_value(), Some(json!({"x": 1})));
 }
+
+/// A mapping for an edge from a node or output that does not exist is refused, naming
+/// it: otherwise the target would get its port's default in silence. One left behind
+/// by an edge that was removed loads, as on a cluster.
+#[tokio::test]
+async fn a_mapping_from_a_node_or_output_that_does_not_exist_is_refused() {
+    use tiny_sdk::flow::FlowBuilder;
+    for (from, why) in [
+        ("helo:out", "the flow has no node `helo`"),
+        ("hello:outt", "component `relay` of `hello` has no output `outt`"),
+    ] {
+        let mut flow = FlowBuilder::new()
+            .node("hello", "relay")
+            .edge("hello:out", "sink:input", json!({"a": "{{$.a}}"}))
+            .node("sink", "relay")
+            .build();
+        flow.nodes[1].spec.ports[0].from = from.into();
+        let (h, errors) = Harness::builder()
+            .register::<Relay>()
+            .flow(flow)
+            .build_lenient()
+            .await
+            .expect("built");
+        assert_eq!(errors.len(), 1, "{from}: {errors:?}");
+        assert_eq!(errors[0].0, "sink");
+        assert_eq!(errors[0].1.code(), Some(code::INVALID_SPEC));
+        let text = errors[0].1.to_string();
+        assert!(
+            text.contains(&format!("port `input`: a mapping for an edge from `{from}`, but {why}")),
+            "{text}"
+        );
+        // The other node runs.
+        assert!(h.report("hello").expect("hello").error.is_none());
+    }
+
+    // Edges may name nodes added after them; a mapping whose edge was removed loads.
+    let mut flow = FlowBuilder::new()
+        .edge("a:out", "b:input", json!({"n": "{{$.n}}"}))
+        .node("a", "relay")
+        .node("b", "relay")
+        .build();
+    assert_eq!((flow.nodes[0].spec.edges.len(), flow.nodes[1].spec.ports.len()), (1, 1));
+    flow.nodes[0].spec.edges.clear();
+    Harness::builder()
+        .register::<Relay>()
+        .flow(flow)
+        .build()
+        .await
+        .expect("a mapping left behind loads");
+}

@@ -11,16 +11,20 @@ use super::{Edge, Flow, Node, NodeSpec, PortConfig, RawJson, RetryPolicy, Signal
 /// let flow = FlowBuilder::new()
 ///     .node("greeter", "hello")
 ///     .settings(json!({"greetingWord": "Hi"}))
-///     .node("shout", "upper")
 ///     .edge("greeter:greeting", "shout:in", json!({"text": "{{$.greeting}}"}))
+///     .node("shout", "upper")
 ///     .build();
 /// assert_eq!(flow.nodes[0].spec.edges[0].to, "shout:in");
 /// assert_eq!(flow.nodes[1].spec.ports[0].from, "greeter:greeting");
 /// ```
+///
+/// Edges may name nodes added after them: they are placed when the flow is built.
 #[derive(Debug, Clone, Default)]
 pub struct FlowBuilder {
     flow: Flow,
     module: String,
+    /// `(from, to, mapping, retry)`, placed by [`build`](Self::build).
+    edges: Vec<(String, String, Value, Option<RetryPolicy>)>,
 }
 
 impl FlowBuilder {
@@ -29,6 +33,7 @@ impl FlowBuilder {
         Self {
             flow: Flow::default(),
             module: "test".into(),
+            edges: Vec::new(),
         }
     }
 
@@ -81,6 +86,13 @@ impl FlowBuilder {
     /// [`edge`](Self::edge) with a retry policy.
     #[must_use]
     pub fn edge_with(mut self, from: &str, to: &str, mapping: Value, retry: Option<RetryPolicy>) -> Self {
+        self.edges.push((from.into(), to.into(), mapping, retry));
+        self
+    }
+
+    /// Places an edge: on its source node, and its mapping on its target node (each
+    /// when the flow has it).
+    fn place(&mut self, from: &str, to: &str, mapping: Value, retry: Option<RetryPolicy>) {
         let (src_node, src_port) = from.rsplit_once(':').unwrap_or((from, ""));
         let (dst_node, dst_port) = to.rsplit_once(':').unwrap_or((to, ""));
         let id = format!("{from}->{to}");
@@ -102,7 +114,6 @@ impl FlowBuilder {
                 ..PortConfig::default()
             });
         }
-        self
     }
 
     /// A signal delivered once the flow runs.
@@ -118,8 +129,11 @@ impl FlowBuilder {
         self
     }
 
-    /// The flow.
-    pub fn build(self) -> Flow {
+    /// The flow, its edges placed.
+    pub fn build(mut self) -> Flow {
+        for (from, to, mapping, retry) in std::mem::take(&mut self.edges) {
+            self.place(&from, &to, mapping, retry);
+        }
         self.flow
     }
 }
