@@ -40,7 +40,7 @@ pub struct RunStarted {
 /// On the JetStream transport the chain behind Out survives a crash of any module
 /// it crosses; elsewhere it runs as a classic chain, and Started waits for it.
 #[derive(Component, Default, Debug)]
-#[component(name = "run_start", description = "Run start", tags("SDK"))]
+#[component(name = "run_start", description = "Start Run & Reply", tags("run", "reply"))]
 pub struct RunStart {
     #[port(position = Left)]
     r#in: Input<RunStartIn>,

@@ -37,9 +37,9 @@ pub struct RunStep {
 /// What `response` sends.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
 pub struct RunStatusResponse {
-    /// The request's context.
+    /// The request's context (left out when it has none, as Go's).
     #[tiny(configurable, title = "Context")]
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub context: Value,
     /// The run asked about.
     #[serde(rename = "runID")]
@@ -53,14 +53,15 @@ pub struct RunStatusResponse {
     /// Hops emitted and not recorded yet.
     #[serde(rename = "pendingSteps")]
     pub pending_steps: usize,
-    /// The recorded steps, by key.
+    /// The recorded steps, by key (left out when there are none, as Go's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<RunStep>,
 }
 
 /// Reports on a durable run: found, complete, failed, pending steps and each step's
 /// record, read from the run ledger (`TINY_EXEC` on the JetStream transport).
 #[derive(Component, Default, Debug)]
-#[component(name = "run_status", description = "Run status", tags("SDK"))]
+#[component(name = "run_status", description = "Run Status", tags("run", "status"))]
 pub struct RunStatus {
     #[port(position = Left)]
     request: Input<RunStatusRequest>,

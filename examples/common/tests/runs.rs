@@ -131,6 +131,8 @@ async fn run_status_reports_a_failed_step_and_an_unknown_run() {
         (json!(false), json!(false), json!(0)),
         "{unknown}"
     );
+    // As Go's: no steps, so the key is left out.
+    assert!(unknown.get("steps").is_none(), "{unknown}");
     let reply = m
         .engine
         .send("runs.common.run-start-1:in", json!({"context": 1}))
