@@ -199,7 +199,16 @@ impl Hooks for Cron {
         Ok(())
     }
 
-    async fn on_settings(&self, ctx: &Ctx<Self>, _: &CronSettings) -> Result<()> {
+    async fn on_settings(&self, ctx: &Ctx<Self>, settings: &CronSettings) -> Result<()> {
+        if ctx.work_running(WORK) {
+            // As Go: new settings while it runs are the running ones: the next run
+            // sends their context; their schedule applies from the next start (a
+            // restart, another leader), as the loop keeps the one it started with.
+            let context = serde_json::to_string(&settings.context)?;
+            ctx.metadata()
+                .update(&[(SCHEDULE, Some(&settings.schedule)), (CONTEXT, Some(&context))])
+                .await?;
+        }
         // The view shown at load predates the settings: show their schedule and context.
         self.show(ctx);
         Ok(())

@@ -476,6 +476,45 @@ async fn a_cron_that_ran_under_go_carries_on_and_takes_a_new_context_while_runni
     );
 }
 
+/// As Go's: settings changed while the cron runs are the running ones: the next run
+/// sends their context, and their schedule is kept for the next start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_settings_while_a_cron_runs_bring_their_context() {
+    let settings = |from: &str| json!({"schedule": "* * * * * *", "context": {"from": from}});
+    let flow = |from: &str| {
+        FlowBuilder::new()
+            .node("c", "cron")
+            .settings(settings(from))
+            .node("sink", "relay")
+            .edge("c:out", "sink:input", json!("{{$}}"))
+            .build()
+    };
+    let h = harness(flow("old")).await;
+    h.send("c:_control", json!({"start": true, "context": {"from": "press"}}))
+        .await
+        .expect("Start");
+    assert!(
+        eventually(Duration::from_millis(1500), || !h.arrivals("sink:input").is_empty()).await,
+        "runs"
+    );
+    let node = flow("new").nodes.remove(0);
+    h.engine().apply(node).await.expect("new settings apply");
+    assert_eq!(control(&h, "c")["context"], json!({"from": "new"}));
+    let before = h.arrivals("sink:input").len();
+    assert!(
+        eventually(Duration::from_millis(1500), || h.arrivals("sink:input").len() > before).await,
+        "runs on"
+    );
+    assert_eq!(h.arrivals("sink:input").last(), Some(&json!({"from": "new"})));
+    let metadata = h.engine().node_metadata("c").expect("metadata");
+    assert_eq!(
+        metadata.get("cron-context").map(String::as_str),
+        Some(r#"{"from":"new"}"#)
+    );
+    assert_eq!(metadata.get("cron-schedule").map(String::as_str), Some("* * * * * *"));
+    h.send("c:_control", json!({"stop": true})).await.expect("Stop");
+}
+
 #[test]
 fn cron_accepts_five_and_six_field_patterns_and_aliases() {
     use tiny_example_common::cron::parse;
