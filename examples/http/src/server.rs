@@ -60,7 +60,7 @@ pub struct Start {
     #[tiny(title = "Hostnames")]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hostnames: Vec<String>,
-    /// Seconds to read a request's headers; 0 or less: no limit.
+    /// Seconds to read a request, its body included (then `408`); 0 or less: no limit.
     #[tiny(title = "Read Timeout")]
     pub read_timeout: i64,
     /// Seconds the flow has to answer; then `504 Gateway Timeout`. 0 or less: no limit.
@@ -423,6 +423,7 @@ async fn serve(
         request,
         limit: body_limit(ctx.settings()),
         write_timeout: seconds(start.write_timeout),
+        read_timeout: seconds(start.read_timeout),
         pod: std::env::var("HOSTNAME").unwrap_or_default(),
     });
     let read_timeout = seconds(start.read_timeout);
@@ -523,6 +524,9 @@ struct Serving {
     request: Output<Request, Response>,
     limit: usize,
     write_timeout: Option<Duration>,
+    /// As Go's `ReadTimeout`, which covers the body too: hyper's header timeout
+    /// covers the head, this the body.
+    read_timeout: Option<Duration>,
     pod: String,
 }
 
@@ -530,7 +534,29 @@ impl Serving {
     /// One HTTP request through the flow.
     async fn answer(&self, req: HttpReq<Incoming>, peer: std::net::SocketAddr) -> HttpResp<Body> {
         let (parts, body) = req.into_parts();
-        let body = match Limited::new(body, self.limit).collect().await {
+        let collect = Limited::new(body, self.limit).collect();
+        let collected = match self.read_timeout {
+            // The timer is armed only when the body is not all there at the first poll
+            // (as the write deadline below): most bodies are.
+            Some(t) => {
+                let deadline = tokio::time::Instant::now() + t;
+                let mut collect = std::pin::pin!(collect);
+                match std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await {
+                    Poll::Ready(r) => r,
+                    Poll::Pending => match tokio::time::timeout_at(deadline, collect).await {
+                        Ok(r) => r,
+                        Err(_) => {
+                            return plain(
+                                StatusCode::REQUEST_TIMEOUT,
+                                format!("request body not read within the read timeout ({t:?})"),
+                            );
+                        }
+                    },
+                }
+            }
+            None => collect.await,
+        };
+        let body = match collected {
             Ok(b) => b.to_bytes(),
             Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
                 return plain(

@@ -551,3 +551,38 @@ fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+/// `readTimeout` covers the body, as Go's `ReadTimeout` does: a client that stalls
+/// half-way through its body is answered 408 rather than held forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stalls_past_the_read_timeout_is_refused() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .edge("srv:request", "srv:response", json!({"body": "{{$.body}}"}))
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({"readTimeout": 1})).await;
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connects");
+    stream
+        .write_all(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        .await
+        .expect("writes");
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "answered within the read timeout, not held");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(h.emitted("srv:request").is_empty(), "the flow never saw it");
+
+    // A whole body within the limit goes through.
+    let (status, _, body) = call(&format!("{base}/y"), "POST", "whole").await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "whole"));
+}
