@@ -130,10 +130,11 @@ impl FlowBuilder {
     }
 
     /// The flow, its edges placed.
-    pub fn build(mut self) -> Flow {
-        for (from, to, mapping, retry) in std::mem::take(&mut self.edges) {
-            self.place(&from, &to, mapping, retry);
+    pub fn build(self) -> Flow {
+        let mut this = self;
+        for (from, to, mapping, retry) in std::mem::take(&mut this.edges) {
+            this.place(&from, &to, mapping, retry);
         }
-        self.flow
+        this.flow
     }
 }

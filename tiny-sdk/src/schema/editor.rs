@@ -356,15 +356,26 @@ fn take_order(prop: Value) -> (Value, Option<u64>) {
 }
 
 /// The `propertyOrder` of each property, from the `property_order` hints (`None`
-/// where there is none): a property without a hint keeps its 1-based declaration
-/// index as its wanted place, a hinted one goes first among equals, and the result is
-/// renumbered 1..=n so that no two siblings share a place.
+/// where there is none): a hinted property takes the place it asks for (hinted ones
+/// asking for the same place in declaration order), and the others fill the places
+/// left, in declaration order; the result is 1..=n, no two siblings sharing a place.
 fn property_orders(wanted: &[Option<u64>]) -> Vec<u64> {
-    let mut by_place: Vec<usize> = (0..wanted.len()).collect();
-    by_place.sort_by_key(|&i| (wanted[i].unwrap_or(i as u64 + 1), wanted[i].is_none(), i));
+    let mut hinted: Vec<(u64, usize)> = wanted
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| w.map(|w| (w, i)))
+        .collect();
+    hinted.sort_unstable();
+    let mut hinted = hinted.into_iter().peekable();
+    let mut plain = (0..wanted.len()).filter(|&i| wanted[i].is_none());
     let mut orders = vec![0; wanted.len()];
-    for (place, &i) in by_place.iter().enumerate() {
-        orders[i] = place as u64 + 1;
+    for place in 1..=wanted.len() as u64 {
+        let due = hinted.peek().is_some_and(|&(w, _)| w <= place);
+        let next = if due { hinted.next().map(|(_, i)| i) } else { None };
+        let Some(i) = next.or_else(|| plain.next()).or_else(|| hinted.next().map(|(_, i)| i)) else {
+            break;
+        };
+        orders[i] = place;
     }
     orders
 }
@@ -545,6 +556,9 @@ mod tests {
         assert_eq!(property_orders(&[Some(20), Some(10), Some(30)]), [2, 1, 3]);
         // A hint beyond the end moves the field last.
         assert_eq!(property_orders(&[Some(9), None, None]), [3, 1, 2]);
+        // Hinted fields declared last still take the places they ask for; the others
+        // fill the rest.
+        assert_eq!(property_orders(&[None, None, Some(1), Some(2)]), [3, 4, 1, 2]);
     }
 
     #[test]

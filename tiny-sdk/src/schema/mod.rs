@@ -11,10 +11,9 @@
 //! - array items always become a definition named after the element type, and so do
 //!   map values and tuple positions that are objects;
 //! - every definition has a `path` (`$`, `$.context`, `$.items[0]`, `$.map[*]`);
-//! - every property has `propertyOrder`: its 1-based declaration index, unless a
-//!   `property_order` hint places it (hinted fields take their place first, the
-//!   others follow in declaration order, and the orders are renumbered 1..n); the
-//!   hint orders the property and never moves to a definition;
+//! - every property has `propertyOrder`, 1..n: a field with a `property_order` hint
+//!   takes the place it asks for, and the others fill the places left in declaration
+//!   order; the hint orders the property and never moves to a definition;
 //! - unit enums become `enum` with `enumTitles`, in declaration order; a variant's
 //!   title is its `title`, else its doc comment, else its value;
 //! - an enum's variants stay inline in its `oneOf`/`anyOf` (a variant is the value
