@@ -42,8 +42,11 @@ impl Default for ClientSettings {
     }
 }
 
-/// What `request` takes. Fields left out keep their defaults (`GET`, 10 s,
-/// `application/json`), as Go decodes into the port's default.
+/// What `request` takes. Fields left out keep the port's defaults (`GET`, 10 s,
+/// `application/json`), on purpose: Go decodes into zero values, so a request without
+/// a `timeout` fails at once there, and one without a `contentType` sends none. (The
+/// editor fills every field from the port's default, so a flow built there is the
+/// same on both.)
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClientRequest {

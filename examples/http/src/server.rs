@@ -44,8 +44,9 @@ pub struct ServerSettings {
     pub max_body_size: i64,
 }
 
-/// What `start` takes: how to listen. Fields left out keep their defaults, as Go
-/// decodes into the port's default.
+/// What `start` takes: how to listen. Fields left out keep the port's defaults
+/// (60 s to read, 10 s to answer), on purpose: Go decodes into zero values, no limits.
+/// (The editor fills every field from the port's default.)
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Start {
