@@ -19,6 +19,11 @@
 //! wrong type (a string where a number belongs) still does not decode, as in Go, and
 //! the error names every field that is wrong.
 //!
+//! One exception, on purpose: a `null` float does not decode. JSON's `null` is what a
+//! NaN or an infinity becomes (serde writes them so), and a broken sensor reading must
+//! reach the author's error handling (the catch port, code `UNDECODABLE`) rather than
+//! pass as `0`. A float the JSON lacks is `0`, as in Go.
+//!
 //! A type with no zero (an enum) missing or `null` does not decode either, and neither
 //! does a `null` inside a value serde buffers before it decodes it (`flatten`,
 //! untagged and internally tagged enums).
@@ -245,13 +250,27 @@ impl<'a> Deserializer<'a> for Go<'a> {
         deserialize_u32 => |v: V| v.visit_u32(0);
         deserialize_u64 => |v: V| v.visit_u64(0);
         deserialize_u128 => |v: V| v.visit_u128(0);
-        deserialize_f32 => |v: V| v.visit_f32(0.0);
-        deserialize_f64 => |v: V| v.visit_f64(0.0);
         deserialize_str => |v: V| v.visit_borrowed_str("");
         deserialize_string => |v: V| v.visit_borrowed_str("");
         deserialize_bytes => |v: V| v.visit_borrowed_bytes(&[]);
         deserialize_byte_buf => |v: V| v.visit_borrowed_bytes(&[]);
         deserialize_unit => |v: V| v.visit_unit();
+    }
+
+    /// A float: a missing one is `0`, but a `null` does not decode: JSON's `null` is what
+    /// NaN and the infinities become, and a broken reading must not pass as `0`.
+    fn deserialize_f32<V: Visitor<'a>>(self, visitor: V) -> std::result::Result<V::Value, Failure> {
+        match self.value {
+            Value::Null if std::ptr::eq(self.value, &ABSENT) => visitor.visit_f32(0.0),
+            v => v.deserialize_f32(visitor).map_err(Failure::json),
+        }
+    }
+
+    fn deserialize_f64<V: Visitor<'a>>(self, visitor: V) -> std::result::Result<V::Value, Failure> {
+        match self.value {
+            Value::Null if std::ptr::eq(self.value, &ABSENT) => visitor.visit_f64(0.0),
+            v => v.deserialize_f64(visitor).map_err(Failure::json),
+        }
     }
 
     fn deserialize_char<V: Visitor<'a>>(self, visitor: V) -> std::result::Result<V::Value, Failure> {
@@ -538,7 +557,7 @@ mod tests {
     fn null_and_missing_fields_take_their_zero_as_in_go() {
         let got: Input = decode(
             "input",
-            &json!({"conditions": [{"route": "a", "condition": null}, {"route": null}], "ratio": null, "inner": null}),
+            &json!({"conditions": [{"route": "a", "condition": null}, {"route": null}], "count": null, "inner": null}),
         )
         .expect("decodes as Go does");
         assert_eq!(
@@ -582,7 +601,7 @@ mod tests {
     fn a_wrong_type_does_not_decode_and_every_wrong_field_is_named() {
         let err = decode::<Input>(
             "input",
-            &json!({"conditions": [{"route": "a", "condition": "yes"}], "count": -1, "ratio": null}),
+            &json!({"conditions": [{"route": "a", "condition": "yes"}], "count": -1, "note": null}),
         )
         .expect_err("a string is not a bool");
         assert_eq!(err.code(), Some(code::UNDECODABLE));
@@ -598,6 +617,19 @@ mod tests {
                 .contains("port `input`: message does not decode: invalid type: string"),
             "{root}"
         );
+    }
+
+    #[test]
+    fn a_null_float_does_not_decode_but_a_missing_one_is_zero() {
+        let err = decode::<Input>("input", &json!({"ratio": null})).expect_err("NaN is not 0");
+        assert_eq!(err.code(), Some(code::UNDECODABLE));
+        assert!(
+            err.to_string()
+                .contains("field `ratio` does not decode: invalid type: null, expected f64"),
+            "{err}"
+        );
+        let missing: Input = decode("input", &json!({"count": 2})).expect("a missing float is 0");
+        assert_eq!((missing.count, missing.ratio), (2, 0.0));
     }
 
     #[test]

@@ -94,3 +94,30 @@ async fn an_edge_without_a_mapping_delivers_the_ports_default() {
         vec![json!({"context": null, "value": 32.0, "unit": "F"})]
     );
 }
+
+/// A NaN reading arrives as JSON `null`: it does not pass as 0 degrees, the message
+/// fails naming the field (Go's other `null`s and missing fields take their zero).
+#[tokio::test]
+async fn a_null_reading_is_refused_not_taken_as_zero() {
+    let h = Harness::builder()
+        .register::<Convert>()
+        .yaml(FLOW)
+        .build()
+        .await
+        .expect("the flow loads");
+    let err = h
+        .send("weather.guide-v0.convert-1:input", json!({"celsius": null}))
+        .await
+        .expect_err("a null temperature is not 0");
+    assert_eq!(err.code(), Some(tiny_sdk::error::code::UNDECODABLE), "{err}");
+    assert!(err.to_string().contains("field `celsius` does not decode"), "{err}");
+    assert!(h.emitted("weather.guide-v0.convert-1:output").is_empty());
+    // A message without a reading (a missing field) is Go's zero.
+    h.send("weather.guide-v0.convert-1:input", json!({"context": 1}))
+        .await
+        .expect("handled");
+    assert_eq!(
+        h.emitted("weather.guide-v0.convert-1:output")[0]["value"],
+        json!(273.15)
+    );
+}
