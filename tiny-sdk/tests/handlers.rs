@@ -8,10 +8,13 @@ use std::future::Future;
 use serde_json::{Value, json};
 use tiny_sdk::{Msg, harness::Harness, prelude::*};
 
-/// Two fields, taken apart in the handler's parameter.
+/// Two fields, taken apart in the handler's parameter. (A switch may be written
+/// `= true` or `= false` too.)
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
 struct Pair {
+    #[tiny(configurable = true)]
     a: u32,
+    #[tiny(shared = false)]
     b: u32,
 }
 

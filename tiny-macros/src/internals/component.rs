@@ -5,7 +5,7 @@
 //! does the handler exist) are left to it, and the code generator places those errors
 //! on the author's tokens too.
 
-use darling::{Error, FromDeriveInput, FromField, FromMeta, Result, ast, util::Flag};
+use darling::{Error, FromDeriveInput, FromField, FromMeta, Result, ast};
 use proc_macro2::Span;
 use quote::{ToTokens, format_ident};
 use syn::{
@@ -36,7 +36,7 @@ pub struct ComponentAttrs {
     /// The `_control` message type.
     pub control: Option<Type>,
     /// The component implements `Hooks` itself.
-    pub hooks: Flag,
+    pub hooks: super::Switch,
     /// The path of the SDK, for authors who rename or re-export it.
     #[darling(rename = "crate", default)]
     pub krate: CratePath,
@@ -52,7 +52,7 @@ pub struct FieldAttrs {
     pub label: Option<String>,
     pub position: Option<PositionArg>,
     pub handler: Option<Ident>,
-    pub catch: Flag,
+    pub catch: super::Switch,
     /// The settings' `bool` field that switches the port on.
     pub enabled_by: Option<Ident>,
     /// For an `Outputs<T>` family: the `fn(&Settings) -> Vec<String>` giving its keys.

@@ -72,6 +72,51 @@ impl CratePath {
     }
 }
 
+/// A switch such as `catch`, `hooks` or `configurable`: on when written alone, or as
+/// `= true`; `= false` leaves it off. Anything else is an error saying how to write it
+/// (darling's `Flag` said only "Unexpected type `bool`" to `catch = true`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Switch(Option<proc_macro2::Span>);
+
+impl Switch {
+    /// Whether it is on.
+    pub fn is_present(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Where it was written (the call site when it was not).
+    pub fn span(&self) -> proc_macro2::Span {
+        self.0.unwrap_or_else(proc_macro2::Span::call_site)
+    }
+}
+
+impl FromMeta for Switch {
+    fn from_none() -> Option<Self> {
+        Some(Switch(None))
+    }
+
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        use syn::spanned::Spanned as _;
+        let name = item.path().get_ident().map(ToString::to_string).unwrap_or_default();
+        match item {
+            Meta::Path(p) => Ok(Switch(Some(p.span()))),
+            Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Bool(b), ..
+                }) => Ok(Switch(b.value.then(|| nv.path.span()))),
+                other => Err(Error::custom(format!(
+                    "`{name}` is a switch: write `{name}` alone to turn it on (or `{name} = true`)"
+                ))
+                .with_span(other)),
+            },
+            Meta::List(list) => Err(Error::custom(format!(
+                "`{name}` is a switch: write `{name}` alone to turn it on, without parentheses"
+            ))
+            .with_span(list)),
+        }
+    }
+}
+
 /// The doc comment lines of `attrs`, trimmed.
 pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
     attrs

@@ -1,6 +1,6 @@
 //! `#[derive(Schema)]`: the `#[tiny(...)]` editor hints on message types.
 
-use darling::{Error, FromDeriveInput, FromField, FromMeta, FromVariant, Result, ast, util::Flag};
+use darling::{Error, FromDeriveInput, FromField, FromMeta, FromVariant, Result, ast};
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::{Attribute, Ident, LitStr, Type, Visibility};
@@ -27,7 +27,7 @@ pub struct SchemaAttrs {
     pub description: Option<String>,
     /// The type's serde impls do not keep `decode(encode(x)) == x` (hand-written
     /// ones, say): the engine then always passes it through JSON.
-    pub lossy: Flag,
+    pub lossy: super::Switch,
     /// The path of the SDK, for authors who rename or re-export it.
     #[darling(rename = "crate", default)]
     pub krate: CratePath,
@@ -54,12 +54,12 @@ pub struct FieldHints {
     pub ty: Type,
     pub attrs: Vec<Attribute>,
     /// Values may come from other nodes through expressions.
-    pub configurable: Flag,
+    pub configurable: super::Switch,
     /// The field's definition is offered to other nodes for mapping.
-    pub shared: Flag,
-    pub readonly: Flag,
+    pub shared: super::Switch,
+    pub readonly: super::Switch,
     /// A credential: masked in status and traces.
-    pub secret: Flag,
+    pub secret: super::Switch,
     pub title: Option<String>,
     pub description: Option<String>,
     pub default: Option<Json>,
