@@ -955,3 +955,48 @@ async fn a_refused_spec_is_logged_once_however_often_it_is_applied() {
     assert!(h.engine().apply(other).await.is_err());
     assert_eq!(count(), 2);
 }
+
+/// Settings written without `rename_all = "camelCase"`: the error port switch is
+/// `enable_error_port`, which the engine reads as it reads Go's `enableErrorPort`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+struct SnakeSettings {
+    #[serde(default)]
+    enable_error_port: bool,
+}
+
+/// Always fails; its catch port is switched by snake_case settings.
+#[derive(Debug, Component, Default)]
+#[component(name = "snake", settings = SnakeSettings)]
+struct Snake {
+    input: Input<Value>,
+    #[port(catch)]
+    error: Output<ErrorMessage>,
+}
+
+impl Snake {
+    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> {
+        Err(Error::permanent("always"))
+    }
+}
+
+#[tokio::test]
+async fn a_snake_case_error_port_switch_is_read_too() {
+    for (on, caught) in [(false, false), (true, true)] {
+        let flow = FlowBuilder::new()
+            .node("s", "snake")
+            .settings(json!({"enable_error_port": on}))
+            .edge("s:error", "sink:input", json!("{{$}}"))
+            .node("sink", "relay")
+            .build();
+        let h = Harness::builder()
+            .register::<Snake>()
+            .register::<Relay>()
+            .flow(flow)
+            .build()
+            .await
+            .expect("loads");
+        let sent = h.send("s:input", json!(1)).await;
+        assert_eq!(sent.is_ok(), caught, "enable_error_port: {on}: {sent:?}");
+        assert_eq!(h.emitted("s:error").len(), usize::from(caught));
+    }
+}

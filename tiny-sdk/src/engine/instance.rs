@@ -79,9 +79,13 @@ struct Settings<S> {
 
 impl<S: serde::Serialize> Settings<S> {
     fn new(decoded: S, source: Option<Value>) -> Self {
-        let error_port = serde_json::to_value(&decoded)
-            .ok()
-            .and_then(|v| v.get(ENABLE_ERROR_PORT).and_then(Value::as_bool));
+        // Go's key; a settings struct without `rename_all = "camelCase"` writes it as
+        // the field is named, which is read too.
+        let error_port = serde_json::to_value(&decoded).ok().and_then(|v| {
+            v.get(ENABLE_ERROR_PORT)
+                .or_else(|| v.get("enable_error_port"))
+                .and_then(Value::as_bool)
+        });
         Self {
             decoded: Arc::new(decoded),
             source,
