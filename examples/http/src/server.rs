@@ -67,6 +67,14 @@ pub struct Start {
     /// Seconds the flow has to answer; then `504 Gateway Timeout`. 0 or less: no limit.
     #[tiny(title = "Write Timeout")]
     pub write_timeout: i64,
+    /// PEM or base64-encoded PEM certificate (chain) for HTTPS; empty: plain HTTP.
+    #[tiny(title = "TLS Certificate", format = "textarea")]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tls_cert: String,
+    /// PEM or base64-encoded PEM private key of the certificate.
+    #[tiny(title = "TLS Private Key", format = "textarea", secret)]
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tls_key: String,
 }
 
 impl Default for Start {
@@ -77,8 +85,52 @@ impl Default for Start {
             hostnames: Vec::new(),
             read_timeout: 60,
             write_timeout: 10,
+            tls_cert: String::new(),
+            tls_key: String::new(),
         }
     }
+}
+
+/// The TLS side of a server started with `tlsCert` and `tlsKey` (both given, as Go's),
+/// each PEM or base64 of PEM; `None` for plain HTTP. A certificate or key that does not
+/// read is an error naming the field.
+fn tls(start: &Start) -> Result<Option<tokio_rustls::TlsAcceptor>> {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject as _};
+    if start.tls_cert.trim().is_empty() || start.tls_key.trim().is_empty() {
+        return Ok(None);
+    }
+    let certs = CertificateDer::pem_slice_iter(pem_text(&start.tls_cert).as_bytes())
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::permanent(format!("tlsCert is not a PEM certificate: {e}")))?;
+    if certs.is_empty() {
+        return Err(Error::permanent("tlsCert holds no certificate"));
+    }
+    let key = PrivateKeyDer::from_pem_slice(pem_text(&start.tls_key).as_bytes())
+        .map_err(|e| Error::permanent(format!("tlsKey is not a PEM private key: {e}")))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::permanent(format!("TLS setup: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| Error::permanent(format!("tlsCert and tlsKey do not make a server: {e}")))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))))
+}
+
+/// PEM as given, or decoded from base64 when it is not PEM (Go's rule: a certificate
+/// passes through an edge configuration without its newlines that way).
+fn pem_text(s: &str) -> std::borrow::Cow<'_, str> {
+    use base64::Engine as _;
+    let t = s.trim();
+    if t.starts_with("-----BEGIN") {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(t)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .map_or(std::borrow::Cow::Borrowed(s), std::borrow::Cow::Owned)
 }
 
 /// What `stop` takes: anything.
@@ -275,6 +327,8 @@ impl HttpServer {
     }
 
     async fn on_start(&self, ctx: &Ctx<Self>, start: Start) -> Result<()> {
+        // A certificate that does not read fails the start, before anything is kept.
+        tls(&start)?;
         ctx.metadata().set(START, &serde_json::to_string(&start)?).await?;
         ctx.state().delete(OLD_START).await?;
         if let Ok(mut c) = self.context.write() {
@@ -392,6 +446,7 @@ async fn serve(
     if let Ok(mut c) = context.write() {
         c.clone_from(&start.context);
     }
+    let tls = tls(&start)?;
     let saved = saved_port(ctx)?;
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", saved))
         .await
@@ -400,7 +455,7 @@ async fn serve(
     // As Go: the port in decimal, kept across Stop so the next Start reuses it.
     ctx.metadata().set(PORT, &port.to_string()).await?;
     ctx.state().delete(OLD_PORT).await?;
-    let addresses = expose(ctx, &start, port).await;
+    let addresses = expose(ctx, &start, port, tls.is_some()).await;
     {
         let mut l = listening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         l.clone_from(&addresses);
@@ -425,6 +480,7 @@ async fn serve(
         limit: body_limit(ctx.settings()),
         write_timeout: seconds(start.write_timeout),
         read_timeout: seconds(start.read_timeout),
+        tls: tls.is_some(),
         pod: std::env::var("HOSTNAME").unwrap_or_default(),
     });
     let read_timeout = seconds(start.read_timeout);
@@ -442,30 +498,55 @@ async fn serve(
         let _ = stream.set_nodelay(true);
         let serving = serving.clone();
         let stop = ctx.hop().cancel.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new());
-            if let Some(t) = read_timeout {
-                http.header_read_timeout(t);
-            }
-            let service = service_fn(move |req| {
-                let serving = serving.clone();
-                async move { Ok::<_, Infallible>(serving.answer(req, peer).await) }
-            });
-            let conn = http.serve_connection(TokioIo::new(stream), service);
-            // Connections end with the listener's work.
-            tokio::select! {
-                _ = conn => {}
-                () = stop.cancelled() => {}
+            let Some(tls) = tls else {
+                return connection(stream, peer, serving, read_timeout, stop).await;
+            };
+            // The handshake within the read timeout (10 s without one): a client that
+            // connects and says nothing does not hold a task.
+            let limit = read_timeout.unwrap_or(Duration::from_secs(10));
+            match tokio::time::timeout(limit, tls.accept(stream)).await {
+                Ok(Ok(stream)) => connection(stream, peer, serving, read_timeout, stop).await,
+                Ok(Err(e)) => tracing::debug!(error = %e, %peer, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
         });
     }
 }
 
+/// Serves one connection (plain or TLS) until it closes or the listener stops.
+async fn connection<IO>(
+    io: IO,
+    peer: std::net::SocketAddr,
+    serving: Arc<Serving>,
+    read_timeout: Option<Duration>,
+    stop: tiny_sdk::context::Cancel,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new());
+    if let Some(t) = read_timeout {
+        http.header_read_timeout(t);
+    }
+    let service = service_fn(move |req| {
+        let serving = serving.clone();
+        async move { Ok::<_, Infallible>(serving.answer(req, peer).await) }
+    });
+    let conn = http.serve_connection(TokioIo::new(io), service);
+    // Connections end with the listener's work.
+    tokio::select! {
+        _ = conn => {}
+        () = stop.cancelled() => {}
+    }
+}
+
 /// Exposes `port` through the resource manager; without one, or when it fails, the
 /// server is reachable on the pod only, as Go reports it.
-async fn expose(ctx: &Ctx<HttpServer>, start: &Start, port: u16) -> Vec<String> {
-    let local = vec![format!("http://localhost:{port}")];
+async fn expose(ctx: &Ctx<HttpServer>, start: &Start, port: u16, tls: bool) -> Vec<String> {
+    let scheme = if tls { "https" } else { "http" };
+    let local = vec![format!("{scheme}://localhost:{port}")];
     let Some(client) = ctx.client() else {
         return local;
     };
@@ -528,6 +609,8 @@ struct Serving {
     /// As Go's `ReadTimeout`, which covers the body too: hyper's header timeout
     /// covers the head, this the body.
     read_timeout: Option<Duration>,
+    /// The listener speaks HTTPS: every request's `scheme` is `https`, as Echo says.
+    tls: bool,
     pod: String,
 }
 
@@ -568,7 +651,7 @@ impl Serving {
             Err(_) => return plain(StatusCode::BAD_REQUEST, "could not read request body".into()),
         };
         let context = self.context.read().map(|c| c.clone()).unwrap_or_default();
-        let msg = to_message(&parts, &body, peer, context, &self.pod);
+        let msg = to_message(&parts, &body, (peer, self.tls), context, &self.pod);
         // Each request its own cancellation: a timeout or a client that went away
         // stops this chain (in this module and across gRPC), nothing else.
         let (ctx, cancel) = self.ctx.scoped();
@@ -619,7 +702,7 @@ impl Serving {
 fn to_message(
     parts: &hyper::http::request::Parts,
     body: &Bytes,
-    peer: std::net::SocketAddr,
+    (peer, tls): (std::net::SocketAddr, bool),
     context: Value,
     pod: &str,
 ) -> Request {
@@ -638,8 +721,9 @@ fn to_message(
         .and_then(|v| v.split(',').next().map(|s| s.trim().to_owned()))
         .or_else(|| seen.real_ip.map(str::to_owned))
         .unwrap_or_else(|| ip_text(peer.ip()));
-    let scheme = seen
-        .proto
+    // As Echo: a TLS connection is `https` whatever a header says.
+    let scheme = (tls.then_some("https"))
+        .or(seen.proto)
         .or(seen.protocol)
         .or_else(|| (seen.ssl == Some("on")).then_some("https"))
         .or(seen.url_scheme)

@@ -586,3 +586,75 @@ async fn a_body_that_stalls_past_the_read_timeout_is_refused() {
     let (status, _, body) = call(&format!("{base}/y"), "POST", "whole").await;
     assert_eq!((status, body.as_str()), (StatusCode::OK, "whole"));
 }
+
+/// As Go's: `tlsCert` and `tlsKey` (PEM, or base64 of PEM) make the server speak HTTPS,
+/// and its requests say `scheme: https`; a certificate that does not read fails the
+/// start, naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_with_a_certificate_serves_https() {
+    use base64::Engine as _;
+    const CERT: &str = include_str!("fixtures/localhost.crt");
+    const KEY: &str = include_str!("fixtures/localhost.key");
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .edge(
+            "srv:request",
+            "srv:response",
+            json!({"body": "{{$.scheme + ' ' + $.body}}"}),
+        )
+        .build();
+    let h = harness(flow).await;
+    let bad = h
+        .send("srv:start", json!({"tlsCert": "not a certificate", "tlsKey": KEY}))
+        .await
+        .expect_err("refused");
+    assert!(bad.to_string().contains("tlsCert"), "{bad}");
+    // The key as base64 of its PEM, as an edge configuration may carry it.
+    let key = base64::engine::general_purpose::STANDARD.encode(KEY);
+    let base = start(&h, "srv", json!({"tlsCert": CERT, "tlsKey": key})).await;
+    assert!(base.starts_with("https://"), "{base}");
+    // A client that trusts the certificate (and only it).
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(CERT.as_bytes()) {
+        roots.add(cert.expect("a certificate")).expect("a root");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocols")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_only()
+        .enable_http1()
+        .build();
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(https);
+    let url = base.replace("127.0.0.1", "localhost");
+    let req = Request::builder()
+        .method("POST")
+        .uri(format!("{url}/tls"))
+        .body(Full::new(Bytes::from_static(b"hello")))
+        .expect("request");
+    let resp = client.request(req).await.expect("an HTTPS answer");
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    assert_eq!(&body[..], b"https hello");
+    // Plain HTTP to it is not served.
+    let plain = tokio::time::timeout(
+        Duration::from_secs(5),
+        client_plain().request(
+            Request::builder()
+                .uri(format!("{}/tls", url.replace("https://", "http://")))
+                .body(Full::new(Bytes::new()))
+                .expect("request"),
+        ),
+    )
+    .await
+    .expect("answered or refused in time");
+    assert!(plain.is_err() || plain.is_ok_and(|r| r.status() != StatusCode::OK));
+}
+
+fn client_plain() -> Client<HttpConnector, Full<Bytes>> {
+    client()
+}
