@@ -24,9 +24,9 @@
 //! reach the author's error handling (the catch port, code `UNDECODABLE`) rather than
 //! pass as `0`. A float the JSON lacks is `0`, as in Go.
 //!
-//! A type with no zero (an enum) missing or `null` does not decode either, and neither
-//! does a `null` inside a value serde buffers before it decodes it (`flatten`,
-//! untagged and internally tagged enums).
+//! A type with no zero (an enum) missing or `null` does not decode either. Nor does what
+//! serde buffers before it decodes it: a struct with a `flatten` field, untagged and
+//! internally tagged enums keep serde's rules (a `null` or a missing field there fails).
 
 use std::{collections::HashSet, fmt};
 
@@ -40,20 +40,33 @@ use crate::error::{Error, Result, code};
 pub(crate) fn decode<T: DeserializeOwned>(port: &str, payload: &Value) -> Result<T> {
     match T::deserialize(payload) {
         Ok(v) => Ok(v),
-        Err(_) => as_go::<T>(payload).map_err(|first| report::<T>(port, payload, first)),
+        Err(_) => {
+            let mut learned = Learned::new();
+            as_go::<T>(payload, &mut learned).map_err(|first| report::<T>(port, payload, first, &mut learned))
+        }
     }
 }
 
 /// The most missing fields one decode learns before it gives up: one more decode each.
-const MAX_LEARNED: usize = 64;
+const MAX_LEARNED: usize = 256;
+
+/// A struct type, as a decode sees it: its name, and the address of its field list
+/// (two types of the same name are told apart by it).
+type Owner = (&'static str, usize);
+
+/// The fields found missing so far, by the struct they belong to.
+type Learned = HashSet<(Owner, &'static str)>;
+
+fn owner(name: &'static str, fields: &'static [&'static str]) -> Owner {
+    (name, fields.as_ptr() as usize)
+}
 
 /// Decodes `payload` by Go's rules. A field serde requires is found missing by
 /// decoding (serde says which, of which struct); the decode then runs again with that
 /// field of that struct taken as `null`, until nothing is missing.
-fn as_go<T: DeserializeOwned>(payload: &Value) -> std::result::Result<T, Failure> {
-    let mut learned = HashSet::new();
+fn as_go<T: DeserializeOwned>(payload: &Value, learned: &mut Learned) -> std::result::Result<T, Failure> {
     loop {
-        match T::deserialize(Go::new(payload, &learned)) {
+        match T::deserialize(Go::new(payload, learned)) {
             Ok(v) => return Ok(v),
             Err(Failure {
                 kind:
@@ -70,13 +83,13 @@ fn as_go<T: DeserializeOwned>(payload: &Value) -> std::result::Result<T, Failure
 
 /// The error for `first`, with up to 7 more wrong fields: each wrong field is taken out
 /// of a copy (it then decodes as its zero) and the copy decoded again.
-fn report<T: DeserializeOwned>(port: &str, payload: &Value, first: Failure) -> Error {
+fn report<T: DeserializeOwned>(port: &str, payload: &Value, first: Failure, learned: &mut Learned) -> Error {
     const MORE: usize = 7;
     let mut copy = payload.clone();
     let mut at = first.path.clone();
     let mut more = Vec::new();
     while more.len() < MORE && take_out(&mut copy, &at) {
-        match as_go::<T>(&copy) {
+        match as_go::<T>(&copy, learned) {
             Err(e) if matches!(e.kind, Kind::Other(_)) && e.path != at => {
                 more.push(e.to_string());
                 at = e.path;
@@ -84,11 +97,7 @@ fn report<T: DeserializeOwned>(port: &str, payload: &Value, first: Failure) -> E
             _ => break,
         }
     }
-    let first = if first.path.is_empty() {
-        format!("port `{port}`: message does not decode: {}", first.kind)
-    } else {
-        format!("port `{port}`: {first}")
-    };
+    let first = format!("port `{port}`: {first}");
     let text = if more.is_empty() {
         first
     } else {
@@ -127,10 +136,7 @@ struct Failure {
 enum Kind {
     /// Serde requires `field` and the JSON lacks it; `owner` is the struct's name, once
     /// the struct's level knows it is its own.
-    Missing {
-        owner: Option<&'static str>,
-        field: &'static str,
-    },
+    Missing { owner: Option<Owner>, field: &'static str },
     /// Anything else: a wrong type, a wrong length, an unknown variant.
     Other(String),
 }
@@ -168,6 +174,9 @@ impl fmt::Display for Kind {
 /// `field `a.b[0].c` does not decode: <why>`, as the serde path of the field.
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            return write!(f, "message does not decode: {}", self.kind);
+        }
         f.write_str("field `")?;
         for (i, s) in self.path.iter().rev().enumerate() {
             match s {
@@ -203,11 +212,11 @@ impl de::Error for Failure {
 struct Go<'a> {
     value: &'a Value,
     /// `(struct, field)`: fields serde requires that some JSON object lacks.
-    learned: &'a HashSet<(&'static str, &'static str)>,
+    learned: &'a Learned,
 }
 
 impl<'a> Go<'a> {
-    fn new(value: &'a Value, learned: &'a HashSet<(&'static str, &'static str)>) -> Self {
+    fn new(value: &'a Value, learned: &'a Learned) -> Self {
         Self { value, learned }
     }
 }
@@ -311,7 +320,15 @@ impl<'a> Deserializer<'a> for Go<'a> {
     /// A fixed-size array or tuple: `null` is `len` zeros, as a Go array's zero value.
     fn deserialize_tuple<V: Visitor<'a>>(self, len: usize, visitor: V) -> std::result::Result<V::Value, Failure> {
         match self.value {
-            Value::Null => visitor.visit_seq(Items::new(&self, std::iter::repeat_n(&NULL, len), len)),
+            // A missing tuple is one of missing items (a float among them is 0).
+            Value::Null => {
+                let item = if std::ptr::eq(self.value, &ABSENT) {
+                    &ABSENT
+                } else {
+                    &NULL
+                };
+                visitor.visit_seq(Items::new(&self, std::iter::repeat_n(item, len), len))
+            }
             Value::Array(items) => visitor.visit_seq(Items::new(&self, items.iter(), items.len())),
             v => v.deserialize_tuple(len, visitor).map_err(Failure::json),
         }
@@ -355,7 +372,7 @@ impl<'a> Deserializer<'a> for Go<'a> {
                 } = &mut e.kind
                     && e.path.is_empty()
                 {
-                    *owner = Some(name);
+                    *owner = Some(self::owner(name, fields));
                 }
                 e
             })
@@ -385,7 +402,7 @@ static EMPTY: std::sync::LazyLock<serde_json::Map<String, Value>> = std::sync::L
 
 /// The items of a JSON array (or the zeros of a `null` array), each read by Go's rules.
 struct Items<'a, I> {
-    learned: &'a HashSet<(&'static str, &'static str)>,
+    learned: &'a Learned,
     items: I,
     index: usize,
     len: usize,
@@ -424,7 +441,7 @@ impl<'a, I: Iterator<Item = &'a Value>> de::SeqAccess<'a> for Items<'a, I> {
 /// The fields of a JSON object, each read by Go's rules; for a struct, followed by the
 /// fields learned to be missing from it, as `null`.
 struct Fields<'a> {
-    learned: &'a HashSet<(&'static str, &'static str)>,
+    learned: &'a Learned,
     map: &'a serde_json::Map<String, Value>,
     entries: serde_json::map::Iter<'a>,
     /// For a struct: its name and fields, and the next of them to check once the
@@ -456,7 +473,7 @@ impl<'a> Fields<'a> {
         let (owner, fields) = self.owner?;
         while let Some(field) = fields.get(self.next) {
             self.next += 1;
-            if self.learned.contains(&(owner, *field)) && !self.map.contains_key(*field) {
+            if self.learned.contains(&(self::owner(owner, fields), *field)) && !self.map.contains_key(*field) {
                 return Some(field);
             }
         }
@@ -480,12 +497,12 @@ impl<'a> de::MapAccess<'a> for Fields<'a> {
             },
         };
         self.pending = Some(entry);
-        seed.deserialize(entry.0.into_deserializer()).map(Some)
+        seed.deserialize(Key(entry.0)).map(Some)
     }
 
     fn next_value_seed<S: DeserializeSeed<'a>>(&mut self, seed: S) -> std::result::Result<S::Value, Failure> {
         let (key, value) = self.pending.take().unwrap_or(("", &NULL));
-        let owner = self.owner.map(|(name, _)| name);
+        let owner = self.owner.map(|(name, fields)| self::owner(name, fields));
         seed.deserialize(Go::new(value, self.learned))
             .map_err(|e| match (owner, e.kind) {
                 // A missing field whose type has no zero: said so, at the struct.
@@ -508,6 +525,72 @@ impl<'a> de::MapAccess<'a> for Fields<'a> {
 
     fn size_hint(&self) -> Option<usize> {
         Some(self.entries.len())
+    }
+}
+
+/// An object's key, read as serde_json reads keys: a map keyed by numbers or booleans
+/// (`{"1": 0.5}` as a `HashMap<u32, f64>`) parses them from the key's text.
+struct Key<'a>(&'a str);
+
+macro_rules! parsed_key {
+    ($($method:ident => $visit:ident),* $(,)?) => {$(
+        fn $method<V: Visitor<'a>>(self, visitor: V) -> std::result::Result<V::Value, Failure> {
+            match self.0.parse() {
+                Ok(v) => visitor.$visit(v),
+                Err(_) => visitor.visit_borrowed_str(self.0),
+            }
+        }
+    )*};
+}
+
+impl<'a> Deserializer<'a> for Key<'a> {
+    type Error = Failure;
+
+    fn deserialize_any<V: Visitor<'a>>(self, visitor: V) -> std::result::Result<V::Value, Failure> {
+        visitor.visit_borrowed_str(self.0)
+    }
+
+    parsed_key! {
+        deserialize_bool => visit_bool,
+        deserialize_i8 => visit_i8,
+        deserialize_i16 => visit_i16,
+        deserialize_i32 => visit_i32,
+        deserialize_i64 => visit_i64,
+        deserialize_i128 => visit_i128,
+        deserialize_u8 => visit_u8,
+        deserialize_u16 => visit_u16,
+        deserialize_u32 => visit_u32,
+        deserialize_u64 => visit_u64,
+        deserialize_u128 => visit_u128,
+        deserialize_f32 => visit_f32,
+        deserialize_f64 => visit_f64,
+    }
+
+    fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> std::result::Result<V::Value, Failure> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'a>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> std::result::Result<V::Value, Failure> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'a>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> std::result::Result<V::Value, Failure> {
+        self.0.into_deserializer().deserialize_enum(name, variants, visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        <W: Visitor<'a>>
+        char str string bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
+        identifier ignored_any
     }
 }
 
@@ -630,6 +713,21 @@ mod tests {
         );
         let missing: Input = decode("input", &json!({"count": 2})).expect("a missing float is 0");
         assert_eq!((missing.count, missing.ratio), (2, 0.0));
+    }
+
+    #[test]
+    fn maps_keyed_by_numbers_and_missing_float_tuples_decode() {
+        #[derive(Debug, Deserialize)]
+        struct Weights {
+            weights: std::collections::BTreeMap<u32, f64>,
+            name: String,
+            point: (f64, f64),
+        }
+        let got: Weights = decode("input", &json!({"weights": {"1": 0.5}, "name": null})).expect("decodes");
+        assert_eq!(
+            (got.weights.get(&1), got.name.as_str(), got.point),
+            (Some(&0.5), "", (0.0, 0.0))
+        );
     }
 
     #[test]

@@ -353,39 +353,62 @@ const CREDENTIAL_NAMES: [&str; 15] = [
 /// assert!(!is_credential_key("name") && !is_credential_key("context"));
 /// ```
 pub fn is_credential_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    CREDENTIAL_NAMES.iter().any(|name| key.contains(name))
+    let key = key.as_bytes();
+    CREDENTIAL_NAMES
+        .iter()
+        .any(|name| key.windows(name.len()).any(|w| w.eq_ignore_ascii_case(name.as_bytes())))
 }
 
 /// Replaces with [`MASK`] every string held under a credential-shaped key
-/// ([`is_credential_key`]), in nested objects and in the arrays such a key holds; `true`
-/// if anything was. Empty strings and strings with a `{{...}}` expression are left: there
-/// is nothing to hide in them, and an editor must still see where an expression goes.
+/// ([`is_credential_key`]), however deep under it (in the objects and arrays such a key
+/// holds), and the `value` of a `{key, value}` or `{name, value}` pair whose key names a
+/// credential (a header list: `[{"key": "Authorization", "value": "Bearer ..."}]`);
+/// `true` if anything was. Empty strings and strings with a `{{...}}` expression are
+/// left: there is nothing to hide in them, and an editor must still see where an
+/// expression goes. Numbers are left too (`total_tokens` is a count).
 ///
 /// ```
 /// use serde_json::json;
 /// use tiny_sdk::redact::{MASK, mask_credential_keys};
 ///
 /// let mut v = json!({"user": "ada", "context": {"apiKey": "sk-1", "tokens": ["a", "b"]},
+///                    "headers": [{"key": "Authorization", "value": "Bearer x"}],
 ///                    "password": "{{$.pw}}"});
 /// mask_credential_keys(&mut v);
 /// assert_eq!(v, json!({"user": "ada", "context": {"apiKey": MASK, "tokens": [MASK, MASK]},
+///                      "headers": [{"key": "Authorization", "value": MASK}],
 ///                      "password": "{{$.pw}}"}));
 /// ```
 pub fn mask_credential_keys(value: &mut Value) -> bool {
     mask_under(value, false)
 }
 
+fn maskable(s: &str) -> bool {
+    !s.is_empty() && !s.contains("{{")
+}
+
+/// Whether `map` is a `{key, value}` / `{name, value}` pair naming a credential.
+fn names_a_credential(map: &serde_json::Map<String, Value>) -> bool {
+    map.contains_key("value")
+        && ["key", "name"]
+            .iter()
+            .any(|k| map.get(*k).and_then(Value::as_str).is_some_and(is_credential_key))
+}
+
 fn mask_under(value: &mut Value, credential: bool) -> bool {
     match value {
-        Value::String(s) if credential && !s.is_empty() && !s.contains("{{") => {
+        Value::String(s) if credential && maskable(s) => {
             *s = MASK.to_owned();
             true
         }
         Value::Array(items) => items.iter_mut().fold(false, |c, v| mask_under(v, credential) | c),
-        Value::Object(map) => map
-            .iter_mut()
-            .fold(false, |c, (k, v)| mask_under(v, is_credential_key(k)) | c),
+        Value::Object(map) => {
+            let pair = names_a_credential(map);
+            map.iter_mut().fold(false, |c, (k, v)| {
+                let under = credential || is_credential_key(k) || (pair && k == "value");
+                mask_under(v, under) | c
+            })
+        }
         _ => false,
     }
 }
@@ -393,9 +416,13 @@ fn mask_under(value: &mut Value, credential: bool) -> bool {
 /// Whether [`mask_credential_keys`] would change `value`.
 fn has_credential_keys(value: &Value, credential: bool) -> bool {
     match value {
-        Value::String(s) => credential && !s.is_empty() && !s.contains("{{"),
+        Value::String(s) => credential && maskable(s),
         Value::Array(items) => items.iter().any(|v| has_credential_keys(v, credential)),
-        Value::Object(map) => map.iter().any(|(k, v)| has_credential_keys(v, is_credential_key(k))),
+        Value::Object(map) => {
+            let pair = names_a_credential(map);
+            map.iter()
+                .any(|(k, v)| has_credential_keys(v, credential || is_credential_key(k) || (pair && k == "value")))
+        }
         _ => false,
     }
 }

@@ -133,11 +133,13 @@ fn handler_fn(k: &CratePath, h: &Handler) -> TokenStream {
             let reply = Ident::new("reply", Span::mixed_site());
             quote!(#take let #reply: #ty = #block; #reply)
         }
-        // The block's statements, not the block: `async move { { Ok(()) } }` would
-        // warn the author of braces they did not write.
+        // The author's block stays a block, so that an item in it (`use`, a local type)
+        // does not reach the line taking the message; bound to a name, since a block
+        // as the value of `async move { .. }` would warn of braces the author did not
+        // write (`unused_braces`).
         (Some(block), _) => {
-            let stmts = &block.stmts;
-            quote!(#take #(#stmts)*)
+            let reply = Ident::new("reply", Span::mixed_site());
+            quote!(#take let #reply = #block; #reply)
         }
     };
     let block = async_block(*async_span, body);

@@ -642,7 +642,12 @@ impl Runner {
         };
         let span = super::trace::hop_span(module, &self.node, port, &source, depth, attempt);
         let observed = observer.is_some_and(|o| o.wants_data(&self.name));
-        let call = span.in_scope(|| self.handler(index, mapping, &source, msg, hop, observed));
+        // Entered by hand rather than `in_scope`: its closure is large, and `in_scope`
+        // stopped being inlined here (a call and a copy per hop).
+        let call = {
+            let _entered = span.enter();
+            self.handler(index, mapping, &source, msg, hop, observed)
+        };
         let (future, seen, expressions) = match call {
             Call::Handler {
                 future,
@@ -848,7 +853,10 @@ impl Handling {
         cx: &mut std::task::Context<'_>,
         source: Source<'_>,
     ) -> std::task::Poll<Result<Reply>> {
-        let result = std::task::ready!(self.span.in_scope(|| self.future.as_mut().poll(cx)));
+        let result = {
+            let _entered = self.span.enter();
+            std::task::ready!(self.future.as_mut().poll(cx))
+        };
         let runner = &self.runner;
         let index = self.index as usize;
         let at = At {
