@@ -401,7 +401,8 @@ fn cluster_name_check(node: &crate::flow::Node) -> Result<()> {
 /// A mapping in `node`'s `ports[]` names a node of the flow and an output of its
 /// component: a typo there (`helo-1:greeting`, `hello-1:greetin`) would otherwise leave
 /// the mapping unused, and the port's default delivered in silence. (A mapping left
-/// behind by an edge that was removed still loads, as it does on a cluster.)
+/// behind by an edge that was removed still loads, as it does on a cluster, and so
+/// does one from another module's node, whose part of the flow is not loaded here.)
 fn mappings_check(
     node: &crate::flow::Node,
     nodes: &[crate::flow::Node],
@@ -410,6 +411,8 @@ fn mappings_check(
     for pc in node.spec.ports.iter().filter(|p| !p.from.is_empty()) {
         let (from_node, from_port) = pc.from.rsplit_once(':').unwrap_or((pc.from.as_str(), ""));
         let why = match nodes.iter().find(|n| n.name == from_node) {
+            // Another module's node: its part of the flow is not loaded here.
+            None if other_module(from_node, node) => continue,
             None => format!("the flow has no node `{from_node}`"),
             Some(n) => match registry.get(&n.spec.component) {
                 Some(entry) if !(entry.ports)().iter().any(|p| p.is_source() && is_port(p, from_port)) => {
@@ -428,6 +431,13 @@ fn mappings_check(
         .with_code(crate::error::code::INVALID_SPEC));
     }
     Ok(())
+}
+
+/// Whether node `name` (`{flow}.{module}.{component}-{suffix}`) belongs to a module
+/// other than `node`'s.
+fn other_module(name: &str, node: &crate::flow::Node) -> bool {
+    let ours = crate::flow::parse_node_name(&node.name).map_or(node.spec.module.as_str(), |(m, _)| m);
+    crate::flow::parse_node_name(name).is_some_and(|(module, _)| !crate::flow::module_matches(module, ours))
 }
 
 /// `port` is `spec`, or a member (`<family>_<key>`) of the family `spec`.

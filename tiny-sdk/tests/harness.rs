@@ -201,3 +201,31 @@ async fn a_mapping_from_a_node_or_output_that_does_not_exist_is_refused() {
         .await
         .expect("a mapping left behind loads");
 }
+
+/// A mapping from another module's node loads: that module's part of the flow is not
+/// in this harness (one module's nodes, exported from a cluster).
+#[tokio::test]
+async fn a_mapping_from_another_modules_node_loads() {
+    let mut flow = tiny_sdk::flow::FlowBuilder::new()
+        .module("alerts")
+        .node("flow.alerts.relay-1", "relay")
+        .edge("flow.alerts.relay-1:out", "flow.alerts.relay-2:input", json!("{{$}}"))
+        .node("flow.alerts.relay-2", "relay")
+        .build();
+    flow.nodes[1].spec.ports[0].from = "flow.weather-v0.station-1:out".into();
+    Harness::builder()
+        .register::<Relay>()
+        .flow(flow.clone())
+        .build()
+        .await
+        .expect("another module's node is not this harness's to check");
+    // The same module's missing node is a typo.
+    flow.nodes[1].spec.ports[0].from = "flow.alerts.relay-9:out".into();
+    let (_, errors) = Harness::builder()
+        .register::<Relay>()
+        .flow(flow)
+        .build_lenient()
+        .await
+        .expect("built");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+}

@@ -204,10 +204,20 @@ impl Hooks for Cron {
             // As Go: new settings while it runs are the running ones: the next run
             // sends their context; their schedule applies from the next start (a
             // restart, another leader), as the loop keeps the one it started with.
+            // A schedule that does not parse is not kept: it would stop the cron at
+            // its next start.
             let context = serde_json::to_string(&settings.context)?;
-            ctx.metadata()
-                .update(&[(SCHEDULE, Some(&settings.schedule)), (CONTEXT, Some(&context))])
-                .await?;
+            let schedule = parse(&settings.schedule).is_ok().then_some(settings.schedule.as_str());
+            if schedule.is_none() {
+                tracing::warn!(
+                    node = ctx.node_name(),
+                    schedule = %settings.schedule,
+                    "new settings' schedule does not parse; the running one is kept"
+                );
+            }
+            let mut writes = vec![(CONTEXT, Some(context.as_str()))];
+            writes.extend(schedule.map(|s| (SCHEDULE, Some(s))));
+            ctx.metadata().update(&writes).await?;
         }
         // The view shown at load predates the settings: show their schedule and context.
         self.show(ctx);

@@ -250,18 +250,19 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
             })?
             .map_err(|e| fail(Error::transient(format!("{} {uri}: {e}", method))))?;
         let status = response.status();
-        if status.is_redirection()
-            && let Some(next) = location(&uri, response.headers())
-        {
-            // 301, 302 and 303 go on as a GET without the body (but a HEAD); 307 and
-            // 308 repeat the request as it was.
-            if matches!(
-                status,
-                StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
-            ) && method != Method::GET
-                && method != Method::HEAD
-            {
-                method = Method::GET;
+        // As Go's client: 301, 302 and 303 go on without the body, as a GET (a HEAD
+        // stays a HEAD); 307 and 308 repeat the request as it was; any other status
+        // (300, 304) is the answer.
+        let rewrite = matches!(
+            status,
+            StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND | StatusCode::SEE_OTHER
+        );
+        let redirect = rewrite || matches!(status, StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT);
+        if redirect && let Some(next) = location(&uri, response.headers()) {
+            if rewrite {
+                if method != Method::HEAD {
+                    method = Method::GET;
+                }
                 body = Bytes::new();
             }
             hop = hop.to(&req_uri, &uri, &next);
@@ -408,7 +409,10 @@ fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes, hop: &Red
     for h in &req.headers {
         set(&h.key, &h.value)?;
     }
-    if let Some(referer) = &hop.referer {
+    // A `Referer` the request sets itself is kept, as Go's client keeps it.
+    if let Some(referer) = &hop.referer
+        && !req.headers.iter().any(|h| h.key.eq_ignore_ascii_case("referer"))
+    {
         set("Referer", referer)?;
     }
     http.body(Full::new(body))
@@ -416,12 +420,63 @@ fn build(req: &ClientRequest, method: &Method, uri: &Uri, body: Bytes, hop: &Red
 }
 
 /// Where a redirect points, resolved against `base`.
+/// An absolute URL, a scheme-relative one (`//host/path`: on the base's scheme), an
+/// absolute path, or a path relative to the base's directory (`next?page=2`).
 fn location(base: &Uri, headers: &hyper::HeaderMap) -> Option<Uri> {
-    let loc = headers.get(header::LOCATION)?.to_str().ok()?;
+    let loc = headers.get(header::LOCATION)?.to_str().ok()?.trim();
     if loc.contains("://") {
         return loc.parse().ok();
     }
+    if let Some(rest) = loc.strip_prefix("//") {
+        return format!("{}://{rest}", base.scheme_str().unwrap_or("http")).parse().ok();
+    }
+    let path = if loc.starts_with('/') {
+        loc.to_owned()
+    } else {
+        // The base's path up to its last `/`, then the location.
+        let dir = base.path().rsplit_once('/').map_or("", |(dir, _)| dir);
+        format!("{dir}/{loc}")
+    };
     let mut parts = base.clone().into_parts();
-    parts.path_and_query = Some(loc.parse().ok()?);
+    parts.path_and_query = Some(path.parse().ok()?);
     Uri::from_parts(parts).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: &str, loc: &str) -> Option<String> {
+        let mut headers = hyper::HeaderMap::new();
+        headers.insert(header::LOCATION, header::HeaderValue::from_str(loc).ok()?);
+        location(&base.parse().ok()?, &headers).map(|u| u.to_string())
+    }
+
+    #[test]
+    fn a_location_resolves_as_a_browser_resolves_it() {
+        let base = "https://api.example.com/v1/items?page=1";
+        assert_eq!(at(base, "https://other.org/x").as_deref(), Some("https://other.org/x"));
+        // Scheme-relative: another host, not a path on this one.
+        assert_eq!(
+            at(base, "//cdn.example.net/a").as_deref(),
+            Some("https://cdn.example.net/a")
+        );
+        assert_eq!(
+            at(base, "/v2/items").as_deref(),
+            Some("https://api.example.com/v2/items")
+        );
+        assert_eq!(
+            at(base, "next?page=2").as_deref(),
+            Some("https://api.example.com/v1/next?page=2")
+        );
+    }
+
+    #[test]
+    fn credentials_follow_the_host_and_its_subdomains_only() {
+        assert!(is_domain_or_subdomain("api.example.com", "example.com"));
+        assert!(is_domain_or_subdomain("Example.COM", "example.com"));
+        assert!(!is_domain_or_subdomain("badexample.com", "example.com"));
+        assert!(!is_domain_or_subdomain("example.com", "api.example.com"));
+        assert!(!is_domain_or_subdomain("[::1]", "1"));
+    }
 }
