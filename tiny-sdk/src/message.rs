@@ -103,12 +103,9 @@ impl Reply {
     /// Decodes the carried value; an empty reply is an error.
     pub fn decode<T: DeserializeOwned + 'static>(self) -> Result<T> {
         match self.0 {
-            Some(m) => match m.decode("reply") {
-                Ok(v) => Ok(v),
-                // Worded from the JSON, with the failing field's path.
-                Err(_) => serde_path_to_error::deserialize(m.json()?.clone())
-                    .map_err(|e| Error::permanent(format!("reply does not decode: {e}"))),
-            },
+            // As an input decodes (Go's zero values for what is null or missing); the
+            // error names the reply and every wrong field.
+            Some(m) => m.decode("reply"),
             None => Err(Error::permanent("expected a reply, got none")),
         }
     }
