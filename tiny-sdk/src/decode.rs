@@ -134,8 +134,8 @@ struct Failure {
 
 #[derive(Debug)]
 enum Kind {
-    /// Serde requires `field` and the JSON lacks it; `owner` is the struct's name, once
-    /// the struct's level knows it is its own.
+    /// Serde requires `field` and the JSON lacks it; `owner` is the struct, once the
+    /// struct's level knows the field is its own.
     Missing { owner: Option<Owner>, field: &'static str },
     /// Anything else: a wrong type, a wrong length, an unknown variant.
     Other(String),
@@ -211,7 +211,7 @@ impl de::Error for Failure {
 /// and the fields learned to be missing are read as `null` (see [`as_go`]).
 struct Go<'a> {
     value: &'a Value,
-    /// `(struct, field)`: fields serde requires that some JSON object lacks.
+    /// Fields serde requires that some JSON object lacks, by struct.
     learned: &'a Learned,
 }
 

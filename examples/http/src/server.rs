@@ -614,31 +614,35 @@ struct Serving {
     pod: String,
 }
 
+/// `work`'s output, or `None` when `limit` passed first. The deadline counts from now,
+/// but its timer is armed only when the work is not done at its first poll: most
+/// requests' are (a body all there, a flow that answers at once), and a timer costs an
+/// entry put in tokio's timer wheel and taken out again.
+async fn within<F: Future>(limit: Option<Duration>, work: F) -> Option<F::Output> {
+    let Some(limit) = limit else {
+        return Some(work.await);
+    };
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut work = std::pin::pin!(work);
+    match std::future::poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await {
+        Poll::Ready(r) => Some(r),
+        Poll::Pending => tokio::time::timeout_at(deadline, work).await.ok(),
+    }
+}
+
 impl Serving {
     /// One HTTP request through the flow.
     async fn answer(&self, req: HttpReq<Incoming>, peer: std::net::SocketAddr) -> HttpResp<Body> {
         let (parts, body) = req.into_parts();
         let collect = Limited::new(body, self.limit).collect();
-        let collected = match self.read_timeout {
-            // The timer is armed only when the body is not all there at the first poll
-            // (as the write deadline below): most bodies are.
-            Some(t) => {
-                let deadline = tokio::time::Instant::now() + t;
-                let mut collect = std::pin::pin!(collect);
-                match std::future::poll_fn(|cx| Poll::Ready(collect.as_mut().poll(cx))).await {
-                    Poll::Ready(r) => r,
-                    Poll::Pending => match tokio::time::timeout_at(deadline, collect).await {
-                        Ok(r) => r,
-                        Err(_) => {
-                            return plain(
-                                StatusCode::REQUEST_TIMEOUT,
-                                format!("request body not read within the read timeout ({t:?})"),
-                            );
-                        }
-                    },
-                }
-            }
-            None => collect.await,
+        let Some(collected) = within(self.read_timeout, collect).await else {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "request body not read within the read timeout ({:?})",
+                    self.read_timeout.unwrap_or_default()
+                ),
+            );
         };
         let body = match collected {
             Ok(b) => b.to_bytes(),
@@ -657,22 +661,8 @@ impl Serving {
         let (ctx, cancel) = self.ctx.scoped();
         let _abandon = cancel.drop_guard();
         let emit = self.request.emit(&ctx, msg);
-        let reply = match self.write_timeout {
-            Some(t) => {
-                // The deadline counts from now, but its timer is armed only when the flow
-                // did not answer at its first poll: most flows answer there, and a timer
-                // costs an entry put in tokio's timer wheel and taken out again.
-                let deadline = tokio::time::Instant::now() + t;
-                let mut emit = std::pin::pin!(emit);
-                match std::future::poll_fn(|cx| Poll::Ready(emit.as_mut().poll(cx))).await {
-                    Poll::Ready(r) => r,
-                    Poll::Pending => match tokio::time::timeout_at(deadline, emit).await {
-                        Ok(r) => r,
-                        Err(_) => return json_status(StatusCode::GATEWAY_TIMEOUT, "Gateway Timeout"),
-                    },
-                }
-            }
-            None => emit.await,
+        let Some(reply) = within(self.write_timeout, emit).await else {
+            return json_status(StatusCode::GATEWAY_TIMEOUT, "Gateway Timeout");
         };
         let response = match reply.and_then(|r| {
             if r.is_empty() {
