@@ -1000,3 +1000,52 @@ async fn a_snake_case_error_port_switch_is_read_too() {
         assert_eq!(h.emitted("s:error").len(), usize::from(caught));
     }
 }
+
+/// Settings naming the keys of a family.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+struct KeysSettings {
+    #[serde(default)]
+    keys: Vec<String>,
+}
+
+/// A family `out` beside a fixed port `out_a`.
+#[derive(Debug, Component, Default)]
+#[component(name = "clash", settings = KeysSettings)]
+struct Clash {
+    input: Input<Value>,
+    #[port(keys = keys)]
+    out: tiny_sdk::Outputs<Value>,
+    out_a: Output<Value>,
+}
+
+#[handlers]
+impl Clash {
+    fn keys(settings: &KeysSettings) -> Vec<String> {
+        settings.keys.clone()
+    }
+
+    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_family_key_that_names_another_port_is_said() {
+    for (keys, clash) in [(json!(["b"]), false), (json!(["a", "b"]), true)] {
+        let flow = FlowBuilder::new()
+            .node("c", "clash")
+            .settings(json!({"keys": keys}))
+            .build();
+        let h = Harness::builder()
+            .register::<Clash>()
+            .flow(flow)
+            .build()
+            .await
+            .expect("it runs");
+        let error = h.report("c").expect("report").error;
+        assert_eq!(error.is_some(), clash, "{keys}: {error:?}");
+        if let Some(e) = error {
+            assert!(e.to_string().contains("port `out_a` is named twice"), "{e}");
+        }
+    }
+}

@@ -484,6 +484,24 @@ impl Runner {
     /// while the rest of the node runs.
     pub fn settle(&mut self) {
         let live = self.instance.live_ports();
+        // A family key that names a fixed port (`out` with key `a` beside `out_a`): one
+        // name, two ports. It runs, and its status says so.
+        let twice = live
+            .iter()
+            .enumerate()
+            .find(|(i, p)| live[..*i].iter().any(|q| q.name == p.name))
+            .map(|(_, p)| p.name.to_string());
+        if let Some(name) = twice
+            && self.problem.is_none()
+        {
+            self.problem = Some(
+                Error::permanent(format!(
+                    "port `{name}` is named twice: a family's key makes the name of another port \
+                     (change the key in the settings)"
+                ))
+                .with_code(crate::error::code::INVALID_SPEC),
+            );
+        }
         let has = |name: &str| live.iter().any(|p| p.name == name);
         self.inputs.retain(|i| has(i.spec.name));
         let mut cut = Vec::new();
