@@ -1024,7 +1024,9 @@ impl Clash {
         settings.keys.clone()
     }
 
-    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Result<()> {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<()> {
+        self.out.emit(ctx, "b", msg.clone()).await?;
+        self.out_a.emit(ctx, msg).await?;
         Ok(())
     }
 }
