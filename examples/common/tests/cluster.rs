@@ -540,6 +540,16 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let leader = the_leader(&replicas).await;
     shows_start(&nodes, ticker).await;
+    // The press is fire and forget: a replica not yet listening on NATS would never
+    // hear it. `/readyz` is ready once the broker answers the replica.
+    for r in &replicas {
+        eventually(
+            "the replica to be ready on NATS",
+            Duration::from_secs(30),
+            || async move { r.probe("/readyz").await.filter(|(status, _)| *status == 200) },
+        )
+        .await;
+    }
 
     // Start, as the platform publishes it: fire and forget, on `.sysmsg`.
     let mut platform = tiny_testkit::RawNats::connect(broker.port(), broker.token())
