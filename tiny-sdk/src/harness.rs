@@ -415,7 +415,7 @@ fn mappings_check(
             None if other_module(from_node, node) => continue,
             None => format!("the flow has no node `{from_node}`"),
             Some(n) => match registry.get(&n.spec.component) {
-                Some(entry) if !(entry.ports)().iter().any(|p| p.is_source() && is_port(p, from_port)) => {
+                Some(entry) if !(entry.ports)().iter().any(|p| p.is_source() && p.answers(from_port)) => {
                     format!(
                         "component `{}` of `{from_node}` has no output `{from_port}`",
                         n.spec.component
@@ -438,16 +438,6 @@ fn mappings_check(
 fn other_module(name: &str, node: &crate::flow::Node) -> bool {
     let ours = crate::flow::parse_node_name(&node.name).map_or(node.spec.module.as_str(), |(m, _)| m);
     crate::flow::parse_node_name(name).is_some_and(|(module, _)| !crate::flow::module_matches(module, ours))
-}
-
-/// `port` is `spec`, or a member (`<family>_<key>`) of the family `spec`.
-fn is_port(spec: &crate::port::PortSpec, port: &str) -> bool {
-    spec.name == port
-        || (spec.family
-            && port
-                .strip_prefix(spec.name)
-                .and_then(|rest| rest.strip_prefix('_'))
-                .is_some_and(|key| !key.is_empty()))
 }
 
 /// A ready pass-through component for wiring tests: component `relay`, input `input`,

@@ -110,6 +110,22 @@ impl PortSpec {
     pub fn is_source(&self) -> bool {
         self.direction == Direction::Source
     }
+
+    /// Whether a node has the port called `port` through this one (see [`answers`]).
+    pub(crate) fn answers(&self, port: &str) -> bool {
+        answers(self.name, self.family, port)
+    }
+}
+
+/// Whether the port `name` (a family when `family`) is the port called `port` on a
+/// node: the same name, or a member `<family>_<key>` of the family.
+pub(crate) fn answers(name: &str, family: bool, port: &str) -> bool {
+    name == port
+        || (family
+            && port
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('_'))
+                .is_some_and(|key| !key.is_empty()))
 }
 
 impl fmt::Debug for PortSpec {

@@ -326,7 +326,7 @@ impl Runner {
         }
         let mut outlets: Vec<Outlet> = Vec::new();
         for edge in &node.spec.edges {
-            match ports.iter().find(|p| p.name == edge.port || is_member(p, &edge.port)) {
+            match ports.iter().find(|p| p.answers(&edge.port)) {
                 Some(p) if p.is_source() => {}
                 _ => {
                     return Err(Error::permanent(format!(
@@ -935,15 +935,6 @@ enum Call {
     System(BoxFuture<'static, Result<Reply>>),
     /// The message cannot be delivered (no such port, the mapping failed).
     Refused(Error),
-}
-
-/// Whether `port` is a member (`<family>_<key>`) of the family `spec`.
-fn is_member(spec: &PortSpec, port: &str) -> bool {
-    spec.family
-        && port
-            .strip_prefix(spec.name)
-            .and_then(|rest| rest.strip_prefix('_'))
-            .is_some_and(|key| !key.is_empty())
 }
 
 fn port_list(ports: &[PortSpec], keep: impl Fn(&PortSpec) -> bool) -> String {

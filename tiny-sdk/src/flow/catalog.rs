@@ -63,12 +63,7 @@ impl PortSchema {
     /// Whether a node of this component has the port called `port` through this one:
     /// the same name, or a member `<family>_<key>` of a family.
     pub fn answers(&self, port: &str) -> bool {
-        self.name == port
-            || (self.family
-                && port
-                    .strip_prefix(self.name.as_str())
-                    .and_then(|rest| rest.strip_prefix('_'))
-                    .is_some_and(|key| !key.is_empty()))
+        crate::port::answers(&self.name, self.family, port)
     }
 }
 
