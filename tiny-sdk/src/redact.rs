@@ -395,6 +395,13 @@ fn names_a_credential(map: &serde_json::Map<String, Value>) -> bool {
             .any(|k| map.get(*k).and_then(Value::as_str).is_some_and(is_credential_key))
 }
 
+/// Whether the value at `key` of an object holds a credential: the object does
+/// (`credential`), the key names one, or the object is a pair naming one (`pair`) and
+/// this is its `value`.
+fn holds_credential(credential: bool, pair: bool, key: &str) -> bool {
+    credential || is_credential_key(key) || (pair && key == "value")
+}
+
 fn mask_under(value: &mut Value, credential: bool) -> bool {
     match value {
         Value::String(s) if credential && maskable(s) => {
@@ -405,8 +412,7 @@ fn mask_under(value: &mut Value, credential: bool) -> bool {
         Value::Object(map) => {
             let pair = names_a_credential(map);
             map.iter_mut().fold(false, |c, (k, v)| {
-                let under = credential || is_credential_key(k) || (pair && k == "value");
-                mask_under(v, under) | c
+                mask_under(v, holds_credential(credential, pair, k)) | c
             })
         }
         _ => false,
@@ -421,7 +427,7 @@ fn has_credential_keys(value: &Value, credential: bool) -> bool {
         Value::Object(map) => {
             let pair = names_a_credential(map);
             map.iter()
-                .any(|(k, v)| has_credential_keys(v, credential || is_credential_key(k) || (pair && k == "value")))
+                .any(|(k, v)| has_credential_keys(v, holds_credential(credential, pair, k)))
         }
         _ => false,
     }
