@@ -760,6 +760,19 @@ fn router_flow(settings: Value) -> Flow {
         .build()
 }
 
+/// `flow` with an edge from the router's `default` port to `dflt`, without a mapping.
+fn with_default_edge(mut flow: Flow) -> Flow {
+    for n in flow.nodes.iter_mut().filter(|n| n.name == "r") {
+        n.spec.edges.push(tiny_sdk::flow::Edge {
+            id: "to-default".into(),
+            port: "default".into(),
+            to: "dflt:input".into(),
+            ..Default::default()
+        });
+    }
+    flow
+}
+
 fn route(conditions: Value) -> Value {
     json!({"context": {"id": 1}, "conditions": conditions})
 }
@@ -807,25 +820,9 @@ async fn router_without_a_match_fails_or_uses_the_default_port() {
     assert!(h.emitted("r:out_a").is_empty());
     assert!(!names(&report(&h, "r")).contains(&"default".into()));
 
-    let mut flow = router_flow(json!({"routes": ["A", "B", "C"], "enableDefaultPort": true}));
-    flow = Flow {
-        nodes: flow
-            .nodes
-            .into_iter()
-            .map(|mut n| {
-                if n.name == "r" {
-                    n.spec.edges.push(tiny_sdk::flow::Edge {
-                        id: "to-default".into(),
-                        port: "default".into(),
-                        to: "dflt:input".into(),
-                        ..Default::default()
-                    });
-                }
-                n
-            })
-            .collect(),
-        ..flow
-    };
+    let flow = with_default_edge(router_flow(
+        json!({"routes": ["A", "B", "C"], "enableDefaultPort": true}),
+    ));
     let h = harness(flow).await;
     let d = port(&report(&h, "r"), "default");
     assert_eq!(
@@ -874,18 +871,10 @@ async fn router_takes_a_failed_condition_as_false_as_go_does() {
         "the failed expression is still reported"
     );
 
-    let mut with_default = router_flow(json!({"routes": ["A"], "enableDefaultPort": true}));
-    for n in &mut with_default.nodes {
-        if n.name == "r" {
-            n.spec.edges.push(tiny_sdk::flow::Edge {
-                id: "to-default".into(),
-                port: "default".into(),
-                to: "dflt:input".into(),
-                ..Default::default()
-            });
-        }
-    }
-    let h = harness(with_default).await;
+    let h = harness(with_default_edge(router_flow(
+        json!({"routes": ["A"], "enableDefaultPort": true}),
+    )))
+    .await;
     h.send(
         "r:input",
         json!({"context": 7, "conditions": [{"route": "A", "condition": null}]}),
