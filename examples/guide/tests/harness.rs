@@ -7,19 +7,14 @@ use tiny_sdk::harness::Harness;
 /// The TinyNode and TinySignal documents a cluster gets, as they are.
 const FLOW: &str = include_str!("../flows/convert.yaml");
 
-/// The guide's component running the flow `yaml`.
-async fn load(yaml: &str) -> Harness {
-    Harness::builder()
-        .register::<Convert>()
-        .yaml(yaml)
-        .build()
-        .await
-        .expect("the flow loads")
-}
-
 #[tokio::test]
 async fn converts_to_the_unit_the_settings_name() {
-    let h = load(FLOW).await;
+    let h = Harness::builder()
+        .register::<Convert>()
+        .yaml(FLOW)
+        .build()
+        .await
+        .expect("the flow loads");
 
     h.send("weather.guide-v0.convert-1:input", json!({"celsius": 0.0}))
         .await
@@ -44,7 +39,12 @@ async fn converts_to_the_unit_the_settings_name() {
 
 #[tokio::test]
 async fn the_signal_in_the_flow_file_is_delivered() {
-    let h = load(FLOW).await;
+    let h = Harness::builder()
+        .register::<Convert>()
+        .yaml(FLOW)
+        .build()
+        .await
+        .expect("the flow loads");
     for reply in h.run_signals().await {
         reply.expect("delivered");
     }
@@ -75,7 +75,12 @@ spec: { module: guide, component: convert }
 
 #[tokio::test]
 async fn an_edge_without_a_mapping_delivers_the_ports_default() {
-    let h = load(NO_MAPPING).await;
+    let h = Harness::builder()
+        .register::<Convert>()
+        .yaml(NO_MAPPING)
+        .build()
+        .await
+        .expect("the flow loads");
     h.send("w.guide-v0.convert-1:input", json!({"celsius": 100.0}))
         .await
         .expect("handled");
@@ -94,7 +99,12 @@ async fn an_edge_without_a_mapping_delivers_the_ports_default() {
 /// fails naming the field (Go's other `null`s and missing fields take their zero).
 #[tokio::test]
 async fn a_null_reading_is_refused_not_taken_as_zero() {
-    let h = load(FLOW).await;
+    let h = Harness::builder()
+        .register::<Convert>()
+        .yaml(FLOW)
+        .build()
+        .await
+        .expect("the flow loads");
     let err = h
         .send("weather.guide-v0.convert-1:input", json!({"celsius": null}))
         .await
