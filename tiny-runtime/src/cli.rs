@@ -7,7 +7,7 @@
 //! }
 //! ```
 //!
-//! `my-module run --name my-module --version 1.0.0 --namespace tinysystems` runs it
+//! `my-module run --name my-module-v1 --version 1.0.0 --namespace tinysystems` runs it
 //! against the cluster of the current kubeconfig (or in-cluster configuration).
 //! Components that need Kubernetes permissions beyond the runtime's declare them:
 //! `tiny_runtime::cli::Module::new(registry).requirements(reqs).main()`; `my-module rbac`
@@ -38,13 +38,15 @@ use crate::{
 };
 
 /// A tiny module.
+// `args_override_self`: a flag given twice takes its last value, as cobra does for a Go
+// module, so the chart's `extraArgs` can override what the chart sets.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Log lines as `text` or `json` (one object a line, with the trace id while a trace is recorded).
-    #[arg(long, global = true, env = "TINY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, global = true, env = "TINY_LOG_FORMAT", value_parser = lenient::<LogFormat>, default_value = "text", value_name = "text|json")]
     log_format: LogFormat,
 }
 
@@ -87,13 +89,14 @@ struct ValidateArgs {
     /// The namespace whose TinyModules --kubeconfig reads.
     #[arg(long, default_value = "tinysystems")]
     namespace: String,
-    /// This module's name, as given to `run` (with --version): its own TinyModule, if given or in the
+    /// This module's name, as given to `run`: its own TinyModule, if given or in the
     /// cluster, is left aside, so that its nodes are checked against this binary's components.
-    #[arg(short = 'n', long, requires = "version")]
+    #[arg(short = 'n', long)]
     name: Option<String>,
-    /// This module's version, as given to `run`.
-    #[arg(short = 'v', long, requires = "name")]
-    version: Option<String>,
+    /// This module's version, as given to `run` (accepted so that `run`'s flags can be
+    /// repeated; the name alone picks the module).
+    #[arg(short = 'v', long = "version", value_name = "VERSION")]
+    _version: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -125,9 +128,10 @@ struct SendArgs {
 }
 
 /// `TINY_NATS_TRANSPORT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 enum NatsMode {
     /// Core NATS request/reply.
+    #[default]
     Core,
     /// JetStream streams, and durable runs.
     #[value(name = "jetstream")]
@@ -168,16 +172,16 @@ struct RunArgs {
     #[arg(short = 'k', long)]
     kubeconfig: Option<PathBuf>,
     /// Where to serve other modules' gRPC calls.
-    #[arg(short = 'g', long, default_value = "0.0.0.0:0", value_parser = parse_bind_address)]
+    #[arg(short = 'g', long, default_value = "0.0.0.0:0", value_parser = crate::listen::parse)]
     grpc_server_bind_address: SocketAddr,
     /// The address other modules use to reach this one (default: 127.0.0.1 and the bound port).
     #[arg(long, env = "SELF_SERVICE_HOST")]
     grpc_advertise_address: Option<String>,
     /// Where to serve /healthz, /readyz and /metrics (default: the metrics address, else 127.0.0.1, any port).
-    #[arg(short = 't', long, value_parser = parse_bind_address)]
+    #[arg(short = 't', long, value_parser = crate::listen::parse)]
     health_probe_bind_address: Option<SocketAddr>,
     /// Where to serve /metrics when no probe address is given (one server answers both).
-    #[arg(short = 'm', long, value_parser = parse_bind_address)]
+    #[arg(short = 'm', long, value_parser = crate::listen::parse)]
     metrics_bind_address: Option<SocketAddr>,
     /// This replica's identity in leader election.
     #[arg(long, env = "HOSTNAME", default_value = "tiny")]
@@ -201,7 +205,7 @@ struct RunArgs {
     /// How modules talk over NATS: `core` (request/reply, at most once) or `jetstream` (every hop
     /// stored in Go's streams; durable runs that survive a crash, recorded in the KV `TINY_EXEC`).
     /// Every module on one broker must use the same.
-    #[arg(long, env = "TINY_NATS_TRANSPORT", value_enum, default_value_t = NatsMode::Core)]
+    #[arg(long, env = "TINY_NATS_TRANSPORT", value_parser = lenient::<NatsMode>, default_value = "core", value_name = "core|jetstream")]
     nats_transport: NatsMode,
     /// JetStream: seconds between the leader's passes over stuck and finished runs.
     #[arg(long, env = "TINY_RUN_RECONCILE_INTERVAL", default_value_t = 60)]
@@ -230,15 +234,20 @@ struct RunArgs {
     secret_ttl: u64,
 }
 
-/// A bind address: `host:port`, `[v6]:port`, or Go's `:port` (every IPv4 interface).
-fn parse_bind_address(s: &str) -> Result<SocketAddr, String> {
+/// One of `T`'s values, in any case; empty (a variable set to `""`) is the default, as a
+/// Go module reads an empty variable as unset. Anything else is refused, naming the values.
+fn lenient<T: clap::ValueEnum + Default + Clone + Send + Sync + 'static>(s: &str) -> Result<T, String> {
     let s = s.trim();
-    let full = match s.strip_prefix(':') {
-        Some(port) => format!("0.0.0.0:{port}"),
-        None => s.replacen("localhost:", "127.0.0.1:", 1),
-    };
-    full.parse()
-        .map_err(|_| format!("`{s}` is not a bind address (`:8081`, `0.0.0.0:8081`, `[::]:8081`)"))
+    if s.is_empty() {
+        return Ok(T::default());
+    }
+    T::from_str(s, true).map_err(|_| {
+        let names: Vec<String> = T::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
+            .collect();
+        format!("`{s}` is not one of: {}", names.join(", "))
+    })
 }
 
 fn parse_labels(s: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
@@ -594,10 +603,7 @@ fn validate(args: &ValidateArgs, registry: &Registry) -> ExitCode {
         }
     }
     let mut catalog = tiny_sdk::flow::Catalog::from_registry(registry);
-    let own = match (&args.name, &args.version) {
-        (Some(name), Some(version)) => Some(crate::config::module_name(name, version)),
-        _ => None,
-    };
+    let own = args.name.as_deref().map(crate::config::sanitize);
     for (name, components) in others {
         if own
             .as_ref()
@@ -722,21 +728,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bind_addresses_take_the_go_chart_forms() {
-        for (given, want) in [
-            (":8081", "0.0.0.0:8081"),
-            ("0.0.0.0:8081", "0.0.0.0:8081"),
-            ("[::]:8081", "[::]:8081"),
-            ("127.0.0.1:8080", "127.0.0.1:8080"),
-            ("localhost:8080", "127.0.0.1:8080"),
-        ] {
-            assert_eq!(parse_bind_address(given).unwrap().to_string(), want, "{given}");
-        }
-        let err = parse_bind_address("8081").unwrap_err();
-        assert!(err.contains("`8081` is not a bind address"), "{err}");
-    }
-
-    #[test]
     fn the_go_operator_charts_arguments_parse() {
         let cli = Cli::try_parse_from([
             "manager",
@@ -754,9 +745,9 @@ mod tests {
         };
         assert_eq!(
             args.health_probe_bind_address.map(|a| a.to_string()).as_deref(),
-            Some("0.0.0.0:8081")
+            Some("[::]:8081")
         );
-        assert_eq!(args.grpc_server_bind_address.to_string(), "0.0.0.0:8483");
+        assert_eq!(args.grpc_server_bind_address.to_string(), "[::]:8483");
         assert_eq!(
             args.metrics_bind_address.map(|a| a.to_string()).as_deref(),
             Some("127.0.0.1:8080")
@@ -764,5 +755,44 @@ mod tests {
         for hook in ["pre-install", "pre-delete"] {
             assert!(Cli::try_parse_from(["manager", hook]).is_ok(), "{hook}");
         }
+    }
+
+    #[test]
+    fn a_flag_given_twice_takes_its_last_value_as_cobra_does() {
+        // The chart's own flags, then the same flag from `extraArgs`.
+        let cli = Cli::try_parse_from([
+            "manager",
+            "run",
+            "--name=hello",
+            "--version=0.1.0",
+            "--lease-seconds=15",
+            "--secrets=a",
+            "--lease-seconds=30",
+            "--secrets=b",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(args.lease_seconds, 30);
+        // A list still gathers every occurrence.
+        assert_eq!(args.secrets, ["a", "b"]);
+    }
+
+    #[test]
+    fn choices_take_any_case_and_an_empty_value_is_the_default() {
+        assert_eq!(lenient::<NatsMode>("JetStream"), Ok(NatsMode::JetStream));
+        assert_eq!(lenient::<NatsMode>(""), Ok(NatsMode::Core));
+        assert_eq!(lenient::<LogFormat>(" JSON "), Ok(LogFormat::Json));
+        assert_eq!(
+            lenient::<NatsMode>("jetstrem"),
+            Err("`jetstrem` is not one of: core, jetstream".to_owned())
+        );
+        let cli =
+            Cli::try_parse_from(["manager", "run", "--name=hello", "--version=1.0.0", "--nats-transport="]).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(args.nats_transport, NatsMode::Core);
     }
 }

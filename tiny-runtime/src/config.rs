@@ -8,9 +8,10 @@ pub const SDK_VERSION: &str = concat!("tiny-", env!("CARGO_PKG_VERSION"));
 /// The module's identity and where it runs.
 #[derive(Debug, Clone)]
 pub struct ModuleConfig {
-    /// The module's name as the Go SDK forms it: the sanitised `{name}-v{major}` (see
-    /// [`module_name`]). It is the middle segment of its node names and the name of
-    /// its TinyModule.
+    /// The module's name as the Go SDK forms it: `--name`, [sanitised](sanitize). It is
+    /// the middle segment of its node names, its NATS subjects and queue group, and the
+    /// name of its TinyModule and Lease. (The platform puts the major version in the
+    /// name it gives, as in `common-module-v0`.)
     pub name: String,
     /// `{name}:{version}` as given (the TinyModule's `spec.image`).
     pub image: String,
@@ -41,12 +42,12 @@ pub struct ModuleConfig {
 
 impl ModuleConfig {
     /// A module started as `--name name --version version` in `namespace`: it owns
-    /// the nodes of module [`module_name(name, version)`](module_name), as a Go module
-    /// started with the same flags does.
+    /// the nodes of module [`sanitize(name)`](sanitize), as a Go module started with
+    /// the same flags does (the version is only the TinyModule's `spec.image`).
     pub fn new(name: &str, version: &str, namespace: &str, identity: &str) -> Self {
         let version = version.trim_start_matches('v');
         let image = format!("{name}:{version}");
-        let name = module_name(name, version);
+        let name = sanitize(name);
         Self {
             pod_selector: BTreeMap::from([("app.kubernetes.io/name".to_owned(), name.clone())]),
             name,
@@ -63,54 +64,18 @@ impl ModuleConfig {
         }
     }
 
-    /// Whether a module name written on an object (`spec.module`) means this module:
-    /// its module name, or the name it was started with, with or without a version
-    /// tag (`hello-module`, `hello-module:0.1.0`, `hello-module-v0`).
+    /// Whether a module name written on an object (`spec.module`, a node name's middle
+    /// part) means this module, by the Go SDK's `NameMatches`: a publisher prefix is
+    /// optional either way, and `/` is `-` (`http-module-v0`,
+    /// `tinysystems/http-module-v0` and `tinysystems-http-module-v0` are one module).
     pub fn answers_to(&self, written: &str) -> bool {
-        let base = self.image.rsplit_once(':').map_or(self.image.as_str(), |(n, _)| n);
-        let written_module = match written.rsplit_once(':') {
-            Some((name, version)) => module_name(name, version),
-            None => sanitize(written),
-        };
-        tiny_sdk::flow::module_matches(&written_module, &self.name)
-            || tiny_sdk::flow::module_matches(&written_module, &sanitize(base))
+        tiny_sdk::flow::module_matches(written, &self.name)
     }
 
     /// The Lease that elects this module's leader.
     pub fn lease_name(&self) -> String {
         format!("{}-lock", self.name)
     }
-}
-
-/// The name a module started with `--name name --version version` goes by, as the Go
-/// SDK's `GetMajorNameSanitised`: `{name}-v{major}` for a semantic version (so that
-/// 0.1.0 and 0.2.0 serve the same nodes and 1.0.0 does not), `{name}-{version}` for
-/// any other version, sanitised.
-///
-/// ```
-/// use tiny_runtime::config::module_name;
-/// assert_eq!(module_name("hello-module", "0.1.0"), "hello-module-v0");
-/// assert_eq!(module_name("ghcr.io/Tiny/http-module", "v1.4.2-rc.1+b7"), "ghcr-io-tiny-http-module-v1");
-/// assert_eq!(module_name("hello-module", "latest"), "hello-module-latest");
-/// ```
-pub fn module_name(name: &str, version: &str) -> String {
-    match semver_major(version.trim_start_matches('v')) {
-        Some(major) => sanitize(&format!("{name}:v{major}")),
-        None => sanitize(&format!("{name}:{version}")),
-    }
-}
-
-/// The major version of `MAJOR.MINOR.PATCH[-pre][+build]`, `None` for anything else.
-fn semver_major(version: &str) -> Option<u64> {
-    let core = version.split(['-', '+']).next()?;
-    let parts: Vec<&str> = core.split('.').collect();
-    let [major, minor, patch] = parts.as_slice() else {
-        return None;
-    };
-    let number = |s: &str| (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u64>().ok())?;
-    number(minor)?;
-    number(patch)?;
-    number(major)
 }
 
 /// The Go SDK's `GetNameSanitised`: lowercase, runs of other characters become `-`,

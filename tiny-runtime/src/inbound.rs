@@ -5,6 +5,7 @@
 
 use tiny_sdk::{
     Error, Hop, Msg, Reply,
+    contract::port,
     engine::{Delivery, Engine, MAX_DEPTH},
     error::code,
     flow::{PortAddress, parse_node_name},
@@ -67,12 +68,20 @@ pub(crate) fn cycle(depth: u32) -> Error {
     .with_code(code::CYCLE)
 }
 
+/// System ports a message from the wire reaches in vain, as in the Go SDK.
+const SWALLOWED: [&str; 3] = [port::RECONCILE, port::CLIENT, port::IDENTITY];
+
 /// Checks `msg` and delivers it to the engine; the reply of the chain behind it.
 pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, (Error, Refusal)> {
     if msg.depth > MAX_DEPTH {
         return Err((cycle(msg.depth), Refusal::Cycle));
     }
     let (node, port) = split_target(msg.to).map_err(|e| (e, Refusal::Invalid))?;
+    // The Go SDK swallows these from the wire (its scheduler drops `_reconcile`; the other
+    // two are its in-process hand-overs): a platform message to one runs nothing.
+    if SWALLOWED.contains(&port) {
+        return Ok(Reply::empty());
+    }
     let module = engine.module();
     let known = engine.has_node(node);
     // Only this module's nodes: forwarding would let two modules bounce a message.

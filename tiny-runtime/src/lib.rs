@@ -28,6 +28,7 @@ mod hooks;
 mod inbound;
 pub mod jetstream;
 pub mod leader;
+mod listen;
 pub mod metrics;
 pub mod nats;
 mod permissions;

@@ -28,6 +28,8 @@ pub enum Operation {
     PublishEvent,
     /// Claiming a TinySignal or recording its outcome (patching `tinysignals/status`).
     WriteSignalStatus,
+    /// Reading a TinySignal back after a claim whose answer was lost (`get`).
+    ReadSignal,
     /// Patching `tinytrackers/status`.
     WriteTrackerStatus,
     /// Listing and watching the named kind.
@@ -41,6 +43,7 @@ impl fmt::Display for Operation {
             Operation::NodeFinalizer => f.write_str("updating the TinyNode finalizer"),
             Operation::PublishEvent => f.write_str("publishing an Event"),
             Operation::WriteSignalStatus => f.write_str("writing TinySignal status"),
+            Operation::ReadSignal => f.write_str("reading a TinySignal"),
             Operation::WriteTrackerStatus => f.write_str("writing TinyTracker status"),
             Operation::Watch(kind) => write!(f, "watching {kind}"),
         }

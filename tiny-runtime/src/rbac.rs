@@ -98,8 +98,8 @@ pub const RUNTIME_NEEDS: &[Need] = &[
     Need {
         group: GROUP,
         resource: "tinysignals",
-        verbs: &["list", "watch", "create"],
-        why: "signal controller (watch); _client create_signal",
+        verbs: &["get", "list", "watch", "create"],
+        why: "signal controller (watch; a claim read back); _client create_signal",
     },
     Need {
         group: GROUP,

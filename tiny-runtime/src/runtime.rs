@@ -158,13 +158,11 @@ impl Runtime {
             .map_err(crate::Error::Register)?;
         let mut probe_addr = None;
         if let Some(addr) = opts.probe_addr {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| crate::Error::Bind {
-                    what: "probe",
-                    addr,
-                    source,
-                })?;
+            let listener = crate::listen::bind(addr).await.map_err(|source| crate::Error::Bind {
+                what: "probe",
+                addr,
+                source,
+            })?;
             probe_addr = listener.local_addr().ok();
             tasks.push(tokio::spawn(crate::health::serve(
                 listener,

@@ -205,6 +205,22 @@ async fn go_requests_get_go_replies_byte_for_byte() {
     );
     assert!(nothing.payload.is_empty());
 
+    // The ports Go swallows from the wire run nothing and answer nothing, on any replica.
+    for port in ["_reconcile", "_client", "_identity"] {
+        let swallowed = ask_raw(
+            &mut c,
+            "tinymodule.b.msg",
+            &[("x-to", &format!("f.b.answer-1:{port}")), ("x-from", "signal")],
+            b"{}",
+        )
+        .await;
+        assert_eq!(
+            swallowed.header_block.as_deref(),
+            Some(&b"NATS/1.0\r\nx-empty: 1\r\n\r\n"[..]),
+            "{port}"
+        );
+    }
+
     // An error: `x-error` (one line, as Go's header writer makes it) and `x-error-code`;
     // the body is empty.
     let failed = ask_raw(

@@ -34,6 +34,9 @@ pub mod port {
     /// The Go SDK's resource manager hand-over (tiny hands it over in
     /// [`Hooks::on_client`](crate::Hooks::on_client); no port carries it).
     pub const CLIENT: &str = "_client";
+    /// The Go SDK's node identity hand-over (tiny's context carries the node's name; no
+    /// port carries it).
+    pub const IDENTITY: &str = "_identity";
     /// The conventional error port (not a system port: it is routed like any other).
     pub const ERROR: &str = "error";
 

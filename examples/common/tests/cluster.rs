@@ -21,8 +21,8 @@ use tiny_testkit::{
     eventually, the_leader,
 };
 
-/// `--name common-module --version 0.1.0` owns nodes named `*.common-module-v0.*`.
-const MODULE: &str = "common-module";
+/// `--name common-module-v0` owns nodes named `*.common-module-v0.*`, as a Go module does.
+const MODULE: &str = "common-module-v0";
 
 async fn start_module(client: &Client, ns: &str) -> Runtime {
     Runtime::start(

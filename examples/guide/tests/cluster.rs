@@ -34,11 +34,11 @@ async fn the_module_runs_on_the_local_control_plane() {
     let ns = "tinysystems";
     env.create_namespace(ns).await.expect("namespace");
 
-    // `guide-module run --name guide --version 0.1.0 --namespace tinysystems`, against
+    // `guide-module run --name guide-v0 --version 0.1.0 --namespace tinysystems`, against
     // the control plane's kubeconfig (gRPC takes any free port by default).
     let _module = Module(
         Command::new(env!("CARGO_BIN_EXE_guide-module"))
-            .args(["run", "--name", "guide", "--version", "0.1.0", "--namespace", ns])
+            .args(["run", "--name", "guide-v0", "--version", "0.1.0", "--namespace", ns])
             .env("KUBECONFIG", env.kubeconfig_path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())

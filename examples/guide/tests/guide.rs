@@ -51,9 +51,9 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         "fn the_binary_validates_the_guides_flow()",
     ),
     (
-        "cargo run -- run --name my-module --version 0.1.0 --namespace tinysystems",
+        "cargo run -- run --name my-module-v0 --version 0.1.0 --namespace tinysystems",
         "examples/guide/tests/template.rs",
-        r#".args(["run", "--name", "my-module", "--version", "0.1.0", "--namespace", ns])"#,
+        r#".args(["run", "--name", "my-module-v0", "--version", "0.1.0", "--namespace", ns])"#,
     ),
     (
         "cargo run -- render flows/demo.yaml | kubectl apply -n tinysystems -f -",

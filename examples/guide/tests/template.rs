@@ -158,7 +158,7 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
         String::from_utf8_lossy(&rendered.stderr)
     );
     let manifests = String::from_utf8_lossy(&rendered.stdout);
-    for expected in ["image: my-module:0.1.0", "- --name=my-module", "- --version=0.1.0"] {
+    for expected in ["image: my-module:0.1.0", "- --name=my-module-v0\n", "- --version=0.1.0"] {
         assert!(manifests.contains(expected), "{expected} not in:\n{manifests}");
     }
 
@@ -173,7 +173,7 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
     let binary = target_dir().join("debug/my-module");
     let _module = Module(
         Command::new(&binary)
-            .args(["run", "--name", "my-module", "--version", "0.1.0", "--namespace", ns])
+            .args(["run", "--name", "my-module-v0", "--version", "0.1.0", "--namespace", ns])
             .env("KUBECONFIG", env.kubeconfig_path())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())

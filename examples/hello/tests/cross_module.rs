@@ -66,8 +66,8 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         l.local_addr().expect("addr").port()
     };
     let beta_addr = format!("127.0.0.1:{beta_port}");
-    let _alpha = hello(&env, "x", "alpha-0", "alpha").start();
-    let mut beta = Some(hello(&env, "x", "beta-0", "beta").grpc(&beta_addr).start());
+    let _alpha = hello(&env, "x", "alpha-0", "alpha-v0").start();
+    let mut beta = Some(hello(&env, "x", "beta-0", "beta-v0").grpc(&beta_addr).start());
     let flow = create_flow(&client, "x", &cross_flow()).await;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "x");
     for n in &flow.nodes {
@@ -153,7 +153,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         }
     });
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let back = hello(&env, "x", "beta-1", "beta").grpc(&beta_addr).start();
+    let back = hello(&env, "x", "beta-1", "beta-v0").grpc(&beta_addr).start();
     let s = signals.await.expect("signal task");
     let st = s.status.expect("status");
     assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);

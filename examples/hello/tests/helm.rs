@@ -37,7 +37,7 @@ use tiny_sdk::{ResourceManager as _, client::ExposePortRequest, contract::NODE_F
 use tiny_testenv::TestEnv;
 
 const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-const MODULE: &str = "examples";
+const MODULE: &str = "examples-v0";
 const VERSION: &str = "0.1.0";
 const RELEASE: &str = "hello";
 
@@ -1022,7 +1022,7 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
     create_flow(
         &it.client,
         ns,
-        "kind: TinyNode\nmetadata: { name: r.examples-v0.hello-1 }\nspec: { module: examples, component: hello }\n",
+        "kind: TinyNode\nmetadata: { name: r.examples-v0.hello-1 }\nspec: { module: examples-v0, component: hello }\n",
     )
     .await;
     // While it runs: the log says it, and the TinyModule's `Permitted` condition says
@@ -1047,7 +1047,7 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
                 create_flow(
                     &it.client,
                     ns,
-                    "kind: TinyNode\nmetadata: { name: r.examples-v0.nosuch-1 }\nspec: { module: examples, component: nosuch }\n",
+                    "kind: TinyNode\nmetadata: { name: r.examples-v0.nosuch-1 }\nspec: { module: examples-v0, component: nosuch }\n",
                 )
                 .await;
             }

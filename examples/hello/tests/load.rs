@@ -98,7 +98,7 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
     let _module = Runtime::start(
         client.clone(),
         Options {
-            config: ModuleConfig::new("examples", "0.1.0", ns, "load-0"),
+            config: ModuleConfig::new("examples-v0", "0.1.0", ns, "load-0"),
             registry,
             lease_duration: None,
             probe_addr: None,

@@ -354,7 +354,7 @@ async fn a_module_started_before_its_broker_serves_grpc_until_the_broker_answers
     let ns = "early";
     env.create_namespace(ns).await.expect("namespace");
     let (port, token, url) = NatsServer::reserve().expect("a port");
-    let mut beta = hello(&env, ns, "beta-0", "beta").nats(&url).start();
+    let mut beta = hello(&env, ns, "beta-0", "beta-v0").nats(&url).start();
     // Go would fall back to gRPC in silence; tiny says so.
     let (code, body) = eventually(
         "/readyz to say NATS is not there yet",

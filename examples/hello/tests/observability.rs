@@ -178,7 +178,7 @@ async fn observed(ns: &'static str, extra: &[(&'static str, &str)]) -> Observed 
     vars.push(("TINY_LOG_FORMAT", "json".to_owned()));
     vars.push(("RUST_LOG", "info".to_owned()));
     vars.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
-    let alpha = hello(&env, ns, "alpha-0", "alpha")
+    let alpha = hello(&env, ns, "alpha-0", "alpha-v0")
         .envs(as_refs(&vars))
         .logs(&logs)
         .start();
@@ -258,8 +258,8 @@ async fn announced(client: &kube::Client, ns: &str, module: &str) {
 
 /// Two modules, `alpha` and `beta`, each exporting to `vars`' receiver.
 fn two_modules(env: &TestEnv, ns: &str, vars: &[(&'static str, &str)]) -> (Replica, Replica) {
-    let alpha = hello(env, ns, "alpha-0", "alpha").envs(vars.iter().copied()).start();
-    let beta = hello(env, ns, "beta-0", "beta").envs(vars.iter().copied()).start();
+    let alpha = hello(env, ns, "alpha-0", "alpha-v0").envs(vars.iter().copied()).start();
+    let beta = hello(env, ns, "beta-0", "beta-v0").envs(vars.iter().copied()).start();
     (alpha, beta)
 }
 

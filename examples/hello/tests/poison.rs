@@ -261,7 +261,7 @@ async fn readyz_says_when_a_watch_cannot_list() {
 }
 
 /// A Go-shaped TinyNode, as the platform writes one for the Go hello module: the
-/// major-versioned module name, base64 settings.
+/// module name the platform gives (major version included), base64 settings.
 fn go_shaped(component: &str, ports: Value, edges: Value) -> Value {
     json!({ "module": "hello-module-v0", "component": component, "ports": ports, "edges": edges })
 }
@@ -272,7 +272,9 @@ async fn go_flags_own_go_shaped_nodes_and_publish_the_go_module_name() {
     let client = env.client();
     let ns = "gonames";
     env.create_namespace(ns).await.expect("namespace");
-    let replica = hello(&env, ns, "g-0", "hello-module").start();
+    // The platform's flags: the major version is part of `--name`, and Go's module goes
+    // by that name, sanitised (`GetNameSanitised`), whatever `--version` says.
+    let replica = hello(&env, ns, "g-0", "hello-module-v0").start();
     // Settings {"greetingWord":"Hej"}; the second node's name carries a publisher prefix.
     let hello = "a1b2c3d4.hello-module-v0.hello-x7k2p";
     let respond = "a1b2c3d4.tinysystems-hello-module-v0.respond-q9z8w";
@@ -314,7 +316,7 @@ async fn go_flags_own_go_shaped_nodes_and_publish_the_go_module_name() {
         async move { modules.get("hello-module-v0").await.ok().filter(|m| m.status.is_some()) }
     })
     .await;
-    assert_eq!(published.spec.image, "hello-module:0.1.0");
+    assert_eq!(published.spec.image, "hello-module-v0:0.1.0");
     assert_eq!(published.status.expect("status").name, "hello-module-v0");
     let reply = signal(&client, ns, "go-greet", hello, "input", json!({"name": "Ada"})).await;
     let status = reply.status.expect("status");

@@ -144,7 +144,7 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
     let grpc = Grpc::bind("127.0.0.1:0".parse().expect("addr"))
         .await
         .expect("gRPC binds");
-    let mut config = ModuleConfig::new("common-module", "0.1.0", ns, "common-0");
+    let mut config = ModuleConfig::new("common-module-v0", "0.1.0", ns, "common-0");
     let grpc_addr = format!("127.0.0.1:{}", grpc.port());
     config.grpc_addr = Some(grpc_addr.clone());
     let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats).await);
@@ -181,7 +181,7 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
 
 /// `http-module run`, on NATS when `nats` is given.
 fn http_module(env: &TestEnv, ns: &str, nats: Option<&str>) -> Replica {
-    let module = Replica::builder(env!("CARGO_BIN_EXE_http-module"), env, ns, "http-0", "http-module")
+    let module = Replica::builder(env!("CARGO_BIN_EXE_http-module"), env, ns, "http-0", "http-module-v0")
         .args(["--pod-selector", "app=http-module"]);
     match nats {
         Some(url) => module.nats(url),

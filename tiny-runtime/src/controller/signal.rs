@@ -326,11 +326,22 @@ async fn claim_beside(
                 pause = (pause * 2).min(Duration::from_secs(5));
             }
         }
+        let mut failures = 0u32;
         signal = loop {
-            match api.get_opt(&signal.name_any()).await {
+            let read = api.get_opt(&signal.name_any()).await;
+            permissions.observe(Operation::ReadSignal, &read);
+            match read {
                 Ok(Some(current)) => break current,
                 Ok(None) => return Claimed::Gone,
-                Err(_) => {
+                Err(e) => {
+                    // Said once at warn (a 403 also reaches the `Permitted` condition);
+                    // the retries go on until the API server answers.
+                    failures += 1;
+                    if failures == 1 {
+                        tracing::warn!(signal = %signal.name_any(), error = %e, "cannot read a claimed signal back; retrying");
+                    } else {
+                        tracing::debug!(signal = %signal.name_any(), error = %e, failures, "still cannot read a claimed signal back");
+                    }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(5));
                 }

@@ -32,7 +32,7 @@ impl Grpc {
 
     /// Binds `addr` with the given options.
     pub async fn bind_with(addr: SocketAddr, server: ServerOptions, pool: PoolOptions) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(addr).await?;
+        let listener = crate::listen::bind(addr).await?;
         let addr = listener.local_addr()?;
         Ok(Self {
             listener,

@@ -103,13 +103,16 @@ pub(crate) fn parse_url(url: &str) -> Result<Target, LinkError> {
             Some((s, r)) => (s, r),
             None => ("nats", part),
         };
+        // The authority ends where a path, query or fragment begins; Go's client ignores
+        // those (`nats://host:4222/` works).
+        let rest = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let (userinfo, host) = match rest.rsplit_once('@') {
             Some((u, h)) => (Some(u), h),
             None => (None, rest),
         };
         let masked = userinfo.map_or(String::new(), |_| "***@".to_owned());
         shown.push(format!("{scheme}://{masked}{host}"));
-        if host.is_empty() || host.contains('/') {
+        if host.is_empty() {
             return Err(LinkError::Url {
                 url: shown.join(","),
                 reason: format!("`{scheme}://{masked}{host}` has no host:port"),
@@ -292,5 +295,13 @@ mod tests {
         let e = parse_url("nats://tok@").unwrap_err().to_string();
         assert!(e.contains("has no host:port") && !e.contains("tok"), "{e}");
         assert!(parse_url(" , ").is_err());
+        assert!(parse_url("nats:///path").is_err());
+    }
+
+    #[test]
+    fn a_path_after_the_host_is_ignored_as_go_does() {
+        let t = parse_url("tls://tok@broker:4222/?x=1").unwrap();
+        assert_eq!(t.servers, ["tls://broker:4222"]);
+        assert_eq!(t.token.as_deref(), Some("tok"));
     }
 }

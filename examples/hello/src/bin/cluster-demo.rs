@@ -48,7 +48,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 
     let broker = tiny_testenv::NatsServer::start().await?;
     eprintln!("nats-server up at {} (token auth)", broker.address());
-    let config = ModuleConfig::new("examples", "0.1.0", NAMESPACE, "demo-0");
+    let config = ModuleConfig::new("examples-v0", "0.1.0", NAMESPACE, "demo-0");
     let module = config.name.clone();
     let transport = Arc::new(Transport::connect(&module, "", Some(&broker.url())).await);
     let routes = Arc::new(Routes::for_transport(Arc::new(Pool::default()), &transport));

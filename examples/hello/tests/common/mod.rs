@@ -23,16 +23,16 @@ pub fn hello(env: &TestEnv, namespace: &str, identity: &str, module: &str) -> Re
     Replica::builder(HELLO, env, namespace, identity, module)
 }
 
-/// `hello-module run` as module `examples`, started.
+/// `hello-module run` as module `examples-v0`, started.
 pub fn replica(env: &TestEnv, namespace: &str, identity: &str) -> Replica {
-    hello(env, namespace, identity, "examples").start()
+    hello(env, namespace, identity, "examples-v0").start()
 }
 
 pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
     Runtime::start(
         client.clone(),
         Options {
-            config: ModuleConfig::new("examples", "0.1.0", namespace, "test-0"),
+            config: ModuleConfig::new("examples-v0", "0.1.0", namespace, "test-0"),
             registry: registry(),
             lease_duration: None,
             probe_addr: None,
