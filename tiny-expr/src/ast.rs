@@ -24,6 +24,14 @@ pub(crate) enum BinOp {
 }
 
 impl BinOp {
+    /// `==`, `!=`, `<`, `<=`, `>`, `>=`.
+    pub(crate) fn compares(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+
     pub(crate) fn symbol(self) -> &'static str {
         match self {
             BinOp::Eq => "==",

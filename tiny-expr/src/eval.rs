@@ -26,18 +26,27 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
             .map(|item| eval(item, root).map(Cow::into_owned))
             .collect::<Result<Vec<_>, _>>()
             .map(|v| Cow::Owned(Value::Array(v))),
+        Node::Unary(UnOp::Not, x) => Ok(Cow::Owned(Value::Bool(!holds_truth(x, root)?))),
         Node::Unary(op, x) => unary(*op, &*eval(x, root)?).map(Cow::Owned),
+        Node::Binary(op, l, r) if op.compares() => {
+            // As ajson: a comparison with a missing side is false, whichever it is.
+            let (l, r) = (maybe(l, root)?, maybe(r, root)?);
+            match (l, r) {
+                (Some(l), Some(r)) => binary(*op, &l, &r).map(Cow::Owned),
+                _ => Ok(Cow::Owned(Value::Bool(false))),
+            }
+        }
         Node::Binary(op, l, r) => {
             let l = eval(l, root)?;
             let r = eval(r, root)?;
             binary(*op, &l, &r).map(Cow::Owned)
         }
         Node::And(l, r) => {
-            let b = truthy(&*eval(l, root)?) && truthy(&*eval(r, root)?);
+            let b = holds_truth(l, root)? && holds_truth(r, root)?;
             Ok(Cow::Owned(Value::Bool(b)))
         }
         Node::Or(l, r) => {
-            let b = truthy(&*eval(l, root)?) || truthy(&*eval(r, root)?);
+            let b = holds_truth(l, root)? || holds_truth(r, root)?;
             Ok(Cow::Owned(Value::Bool(b)))
         }
         Node::Coalesce(l, r) => match eval(l, root) {
@@ -61,7 +70,7 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
             Ok(Cow::Owned(Value::Bool(matched)))
         }
         Node::Cond(c, a, b) => {
-            if truthy(&*eval(c, root)?) {
+            if holds_truth(c, root)? {
                 eval(a, root)
             } else {
                 eval(b, root)
@@ -77,12 +86,31 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
             let mut slots: [Cow<'a, Value>; MAX_ARGS] =
                 [Cow::Borrowed(&NULL), Cow::Borrowed(&NULL), Cow::Borrowed(&NULL)];
             for (slot, arg) in slots.iter_mut().zip(args) {
-                *slot = eval(arg, root)?;
+                *slot = match (maybe(arg, root)?, func.of_missing()) {
+                    (Some(v), _) => v,
+                    (None, Some(answer)) => return Ok(Cow::Owned(answer)),
+                    (None, None) => return eval(arg, root),
+                };
             }
             let n = args.len().min(MAX_ARGS);
             func.call(&mut slots[..n])
         }
     }
+}
+
+/// `node`'s value, or `None` when a path in it matched nothing: ajson's missing value,
+/// which comparisons, logic, conditions and some functions take as a value of its own.
+fn maybe<'a>(node: &'a Node, root: &'a Value) -> Result<Option<Cow<'a, Value>>, Fault> {
+    match eval(node, root) {
+        Ok(v) => Ok(Some(v)),
+        Err(f) if f.kind == FaultKind::NoMatch => Ok(None),
+        Err(f) => Err(f),
+    }
+}
+
+/// Whether `node` is truthy; a missing value is not (ajson's `boolean`).
+fn holds_truth(node: &Node, root: &Value) -> Result<bool, Fault> {
+    Ok(maybe(node, root)?.is_some_and(|v| truthy(&v)))
 }
 
 fn dynamic_regex(pattern: &Value) -> Result<Regex, Fault> {

@@ -187,6 +187,16 @@ impl Func {
         matches!(self, Func::Key | Func::Parent | Func::Root)
     }
 
+    /// What the function gives, as ajson's, when an argument is a path that matched
+    /// nothing; `None`: it fails as the path does.
+    pub(crate) fn of_missing(self) -> Option<Value> {
+        match self {
+            Func::Length | Func::Size => Some(Value::from(0)),
+            Func::Not => Some(Value::Bool(true)),
+            _ => None,
+        }
+    }
+
     /// Runs the function. `args` holds exactly the arguments written in the call.
     pub(crate) fn call<'a>(self, args: &mut [Cow<'a, Value>]) -> Out<'a> {
         let a = Args { func: self, args };
@@ -529,12 +539,12 @@ fn sum(a: &Args<'_, '_>) -> Result<Value, Fault> {
     }
 }
 
-/// The mean, or null for an empty array.
+/// The mean, or 0 for an empty array (as ajson's).
 fn avg<'a>(a: &Args<'_, 'a>) -> Out<'a> {
     let len = a.array(0)?.len();
     let total = sum(a)?;
     if len == 0 {
-        return Ok(Cow::Owned(Value::Null));
+        return Ok(Cow::Owned(Value::from(0)));
     }
     let total = total.as_f64().unwrap_or(0.0);
     // Array lengths are far below 2^53.

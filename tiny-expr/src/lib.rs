@@ -41,7 +41,12 @@
 //! `$.items[?@.price > 10]`, `$.items[1:3]`. A path has no spaces outside its brackets
 //! (`$.a + 1` is a path plus one). A path that selects one node yields that node; several
 //! nodes yield an array of them (so `$.items[*]` over a one-element array yields the
-//! element itself); **no node is an error**, unless the path is on the left of `??`.
+//! element itself); **no node is an error**, except where the Go SDK's evaluator (ajson)
+//! has an answer for its missing value: on the left of `??`; on either side of `==`,
+//! `!=`, `<`, `<=`, `>`, `>=` (the comparison is false, `!=` too); as an operand of
+//! `&&`, `||`, `!`, `not(...)` or a condition (it is falsy); in `length` and `size` (0).
+//! So `{{$.error ? 'failed' : 'ok'}}` on a message without `error` is `"ok"`. Inside a
+//! longer string, [`Template::render_lenient`] writes nothing for it, as Go does.
 //!
 //! **Operators**, loosest first:
 //!
@@ -69,8 +74,7 @@
 //! left of `-` is subtracted from the time on the right, as in Go. Other strings
 //! concatenate with `+`, and are an error with `-`.
 //!
-//! `false`, `null`, `0`, `""` and `[]` are falsy; everything else (including `{}`) is
-//! truthy. Integer arithmetic is exact; a computed whole number that a double holds
+//! `false`, `null`, `0`, `""`, `[]` and `{}` are falsy; everything else is truthy. Integer arithmetic is exact; a computed whole number that a double holds
 //! exactly comes out as a JSON integer (`7 / 2` is `3.5`, `6 / 2` is `3`).
 //!
 //! **Functions** (names and constants fold case, as in Go: `SIN(x)` is `sin(x)`, `PI`
@@ -104,7 +108,7 @@
 //! | `rand(x)`, `randint(n)` | a random number in `[0, x)`; a random whole number in `0..n` (`n` ≥ 1) |
 //! | `key(p)`, `parent(p)`, `root(p)` | where the node a path `p` selects sits in the message: its key in an object (null in an array), the node holding it (null for `$`), the whole message |
 //! | `first(arr)`, `last(arr)` | an element, or null for an empty array |
-//! | `sum(arr)`, `avg(arr)` | of numbers; `avg([])` is null |
+//! | `sum(arr)`, `avg(arr)` | of numbers; `avg([])` is 0 |
 //! | `not(x)` | `!x` |
 //!
 //! The math functions follow Go's `math` package to within a few units in the last place;
@@ -143,7 +147,17 @@
 //!   cannot hold it (Go yields NaN or Inf). `factorial(21)` and above give the true value
 //!   (Go's 64-bit product wraps around); `randint(0)` is an error (Go panics).
 //! * Not supported: ajson's bitwise operators (`<<`, `>>`, `&`, `|`, `^`, `&^`), which
-//!   fail to parse. `string(x)` writes numbers in JSON form (`1234567`, where Go's
+//!   fail to parse.
+//! * `length` counts a string's characters and an object's keys (ajson: a string's bytes,
+//!   and 1 for any object). Numbers interpolate in JSON form (`1234567`; Go's `%v` of
+//!   the float gives `1.234567e+06`).
+//! * `+` with a string on one side and a number on the other concatenates (the Go SDK's
+//!   `+` fails unless both sides are strings or both numbers).
+//! * The filters of paths are RFC 9535's: `[?@.ok]` keeps elements that *have* `ok`
+//!   (ajson keeps those where it is truthy: write `[?@.ok == true]`). ajson's
+//!   `$.items.length` selects nothing on an array, and `$.a.0` and `[(@.length-1)]` do
+//!   not parse: write `length($.items)`, `$.a[0]` and `[-1]`.
+//! * `string(x)` writes numbers in JSON form (`1234567`, where Go's
 //!   `%v` gives `1.234567e+06`) and `null` as `""` (Go: `unknown`).
 
 #![warn(missing_docs)]

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::ast::Node;
-use crate::error::{CompileError, EvalError, push_pointer_token};
+use crate::error::{CompileError, EvalError, FaultKind, push_pointer_token};
 use crate::eval::eval;
 use crate::lexer::Mode;
 use crate::parser::parse;
@@ -185,9 +185,10 @@ impl Template {
 
     /// Renders the template as the Go SDK's evaluator does: an expression that fails
     /// does not fail the render. A string that is one expression becomes `null`; an
-    /// expression inside a longer string leaves its text, braces included, in place.
-    /// Each failure is pushed onto `failures` (in document order), for the caller to
-    /// report.
+    /// expression inside a longer string leaves its text, braces included, in place,
+    /// unless it is a path alone that matched nothing, which is written as nothing (Go's
+    /// missing value). Each failure is pushed onto `failures` (in document order), for
+    /// the caller to report.
     ///
     /// ```
     /// use serde_json::json;
@@ -195,12 +196,16 @@ impl Template {
     ///
     /// let t = Template::compile(&json!({
     ///     "note": "{{ $.order.note }}",
-    ///     "line": "Order {{$.order.id}}: {{$.order.note}}"
+    ///     "line": "Order {{$.order.id}}: {{$.order.note}}",
+    ///     "total": "Total: {{$.order.id * 'x'}}"
     /// }))?;
     /// let mut failures = Vec::new();
     /// let out = t.render_lenient(&json!({"order": {"id": 7}}), &mut failures);
-    /// assert_eq!(out, json!({"note": null, "line": "Order 7: {{$.order.note}}"}));
-    /// assert_eq!(failures.len(), 2);
+    /// assert_eq!(
+    ///     out,
+    ///     json!({"note": null, "line": "Order 7: ", "total": "Total: {{$.order.id * 'x'}}"})
+    /// );
+    /// assert_eq!(failures.len(), 3);
     /// assert_eq!(failures[0].pointer, "/note");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -502,11 +507,17 @@ fn render_lenient(n: &TNode, root: &mut impl Root, failures: &mut Vec<EvalError>
             for part in parts {
                 match part {
                     Part::Text(t) => out.push_str(t),
-                    Part::Expr(site) => match site.eval(root.get()) {
+                    Part::Expr(site) => match eval(&site.node, root.get()) {
                         Ok(v) => write_text(&mut out, &v),
-                        Err(e) => {
-                            failures.push(e);
-                            out.push_str(&site.source);
+                        // A path that matched nothing is ajson's missing value, which
+                        // interpolates as nothing; any other failure (arithmetic on
+                        // it too) leaves its text.
+                        Err(f) => {
+                            let missing = f.kind == FaultKind::NoMatch && matches!(site.node, Node::Path(_));
+                            failures.push(f.into_eval_error(&site.pointer, &site.source));
+                            if !missing {
+                                out.push_str(&site.source);
+                            }
                         }
                     },
                 }

@@ -20,7 +20,8 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// `false`, `null`, `0`, `""` and `[]` are falsy; everything else is truthy.
+/// `false`, `null`, `0`, `""`, `[]` and `{}` are falsy; everything else is truthy (ajson's
+/// `boolean`).
 pub(crate) fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
@@ -28,7 +29,7 @@ pub(crate) fn truthy(v: &Value) -> bool {
         Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
         Value::String(s) => !s.is_empty(),
         Value::Array(a) => !a.is_empty(),
-        Value::Object(_) => true,
+        Value::Object(o) => !o.is_empty(),
     }
 }
 
@@ -129,10 +130,25 @@ mod tests {
 
     #[test]
     fn truthiness() {
-        for v in [json!(false), json!(null), json!(0), json!(0.0), json!(""), json!([])] {
+        for v in [
+            json!(false),
+            json!(null),
+            json!(0),
+            json!(0.0),
+            json!(""),
+            json!([]),
+            json!({}),
+        ] {
             assert!(!truthy(&v), "{v} should be falsy");
         }
-        for v in [json!(true), json!(1), json!(-0.5), json!("0"), json!([0]), json!({})] {
+        for v in [
+            json!(true),
+            json!(1),
+            json!(-0.5),
+            json!("0"),
+            json!([0]),
+            json!({"a": 0}),
+        ] {
             assert!(truthy(&v), "{v} should be truthy");
         }
     }

@@ -565,3 +565,43 @@ fn the_documented_differences_hold() {
     );
     assert!(err0("log(0)").contains("not a finite number"));
 }
+
+/// A path that matches nothing is ajson's missing value (`nil` on its stack, no error):
+/// comparisons with it are false, it is falsy, `length` of it is 0, and an interpolation
+/// writes nothing for it. A flow built for Go on optional fields gets Go's values.
+#[test]
+fn a_path_that_matches_nothing_is_gos_missing_value() {
+    let d = json!({"status": "ok", "n": 7, "items": []});
+    for (src, want) in [
+        ("$.err ? 'fail' : 'ok'", json!("ok")),
+        ("not($.flag)", json!(true)),
+        ("!$.flag", json!(true)),
+        ("$.flag && true", json!(false)),
+        ("$.flag || $.status == 'ok'", json!(true)),
+        ("$.missing == null", json!(false)),
+        ("$.missing != 'x'", json!(false)),
+        ("$.n > $.limit", json!(false)),
+        ("length($.tags)", json!(0)),
+        ("size($.tags)", json!(0)),
+        ("avg($.items)", json!(0)),
+    ] {
+        assert_eq!(ev(src, &d), want, "{src}");
+    }
+    // Where ajson has no answer for it, the missing value still fails the expression.
+    assert!(eval_err("$.missing + 1", &d).message.contains("matched nothing"));
+    assert!(eval_err("upper($.missing)", &d).message.contains("matched nothing"));
+    // Interpolated: nothing is written for it (a whole value is null), and each is
+    // still reported.
+    let t = tiny_expr::Template::compile(&json!({
+        "line": "Hello {{$.middle}}!",
+        "whole": "{{$.middle}}",
+        "sum": "n+1={{$.middle + 1}}"
+    }))
+    .expect("compiles");
+    let mut failures = Vec::new();
+    assert_eq!(
+        t.render_lenient(&d, &mut failures),
+        json!({"line": "Hello !", "whole": null, "sum": "n+1={{$.middle + 1}}"})
+    );
+    assert_eq!(failures.len(), 3);
+}

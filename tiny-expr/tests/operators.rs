@@ -93,7 +93,11 @@ fn unary_operators() {
     assert_eq!(ev0("!null"), json!(true));
     assert_eq!(ev("!$.empty", &d), json!(true));
     assert_eq!(ev("!$.arr", &d), json!(false));
-    assert_eq!(ev("!$.emptyobj", &d), json!(false));
+    // `{}` is falsy, as ajson's `boolean` has it.
+    assert_eq!(ev("!$.emptyobj", &d), json!(true));
+    // A path that matched nothing is ajson's missing value: falsy.
+    assert_eq!(ev("!$.missing", &d), json!(true));
+    assert_eq!(ev("not($.missing)", &d), json!(true));
 }
 
 #[test]
@@ -111,6 +115,12 @@ fn equality() {
     assert_eq!(ev("$.o1 != $.obj", &d), json!(true));
     assert_eq!(ev("$.arr == $.arr", &d), json!(true));
     assert_eq!(ev("$.nul == null", &d), json!(true));
+    // A missing side makes every comparison false, `!=` too, as in ajson: a field
+    // that is there and null is not a field that is absent.
+    for op in ["==", "!=", "<", "<=", ">", ">="] {
+        assert_eq!(ev(&format!("$.missing {op} null"), &d), json!(false), "{op}");
+        assert_eq!(ev(&format!("1 {op} $.missing"), &d), json!(false), "{op}");
+    }
 }
 
 #[test]
@@ -166,10 +176,9 @@ fn logical_operators_short_circuit() {
     assert_eq!(ev0("false || false"), json!(false));
     assert_eq!(ev("false && $.missing", &d), json!(false));
     assert_eq!(ev("true || $.missing", &d), json!(true));
-    assert_eq!(
-        eval_err("true && $.missing", &d).message,
-        r#"path $.missing matched nothing ($ has no key "missing")"#
-    );
+    // The missing value is falsy, as in ajson.
+    assert_eq!(ev("true && $.missing", &d), json!(false));
+    assert_eq!(ev("$.missing || 'x'", &d), json!(true));
 }
 
 #[test]
@@ -179,7 +188,9 @@ fn ternary() {
     assert_eq!(ev0("0 ? 1 : 2"), json!(2));
     assert_eq!(ev0("'' ? 'a' : 'b'"), json!("b"));
     assert_eq!(ev("$.empty ? 1 : 2", &d), json!(2));
-    assert_eq!(ev("$.emptyobj ? 1 : 2", &d), json!(1));
+    assert_eq!(ev("$.emptyobj ? 1 : 2", &d), json!(2));
+    // A condition on an optional field that is absent takes the other branch.
+    assert_eq!(ev("$.missing ? 'fail' : 'ok'", &d), json!("ok"));
     assert_eq!(ev0("false ? 1 : true ? 2 : 3"), json!(2));
     assert_eq!(ev0("true ? false ? 1 : 2 : 3"), json!(2));
     assert_eq!(ev("true ? 1 : $.missing", &d), json!(1));

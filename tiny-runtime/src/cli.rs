@@ -220,8 +220,9 @@ struct RunArgs {
     #[arg(long, env = "TINY_RUN_GC_AFTER", default_value_t = 86_400)]
     run_gc_after: u64,
     /// Fail a message whose edge expression fails (a missing field, a wrong type) with code
-    /// MAPPING. Default, as the Go SDK: the field becomes null (or keeps its `{{...}}` text inside
-    /// a longer string), the hop goes on, and the failure is logged, counted and shown on the node.
+    /// MAPPING. Default, as the Go SDK: the field becomes null (inside a longer string, nothing for a
+    /// missing field, else its `{{...}}` text), the hop goes on, and the failure is logged, counted and
+    /// shown on the node.
     #[arg(long, env = "TINY_STRICT_EXPRESSIONS")]
     strict_expressions: bool,
     /// Secrets `[[secret:<name>/<key>]]` placeholders may name, beyond those the module declares

@@ -159,7 +159,8 @@ fn optional_field_flow() -> tiny_sdk::flow::Flow {
                 "id": "{{$.id}}",
                 "note": "{{$.note}}",
                 "big": "{{$.total > 100}}",
-                "line": "Order {{$.id}}: {{$.note}}"
+                "line": "Order {{$.id}}: {{$.note}}",
+                "double": "x{{$.total * 2}}"
             }),
         )
         .build()
@@ -175,21 +176,22 @@ async fn a_failing_expression_yields_null_or_keeps_its_text_as_in_go() {
         .expect("runs");
     assert_eq!(
         full.into_value(),
-        Some(json!({"id": 7, "note": "fragile", "big": true, "line": "Order 7: fragile"}))
+        Some(json!({"id": 7, "note": "fragile", "big": true, "line": "Order 7: fragile", "double": "x240"}))
     );
     assert!(h.expression_errors().is_empty());
-    // Without `note` and `total`: Go's evaluator gives null for a whole-value
-    // expression that fails and leaves an interpolated one's text; the flow goes on.
+    // Without `note` and `total`, Go's values: a missing field is null whole and
+    // nothing interpolated, a comparison with it is false, and an expression that
+    // fails on it (arithmetic) leaves its text; the flow goes on.
     let partial = h.send("a:input", json!({"id": 8})).await.expect("goes on");
     assert_eq!(
         partial.into_value(),
-        Some(json!({"id": 8, "note": null, "big": null, "line": "Order 8: {{$.note}}"}))
+        Some(json!({"id": 8, "note": null, "big": false, "line": "Order 8: ", "double": "x{{$.total * 2}}"}))
     );
     let failed = h.expression_errors();
     let fields: Vec<&str> = failed.iter().map(|(_, e)| e.pointer.as_str()).collect();
-    assert_eq!(fields, ["/note", "/big", "/line"], "{failed:?}");
+    assert_eq!(fields, ["/note", "/line", "/double"], "{failed:?}");
     assert!(failed.iter().all(|(at, _)| at == "b:input"));
-    assert!(failed[1].1.message.contains("total"), "{failed:?}");
+    assert!(failed[2].1.message.contains("total"), "{failed:?}");
     // The node says so while it keeps happening, naming edge, field and expression.
     let report = h.report("b").expect("b runs");
     assert!(report.error.is_none(), "the node itself is fine");

@@ -42,7 +42,7 @@ use tiny_sdk::run::{self, LedgerKind, RunStatus, RunStore as _, StepRecord, Step
 use tiny_testenv::{NatsServer, TestEnv};
 
 /// The module of each step, in order: alpha's entry, then back and forth.
-const MODULES: [&str; 5] = ["alpha", "beta", "alpha", "beta", "alpha"];
+const MODULES: [&str; 5] = ["alpha-v0", "beta-v0", "alpha-v0", "beta-v0", "alpha-v0"];
 
 /// Go's message for a hop that was re-driven three times and never completed.
 const GIVEN_UP: &str = "re-drive limit reached after 3 attempts — hop never completed (is the target module on an SDK >= v0.11 with durable support?)";
@@ -111,7 +111,7 @@ impl Scene {
 
     /// The node of step `step` (1 to 5).
     fn node(&self, step: usize) -> String {
-        format!("{}.{}-v0.tally-{step}", self.ns, MODULES[step - 1])
+        format!("{}.{}.tally-{step}", self.ns, MODULES[step - 1])
     }
 
     fn tally_file(&self) -> PathBuf {
@@ -483,8 +483,8 @@ fn check(
 async fn runs_complete_and_steps_run_once_while_a_module_is_sigkilled_three_times() {
     let runs = run_count();
     let scene = Scene::new("crash", 200).await;
-    let mut alpha = Some(scene.module("alpha", "alpha-0", &[]));
-    let beta = scene.module("beta", "beta-0", &[]);
+    let mut alpha = Some(scene.module("alpha-v0", "alpha-0", &[]));
+    let beta = scene.module("beta-v0", "beta-0", &[]);
     scene.ready(&[(alpha.as_ref().expect("alpha"), 3), (&beta, 2)]).await;
 
     // 200 runs over about 10 s, each step taking 200 ms; alpha (the entry node, steps
@@ -503,7 +503,7 @@ async fn runs_complete_and_steps_run_once_while_a_module_is_sigkilled_three_time
             killed.insert(victim.pid(), now_ms());
             drop(victim); // SIGKILL
             incarnation += 1;
-            alpha = Some(scene.module("alpha", &format!("alpha-{incarnation}"), &[]));
+            alpha = Some(scene.module("alpha-v0", &format!("alpha-{incarnation}"), &[]));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -543,8 +543,8 @@ async fn runs_complete_and_steps_run_once_while_a_module_is_sigkilled_three_time
 async fn runs_complete_and_steps_run_once_across_a_broker_restart() {
     let runs = run_count();
     let mut scene = Scene::new("bounce", 200).await;
-    let mut alpha = scene.module("alpha", "alpha-0", &[]);
-    let mut beta = scene.module("beta", "beta-0", &[]);
+    let mut alpha = scene.module("alpha-v0", "alpha-0", &[]);
+    let mut beta = scene.module("beta-v0", "beta-0", &[]);
     scene.ready(&[(&alpha, 3), (&beta, 2)]).await;
 
     let started = Instant::now();
@@ -639,8 +639,8 @@ async fn counter(scene: &Scene, key: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_run_is_redriven_when_its_module_returns_and_fails_with_gos_message_when_it_never_does() {
     let scene = Scene::new("stuck", 0).await;
-    let alpha = scene.module("alpha", "alpha-0", &QUICK_RECONCILER);
-    let beta = scene.module("beta", "beta-0", &QUICK_RECONCILER);
+    let alpha = scene.module("alpha-v0", "alpha-0", &QUICK_RECONCILER);
+    let beta = scene.module("beta-v0", "beta-0", &QUICK_RECONCILER);
     scene.ready(&[(&alpha, 3), (&beta, 2)]).await;
     eventually(
         "alpha to lead (its leader reconciles)",
@@ -673,7 +673,7 @@ async fn a_stuck_run_is_redriven_when_its_module_returns_and_fails_with_gos_mess
     );
 
     // beta returns: the run completes, each step's handler called once.
-    let beta = scene.module("beta", "beta-1", &QUICK_RECONCILER);
+    let beta = scene.module("beta-v0", "beta-1", &QUICK_RECONCILER);
     let status = eventually("the run to complete", Duration::from_secs(30), || async {
         let s = run::run_status(&*scene.ledger, &first).await.ok()?;
         (s.complete || s.failed).then_some(s)

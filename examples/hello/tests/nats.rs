@@ -118,8 +118,8 @@ async fn a_flow_crosses_modules_over_nats_and_survives_the_broker() {
     let client = env.client();
     let ns = "n";
     env.create_namespace(ns).await.expect("namespace");
-    let mut alpha = start(&env, ns, "alpha-0", "alpha", &broker);
-    let mut beta = start(&env, ns, "beta-0", "beta", &broker);
+    let mut alpha = start(&env, ns, "alpha-0", "alpha-v0", &broker);
+    let mut beta = start(&env, ns, "beta-0", "beta-v0", &broker);
     let flow = create_flow(&client, ns, &nats_flow(ns)).await;
     let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
     nodes_ready(&client, ns, &names).await;
@@ -237,9 +237,9 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
     let client = env.client();
     let ns = "r";
     env.create_namespace(ns).await.expect("namespace");
-    let alpha = start(&env, ns, "alpha-0", "alpha", &broker);
+    let alpha = start(&env, ns, "alpha-0", "alpha-v0", &broker);
     let mut betas: Vec<Replica> = (0..3)
-        .map(|i| start(&env, ns, &format!("beta-{i}"), "beta", &broker))
+        .map(|i| start(&env, ns, &format!("beta-{i}"), "beta-v0", &broker))
         .collect();
     let flow = create_flow(&client, ns, &nats_flow(ns)).await;
     let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();

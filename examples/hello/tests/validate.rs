@@ -207,7 +207,7 @@ async fn other_modules_are_read_from_the_clusters_tinymodules() {
         "--namespace",
         ns,
         "--name",
-        "examples",
+        "examples-v0",
         "--version",
         "0.1.0",
     ]);

@@ -57,8 +57,8 @@ pub struct TrackedHop {
     /// The input, as JSON text cut to 256 bytes.
     #[serde(default)]
     pub data: String,
-    /// Edge expressions that failed making the input (each gave `null`, or left its
-    /// `{{...}}` text in place, and the hop went on), one line each.
+    /// Edge expressions that failed making the input (each gave `null`, nothing, or its
+    /// `{{...}}` text in a longer string, and the hop went on), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expression_errors: Vec<String>,
 }

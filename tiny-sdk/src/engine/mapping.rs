@@ -2,8 +2,10 @@
 //! target's input, and what an expression that fails does to the hop.
 //!
 //! As in the Go SDK, a failing expression does not stop the flow: a whole-value
-//! expression (`"{{$.missing}}"`) yields `null`, one inside a longer string leaves its
-//! `{{...}}` text in place, and the hop goes on. Each failure is put on the hop's span
+//! expression (`"{{$.missing}}"`) yields `null`; inside a longer string a missing path
+//! is written as nothing and any other failure leaves its `{{...}}` text in place; the
+//! hop goes on (see `tiny_expr`'s docs for where a missing path is Go's value, not a
+//! failure). Each failure is put on the hop's span
 //! (an `expression_error` event, Go's name) and handed to the observers (metrics,
 //! TinyTracker); the log says it once while the edge keeps failing, and the node's
 //! report lists the edge until it has rendered without failure for [`FAILING_WINDOW`].

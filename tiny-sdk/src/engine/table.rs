@@ -166,7 +166,8 @@ impl EngineBuilder {
 
     /// Fails a hop whose edge expression fails (code `MAPPING`), and a node whose
     /// settings expression fails, instead of going on as the Go SDK does (`null` for a
-    /// whole-value expression, the `{{...}}` text left in place in a longer string):
+    /// whole-value expression; in a longer string, nothing for a missing path and the
+    /// `{{...}}` text left in place for any other failure):
     /// for authors who would rather stop a flow than run it on a missing field. See
     /// [`FAILING_WINDOW`](super::FAILING_WINDOW) for what the lenient default reports.
     #[must_use]
