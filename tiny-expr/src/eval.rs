@@ -109,7 +109,7 @@ fn maybe<'a>(node: &'a Node, root: &'a Value) -> Result<Option<Cow<'a, Value>>, 
 }
 
 /// Whether `node` is truthy; a missing value is not (ajson's `boolean`).
-fn holds_truth(node: &Node, root: &Value) -> Result<bool, Fault> {
+pub(crate) fn holds_truth(node: &Node, root: &Value) -> Result<bool, Fault> {
     Ok(maybe(node, root)?.is_some_and(|v| truthy(&v)))
 }
 
@@ -153,6 +153,10 @@ pub(crate) fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value, Fault> {
     match op {
         BinOp::Eq => Ok(Value::Bool(equal(l, r))),
         BinOp::Ne => Ok(Value::Bool(!equal(l, r))),
+        // As ajson: values of two different types are not ordered either way.
+        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge if std::mem::discriminant(l) != std::mem::discriminant(r) => {
+            Ok(Value::Bool(false))
+        }
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
             let ord = compare(op, l, r)?;
             Ok(Value::Bool(match op {
@@ -205,7 +209,8 @@ fn type_error(op: BinOp, l: &Value, r: &Value) -> Fault {
     ))
 }
 
-/// Numbers numerically, strings by code point; other pairs are an error.
+/// Numbers numerically, strings by code point; two values of another type are an
+/// error.
 fn compare(op: BinOp, l: &Value, r: &Value) -> Result<Ordering, Fault> {
     match (l, r) {
         (Value::Number(a), Value::Number(b)) => Num::of(a).cmp(Num::of(b)).ok_or_else(|| type_error(op, l, r)),

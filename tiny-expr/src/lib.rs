@@ -58,7 +58,7 @@
 //! | `a && b` | both are truthy (short-circuit; yields a boolean) |
 //! | `==` `!=` | deep equality; numbers by value (`1 == 1.0`) |
 //! | `s =~ re` | the regular expression `re` matches somewhere in string `s` (Rust `regex` syntax; a literal pattern is compiled once) |
-//! | `<` `<=` `>` `>=` | numbers numerically, strings by code point; other pairs are an error |
+//! | `<` `<=` `>` `>=` | numbers numerically, strings by code point; false for two different types (as ajson); two booleans, nulls, arrays or objects are an error |
 //! | `+` | adds numbers; concatenates if either side is a string; time arithmetic (below) |
 //! | `-` | subtracts numbers; time arithmetic (below) |
 //! | `*` `/` `%` | numbers; dividing by zero is an error |

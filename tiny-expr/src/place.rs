@@ -13,10 +13,9 @@ use serde_json::Value;
 
 use crate::ast::Node;
 use crate::error::{Fault, FaultKind};
-use crate::eval::eval;
+use crate::eval::{eval, holds_truth};
 use crate::functions::Func;
 use crate::path::Place;
-use crate::value::truthy;
 
 type Out<'a> = Result<Cow<'a, Value>, Fault>;
 
@@ -48,7 +47,7 @@ fn locate<'a>(node: &'a Node, root: &'a Value) -> Result<Place<'a>, Fault> {
     match node {
         Node::Path(p) => p.locate(root),
         Node::Cond(c, a, b) => {
-            if truthy(&*eval(c, root)?) {
+            if holds_truth(c, root)? {
                 locate(a, root)
             } else {
                 locate(b, root)

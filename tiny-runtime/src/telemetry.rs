@@ -6,7 +6,10 @@
 //! OpenTelemetry variables say where to send them ([`otlp_configured`]:
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), they are
 //! exported by OTLP/gRPC, batched (`OTEL_BSP_*`), with `OTEL_SERVICE_NAME` or the
-//! module's name as `service.name`. Otherwise the `tiny::flow` target is switched off
+//! module's name as `service.name`. Without them, the Go SDK's `OTLP_DSN`
+//! (`http://<token>@tinysystems-otel-collector:2345`, as the TinySystems charts set it;
+//! see [`GoDsn`]) does the same towards the TinySystems collector, so the platform's
+//! trace views see a tiny module's hops. Otherwise the `tiny::flow` target is switched off
 //! and a hop pays one cached check. W3C trace context (`traceparent`, `tracestate`,
 //! `baggage`, as the Go SDK's otelgrpc) travels in gRPC metadata, so a flow run that
 //! crosses modules is one trace. Only OTLP over gRPC is built in (`OTEL_EXPORTER_OTLP_PROTOCOL`
@@ -73,6 +76,9 @@ pub enum TelemetryError {
     /// The OTLP exporter could not be built from the `OTEL_*` variables.
     #[error("OTLP exporter: {0}")]
     Exporter(#[source] opentelemetry_otlp::ExporterBuildError),
+    /// `OTLP_DSN` is set and is not `scheme://token@host[:port]`.
+    #[error("OTLP_DSN: {0}")]
+    Dsn(String),
     /// A subscriber was already installed.
     #[error("a tracing subscriber is already installed: {0}")]
     AlreadyInstalled(#[source] tracing_subscriber::util::TryInitError),
@@ -89,14 +95,82 @@ pub fn tracing_enabled() -> bool {
     TRACING.load(Ordering::Relaxed)
 }
 
-/// Whether the environment asks for OTLP trace export: an OTLP endpoint is set, and
-/// neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none` says no.
+/// Whether the environment asks for OTLP trace export: an OTLP endpoint is set (or the
+/// Go SDK's `OTLP_DSN`, without `OTLP_DISABLED=true`), and neither
+/// `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none` says no.
 pub fn otlp_configured() -> bool {
-    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
     let is = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x.trim().eq_ignore_ascii_case(v));
-    (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    (otel_endpoint_set() || go_dsn_text().is_some())
         && !is("OTEL_SDK_DISABLED", "true")
         && !is("OTEL_TRACES_EXPORTER", "none")
+}
+
+fn otel_endpoint_set() -> bool {
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+}
+
+/// `OTLP_DSN`, unless empty or `OTLP_DISABLED=true` turns it off (as in Go).
+fn go_dsn_text() -> Option<String> {
+    let disabled = std::env::var("OTLP_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    std::env::var("OTLP_DSN")
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty() && !disabled)
+}
+
+/// The Go SDK's `OTLP_DSN`: `scheme://<token>@host[:port]`, the TinySystems
+/// collector's OTLP/gRPC address (port 413 unless given) and the whole DSN sent with
+/// each export as `origin-dsn`, as Go's exporter does. `https` is TLS; anything else
+/// is plain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GoDsn {
+    /// `http://host:port` or `https://host:port`.
+    pub endpoint: String,
+    /// The DSN as given.
+    pub original: String,
+}
+
+impl GoDsn {
+    /// Reads a DSN, with Go's checks: a scheme, a host and a token, and not the
+    /// placeholder token `<token>`.
+    pub(crate) fn parse(dsn: &str) -> Result<GoDsn, String> {
+        let Some((scheme, rest)) = dsn.split_once("://").filter(|(s, _)| !s.is_empty()) else {
+            return Err(format!("`{dsn}` has no scheme"));
+        };
+        let rest = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let Some((token, host)) = rest.rsplit_once('@') else {
+            return Err(format!(
+                "`{scheme}://{rest}` has no token (`{scheme}://<token>@host:port`)"
+            ));
+        };
+        let token = token.split(':').next().unwrap_or_default();
+        if token.is_empty() || token == "<token>" {
+            return Err("the token is empty or the placeholder `<token>`".to_owned());
+        }
+        if host.is_empty() || host.starts_with(':') {
+            return Err(format!("`{scheme}://***@{host}` has no host"));
+        }
+        let has_port = match host.rsplit_once(':') {
+            // `[v6]` without a port ends in `]`.
+            Some((h, p)) => !h.is_empty() && !p.contains(']'),
+            None => false,
+        };
+        let host = if has_port {
+            host.to_owned()
+        } else {
+            format!("{host}:413")
+        };
+        let tls = if scheme.eq_ignore_ascii_case("https") {
+            "https"
+        } else {
+            "http"
+        };
+        Ok(GoDsn {
+            endpoint: format!("{tls}://{host}"),
+            original: dsn.to_owned(),
+        })
+    }
 }
 
 /// The installed logging and tracing; [`shutdown`](Self::shutdown) flushes the spans
@@ -170,10 +244,20 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
 }
 
 fn provider(service: &Service) -> Result<SdkTracerProvider, TelemetryError> {
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_tonic()
-        .build()
-        .map_err(TelemetryError::Exporter)?;
+    use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
+    let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+    // The standard variables win; the Go SDK's DSN is the TinySystems way.
+    if !otel_endpoint_set()
+        && let Some(text) = go_dsn_text()
+    {
+        let dsn = GoDsn::parse(&text).map_err(TelemetryError::Dsn)?;
+        let mut metadata = MetadataMap::new();
+        let value = MetadataValue::try_from(dsn.original.as_str())
+            .map_err(|_| TelemetryError::Dsn("not a header value".to_owned()))?;
+        metadata.insert("origin-dsn", value);
+        builder = builder.with_endpoint(dsn.endpoint).with_metadata(metadata);
+    }
+    let exporter = builder.build().map_err(TelemetryError::Exporter)?;
     let mut resource = Resource::builder().with_attributes([
         opentelemetry::KeyValue::new("service.version", service.version.clone()),
         opentelemetry::KeyValue::new("service.instance.id", service.instance.clone()),
@@ -446,6 +530,29 @@ mod tests {
             tracing::warn!(node = "n1", count = 3, "message failed");
         });
         String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn go_dsns_read_as_go_reads_them() {
+        let d = GoDsn::parse("http://tok@tinysystems-otel-collector:2345").unwrap();
+        assert_eq!(d.endpoint, "http://tinysystems-otel-collector:2345");
+        assert_eq!(d.original, "http://tok@tinysystems-otel-collector:2345");
+        assert_eq!(
+            GoDsn::parse("https://tok@c.example/").unwrap().endpoint,
+            "https://c.example:413"
+        );
+        assert_eq!(GoDsn::parse("http://tok@[::1]").unwrap().endpoint, "http://[::1]:413");
+        assert_eq!(GoDsn::parse("http://tok@[::1]:9").unwrap().endpoint, "http://[::1]:9");
+        for bad in [
+            "collector:2345",
+            "http://collector:2345",
+            "http://<token>@c:1",
+            "http://tok@",
+        ] {
+            assert!(GoDsn::parse(bad).is_err(), "{bad}");
+        }
+        // The token is not in what the error says.
+        assert!(!GoDsn::parse("http://s3cr3t@:1").unwrap_err().contains("s3cr3t"));
     }
 
     #[test]

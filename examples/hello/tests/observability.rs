@@ -75,10 +75,12 @@ fn attr(attributes: &[KeyValue], key: &str) -> Option<String> {
     })
 }
 
-/// An OTLP/gRPC trace receiver: keeps every span it is sent.
+/// An OTLP/gRPC trace receiver: keeps every span it is sent, and the `origin-dsn`
+/// each export carried.
 #[derive(Debug, Clone, Default)]
 struct Receiver {
     spans: Arc<Mutex<Vec<Received>>>,
+    dsns: Arc<Mutex<Vec<String>>>,
 }
 
 #[tonic::async_trait]
@@ -87,6 +89,9 @@ impl TraceService for Receiver {
         &self,
         request: tonic::Request<ExportTraceServiceRequest>,
     ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        if let Some(dsn) = request.metadata().get("origin-dsn").and_then(|v| v.to_str().ok()) {
+            self.dsns.lock().expect("dsns").push(dsn.to_owned());
+        }
         let mut spans = self.spans.lock().expect("spans");
         for resource_spans in request.into_inner().resource_spans {
             let service = resource_spans
@@ -241,6 +246,40 @@ impl Observed {
         written.push(("logs", self.log().await));
         written
     }
+}
+
+/// A module given only the Go SDK's `OTLP_DSN`, as the TinySystems charts give one,
+/// sends its spans to the collector it names, with the DSN as `origin-dsn`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_go_sdks_otlp_dsn_sends_spans_to_the_tinysystems_collector() {
+    let receiver = Receiver::default();
+    let endpoint = receiver.start().await;
+    let dsn = endpoint.replacen("http://", "http://s3cr3t@", 1);
+    let env = env().await;
+    let client = env.client();
+    let ns = "dsn";
+    env.create_namespace(ns).await.expect("namespace");
+    let _alpha = hello(&env, ns, "alpha-0", "alpha-v0")
+        .env("OTLP_DSN", &dsn)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .start();
+    let node = "dsn.alpha-v0.hello-1";
+    create_flow(
+        &client,
+        ns,
+        &format!("kind: TinyNode\nmetadata: {{ name: {node}, labels: {{ tinysystems.io/flow-name: dsn }} }}\nspec: {{ module: alpha-v0, component: hello }}\n"),
+    )
+    .await;
+    nodes_ready(&client, ns, &[node]).await;
+    let s = signal(&client, ns, "via-dsn", node, "input", json!({"name": "Ada"})).await;
+    assert_eq!(s.status.and_then(|st| st.signal_phase()), Some(SignalPhase::Delivered));
+    eventually("the signal's span at the collector", Duration::from_secs(30), || {
+        let found = receiver.trace_of_signal("via-dsn");
+        async move { found }
+    })
+    .await;
+    let dsns = receiver.dsns.lock().expect("dsns").clone();
+    assert!(!dsns.is_empty() && dsns.iter().all(|d| *d == dsn), "{dsns:?}");
 }
 
 async fn announced(client: &kube::Client, ns: &str, module: &str) {

@@ -49,8 +49,9 @@ pub fn spawn(js: Arc<JetStream>, leadership: Leadership, settings: ReconcileSett
 }
 
 /// One pass: reads every step record and re-drive counter in the bucket, and does
-/// what [`Plan::compute`] says. A hop that cannot be published is left for the next
-/// pass; the others go on.
+/// what [`Plan::compute`] says. As Go's, one key that cannot be read or written is
+/// left for the next pass and the others go on; only a bucket that cannot be listed
+/// fails the pass.
 pub async fn pass(js: &JetStream, settings: &ReconcileSettings) -> Result<Pass> {
     let mut entries: Vec<(String, Bytes)> = Vec::new();
     for key in js.keys("exec/").await? {
@@ -58,8 +59,12 @@ pub async fn pass(js: &JetStream, settings: &ReconcileSettings) -> Result<Pass> 
         if !matches!(parsed.kind, LedgerKind::Step | LedgerKind::Redrive) {
             continue;
         }
-        if let Some(value) = js.get(&key).await? {
-            entries.push((key, value));
+        match js.get(&key).await {
+            Ok(Some(value)) => entries.push((key, value)),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(key = %key, error = %e, "run reconciler: a record is unreadable, skipped this pass")
+            }
         }
     }
     let plan = Plan::compute(entries, Timestamp::now(), settings);
@@ -79,7 +84,10 @@ pub async fn pass(js: &JetStream, settings: &ReconcileSettings) -> Result<Pass> 
         let headers = router::durable_headers(hop, &redrive.run_id, 0);
         match router::store(js, wire::subject(&module), headers, hop.data.clone(), &module).await {
             Ok(()) => {
-                js.put(&redrive.counter_key(), redrive.counter_value()).await?;
+                // Best effort, as Go: a counter not written only delays the give-up.
+                if let Err(e) = js.put(&redrive.counter_key(), redrive.counter_value()).await {
+                    tracing::warn!(run = %redrive.run_id, step = %hop.step_key, error = %e, "re-drive counter not written");
+                }
                 tracing::info!(run = %redrive.run_id, step = %hop.step_key, to = %hop.to, attempt = redrive.attempt, "hop re-driven");
                 done.redriven += 1;
             }
@@ -87,14 +95,25 @@ pub async fn pass(js: &JetStream, settings: &ReconcileSettings) -> Result<Pass> 
         }
     }
     for (run_id, step_key, record) in &plan.fail {
-        js.put(&step_record_key(run_id, step_key), record.to_json_bytes()?.into())
-            .await?;
-        tracing::warn!(run = %run_id, step = %step_key, error = record.error.as_deref().unwrap_or_default(), "run failed: hop never completed");
-        done.failed += 1;
+        let written = match record.to_json_bytes() {
+            Ok(bytes) => js.put(&step_record_key(run_id, step_key), bytes.into()).await,
+            Err(e) => Err(e),
+        };
+        match written {
+            Ok(()) => {
+                tracing::warn!(run = %run_id, step = %step_key, error = record.error.as_deref().unwrap_or_default(), "run failed: hop never completed");
+                done.failed += 1;
+            }
+            Err(e) => {
+                tracing::warn!(run = %run_id, step = %step_key, error = %e, "a run's failure not written; next pass")
+            }
+        }
     }
     for key in &plan.delete {
-        js.delete(key).await?;
-        done.deleted += 1;
+        match js.delete(key).await {
+            Ok(()) => done.deleted += 1,
+            Err(e) => tracing::warn!(key = %key, error = %e, "a finished run's record not deleted; next pass"),
+        }
     }
     Ok(done)
 }
