@@ -154,9 +154,10 @@
 //! * `+` with a string on one side and a number on the other concatenates (the Go SDK's
 //!   `+` fails unless both sides are strings or both numbers).
 //! * The filters of paths are RFC 9535's: `[?@.ok]` keeps elements that *have* `ok`
-//!   (ajson keeps those where it is truthy: write `[?@.ok == true]`). ajson's
-//!   `$.items.length` selects nothing on an array, and `$.a.0` and `[(@.length-1)]` do
-//!   not parse: write `length($.items)`, `$.a[0]` and `[-1]`.
+//!   (ajson keeps those where it is truthy: write `[?@.ok == true]`). ajson's `$.a.0`
+//!   and `[(@.length-1)]` do not parse: write `$.a[0]` and `[-1]`. (ajson's
+//!   `$.items.length`, an array's size, works: a path ending in `.length` on an array
+//!   is its length, unless the path is a query with wildcards or filters.)
 //! * `string(x)` writes numbers in JSON form (`1234567`, where Go's
 //!   `%v` gives `1.234567e+06`) and `null` as `""` (Go: `unknown`).
 

@@ -97,7 +97,18 @@ impl Path {
     /// copies; none is a [`FaultKind::NoMatch`](crate::error::FaultKind::NoMatch) fault.
     pub(crate) fn select<'a>(&self, root: &'a Value) -> Result<Cow<'a, Value>, Fault> {
         match &self.plan {
-            Plan::Singular(steps) => self.walk(steps, root).map(Cow::Borrowed),
+            Plan::Singular(steps) => match self.walk(steps, root) {
+                Ok(v) => Ok(Cow::Borrowed(v)),
+                // ajson's `.length` of an array (`$.items.length`), where no key of
+                // that name is there to select.
+                Err(f) => match steps.split_last() {
+                    Some((Step::Key(k), before)) if k == "length" => match self.walk(before, root) {
+                        Ok(Value::Array(items)) => Ok(Cow::Owned(Value::from(items.len()))),
+                        _ => Err(f),
+                    },
+                    _ => Err(f),
+                },
+            },
             Plan::Query(query) => {
                 let found = js_path_process(query, root)
                     .map_err(|e| Fault::other(format!("path {} failed: {e}", self.source)))?;

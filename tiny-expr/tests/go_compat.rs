@@ -566,6 +566,17 @@ fn the_documented_differences_hold() {
     assert!(err0("log(0)").contains("not a finite number"));
 }
 
+/// ajson's `.length` on an array is its size; an object's `length` key is its value.
+#[test]
+fn dot_length_of_an_array_is_its_size_as_in_ajson() {
+    let d = json!({"items": [1, 2, 3], "box": {"length": 9}, "empty": []});
+    assert_eq!(ev("$.items.length", &d), json!(3));
+    assert_eq!(ev("$.empty.length == 0", &d), json!(true));
+    assert_eq!(ev("$.box.length", &d), json!(9));
+    assert!(eval_err("$.missing.length", &d).message.contains("matched nothing"));
+    assert_eq!(render(&json!({"n": "{{$.items.length}}"}), &d), json!({"n": 3}));
+}
+
 /// A path that matches nothing is ajson's missing value (`nil` on its stack, no error):
 /// comparisons with it are false, it is falsy, `length` of it is 0, and an interpolation
 /// writes nothing for it. A flow built for Go on optional fields gets Go's values.
