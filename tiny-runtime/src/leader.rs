@@ -1,12 +1,22 @@
-//! Leader election on a `coordination.k8s.io/v1` Lease. Every replica runs every node;
-//! only the leader writes status and delivers signals.
+//! Leader election on a `coordination.k8s.io/v1` Lease, as client-go (the Go SDK's)
+//! does it, so that tiny and Go replicas of one module agree on who leads. Every
+//! replica runs every node; only the leader writes status and delivers signals.
 
 use std::time::Duration;
 
 use futures::{Stream, StreamExt as _};
-use kube_lease_manager::LeaseManagerBuilder;
-use tokio::{sync::watch, task::JoinHandle};
+use k8s_openapi::{
+    api::coordination::v1::{Lease, LeaseSpec},
+    apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta},
+    jiff::Timestamp,
+};
+use kube::{
+    Api,
+    api::{Patch, PatchParams, PostParams},
+};
+use tokio::{sync::watch, task::JoinHandle, time::Instant};
 use tokio_stream_shim::WatchStream;
+use tokio_util::sync::CancellationToken;
 
 /// Whether this replica leads, and when that changes.
 #[derive(Debug, Clone)]
@@ -43,34 +53,207 @@ impl Leadership {
     }
 }
 
-/// Runs the election for `lease` in `namespace` as `identity`. The lease lasts
-/// `duration`; the holder renews it ahead of expiry, so a dead leader is replaced within
-/// about `duration`.
+/// Runs the election for `lease` in `namespace` as `identity`, by client-go's rules (the
+/// Go SDK's), scaled to the lease's `duration` (Go: 15 s):
+///
+/// - every retry period (`duration` / 7.5; Go: 2 s) a replica tries to take or renew
+///   the lease, each try bounded by that period (a hung API server is a failed try);
+/// - the holder stops leading once it has not renewed for the renew deadline
+///   (`duration` × 2/3; Go: 10 s), before another replica may take the lease: a leader
+///   cut off from the API server does not lead beside the next one;
+/// - a replica takes a lease its holder has not renewed for `duration`, measured on its
+///   own clock from when it last saw the lease change (no trust in other clocks);
+/// - when `stop` fires, the holder releases the lease, so the next replica takes over
+///   at once rather than after `duration`.
+///
+/// Fails at once only if the Lease cannot be read (a missing RBAC rule).
 pub(crate) async fn elect(
     client: kube::Client,
     namespace: &str,
     lease: &str,
     identity: &str,
     duration: Duration,
-) -> Result<(Leadership, JoinHandle<()>), kube_lease_manager::LeaseManagerError> {
-    let secs = duration.as_secs().max(2);
-    let manager = LeaseManagerBuilder::new(client, lease)
-        .with_namespace(namespace)
-        .with_identity(identity)
-        .with_duration(secs)
-        .with_grace((secs / 3).max(1))
-        .with_field_manager("tiny-runtime")
-        .build()
-        .await?;
-    let (rx, handle) = manager.watch().await;
+    stop: CancellationToken,
+) -> Result<(Leadership, JoinHandle<()>), kube::Error> {
+    let api: Api<Lease> = Api::namespaced(client, namespace);
+    api.get_opt(lease).await?;
+    let (tx, rx) = watch::channel(false);
+    let mut elector = Elector {
+        api,
+        name: lease.to_owned(),
+        identity: identity.to_owned(),
+        duration: duration.max(Duration::from_secs(2)),
+        seen: None,
+    };
     let task = tokio::spawn(async move {
-        match handle.await {
-            Ok(Ok(_)) => tracing::info!("leader election stopped"),
-            Ok(Err(e)) => tracing::error!(error = %e, "leader election failed"),
-            Err(e) => tracing::error!(error = %e, "leader election task panicked"),
+        let timing = Timing::of(elector.duration);
+        let mut renewed: Option<Instant> = None;
+        let mut failing = false;
+        loop {
+            let attempt = tokio::time::timeout(timing.retry, elector.try_acquire_or_renew()).await;
+            let now = Instant::now();
+            match attempt {
+                Ok(Ok(holds)) => {
+                    renewed = holds.then_some(now);
+                    failing = false;
+                }
+                Ok(Err(e)) => {
+                    if !failing {
+                        tracing::warn!(lease = %elector.name, error = %e, "leader election: the Lease could not be read or written");
+                    }
+                    failing = true;
+                }
+                Err(_) => {
+                    if !failing {
+                        tracing::warn!(lease = %elector.name, "leader election: the API server did not answer in time");
+                    }
+                    failing = true;
+                }
+            }
+            // Leads while a renewal is recent enough; a failed try keeps the lead only
+            // until the renew deadline.
+            let leads = renewed.is_some_and(|t| now.duration_since(t) <= timing.renew_deadline);
+            if !leads {
+                renewed = None;
+            }
+            tx.send_if_modified(|l| std::mem::replace(l, leads) != leads);
+            tokio::select! {
+                () = tokio::time::sleep(timing.retry) => {}
+                () = stop.cancelled() => {
+                    if renewed.is_some() {
+                        tx.send_replace(false);
+                        match tokio::time::timeout(timing.retry, elector.release()).await {
+                            Ok(Ok(())) => tracing::info!(lease = %elector.name, "leader election: the Lease released"),
+                            Ok(Err(e)) => tracing::warn!(lease = %elector.name, error = %e, "leader election: the Lease not released"),
+                            Err(_) => tracing::warn!(lease = %elector.name, "leader election: the Lease not released in time"),
+                        }
+                    }
+                    return;
+                }
+            }
         }
     });
     Ok((Leadership { rx, _tx: None }, task))
+}
+
+/// How often an election tries, and how long a holder leads without renewing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Timing {
+    retry: Duration,
+    renew_deadline: Duration,
+}
+
+impl Timing {
+    /// client-go's proportions (15 s, 10 s, 2 s) for a lease of `duration`. A try
+    /// lasts at most `retry`, so a holder stops within `renew_deadline + 2 retry`,
+    /// under `duration`.
+    fn of(duration: Duration) -> Self {
+        Timing {
+            retry: duration.mul_f64(2.0 / 15.0),
+            renew_deadline: duration.mul_f64(2.0 / 3.0),
+        }
+    }
+}
+
+/// One replica's view of one Lease.
+struct Elector {
+    api: Api<Lease>,
+    name: String,
+    identity: String,
+    duration: Duration,
+    /// The record last read, and when (this replica's clock).
+    seen: Option<(Record, Instant)>,
+}
+
+/// What says a lease was renewed: its holder and renew time.
+type Record = (Option<String>, Option<MicroTime>);
+
+impl Elector {
+    /// Takes the lease if it is free or expired, renews it if this replica holds it:
+    /// whether this replica holds it now. A write that loses a race is `Ok(false)`.
+    async fn try_acquire_or_renew(&mut self) -> Result<bool, kube::Error> {
+        let now = MicroTime(Timestamp::now());
+        let secs = i32::try_from(self.duration.as_secs()).unwrap_or(i32::MAX);
+        let Some(current) = self.api.get_opt(&self.name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(self.name.clone()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(self.identity.clone()),
+                    lease_duration_seconds: Some(secs),
+                    acquire_time: Some(now.clone()),
+                    renew_time: Some(now),
+                    lease_transitions: Some(0),
+                    ..LeaseSpec::default()
+                }),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+                Err(e) => Err(e),
+            };
+        };
+        let spec = current.spec.clone().unwrap_or_default();
+        let holder = spec.holder_identity.clone().filter(|h| !h.is_empty());
+        let record = (holder.clone(), spec.renew_time.clone());
+        let observed = match &self.seen {
+            Some((seen, at)) if *seen == record => *at,
+            _ => {
+                self.seen = Some((record, Instant::now()));
+                Instant::now()
+            }
+        };
+        let holds = holder.as_deref() == Some(self.identity.as_str());
+        let lasts = spec
+            .lease_duration_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(self.duration, Duration::from_secs);
+        if holder.is_some() && !holds && observed.elapsed() <= lasts {
+            return Ok(false);
+        }
+        let mut patch = serde_json::json!({
+            "metadata": { "resourceVersion": current.metadata.resource_version },
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": secs,
+                "renewTime": now,
+            },
+        });
+        if !holds {
+            patch["spec"]["acquireTime"] = serde_json::to_value(&now).unwrap_or_default();
+            patch["spec"]["leaseTransitions"] = (spec.lease_transitions.unwrap_or(0) + 1).into();
+        }
+        match self
+            .api
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Gives the lease up, as client-go does: no holder, and a duration of one second.
+    async fn release(&self) -> Result<(), kube::Error> {
+        let Some(current) = self.api.get_opt(&self.name).await? else {
+            return Ok(());
+        };
+        let holder = current.spec.as_ref().and_then(|s| s.holder_identity.as_deref());
+        if holder != Some(self.identity.as_str()) {
+            return Ok(());
+        }
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": current.metadata.resource_version },
+            "spec": { "holderIdentity": null, "leaseDurationSeconds": 1 },
+        });
+        self.api
+            .patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+    }
 }
 
 /// `tokio::sync::watch` as a stream, without pulling in tokio-stream.

@@ -62,7 +62,7 @@ pub use tiny_sdk::FastAlloc;
 pub enum Error {
     /// The leader Lease could not be read or created.
     #[error("leader election: {0}")]
-    LeaderElection(#[source] kube_lease_manager::LeaseManagerError),
+    LeaderElection(#[source] kube::Error),
     /// The module's TinyModule could not be created.
     #[error("registering the TinyModule: {0}")]
     Register(#[source] kube::Error),
@@ -103,7 +103,7 @@ impl Error {
     pub fn is_forbidden(&self) -> bool {
         match self {
             Error::Register(e) => permissions::is_forbidden(e),
-            Error::LeaderElection(kube_lease_manager::LeaseManagerError::KubeError(e)) => permissions::is_forbidden(e),
+            Error::LeaderElection(e) => permissions::is_forbidden(e),
             Error::Hook(e) => e.is_forbidden(),
             _ => false,
         }

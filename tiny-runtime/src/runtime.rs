@@ -27,6 +27,8 @@ pub struct Runtime {
     shared: Arc<Shared>,
     stop: CancellationToken,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The election, which releases the Lease when `stop` fires.
+    election: Option<tokio::task::JoinHandle<()>>,
     /// Where probes and metrics are served, if they are.
     pub probe_addr: Option<SocketAddr>,
 }
@@ -71,6 +73,7 @@ impl Runtime {
         let metrics = Arc::new(Metrics::default());
         let stop = CancellationToken::new();
         let mut tasks = Vec::new();
+        let mut election = None;
         let leadership = match opts.lease_duration {
             Some(d) => {
                 let (l, task) = leader::elect(
@@ -79,10 +82,11 @@ impl Runtime {
                     &opts.config.lease_name(),
                     &opts.config.identity,
                     d,
+                    stop.child_token(),
                 )
                 .await
                 .map_err(crate::Error::LeaderElection)?;
-                tasks.push(task);
+                election = Some(task);
                 l
             }
             None => Leadership::fixed(true),
@@ -209,6 +213,7 @@ impl Runtime {
             shared,
             stop,
             tasks,
+            election,
             probe_addr,
         })
     }
@@ -246,6 +251,10 @@ impl Runtime {
         self.shared.engine.shutdown();
         self.shared.engine.flush_state().await;
         self.stop.cancel();
+        // The Lease given up, so that the next leader need not wait out its duration.
+        if let Some(election) = self.election {
+            let _ = tokio::time::timeout(Duration::from_secs(3), election).await;
+        }
         for t in self.tasks {
             t.abort();
         }

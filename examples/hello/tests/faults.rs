@@ -246,3 +246,38 @@ async fn a_hung_api_server_does_not_wedge_messages_between_loaded_nodes() {
     let st = s.status.expect("status");
     assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
 }
+
+/// A leader cut off from the API server stops leading before its Lease can expire
+/// (client-go's renew deadline), so that it never leads beside the next leader, and
+/// leads again once it renews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_cut_off_from_the_api_server_steps_down_before_its_lease_expires() {
+    let env = env().await;
+    let ns = "cutoff";
+    env.create_namespace(ns).await.expect("namespace");
+    // The kit's replicas hold a 4 s lease.
+    let replica = replica(&env, ns, "c-0");
+    eventually("the replica to lead", Duration::from_secs(30), || async {
+        (replica.metric("tiny_leader").await == Some(1)).then_some(())
+    })
+    .await;
+    env.pause(Component::ApiServer).expect("frozen");
+    let frozen = std::time::Instant::now();
+    let stepped_down = tokio::time::timeout(Duration::from_secs(10), async {
+        while replica.metric("tiny_leader").await != Some(0) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        frozen.elapsed()
+    })
+    .await;
+    env.resume(Component::ApiServer).expect("thawed");
+    let took = stepped_down.expect("the cut-off leader stepped down");
+    assert!(
+        took < Duration::from_secs(4),
+        "stepped down after {took:?}; the lease lasts 4 s"
+    );
+    eventually("the replica to lead again", Duration::from_secs(30), || async {
+        (replica.metric("tiny_leader").await == Some(1)).then_some(())
+    })
+    .await;
+}
