@@ -20,7 +20,7 @@ use serde_json::json;
 use crate::config::ModuleConfig;
 use tiny_sdk::contract::{NODE_FINALIZER, annotation::EXPOSED_FOR_NODE, label::MANAGED as MANAGED_LABEL};
 
-use crate::crd::{TinyModule, TinyNode};
+use crate::crd::{Decoded, TinyModule, TinyNode};
 use crate::resources::FIELD_MANAGER;
 
 /// Namespaces a module is never installed into.
@@ -141,14 +141,22 @@ pub async fn pre_delete(
         .await
         .map_err(api_err(HOOK, format!("deleting Lease {ns}/{lease}")))?;
 
-    let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
-    let ours: Vec<TinyNode> = nodes
+    // Listed tolerantly: a malformed node (of any module) must not keep this module's
+    // nodes in Terminating.
+    let nodes: Api<Decoded<TinyNode>> = Api::namespaced(client.clone(), ns);
+    let ours: Vec<Decoded<TinyNode>> = nodes
         .list(&ListParams::default())
         .await
         .map_err(api_err(HOOK, format!("listing TinyNodes in {ns}")))?
         .items
         .into_iter()
-        .filter(|n| crate::controller::node::owns(config, &n.name_any(), Some(&n.spec.module)))
+        .filter(|n| {
+            let module = match n.object() {
+                Ok(node) => Some(node.spec.module.as_str()),
+                Err(bad) => bad.string_at("/spec/module"),
+            };
+            crate::controller::node::owns(config, &n.name_any(), module)
+        })
         .collect();
     let names: BTreeSet<String> = ours.iter().map(ResourceExt::name_any).collect();
     for node in &ours {

@@ -788,6 +788,20 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     let managed = ListParams::default().labels("app.kubernetes.io/managed-by=tiny-runtime");
     assert_eq!(services.list(&managed).await.expect("list").items.len(), 1);
 
+    // Another module's malformed node in the namespace (configuration bytes that are not
+    // JSON): the cleanup lists past it.
+    let raw: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(it.client.clone(), ns, &kube::api::ApiResource::erase::<TinyNode>(&()));
+    let malformed: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "operator.tinysystems.io/v1alpha1",
+        "kind": "TinyNode",
+        "metadata": { "name": "x.other-v0.thing-1" },
+        "spec": { "module": "other-v0", "component": "thing",
+                  "ports": [{ "port": "in", "configuration": "bm90IGpzb24=" }] }
+    }))
+    .expect("an object");
+    raw.create(&PostParams::default(), &malformed).await.expect("created");
+
     // Uninstall: Helm deletes the release, the kubelet stops the pod, then the cleanup hook
     // (post-delete) waits for the Lease to lapse and removes what the module left.
     let kubeconfig = it.env.kubeconfig_path().to_str().expect("utf-8").to_owned();
@@ -828,6 +842,9 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
         modules.get_opt(&module).await.expect("get").is_none(),
         "no TinyModule left"
     );
+    raw.delete("x.other-v0.thing-1", &Default::default())
+        .await
+        .expect("the malformed node deleted");
     for n in nodes.list(&ListParams::default()).await.expect("list").items {
         assert!(
             !n.finalizers().iter().any(|f| f == NODE_FINALIZER),

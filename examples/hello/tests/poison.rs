@@ -114,7 +114,7 @@ async fn malformed_objects_are_refused_alone_across_a_restart() {
         let mut node = TinyNode::new(
             name,
             tiny_runtime::crd::TinyNodeSpec(tiny_sdk::flow::NodeSpec {
-                module: "examples".into(),
+                module: "examples-v0".into(),
                 component: component.into(),
                 ..tiny_sdk::flow::NodeSpec::default()
             }),
