@@ -7,6 +7,7 @@
 
 pub(crate) mod module;
 pub(crate) mod node;
+mod retries;
 pub(crate) mod signal;
 pub(crate) mod tracker;
 mod watch;
@@ -58,6 +59,8 @@ pub(crate) struct Shared {
     pub(crate) transport: Option<Arc<crate::transport::Transport>>,
     /// Which TinyNodes exist (the node watch's store).
     pub(crate) directory: Arc<node::Directory>,
+    /// Failed reconciles, for their backoff.
+    pub(crate) retries: retries::Retries,
 }
 
 impl Shared {
@@ -91,6 +94,7 @@ impl Shared {
             permissions: Arc::default(),
             transport: None,
             directory: Arc::default(),
+            retries: retries::Retries::default(),
         }
     }
 }

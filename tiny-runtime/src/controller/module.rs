@@ -81,10 +81,27 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
             let mut leadership = shared.leadership.clone();
             let mut refusals = shared.permissions.subscribe();
             let mut wire = shared.transport.as_ref().and_then(|t| t.changes());
+            // After a failed publish, the next try (doubling, up to 30 s): the platform
+            // and other modules read the address and components from it.
+            let mut retry: Option<std::time::Duration> = None;
             loop {
                 if leadership.is_leader() {
-                    publish(&shared, &api).await;
+                    retry = if publish(&shared, &api).await {
+                        None
+                    } else {
+                        Some(retry.map_or(std::time::Duration::from_secs(1), |d| {
+                            (d * 2).min(std::time::Duration::from_secs(30))
+                        }))
+                    };
+                } else {
+                    retry = None;
                 }
+                let again = async {
+                    match retry {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 let wire_changed = async {
                     match wire.as_mut() {
                         Some(w) => w.changed().await.is_ok(),
@@ -93,6 +110,7 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
                 };
                 tokio::select! {
                     _ = leadership.changed() => {}
+                    () = again => {}
                     // The broker came or went: the address and the condition follow.
                     true = wire_changed => {}
                     changed = refusals.changed() => {
@@ -131,7 +149,8 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
     }
 }
 
-async fn publish(shared: &Shared, api: &Api<TinyModule>) {
+/// Writes this module's TinyModule status; whether it was written.
+async fn publish(shared: &Shared, api: &Api<TinyModule>) -> bool {
     let mut status = module_status(&shared.config, shared.engine.registry());
     status.conditions = vec![shared.permissions.condition(None)];
     if let Some(transport) = &shared.transport {
@@ -139,11 +158,15 @@ async fn publish(shared: &Shared, api: &Api<TinyModule>) {
         status.conditions.extend(transport.condition());
     }
     let patch = Patch::Merge(json!({ "status": status }));
-    if let Err(e) = api
+    match api
         .patch_status(&shared.config.name, &PatchParams::default(), &patch)
         .await
     {
-        tracing::warn!(error = %e, "could not publish the TinyModule status");
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not publish the TinyModule status; trying again");
+            false
+        }
     }
 }
 

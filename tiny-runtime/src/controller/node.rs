@@ -8,7 +8,10 @@
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt as _;
-use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
 use kube::{
     Api, ResourceExt as _,
     api::{Patch, PatchParams},
@@ -109,7 +112,18 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
     controller
         .reconcile_on(agains)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, shared)
+        .run(
+            |node, shared| async move {
+                let key = format!("node/{}", node.name());
+                let done = reconcile(node, shared.clone()).await;
+                if done.is_ok() {
+                    shared.retries.succeeded(&key);
+                }
+                done
+            },
+            error_policy,
+            shared,
+        )
         .for_each(|r| async move {
             if let Err(e) = r {
                 tracing::debug!(error = %e, "node reconcile");
@@ -219,20 +233,8 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
         node.metadata.generation.unwrap_or(0),
         current,
     );
-    // Edges to nodes that do not exist, said on this node until they do.
-    let missing: Vec<String> = node
-        .spec
-        .edges
-        .iter()
-        .filter(|e| shared.directory.exists(edge_target(&e.to)) == Some(false))
-        .map(|e| format!("edge `{}` leads to `{}`: there is no such node", e.id, e.to))
-        .collect();
     let mut desired = desired;
-    desired.conditions.extend(status::edges_condition(
-        &missing,
-        current,
-        node.metadata.generation.unwrap_or(0),
-    ));
+    desired.conditions.extend(edges_condition(shared, node, current));
     write_status(api, shared, &name, current, desired).await?;
     publish_error(shared, node, &name, error.as_ref().map(ToString::to_string)).await;
     // A failing edge is looked at again once it may have stopped, to clear its condition.
@@ -315,6 +317,19 @@ pub async fn write_changes(
     }
 }
 
+/// The `EdgesResolved` condition: edges to nodes that do not exist, said on this node
+/// until they do. Every status write carries it (the conditions are written whole).
+fn edges_condition(shared: &Shared, node: &TinyNode, current: Option<&TinyNodeStatus>) -> Option<Condition> {
+    let missing: Vec<String> = node
+        .spec
+        .edges
+        .iter()
+        .filter(|e| shared.directory.exists(edge_target(&e.to)) == Some(false))
+        .map(|e| format!("edge `{}` leads to `{}`: there is no such node", e.id, e.to))
+        .collect();
+    status::edges_condition(&missing, current, node.metadata.generation.unwrap_or(0))
+}
+
 /// Writes the status the engine reports for `name` now, if it changed.
 async fn refresh_status(shared: &Shared, name: &str) -> Result<(), ReconcileError> {
     let api: Api<TinyNode> = shared.api();
@@ -325,13 +340,14 @@ async fn refresh_status(shared: &Shared, name: &str) -> Result<(), ReconcileErro
         return Ok(());
     };
     let current = node.status.as_ref();
-    let desired = status::node_status(
+    let mut desired = status::node_status(
         &shared.config,
         Some(&report),
         report.error.as_ref(),
         node.metadata.generation.unwrap_or(0),
         current,
     );
+    desired.conditions.extend(edges_condition(shared, &node, current));
     write_status(&api, shared, name, current, desired).await
 }
 
@@ -491,7 +507,7 @@ async fn cleanup(name: &str, shared: &Shared) -> Result<Action, ReconcileError> 
     Ok(Action::await_change())
 }
 
-fn error_policy(_: Arc<Decoded<TinyNode>>, error: &ReconcileError, _: Arc<Shared>) -> Action {
+fn error_policy(node: Arc<Decoded<TinyNode>>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
     match error {
         // A finalizer patch made from a cached copy older than our own last write
         // fails its `test`; that is routine, not worth a warning.
@@ -505,5 +521,5 @@ fn error_policy(_: Arc<Decoded<TinyNode>>, error: &ReconcileError, _: Arc<Shared
         }
         _ => tracing::warn!(%error, "node reconcile failed; retrying"),
     }
-    Action::requeue(Duration::from_secs(1))
+    Action::requeue(shared.retries.failed(&format!("node/{}", node.name())))
 }

@@ -60,7 +60,18 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
     let seen = deliver_on_sight(shared.clone());
     watch::controller::<TinySignal>(&shared, WATCH, seen)
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, shared)
+        .run(
+            |signal, shared| async move {
+                let key = format!("signal/{}", signal.name());
+                let done = reconcile(signal, shared.clone()).await;
+                if done.is_ok() {
+                    shared.retries.succeeded(&key);
+                }
+                done
+            },
+            error_policy,
+            shared,
+        )
         .for_each(|_| async {})
         .await;
 }
@@ -521,7 +532,7 @@ async fn undecodable(
     Ok(Action::await_change())
 }
 
-fn error_policy(_: Arc<Decoded<TinySignal>>, error: &ReconcileError, _: Arc<Shared>) -> Action {
+fn error_policy(signal: Arc<Decoded<TinySignal>>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
     tracing::debug!(%error, "signal reconcile; retrying");
-    Action::requeue(Duration::from_secs(1))
+    Action::requeue(shared.retries.failed(&format!("signal/{}", signal.name())))
 }
