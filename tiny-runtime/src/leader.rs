@@ -231,7 +231,9 @@ impl Elector {
             .await
         {
             Ok(_) => Ok(true),
-            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+            // Lost a race to take it. (A holder's renewal that conflicts is a failed
+            // try: it leads on until the renew deadline, and reads the lease again.)
+            Err(kube::Error::Api(e)) if e.code == 409 && !holds => Ok(false),
             Err(e) => Err(e),
         }
     }

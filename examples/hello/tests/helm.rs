@@ -362,6 +362,9 @@ impl Image {
         assert_eq!(config["process"]["args"], json!(["/manager"]));
         let rootfs = bundle.join("rootfs");
         assert!(!rootfs.join("bin/sh").exists(), "no shell in the image");
+        // The system roots rustls reads: HTTPS requests and tls:// brokers are verified.
+        let bundle = std::fs::read_to_string(rootfs.join("etc/ssl/certs/ca-certificates.crt")).unwrap_or_default();
+        assert!(bundle.contains("BEGIN CERTIFICATE"), "a CA bundle in the image");
         Image { dir }
     }
 

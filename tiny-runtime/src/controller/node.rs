@@ -115,11 +115,7 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         .run(
             |node, shared| async move {
                 let key = format!("node/{}", node.name());
-                let done = reconcile(node, shared.clone()).await;
-                if done.is_ok() {
-                    shared.retries.succeeded(&key);
-                }
-                done
+                shared.retries.track(&key, reconcile(node, shared.clone())).await
             },
             error_policy,
             shared,

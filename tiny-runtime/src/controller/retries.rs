@@ -27,6 +27,15 @@ impl Retries {
             failures.remove(key);
         }
     }
+
+    /// Runs `reconcile` of `key`, whose success forgets its failures.
+    pub(crate) async fn track<T, E>(&self, key: &str, reconcile: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+        let done = reconcile.await;
+        if done.is_ok() {
+            self.succeeded(key);
+        }
+        done
+    }
 }
 
 #[cfg(test)]

@@ -63,11 +63,7 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         .run(
             |signal, shared| async move {
                 let key = format!("signal/{}", signal.name());
-                let done = reconcile(signal, shared.clone()).await;
-                if done.is_ok() {
-                    shared.retries.succeeded(&key);
-                }
-                done
+                shared.retries.track(&key, reconcile(signal, shared.clone())).await
             },
             error_policy,
             shared,
