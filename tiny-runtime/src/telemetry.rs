@@ -136,7 +136,8 @@ impl GoDsn {
     /// placeholder token `<token>`.
     pub(crate) fn parse(dsn: &str) -> Result<GoDsn, String> {
         let Some((scheme, rest)) = dsn.split_once("://").filter(|(s, _)| !s.is_empty()) else {
-            return Err(format!("`{dsn}` has no scheme"));
+            // Not echoed: it may hold the token.
+            return Err("it has no scheme (`http://<token>@host:port`)".to_owned());
         };
         let rest = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let Some((token, host)) = rest.rsplit_once('@') else {
@@ -553,6 +554,7 @@ mod tests {
         }
         // The token is not in what the error says.
         assert!(!GoDsn::parse("http://s3cr3t@:1").unwrap_err().contains("s3cr3t"));
+        assert!(!GoDsn::parse("s3cr3t@collector:2345").unwrap_err().contains("s3cr3t"));
     }
 
     #[test]
