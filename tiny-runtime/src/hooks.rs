@@ -150,13 +150,7 @@ pub async fn pre_delete(
         .map_err(api_err(HOOK, format!("listing TinyNodes in {ns}")))?
         .items
         .into_iter()
-        .filter(|n| {
-            let module = match n.object() {
-                Ok(node) => Some(node.spec.module.as_str()),
-                Err(bad) => bad.string_at("/spec/module"),
-            };
-            crate::controller::node::owns(config, &n.name_any(), module)
-        })
+        .filter(|n| crate::controller::node::owns(config, n.name(), crate::controller::node::spec_module(n)))
         .collect();
     let names: BTreeSet<String> = ours.iter().map(ResourceExt::name_any).collect();
     for node in &ours {

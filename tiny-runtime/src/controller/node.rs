@@ -128,6 +128,14 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         .await;
 }
 
+/// A node's `spec.module`, read even from a node that does not decode.
+pub(crate) fn spec_module(node: &Decoded<TinyNode>) -> Option<&str> {
+    match node.object() {
+        Ok(n) => Some(&n.spec.module),
+        Err(bad) => bad.string_at("/spec/module"),
+    }
+}
+
 /// Whether the node called `name` belongs to the module `config` describes: by the
 /// module segment of its name (`{flow}.{module}.{component}-{suffix}`, compared as the
 /// Go SDK's `NameMatches`), or, for a name without one, by `spec.module` (so that a

@@ -86,7 +86,7 @@ async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
     // Leniently: a malformed node must not make its signals undeliverable by anyone.
     let nodes: Api<Decoded<TinyNode>> = shared.api();
     match nodes.get_opt(node).await? {
-        Some(n) if super::node::owns(&shared.config, n.name(), spec_module(&n)) => {
+        Some(n) if super::node::owns(&shared.config, n.name(), super::node::spec_module(&n)) => {
             Err(ReconcileError::NodeNotLoaded(node.to_owned()))
         }
         Some(_) => Ok(Owner::Other),
@@ -96,13 +96,6 @@ async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
             }
             _ => format!("there is no node `{node}` in namespace `{}`", shared.config.namespace),
         })),
-    }
-}
-
-fn spec_module(node: &Decoded<TinyNode>) -> Option<&str> {
-    match node.object() {
-        Ok(n) => Some(&n.spec.module),
-        Err(bad) => bad.string_at("/spec/module"),
     }
 }
 
