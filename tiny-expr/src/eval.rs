@@ -86,10 +86,12 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
             let mut slots: [Cow<'a, Value>; MAX_ARGS] =
                 [Cow::Borrowed(&NULL), Cow::Borrowed(&NULL), Cow::Borrowed(&NULL)];
             for (slot, arg) in slots.iter_mut().zip(args) {
-                *slot = match (maybe(arg, root)?, func.of_missing()) {
-                    (Some(v), _) => v,
-                    (None, Some(answer)) => return Ok(Cow::Owned(answer)),
-                    (None, None) => return eval(arg, root),
+                *slot = match eval(arg, root) {
+                    Ok(v) => v,
+                    Err(f) if f.kind == FaultKind::NoMatch => {
+                        return func.of_missing().map(Cow::Owned).ok_or(f);
+                    }
+                    Err(f) => return Err(f),
                 };
             }
             let n = args.len().min(MAX_ARGS);
