@@ -92,24 +92,21 @@ pub(crate) async fn elect(
         loop {
             let attempt = tokio::time::timeout(timing.retry, elector.try_acquire_or_renew()).await;
             let now = Instant::now();
-            match attempt {
+            let failure = match attempt {
                 Ok(Ok(holds)) => {
                     renewed = holds.then_some(now);
-                    failing = false;
+                    None
                 }
-                Ok(Err(e)) => {
-                    if !failing {
-                        tracing::warn!(lease = %elector.name, error = %e, "leader election: the Lease could not be read or written");
-                    }
-                    failing = true;
-                }
-                Err(_) => {
-                    if !failing {
-                        tracing::warn!(lease = %elector.name, "leader election: the API server did not answer in time");
-                    }
-                    failing = true;
-                }
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some("the API server did not answer in time".to_owned()),
+            };
+            // Said once per spell of failures.
+            if let Some(error) = &failure
+                && !failing
+            {
+                tracing::warn!(lease = %elector.name, %error, "leader election: the Lease could not be read or written");
             }
+            failing = failure.is_some();
             // Leads while a renewal is recent enough; a failed try keeps the lead only
             // until the renew deadline.
             let leads = renewed.is_some_and(|t| now.duration_since(t) <= timing.renew_deadline);
