@@ -114,8 +114,8 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         .graceful_shutdown_on(shutdown)
         .run(
             |node, shared| async move {
-                let key = format!("node/{}", node.name());
-                shared.retries.track(&key, reconcile(node, shared.clone())).await
+                let name = node.name().to_owned();
+                shared.retries.track(WATCH, name, reconcile(node, shared.clone())).await
             },
             error_policy,
             shared,
@@ -525,5 +525,5 @@ fn error_policy(node: Arc<Decoded<TinyNode>>, error: &ReconcileError, shared: Ar
         }
         _ => tracing::warn!(%error, "node reconcile failed; retrying"),
     }
-    Action::requeue(shared.retries.failed(&format!("node/{}", node.name())))
+    Action::requeue(shared.retries.failed(WATCH, node.name()))
 }

@@ -62,8 +62,11 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
         .graceful_shutdown_on(shutdown)
         .run(
             |signal, shared| async move {
-                let key = format!("signal/{}", signal.name());
-                shared.retries.track(&key, reconcile(signal, shared.clone())).await
+                let name = signal.name().to_owned();
+                shared
+                    .retries
+                    .track(WATCH, name, reconcile(signal, shared.clone()))
+                    .await
             },
             error_policy,
             shared,
@@ -523,5 +526,5 @@ async fn undecodable(
 
 fn error_policy(signal: Arc<Decoded<TinySignal>>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
     tracing::debug!(%error, "signal reconcile; retrying");
-    Action::requeue(shared.retries.failed(&format!("signal/{}", signal.name())))
+    Action::requeue(shared.retries.failed(WATCH, signal.name()))
 }
