@@ -39,19 +39,41 @@ impl fmt::Display for CompileError {
             write!(f, "at {}, ", self.pointer)?;
         }
         f.write_str("in \"")?;
+        let (from, to) = shown(&self.expression, self.offset);
+        if from > 0 {
+            f.write_str(ELLIPSIS)?;
+        }
         let mut marked = false;
-        for (i, c) in self.expression.chars().enumerate() {
+        for (i, c) in self.expression.chars().enumerate().take(to).skip(from) {
             if i == self.offset {
                 write!(f, "{CARET}")?;
                 marked = true;
             }
             write_escaped_char(f, c)?;
         }
-        if !marked {
+        if to < self.expression.chars().count() {
+            f.write_str(ELLIPSIS)?;
+        } else if !marked {
             write!(f, "{CARET}")?;
         }
         write!(f, "\" (column {}): {}", self.offset + 1, self.message)
     }
+}
+
+/// How much of a long expression an error shows on each side of the place it names: a
+/// message that quoted a 60 KB expression whole would bury what it says (and swell the
+/// node's status).
+const CONTEXT_CHARS: usize = 60;
+const ELLIPSIS: &str = "\u{2026}";
+
+/// The range of chars of `expression` to show around `offset`.
+fn shown(expression: &str, offset: usize) -> (usize, usize) {
+    let len = expression.chars().count();
+    if len <= 2 * CONTEXT_CHARS {
+        return (0, len);
+    }
+    let from = offset.saturating_sub(CONTEXT_CHARS);
+    (from, (offset + CONTEXT_CHARS).min(len))
 }
 
 impl std::error::Error for CompileError {}
@@ -90,8 +112,12 @@ impl fmt::Display for EvalError {
             write!(f, "at {}, ", self.pointer)?;
         }
         f.write_str("in \"")?;
-        for c in self.expression.chars() {
+        let (_, to) = shown(&self.expression, 0);
+        for c in self.expression.chars().take(to) {
             write_escaped_char(f, c)?;
+        }
+        if to < self.expression.chars().count() {
+            f.write_str(ELLIPSIS)?;
         }
         write!(f, "\": {}", self.message)
     }
@@ -226,6 +252,31 @@ mod tests {
             message: "m".into(),
         };
         assert_eq!(err.to_string(), "at /a, in \"{{$.a\\n}}\": m");
+    }
+
+    #[test]
+    fn a_long_expression_is_shown_around_the_error() {
+        let expression = format!("{}+*{}", "1+".repeat(500), "2".repeat(500));
+        let err = CompileError {
+            pointer: "/a".into(),
+            offset: 1001,
+            expression,
+            message: "expected a value, found '*'".into(),
+        };
+        let text = err.to_string();
+        assert!(text.len() < 200, "{text}");
+        assert!(text.starts_with("at /a, in \"\u{2026}+1+1"), "{text}");
+        assert!(text.contains("1++\u{2038}*22"), "{text}");
+        assert!(
+            text.ends_with("2\u{2026}\" (column 1002): expected a value, found '*'"),
+            "{text}"
+        );
+        let eval = EvalError {
+            pointer: String::new(),
+            expression: format!("{{{{{}}}}}", "$.a+".repeat(100)),
+            message: "m".into(),
+        };
+        assert!(eval.to_string().len() < 200, "{eval}");
     }
 
     #[test]

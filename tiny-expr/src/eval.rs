@@ -9,9 +9,10 @@ use std::cmp::Ordering;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::ast::{BinOp, Node, Pattern, UnOp};
+use crate::ast::{BinOp, Link, Node, Pattern, UnOp};
 use crate::error::{Fault, FaultKind};
 use crate::functions::{MAX_ARGS, NULL};
+use crate::limits::{cached_regex, charge, charge_copy};
 use crate::value::{Num, equal, float, to_text, truthy, type_name, write_text};
 
 type Out<'a> = Result<Cow<'a, Value>, Fault>;
@@ -23,31 +24,32 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
         Node::Path(p) => p.select(root),
         Node::Array(items) => items
             .iter()
-            .map(|item| eval(item, root).map(Cow::into_owned))
+            .map(|item| owned(eval(item, root)?))
             .collect::<Result<Vec<_>, _>>()
             .map(|v| Cow::Owned(Value::Array(v))),
         Node::Unary(UnOp::Not, x) => Ok(Cow::Owned(Value::Bool(!holds_truth(x, root)?))),
         Node::Unary(op, x) => unary(*op, &*eval(x, root)?).map(Cow::Owned),
-        Node::Binary(op, l, r) if op.compares() => {
-            // As ajson: a comparison with a missing side is false, whichever it is.
-            let (l, r) = (maybe(l, root)?, maybe(r, root)?);
-            match (l, r) {
-                (Some(l), Some(r)) => binary(*op, &l, &r).map(Cow::Owned),
-                _ => Ok(Cow::Owned(Value::Bool(false))),
-            }
-        }
         Node::Binary(op, l, r) => {
             let l = eval(l, root)?;
             let r = eval(r, root)?;
             binary(*op, &l, &r).map(Cow::Owned)
         }
-        Node::And(l, r) => {
-            let b = holds_truth(l, root)? && holds_truth(r, root)?;
-            Ok(Cow::Owned(Value::Bool(b)))
+        Node::Chain(first, links) => chain(first, links, root),
+        Node::All(items) => {
+            for item in items {
+                if !holds_truth(item, root)? {
+                    return Ok(Cow::Owned(Value::Bool(false)));
+                }
+            }
+            Ok(Cow::Owned(Value::Bool(true)))
         }
-        Node::Or(l, r) => {
-            let b = holds_truth(l, root)? || holds_truth(r, root)?;
-            Ok(Cow::Owned(Value::Bool(b)))
+        Node::Any(items) => {
+            for item in items {
+                if holds_truth(item, root)? {
+                    return Ok(Cow::Owned(Value::Bool(true)));
+                }
+            }
+            Ok(Cow::Owned(Value::Bool(false)))
         }
         Node::Coalesce(l, r) => match eval(l, root) {
             Ok(v) if !v.is_null() => Ok(v),
@@ -55,20 +57,6 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
             Err(f) if f.kind == FaultKind::NoMatch => eval(r, root),
             Err(f) => Err(f),
         },
-        Node::Match(l, pattern) => {
-            let subject = eval(l, root)?;
-            let Value::String(s) = subject.as_ref() else {
-                return Err(Fault::other(format!(
-                    "operator '=~' needs a string on the left, got {}",
-                    type_name(&subject)
-                )));
-            };
-            let matched = match pattern {
-                Pattern::Fixed(re) => re.is_match(s),
-                Pattern::Dynamic(p) => dynamic_regex(&*eval(p, root)?)?.is_match(s),
-            };
-            Ok(Cow::Owned(Value::Bool(matched)))
-        }
         Node::Cond(c, a, b) => {
             if holds_truth(c, root)? {
                 eval(a, root)
@@ -100,6 +88,82 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
     }
 }
 
+/// Applies a [`Node::Chain`] left to right, as the left-deep tree of its operators would
+/// be: a comparison with a missing side is false, anything else needs both sides.
+fn chain<'a>(first: &'a Node, links: &'a [Link], root: &'a Value) -> Out<'a> {
+    let mut acc = eval(first, root);
+    for link in links {
+        acc = match link {
+            Link::Op(op, r) if op.compares() => {
+                let l = match acc {
+                    Ok(v) => Some(v),
+                    Err(f) if f.kind == FaultKind::NoMatch => None,
+                    Err(f) => return Err(f),
+                };
+                match (l, maybe(r, root)?) {
+                    (Some(l), Some(r)) => binary(*op, &l, &r).map(Cow::Owned),
+                    _ => Ok(Cow::Owned(Value::Bool(false))),
+                }
+            }
+            Link::Op(BinOp::Add, r) => {
+                let l = acc?;
+                append(l, &*eval(r, root)?)
+            }
+            Link::Op(op, r) => {
+                let l = acc?;
+                binary(*op, &l, &*eval(r, root)?).map(Cow::Owned)
+            }
+            Link::Match(pattern) => {
+                let subject = acc?;
+                let Value::String(s) = subject.as_ref() else {
+                    return Err(Fault::other(format!(
+                        "operator '=~' needs a string on the left, got {}",
+                        type_name(&subject)
+                    )));
+                };
+                let matched = match pattern {
+                    Pattern::Fixed(re) => re.is_match(s),
+                    Pattern::Dynamic(p) => dynamic_regex(&*eval(p, root)?)?.is_match(s),
+                };
+                Ok(Cow::Owned(Value::Bool(matched)))
+            }
+        };
+    }
+    acc
+}
+
+/// `l + r`, writing onto `l` where it is a string of the chain's own making, so that
+/// `a + b + c + ...` builds one string instead of a new one at each step.
+fn append<'a>(l: Cow<'a, Value>, r: &Value) -> Out<'a> {
+    match l {
+        Cow::Owned(Value::String(mut s)) => {
+            // Two strings may be a time and a duration.
+            if let Value::String(b) = r
+                && let Some(t) = crate::timecalc::apply(false, &s, b)
+            {
+                return Ok(Cow::Owned(Value::String(t)));
+            }
+            let before = s.len();
+            write_text(&mut s, r);
+            charge(s.len() - before)?;
+            Ok(Cow::Owned(Value::String(s)))
+        }
+        l => binary(BinOp::Add, &l, r).map(Cow::Owned),
+    }
+}
+
+/// A value the result will own: a copy of what is borrowed from the message or the tree,
+/// charged to the render's budget.
+pub(crate) fn owned(v: Cow<'_, Value>) -> Result<Value, Fault> {
+    match v {
+        Cow::Borrowed(v) => {
+            charge_copy(v)?;
+            Ok(v.clone())
+        }
+        Cow::Owned(v) => Ok(v),
+    }
+}
+
 /// `node`'s value, or `None` when a path in it matched nothing: ajson's missing value,
 /// which comparisons, logic, conditions and some functions take as a value of its own.
 fn maybe<'a>(node: &'a Node, root: &'a Value) -> Result<Option<Cow<'a, Value>>, Fault> {
@@ -122,7 +186,7 @@ fn dynamic_regex(pattern: &Value) -> Result<Regex, Fault> {
             type_name(pattern)
         )));
     };
-    Regex::new(p).map_err(|e| {
+    cached_regex(p).map_err(|e| {
         let text = e.to_string();
         let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
         Fault::other(format!(
@@ -174,6 +238,7 @@ pub(crate) fn binary(op: BinOp, l: &Value, r: &Value) -> Result<Value, Fault> {
             (Value::String(_), _) | (_, Value::String(_)) => {
                 let mut s = to_text(l);
                 write_text(&mut s, r);
+                charge(s.len())?;
                 Ok(Value::String(s))
             }
             _ => Err(type_error(op, l, r)),
@@ -199,6 +264,7 @@ fn time_arith(op: BinOp, l: &Value, r: &Value) -> Result<Value, Fault> {
             "operator '-' on strings needs an RFC 3339 time and a Go duration, or two durations; got {l} and {r}"
         )));
     }
+    charge(a.len() + b.len())?;
     Ok(Value::String(format!("{a}{b}")))
 }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::ast::Node;
 use crate::error::{CompileError, EvalError};
-use crate::eval::eval;
+use crate::eval::{eval, owned};
 use crate::lexer::Mode;
 use crate::parser::parse;
 
@@ -51,8 +51,9 @@ impl Expr {
     ///
     /// An [`EvalError`] with an empty pointer and this expression's source.
     pub fn eval(&self, root: &Value) -> Result<Value, EvalError> {
+        let _budget = crate::limits::Render::begin();
         eval(&self.node, root)
-            .map(std::borrow::Cow::into_owned)
+            .and_then(owned)
             .map_err(|f| f.into_eval_error("", &self.source))
     }
 

@@ -10,6 +10,7 @@ use base64::engine::general_purpose::{STANDARD as BASE64, STANDARD_NO_PAD as BAS
 use serde_json::Value;
 
 use crate::error::Fault;
+use crate::limits::{charge, charge_copy};
 use crate::math::MathFn;
 use crate::value::{Num, equal, float, to_text, truthy, type_name};
 
@@ -134,6 +135,9 @@ const TABLE: &[(&str, Func, usize, usize)] = &[
     ("root", Func::Root, 1, 1),
 ];
 
+/// What one element of an array takes besides its text, for the render's budget.
+const PART_BYTES: usize = std::mem::size_of::<Value>();
+
 /// The most arguments any function takes.
 pub(crate) const MAX_ARGS: usize = 3;
 
@@ -208,7 +212,7 @@ impl Func {
             Func::Split => split(&a),
             Func::Join => join(&a),
             Func::Contains => contains(&a),
-            Func::Replace => owned_str(a.str(0)?.replace(a.str(1)?, a.str(2)?)),
+            Func::Replace => replace(&a),
             Func::Substr => substr(&a),
             Func::String => match a.args[0] {
                 Cow::Borrowed(Value::String(_)) | Cow::Owned(Value::String(_)) => Ok(a.take(0)),
@@ -341,7 +345,9 @@ impl<'a> Args<'_, 'a> {
     }
 }
 
+/// A string the function built, charged to the render's budget.
 fn owned_str<'a>(s: String) -> Out<'a> {
+    charge(s.len())?;
     Ok(Cow::Owned(Value::String(s)))
 }
 
@@ -361,6 +367,13 @@ fn length<'a>(a: &Args<'_, 'a>) -> Out<'a> {
 
 fn split<'a>(a: &Args<'_, 'a>) -> Out<'a> {
     let (s, sep) = (a.str(0)?, a.str(1)?);
+    // Charged before it is built: splitting into chars makes a value of each.
+    let most = if sep.is_empty() {
+        s.chars().count()
+    } else {
+        s.len() / sep.len() + 1
+    };
+    charge(s.len().saturating_add(most.saturating_mul(PART_BYTES)))?;
     let parts: Vec<Value> = if sep.is_empty() {
         s.chars().map(|c| Value::String(c.to_string())).collect()
     } else {
@@ -371,6 +384,10 @@ fn split<'a>(a: &Args<'_, 'a>) -> Out<'a> {
 
 fn join<'a>(a: &Args<'_, 'a>) -> Out<'a> {
     let (items, sep) = (a.array(0)?, a.str(1)?);
+    // The separators are charged before they are written: a long one between many items
+    // is how a small message asks for a huge string.
+    let seps = items.len().saturating_sub(1).saturating_mul(sep.len());
+    charge(seps)?;
     let mut out = String::new();
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
@@ -378,7 +395,25 @@ fn join<'a>(a: &Args<'_, 'a>) -> Out<'a> {
         }
         crate::value::write_text(&mut out, item);
     }
-    owned_str(out)
+    charge(out.len() - seps)?;
+    Ok(Cow::Owned(Value::String(out)))
+}
+
+/// `replace(s, old, new)`; where `new` is the longer, what the result can take is charged
+/// before it is built (`replace($.s, '', $.t)` is |s|·|t| bytes).
+fn replace<'a>(a: &Args<'_, 'a>) -> Out<'a> {
+    let (s, from, to) = (a.str(0)?, a.str(1)?, a.str(2)?);
+    if to.len() <= from.len() {
+        return owned_str(s.replace(from, to));
+    }
+    let hits = if from.is_empty() {
+        s.chars().count() + 1
+    } else {
+        s.matches(from).count()
+    };
+    let size = s.len().saturating_add(hits.saturating_mul(to.len() - from.len()));
+    charge(size)?;
+    Ok(Cow::Owned(Value::String(s.replace(from, to))))
 }
 
 fn contains<'a>(a: &Args<'_, 'a>) -> Out<'a> {
@@ -436,8 +471,8 @@ fn b64decode<'a>(a: &Args<'_, 'a>) -> Out<'a> {
         .decode(a.str(0)?)
         .map_err(|e| a.fail(format!("invalid base64: {e}")))?;
     String::from_utf8(bytes)
-        .map(|s| Cow::Owned(Value::String(s)))
         .map_err(|_| a.fail("decoded bytes are not valid UTF-8"))
+        .and_then(owned_str)
 }
 
 fn abs<'a>(a: &Args<'_, 'a>) -> Out<'a> {
@@ -565,8 +600,11 @@ fn index<'a>(a: &Args<'_, 'a>) -> Out<'a> {
 
 fn reverse<'a>(a: &Args<'_, 'a>) -> Out<'a> {
     let v = match a.get(0) {
-        Value::String(s) => Value::String(s.chars().rev().collect()),
-        Value::Array(items) => Value::Array(items.iter().rev().cloned().collect()),
+        Value::String(s) => return owned_str(s.chars().rev().collect()),
+        Value::Array(items) => {
+            charge_copy(a.get(0))?;
+            Value::Array(items.iter().rev().cloned().collect())
+        }
         _ => return Err(a.wrong(0, "a string or an array")),
     };
     Ok(Cow::Owned(v))

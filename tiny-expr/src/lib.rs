@@ -170,6 +170,7 @@ mod eval;
 mod expr;
 mod functions;
 mod lexer;
+pub mod limits;
 mod math;
 mod parser;
 mod path;

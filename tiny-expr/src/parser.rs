@@ -15,26 +15,42 @@
 //! | 9 | unary `-` `!` | prefix |
 //! | 10 | `**` | right, binds tighter than a unary operator on its left |
 
-use regex::Regex;
-
-use crate::ast::{BinOp, Node, Pattern, UnOp};
+use crate::ast::{BinOp, Link, Node, Pattern, UnOp};
 use crate::error::SyntaxError;
 use crate::functions::Func;
 use crate::lexer::{Mode, Punct, Token, TokenKind, tokenize};
+use crate::limits::{MAX_SOURCE_BYTES, MAX_TERMS};
 use crate::path::Path;
 
-/// How deeply parentheses, calls and prefix operators may nest.
+/// How deeply parentheses, calls and prefix operators may nest. With the operators of
+/// one level kept in a list ([`Node::Chain`]), this bounds the height of the tree, and so
+/// the stack that evaluating or dropping it takes.
 const MAX_DEPTH: usize = 64;
 
 /// Parses one expression of `src` starting at byte `start`. Returns the tree and the byte
 /// offset just after it (after `}}` in template mode).
 pub(crate) fn parse(src: &str, start: usize, mode: Mode) -> Result<(Node, usize), SyntaxError> {
     let (tokens, end) = tokenize(src, start, mode)?;
+    // Braces included, in a template: the length the author sees.
+    let from = match mode {
+        Mode::Template { open } => open,
+        Mode::Bare => start,
+    };
+    if end - from > MAX_SOURCE_BYTES {
+        return Err(SyntaxError::new(
+            from,
+            format!(
+                "expression is {} bytes long, more than the limit of {MAX_SOURCE_BYTES}",
+                end - from
+            ),
+        ));
+    }
     let mut p = Parser {
         src,
         tokens: &tokens,
         pos: 0,
         depth: 0,
+        terms: 0,
     };
     if p.peek().kind == TokenKind::End {
         let at = match mode {
@@ -59,6 +75,8 @@ struct Parser<'t> {
     tokens: &'t [Token],
     pos: usize,
     depth: usize,
+    /// Values read so far (literals, paths, calls, arrays), against [`MAX_TERMS`].
+    terms: usize,
 }
 
 impl<'t> Parser<'t> {
@@ -106,6 +124,17 @@ impl<'t> Parser<'t> {
         Ok(())
     }
 
+    fn term(&mut self, at: usize) -> Result<(), SyntaxError> {
+        self.terms += 1;
+        if self.terms > MAX_TERMS {
+            return Err(SyntaxError::new(
+                at,
+                format!("expression has more than {MAX_TERMS} terms"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Level 1: `c ? a : b`, right-associative.
     fn expr(&mut self) -> Result<Node, SyntaxError> {
         self.nest(self.peek().start)?;
@@ -135,41 +164,44 @@ impl<'t> Parser<'t> {
     }
 
     fn or(&mut self) -> Result<Node, SyntaxError> {
-        let mut left = self.and()?;
-        while self.eat(Punct::OrOr) {
-            let right = self.and()?;
-            left = Node::Or(Box::new(left), Box::new(right));
+        let first = self.and()?;
+        if self.peek().kind != TokenKind::Punct(Punct::OrOr) {
+            return Ok(first);
         }
-        Ok(left)
+        let mut items = vec![first];
+        while self.eat(Punct::OrOr) {
+            items.push(self.and()?);
+        }
+        Ok(Node::Any(items))
     }
 
     fn and(&mut self) -> Result<Node, SyntaxError> {
-        let mut left = self.equality()?;
-        while self.eat(Punct::AndAnd) {
-            let right = self.equality()?;
-            left = Node::And(Box::new(left), Box::new(right));
+        let first = self.equality()?;
+        if self.peek().kind != TokenKind::Punct(Punct::AndAnd) {
+            return Ok(first);
         }
-        Ok(left)
+        let mut items = vec![first];
+        while self.eat(Punct::AndAnd) {
+            items.push(self.equality()?);
+        }
+        Ok(Node::All(items))
     }
 
     fn equality(&mut self) -> Result<Node, SyntaxError> {
-        let mut left = self.relational()?;
-        loop {
-            let op = match self.peek().kind {
+        let first = self.relational()?;
+        self.chain(first, |p| {
+            let op = match p.peek().kind {
                 TokenKind::Punct(Punct::EqEq) => BinOp::Eq,
                 TokenKind::Punct(Punct::NotEq) => BinOp::Ne,
                 TokenKind::Punct(Punct::Match) => {
-                    self.pos += 1;
-                    let pattern = self.pattern()?;
-                    left = Node::Match(Box::new(left), pattern);
-                    continue;
+                    p.pos += 1;
+                    return p.pattern().map(|pattern| Some(Link::Match(pattern)));
                 }
-                _ => return Ok(left),
+                _ => return Ok(None),
             };
-            self.pos += 1;
-            let right = self.relational()?;
-            left = Node::Binary(op, Box::new(left), Box::new(right));
-        }
+            p.pos += 1;
+            Ok(Some(Link::Op(op, p.relational()?)))
+        })
     }
 
     /// The right side of `=~`: a literal string is compiled as a regex now.
@@ -177,7 +209,7 @@ impl<'t> Parser<'t> {
         let at = self.peek().start;
         let right = self.relational()?;
         match right {
-            Node::Literal(serde_json::Value::String(s)) => Regex::new(&s)
+            Node::Literal(serde_json::Value::String(s)) => crate::limits::regex(&s)
                 .map(Pattern::Fixed)
                 .map_err(|e| SyntaxError::new(at, format!("invalid regular expression: {}", one_line(&e)))),
             Node::Literal(v) => Err(SyntaxError::new(
@@ -192,48 +224,66 @@ impl<'t> Parser<'t> {
     }
 
     fn relational(&mut self) -> Result<Node, SyntaxError> {
-        let mut left = self.additive()?;
-        loop {
-            let op = match self.peek().kind {
+        let first = self.additive()?;
+        self.chain(first, |p| {
+            let op = match p.peek().kind {
                 TokenKind::Punct(Punct::Lt) => BinOp::Lt,
                 TokenKind::Punct(Punct::Le) => BinOp::Le,
                 TokenKind::Punct(Punct::Gt) => BinOp::Gt,
                 TokenKind::Punct(Punct::Ge) => BinOp::Ge,
-                _ => return Ok(left),
+                _ => return Ok(None),
             };
-            self.pos += 1;
-            let right = self.additive()?;
-            left = Node::Binary(op, Box::new(left), Box::new(right));
-        }
+            p.pos += 1;
+            Ok(Some(Link::Op(op, p.additive()?)))
+        })
     }
 
     fn additive(&mut self) -> Result<Node, SyntaxError> {
-        let mut left = self.multiplicative()?;
-        loop {
-            let op = match self.peek().kind {
+        let first = self.multiplicative()?;
+        self.chain(first, |p| {
+            let op = match p.peek().kind {
                 TokenKind::Punct(Punct::Plus) => BinOp::Add,
                 TokenKind::Punct(Punct::Minus) => BinOp::Sub,
-                _ => return Ok(left),
+                _ => return Ok(None),
             };
-            self.pos += 1;
-            let right = self.multiplicative()?;
-            left = Node::Binary(op, Box::new(left), Box::new(right));
-        }
+            p.pos += 1;
+            Ok(Some(Link::Op(op, p.multiplicative()?)))
+        })
     }
 
     fn multiplicative(&mut self) -> Result<Node, SyntaxError> {
-        let mut left = self.unary()?;
-        loop {
-            let op = match self.peek().kind {
+        let first = self.unary()?;
+        self.chain(first, |p| {
+            let op = match p.peek().kind {
                 TokenKind::Punct(Punct::Star) => BinOp::Mul,
                 TokenKind::Punct(Punct::Slash) => BinOp::Div,
                 TokenKind::Punct(Punct::Percent) => BinOp::Rem,
-                _ => return Ok(left),
+                _ => return Ok(None),
             };
-            self.pos += 1;
-            let right = self.unary()?;
-            left = Node::Binary(op, Box::new(left), Box::new(right));
+            p.pos += 1;
+            Ok(Some(Link::Op(op, p.unary()?)))
+        })
+    }
+
+    /// A left-associative level: `first`, then each operator with its right side that
+    /// `next` reads, kept as one list (see [`Node::Chain`]); `next` answers `None` at the
+    /// end of the level.
+    fn chain(
+        &mut self,
+        first: Node,
+        mut next: impl FnMut(&mut Self) -> Result<Option<Link>, SyntaxError>,
+    ) -> Result<Node, SyntaxError> {
+        let mut links = Vec::new();
+        loop {
+            let Some(link) = next(self)? else {
+                break;
+            };
+            links.push(link);
         }
+        if links.is_empty() {
+            return Ok(first);
+        }
+        Ok(Node::Chain(Box::new(first), links))
     }
 
     fn unary(&mut self) -> Result<Node, SyntaxError> {
@@ -263,6 +313,7 @@ impl<'t> Parser<'t> {
 
     fn primary(&mut self) -> Result<Node, SyntaxError> {
         let t = self.bump();
+        self.term(t.start)?;
         match &t.kind {
             TokenKind::Literal(v) => Ok(Node::Literal(v.clone())),
             TokenKind::Path(src) => Ok(Node::Path(Box::new(Path::compile(src, t.start)?))),

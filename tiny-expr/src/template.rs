@@ -5,9 +5,10 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::ast::Node;
-use crate::error::{CompileError, EvalError, FaultKind, push_pointer_token};
-use crate::eval::eval;
+use crate::error::{CompileError, EvalError, Fault, FaultKind, push_pointer_token};
+use crate::eval::{eval, owned};
 use crate::lexer::Mode;
+use crate::limits::{Render, charge};
 use crate::parser::parse;
 use crate::path::{Step, overlap};
 use crate::value::write_text;
@@ -93,14 +94,18 @@ struct Site {
 
 impl Site {
     fn eval<'a>(&'a self, root: &'a Value) -> Result<Cow<'a, Value>, EvalError> {
-        eval(&self.node, root).map_err(|f| f.into_eval_error(&self.pointer, &self.source))
+        eval(&self.node, root).map_err(|f| self.error(f))
+    }
+
+    fn error(&self, f: Fault) -> EvalError {
+        f.into_eval_error(&self.pointer, &self.source)
     }
 
     /// The site's value: taken out of `root` when it may be, else evaluated.
     fn value(&self, root: &mut impl Root) -> Result<Value, EvalError> {
         match root.take(self) {
             Some(v) => Ok(v),
-            None => self.eval(root.get()).map(Cow::into_owned),
+            None => owned(self.eval(root.get())?).map_err(|f| self.error(f)),
         }
     }
 }
@@ -157,6 +162,7 @@ impl Template {
     /// An [`EvalError`] for the first expression that fails, with its JSON pointer. A
     /// path that matches nothing is an error unless it sits on the left of `??`.
     pub fn render(&self, root: &Value) -> Result<Value, EvalError> {
+        let _budget = Render::begin();
         render_node(&self.root, &mut { root })
     }
 
@@ -180,6 +186,7 @@ impl Template {
     ///
     /// As [`render`](Self::render).
     pub fn render_taking(&self, root: &mut Value) -> Result<Value, EvalError> {
+        let _budget = Render::begin();
         render_node(&self.root, &mut { root })
     }
 
@@ -210,12 +217,14 @@ impl Template {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn render_lenient(&self, root: &Value, failures: &mut Vec<EvalError>) -> Value {
+        let _budget = Render::begin();
         render_lenient(&self.root, &mut { root }, failures)
     }
 
     /// [`render_lenient`](Self::render_lenient), moving values out of `root` as
     /// [`render_taking`](Self::render_taking) does.
     pub fn render_lenient_taking(&self, root: &mut Value, failures: &mut Vec<EvalError>) -> Value {
+        let _budget = Render::begin();
         render_lenient(&self.root, &mut { root }, failures)
     }
 
@@ -284,6 +293,7 @@ impl Template {
     ///
     /// As [`render`](Self::render), when `failures` is `None`.
     pub fn render_fields(&self, root: &Value, failures: Option<&mut Vec<EvalError>>) -> Result<Vec<Value>, EvalError> {
+        let _budget = Render::begin();
         render_fields(&self.root, &mut { root }, failures)
     }
 
@@ -298,6 +308,7 @@ impl Template {
         root: &mut Value,
         failures: Option<&mut Vec<EvalError>>,
     ) -> Result<Vec<Value>, EvalError> {
+        let _budget = Render::begin();
         render_fields(&self.root, &mut { root }, failures)
     }
 
@@ -337,6 +348,7 @@ impl Template {
         placed: Vec<Option<Value>>,
         failures: Option<&mut Vec<EvalError>>,
     ) -> Result<Vec<Value>, EvalError> {
+        let _budget = Render::begin();
         let TNode::Object(entries) = &self.root else {
             return render_fields(&self.root, &mut { root }, failures);
         };
@@ -475,7 +487,11 @@ fn render_node(n: &TNode, root: &mut impl Root) -> Result<Value, EvalError> {
             for part in parts {
                 match part {
                     Part::Text(t) => out.push_str(t),
-                    Part::Expr(site) => write_text(&mut out, &*site.eval(root.get())?),
+                    Part::Expr(site) => {
+                        let before = out.len();
+                        write_text(&mut out, &*site.eval(root.get())?);
+                        charge(out.len() - before).map_err(|f| site.error(f))?;
+                    }
                 }
             }
             Ok(Value::String(out))
@@ -508,7 +524,15 @@ fn render_lenient(n: &TNode, root: &mut impl Root, failures: &mut Vec<EvalError>
                 match part {
                     Part::Text(t) => out.push_str(t),
                     Part::Expr(site) => match eval(&site.node, root.get()) {
-                        Ok(v) => write_text(&mut out, &v),
+                        Ok(v) => {
+                            let before = out.len();
+                            write_text(&mut out, &v);
+                            if let Err(f) = charge(out.len() - before) {
+                                // Over the budget: what was written goes, the failure stays.
+                                out.truncate(before);
+                                failures.push(site.error(f));
+                            }
+                        }
                         // A path that matched nothing is ajson's missing value, which
                         // interpolates as nothing; any other failure (arithmetic on
                         // it too) leaves its text.
