@@ -1298,3 +1298,58 @@ async fn router_routes_match_in_any_case_beyond_ascii() {
     assert_eq!(h.emitted("r:out_über"), vec![json!({"context": {"id": 1}})]);
     assert_eq!(h.emitted("r:out_fast").len(), 1);
 }
+
+// ---------------------------------------------------------------------------------
+// restarts (issue 47): every setting holds after a restart as after a start
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_ticker_keeps_every_setting() {
+    let h = ticker(json!({"delay": 30, "countTicks": true, "context": {"from": "settings"}})).await;
+    h.send("t:_control", json!({"start": true, "context": {"from": "start"}}))
+        .await
+        .expect("Start");
+    assert!(eventually(Duration::from_secs(1), || ticks(&h).len() >= 2).await);
+    h.restart_node("t").await.expect("restarted");
+    let before = ticks(&h).len();
+    // delay: 30 ms, not the default second.
+    assert!(
+        eventually(Duration::from_millis(600), || ticks(&h).len() >= before + 3).await,
+        "the restarted ticker ticks every 30 ms: {:?}",
+        ticks(&h)
+    );
+    h.send("t:_control", json!({"stop": true})).await.expect("Stop");
+    // countTicks: numbered ticks, on from the last; context: the running one.
+    let all = ticks(&h);
+    assert_eq!(all, (1..=all.len() as u64).collect::<Vec<_>>());
+    assert!(
+        h.arrivals("sink:input")
+            .iter()
+            .all(|m| m["context"] == json!({"from": "start"}))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_cron_keeps_every_setting() {
+    let h = cron(json!({"schedule": "* * * * * *", "context": {"from": "settings"}})).await;
+    // A start that names nothing runs the settings' schedule and context.
+    h.send("c:_control", json!({"start": true, "context": {"from": "settings"}}))
+        .await
+        .expect("Start");
+    h.restart_node("c").await.expect("restarted");
+    assert!(
+        eventually(Duration::from_millis(2500), || h.arrivals("sink:input").len() >= 2).await,
+        "the restarted cron runs every second: {:?}",
+        h.arrivals("sink:input")
+    );
+    let view = control(&h, "c");
+    assert_eq!(
+        (&view["status"], &view["schedule"]),
+        (&json!("Running"), &json!("* * * * * *"))
+    );
+    h.send("c:_control", json!({"stop": true})).await.expect("Stop");
+    assert!(
+        h.arrivals("sink:input")
+            .iter()
+            .all(|m| *m == json!({"from": "settings"}))
+    );
+}

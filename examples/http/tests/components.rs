@@ -658,3 +658,49 @@ async fn a_start_with_a_certificate_serves_https() {
 fn client_plain() -> Client<HttpConnector, Full<Bytes>> {
     client()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_keeps_every_setting() {
+    // Issue 47: the server a restart brings back from `http-start` took the default
+    // settings (10 MiB, no status port), as the node's hooks run before its settings.
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .settings(json!({"maxBodySize": 1, "enableStatusPort": true, "enableStopPort": true}))
+        .edge("srv:request", "srv:response", echo_answer())
+        .build();
+    let h = harness(flow).await;
+    let base = start(&h, "srv", json!({})).await;
+    let big = "x".repeat(1024 * 1024 + 512 * 1024);
+    assert_eq!(
+        call(&format!("{base}/"), "POST", &big).await.0,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    h.restart_node("srv").await.expect("restarted");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while view(&h, "srv")["listenAddr"].is_null() {
+        assert!(Instant::now() < deadline, "it did not start again: {}", view(&h, "srv"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // maxBodySize
+    assert_eq!(
+        call(&format!("{base}/"), "POST", &big).await.0,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "the limit holds after a restart"
+    );
+    assert_eq!(call(&format!("{base}/"), "POST", "small").await.0, StatusCode::CREATED);
+    // enableStatusPort: the restarted server says it is up, as a started one does.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while h.emitted("srv:status").len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no status after the restart: {:?}",
+            h.emitted("srv:status")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(h.emitted("srv:status")[1]["isRunning"], true);
+    // enableStopPort: the restarted node has its stop port, and it stops the server.
+    h.send("srv:stop", json!({})).await.expect("stopped");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(client().get(format!("{base}/").parse().expect("uri")).await.is_err());
+}

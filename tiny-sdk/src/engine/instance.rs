@@ -44,6 +44,12 @@ pub(crate) trait NodeInstance: Send + Sync {
     /// `_settings`: decode and, when they changed, swap them in and call the hook.
     /// `None` means the spec has no settings: the defaults apply.
     fn settings<'a>(&'a self, value: Option<&'a Value>) -> BoxFuture<'a, Result<bool>>;
+    /// A new instance's settings, put in force before its first hooks without calling
+    /// `on_settings` (the `settings` call after them still does). Work those hooks
+    /// start (a server or ticker resumed from `status.metadata`) keeps the settings of
+    /// its context: with the defaults it would run unlike the node it resumes. Go's
+    /// components read their settings field live, so its hook order does not show.
+    fn preset_settings(&self, value: Option<&Value>);
     /// The ports the node has with the settings in force: an `error` catch port is
     /// switched off by `enableErrorPort: false` (as in the Go SDK), `enabled_by`
     /// ports by their settings field, and families give one port per key.
@@ -292,6 +298,18 @@ impl<C: Component + Hooks> NodeInstance for Instance<C> {
             guarded("on_settings", self.component.on_settings(&ctx, &decoded)).await?;
             Ok(true)
         })
+    }
+
+    fn preset_settings(&self, value: Option<&Value>) {
+        let Some(value) = value else { return };
+        // Settings that do not decode are reported by the `settings` call after.
+        let Ok(decoded) = crate::decode::decode::<C::Settings>(crate::contract::port::SETTINGS, value) else {
+            return;
+        };
+        if let Ok(mut s) = self.settings.write() {
+            // No source: the `settings` call still sees a change and calls the hook.
+            *s = Settings::new(decoded, None);
+        }
     }
 
     fn live_ports(&self) -> Vec<LivePort> {

@@ -337,6 +337,9 @@ impl Engine {
         }
         // The Go SDK's order: client, reconcile, then settings before any business
         // message (the runner is not reachable until it is in the table).
+        if fresh {
+            runner.instance.preset_settings(runner.settings.as_ref());
+        }
         let hooks = async {
             if let Some(client) = runner.instance.node_client().filter(|_| fresh) {
                 runner.instance.client(client).await?;
