@@ -8,7 +8,10 @@
 //!   --kubeconfig PATH         also write the admin kubeconfig to PATH
 //!   --crds DIR                apply the CRDs in DIR (repeatable)
 //!   --namespace NS            create the namespace NS (repeatable)
-//!   --nats                    start a NATS broker too (token auth) and print its URL
+//!   --nats                    start a NATS broker too (token auth, JetStream on) and print its URL
+//!   --nats-store DIR          where JetStream keeps its streams and KV (default: a folder
+//!                             in the temporary one); durable runs survive a restart with a
+//!                             folder of your own (`make up` gives ~/.cache/tiny/nats-store)
 //!   --no-controller-manager   do not run kube-controller-manager
 //!   --keep                    keep the temporary folder (logs, etcd data) after exit
 //!
@@ -20,8 +23,7 @@ use std::process::ExitCode;
 
 use tiny_testenv::TestEnv;
 
-const USAGE: &str =
-    "usage: up [--kubeconfig PATH] [--crds DIR]... [--namespace NS]... [--nats] [--no-controller-manager] [--keep]";
+const USAGE: &str = "usage: up [--kubeconfig PATH] [--crds DIR]... [--namespace NS]... [--nats] [--nats-store DIR] [--no-controller-manager] [--keep]";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -29,6 +31,7 @@ struct Args {
     crds: Vec<PathBuf>,
     namespaces: Vec<String>,
     nats: bool,
+    nats_store: Option<PathBuf>,
     no_controller_manager: bool,
     keep: bool,
 }
@@ -55,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
                 .namespaces
                 .push(value("--namespace")?.to_string_lossy().into_owned()),
             "--nats" => args.nats = true,
+            "--nats-store" => args.nats_store = Some(value("--nats-store")?),
             "--no-controller-manager" => args.no_controller_manager = true,
             "--keep" => args.keep = true,
             "-h" | "--help" => {
@@ -114,8 +118,14 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("up: API server {} (logs in {})", env.server_url(), env.dir().display());
     println!("export KUBECONFIG={}", kubeconfig.display());
     let broker = if args.nats {
-        let broker = tiny_testenv::NatsServer::start().await?;
-        eprintln!("up: NATS broker {} (token auth)", broker.address());
+        // JetStream on: durable runs (`TINY_NATS_TRANSPORT=jetstream`) need it.
+        let broker = tiny_testenv::NatsServer::start_jetstream(args.nats_store.as_deref()).await?;
+        let store = args.nats_store.as_ref().map(|d| d.display().to_string());
+        eprintln!(
+            "up: NATS broker {} (token auth, JetStream in {})",
+            broker.address(),
+            store.as_deref().unwrap_or("the temporary folder")
+        );
         println!("export TINY_NATS_URL={}", broker.url());
         Some(broker)
     } else {

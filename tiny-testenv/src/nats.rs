@@ -107,6 +107,20 @@ impl NatsServer {
         Self::launch(None, &crate::random_token()?, extra).await
     }
 
+    /// A broker with JetStream, keeping its streams and KV in `store` (a folder of its
+    /// own when `None`): what `make up` runs, as durable runs need JetStream and a
+    /// store that outlives the broker keeps them across a restart.
+    pub async fn start_jetstream(store: Option<&Path>) -> Result<Self, Error> {
+        let mut extra = vec!["--jetstream".to_owned()];
+        if let Some(dir) = store {
+            std::fs::create_dir_all(dir).map_err(io_err("creating the JetStream store"))?;
+            // nats-server reads its flags in order: this one wins over the default.
+            extra.extend(["--store_dir".to_owned(), dir.display().to_string()]);
+        }
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        Self::start_with(&extra).await
+    }
+
     /// A broker on a port and token chosen before it starts: for a test of a module
     /// that is told a broker's URL before the broker runs ([`reserve`](Self::reserve)).
     pub async fn start_on(port: u16, token: &str) -> Result<Self, Error> {

@@ -38,3 +38,42 @@ async fn a_paused_broker_answers_nothing_until_resumed() {
         .expect("an answer once resumed")
         .expect("PING answered with PONG");
 }
+
+/// `$JS.API` request `api` with `body`, answered as JSON.
+async fn js(raw: &mut RawNats, api: &str, body: &str) -> serde_json::Value {
+    raw.publish(&format!("$JS.API.{api}"), Some("_INBOX.up"), None, body.as_bytes())
+        .await
+        .expect("published");
+    let answer = raw.next(Duration::from_secs(10)).await.expect("an answer");
+    assert_eq!(answer.header_block, None, "an answer, not no-responders: {answer:?}");
+    serde_json::from_slice(&answer.payload).expect("JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_broker_of_make_up_has_jetstream_and_keeps_its_store_across_a_restart() {
+    // Issue 47: `make up` started nats-server without JetStream (durable runs failed).
+    let store = tempfile::tempdir().expect("a folder");
+    let mut broker = NatsServer::start_jetstream(Some(&store.path().join("nats-store")))
+        .await
+        .expect("nats-server");
+    let mut raw = RawNats::connect(broker.port(), broker.token())
+        .await
+        .expect("connected");
+    raw.subscribe("_INBOX.up", None).await.expect("subscribed");
+    let created = js(
+        &mut raw,
+        "STREAM.CREATE.kept",
+        r#"{"name":"kept","subjects":["kept.>"],"storage":"file"}"#,
+    )
+    .await;
+    assert_eq!(created["config"]["name"], "kept", "{created}");
+    broker.kill();
+    broker.restart().await.expect("restarted");
+    let mut raw = RawNats::connect(broker.port(), broker.token())
+        .await
+        .expect("connected");
+    raw.subscribe("_INBOX.up", None).await.expect("subscribed");
+    let info = js(&mut raw, "STREAM.INFO.kept", "").await;
+    assert_eq!(info["config"]["name"], "kept", "the stream is in the store: {info}");
+    assert!(store.path().join("nats-store").join("jetstream").exists());
+}
