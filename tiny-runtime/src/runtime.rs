@@ -94,7 +94,7 @@ impl Runtime {
         let (node_client, cfg) = (client.clone(), opts.config.clone());
         // Nodes whose `_control` view changed; their status is rewritten by the leader.
         let (changes, changed) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let directory = Arc::new(controller::node::Directory::new(&opts.config.namespace));
+        let directory = Arc::new(controller::node::Directory::new(&opts.config.namespace, client.clone()));
         let secrets = crate::secrets::KubeSecrets::new(
             client.clone(),
             &opts.config.namespace,

@@ -1053,3 +1053,64 @@ async fn a_family_key_that_names_another_port_is_said() {
         }
     }
 }
+
+/// A directory whose list lags behind the API server, as a watch's store does: it says
+/// `f.m.relay-2` is not there while `on_server` says it is.
+struct LaggingList {
+    on_server: std::sync::atomic::AtomicBool,
+    asked: AtomicU32,
+}
+
+impl tiny_sdk::engine::NodeDirectory for LaggingList {
+    fn exists(&self, _: &str) -> Option<bool> {
+        Some(false)
+    }
+    fn confirm_absent<'a>(&'a self, _: &'a str) -> futures::future::BoxFuture<'a, Option<bool>> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        Box::pin(std::future::ready(Some(!self.on_server.load(Ordering::SeqCst))))
+    }
+}
+
+/// A flow used the moment it is created: the node is on the API server but not yet in
+/// the module's list. The message waits for it (here 5 s of the list's lag, far past the
+/// one second after which the list used to be believed), and is delivered once it loads;
+/// a node the API server does not have fails at once, for good.
+#[tokio::test(start_paused = true)]
+async fn a_message_for_a_node_the_list_has_not_seen_yet_waits_for_it() {
+    let flow = FlowBuilder::new()
+        .node("f.m.relay-1", "relay")
+        .edge("f.m.relay-1:out", "f.m.relay-2:input", json!("{{$}}"))
+        .node("f.m.relay-2", "relay")
+        .build();
+    let list = std::sync::Arc::new(LaggingList {
+        on_server: true.into(),
+        asked: AtomicU32::new(0),
+    });
+    let engine = tiny_sdk::engine::Engine::builder()
+        .module("m")
+        .register::<Relay>()
+        .directory(list.clone())
+        .build();
+    let mut nodes = flow.nodes.into_iter();
+    let (first, second) = (nodes.next().expect("relay-1"), nodes.next().expect("relay-2"));
+    engine.apply(first).await.expect("applies");
+    let sender = engine.clone();
+    let sent = tokio::spawn(async move { sender.send("f.m.relay-1:input", json!("hi")).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!sent.is_finished(), "the message did not wait for the node");
+    assert!(list.asked.load(Ordering::SeqCst) >= 2, "the directory was not asked");
+    engine.apply(second).await.expect("applies");
+    sent.await.expect("joined").expect("delivered once the node loaded");
+
+    // Gone from the API server too: the next message fails at once, for good.
+    list.on_server.store(false, Ordering::SeqCst);
+    engine.remove("f.m.relay-2", true).await.expect("removed");
+    let started = tokio::time::Instant::now();
+    let err = engine
+        .send("f.m.relay-1:input", json!("again"))
+        .await
+        .expect_err("no such node");
+    assert_eq!(err.code(), Some(code::NODE_NOT_FOUND), "{err}");
+    assert!(err.to_string().contains("no TinyNode of that name exists"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+}

@@ -47,17 +47,29 @@ pub const WATCH: &str = "TinyNodes";
 /// has listed. The engine asks it before waiting for a node of this module to load
 /// ([`NodeDirectory`](tiny_sdk::engine::NodeDirectory)); the controller asks it which
 /// nodes' edges lead nowhere.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Directory {
     namespace: String,
     store: std::sync::OnceLock<reflector::Store<Decoded<TinyNode>>>,
     ready: std::sync::atomic::AtomicBool,
+    /// Where a node the store lacks is looked up before a message for it fails for good.
+    client: Option<kube::Client>,
+}
+
+impl std::fmt::Debug for Directory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Directory")
+            .field("namespace", &self.namespace)
+            .field("ready", &self.ready)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Directory {
-    pub(crate) fn new(namespace: &str) -> Self {
+    pub(crate) fn new(namespace: &str, client: kube::Client) -> Self {
         Self {
             namespace: namespace.to_owned(),
+            client: Some(client),
             ..Self::default()
         }
     }
@@ -94,6 +106,23 @@ impl tiny_sdk::engine::NodeDirectory for Directory {
             return None;
         }
         Some(self.has(node))
+    }
+
+    /// Asks the API server: the watch's store lags behind a node created a moment ago
+    /// (seconds on a loaded machine), and a flow used at once must not lose its first
+    /// messages to that lag.
+    fn confirm_absent<'a>(&'a self, node: &'a str) -> futures::future::BoxFuture<'a, Option<bool>> {
+        Box::pin(async move {
+            let client = self.client.clone()?;
+            let nodes: Api<kube::core::PartialObjectMeta<TinyNode>> = Api::namespaced(client, &self.namespace);
+            match nodes.get_metadata_opt(node).await {
+                Ok(found) => Some(found.is_none()),
+                Err(e) => {
+                    tracing::debug!(node, error = %e, "could not ask the API server whether the node exists");
+                    None
+                }
+            }
+        })
     }
 }
 

@@ -40,6 +40,16 @@ pub trait NodeDirectory: Send + Sync + 'static {
     /// `Some(true)`: the node exists (it may still be loading); `Some(false)`: it does
     /// not (the list is complete); `None`: not known yet (the module is starting).
     fn exists(&self, node: &str) -> Option<bool>;
+
+    /// Whether a node that [`exists`](Self::exists) says is not there is really gone.
+    /// The list may follow a watch, which lags behind a node created a moment ago: before
+    /// a message for the node fails for good, the engine asks here (the runtime asks the
+    /// API server). `Some(true)`: gone; `Some(false)`: it exists and the list has not
+    /// caught up (the message waits for it to load); `None`: cannot tell now (it waits,
+    /// and asks again). The default believes the list.
+    fn confirm_absent<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Option<bool>> {
+        Box::pin(std::future::ready(self.exists(node).map(|exists| !exists)))
+    }
 }
 
 /// One message on its way to a node's port: what every layer of a delivery passes

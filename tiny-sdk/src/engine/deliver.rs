@@ -15,36 +15,60 @@ use crate::{
 
 use super::{address::Delivery, runner::Runner, state::Inner};
 
-/// How long a message waits for a node the [`NodeDirectory`] says does not exist, in
-/// case its creation has not reached the watch yet.
-const ABSENT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a message waits for a node the [`NodeDirectory`](super::NodeDirectory) says
+/// does not exist before asking whether it really does not
+/// ([`confirm_absent`](super::NodeDirectory::confirm_absent)), and then between two such
+/// questions.
+const ABSENT_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How long a message for a node of this module waits for the node to load (the Go
 /// SDK's 30 s): a module that just started gets messages before it read its nodes.
 pub const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// What waiting for a node of this module came to.
+pub(super) enum Waited {
+    /// The node loaded, or failed to: its runner or its failure.
+    Found((Option<Arc<Runner>>, Option<Error>)),
+    /// It does not exist: the directory's list lacks it and the directory confirmed it.
+    Absent,
+    /// Neither within the wait, or the hop was cancelled.
+    NotYet,
+}
+
 impl Inner {
-    /// Waits (bounded, with backoff) for a node of this module that is not loaded yet;
-    /// for one the directory says does not exist, only [`ABSENT_GRACE`] (its creation
-    /// may be on its way to the watch).
-    pub(super) async fn wait_for(&self, node: &str, hop: &Hop) -> Option<(Option<Arc<Runner>>, Option<Error>)> {
+    /// Waits (bounded, with backoff) for a node of this module that is not loaded yet.
+    /// One the directory's list lacks fails as [`Waited::Absent`] only once the
+    /// directory confirms it is gone: a node created a moment ago reaches the API server
+    /// before the module's watch, and a message sent into a new flow at once must wait
+    /// for it, not fail.
+    pub(super) async fn wait_for(&self, node: &str, hop: &Hop) -> Waited {
         let start = tokio::time::Instant::now();
         let deadline = start + self.node_wait;
+        let mut check_at = start + ABSENT_CHECK;
         let mut pause = std::time::Duration::from_millis(20);
         while tokio::time::Instant::now() < deadline {
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
-                () = hop.cancel.cancelled() => return None,
+                () = hop.cancel.cancelled() => return Waited::NotYet,
             }
             if let Some(found) = self.lookup(node) {
-                return Some(found);
+                return Waited::Found(found);
             }
-            if start.elapsed() >= ABSENT_GRACE && self.absent(node) {
-                return None;
+            if tokio::time::Instant::now() >= check_at && self.absent(node) {
+                if let Some(directory) = &self.directory {
+                    let gone = tokio::select! {
+                        gone = directory.confirm_absent(node) => gone,
+                        () = hop.cancel.cancelled() => return Waited::NotYet,
+                    };
+                    if gone == Some(true) {
+                        return Waited::Absent;
+                    }
+                }
+                check_at = tokio::time::Instant::now() + ABSENT_CHECK;
             }
             pause = (pause * 2).min(std::time::Duration::from_millis(250));
         }
-        None
+        Waited::NotYet
     }
 
     /// Delivers to a local node, or hands the message to the remote router: the one
@@ -82,13 +106,16 @@ impl Inner {
     async fn elsewhere(&self, found: Option<(Option<Arc<Runner>>, Option<Error>)>, d: Delivery<'_>) -> Result<Reply> {
         let (node, port, module) = (d.node, d.port, d.module());
         let ours = module.is_some_and(|m| module_matches(m, &self.module));
-        let found = match found {
-            Some(found) => Some(found),
-            None if ours => self.wait_for(node, &d.hop).await,
-            None => None,
-        };
         // A node of ours that the cluster does not have will not load: said as such.
-        let absent = ours && self.absent(node);
+        let (found, absent) = match found {
+            Some(found) => (Some(found), ours && self.absent(node)),
+            None if ours => match self.wait_for(node, &d.hop).await {
+                Waited::Found(found) => (Some(found), false),
+                Waited::Absent => (None, true),
+                Waited::NotYet => (None, false),
+            },
+            None => (None, false),
+        };
         let (runner, failure) = found.unwrap_or((None, None));
         if let Some(runner) = runner {
             return self.local(runner, d).await;

@@ -54,10 +54,10 @@ impl super::Engine {
                 if !ours {
                     return false;
                 }
-                inner
-                    .wait_for(node, &crate::context::Hop::default())
-                    .await
-                    .and_then(|(runner, _)| runner)
+                match inner.wait_for(node, &crate::context::Hop::default()).await {
+                    super::deliver::Waited::Found((runner, _)) => runner,
+                    super::deliver::Waited::Absent | super::deliver::Waited::NotYet => None,
+                }
             }
         };
         runner.is_some_and(|r| mints(&r, port))
