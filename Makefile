@@ -5,7 +5,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
 CRATE ?= tiny-example-hello
 
-.PHONY: help up run demo test lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load durable ci
+.PHONY: help up run demo test test-k8s-oldest lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load durable ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -22,6 +22,18 @@ demo: ## run the hello example flow in-process (no cluster) and print its reply
 test: ## run every test (what CI runs)
 	$(CARGO) test --workspace --locked
 	$(CARGO) test -p tiny-sdk --features fast-alloc --lib --locked fast_alloc
+
+# The packages with tests that start a control plane, and those test targets (cargo picks,
+# in each package, the targets it has).
+CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-example-http \
+	-p tiny-example-common -p tiny-example-guide \
+	--test control_plane --test crds --test resources --test secrets --test cluster --test cross_module \
+	--test durable --test faults --test flows --test helm --test nats --test observability --test poison \
+	--test validate --test load --test template
+
+test-k8s-oldest: export TINY_K8S_VERSION = 1.20
+test-k8s-oldest: ## the cluster tests on the oldest Kubernetes tiny supports (1.20.2, from Debian's source package; not part of CI)
+	$(CARGO) test --locked $(CLUSTER_TESTS)
 
 lint: ## clippy with -D warnings, rustfmt check, and the docs build without warnings (`make doc`)
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings

@@ -110,3 +110,63 @@ fn group_and_version_are_the_contract() {
     assert_eq!(TinyNode::group(&()), tiny_sdk::contract::GROUP);
     assert_eq!(TinyNode::version(&()), tiny_sdk::contract::VERSION);
 }
+
+/// `kubectl apply --dry-run=server -f PATH` against `env`: its stdout and stderr.
+async fn dry_run_apply(env: &tiny_testenv::TestEnv, path: &str) -> (String, String) {
+    let kubectl = tiny_testenv::kubectl().await.expect("kubectl");
+    let out = tokio::process::Command::new(&kubectl)
+        .arg(format!("--kubeconfig={}", env.kubeconfig_path().display()))
+        .args(["apply", "--dry-run=server", "-f", path])
+        .output()
+        .await
+        .expect("kubectl runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "kubectl apply {path} failed:\n{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// The committed CRDs as the API server judges them: `kubectl apply --dry-run=server`
+/// accepts every one and prints no warning (a structural-schema or format complaint of the
+/// API server arrives as a `Warning:` line on stderr).
+#[tokio::test]
+async fn the_api_server_accepts_the_crds_without_a_warning() {
+    let env = tiny_testenv::TestEnv::builder()
+        .controller_manager(false)
+        .start()
+        .await
+        .expect("the control plane starts");
+    // The check sees warnings: a schema with a format the API server does not know gets
+    // one from the current version (1.20 takes any format silently).
+    let version = env.client().apiserver_version().await.expect("/version");
+    if version
+        .minor
+        .trim_end_matches('+')
+        .parse::<u32>()
+        .is_ok_and(|m| m >= 35)
+    {
+        let bad = env.dir().join("bad-crd.json");
+        let mut crd = serde_json::to_value(&crd::all()[0]).expect("a CRD as JSON");
+        crd["metadata"]["name"] = json!("badthings.operator.tinysystems.io");
+        crd["spec"]["names"] = json!({"kind": "BadThing", "plural": "badthings"});
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["when"] =
+            json!({"type": "string", "format": "no-such-format"});
+        std::fs::write(&bad, serde_json::to_string(&crd).expect("JSON")).expect("written");
+        let (_, stderr) = dry_run_apply(&env, bad.to_str().expect("a UTF-8 path")).await;
+        assert!(stderr.contains("Warning: unrecognized format"), "{stderr}");
+    }
+
+    let (stdout, stderr) = dry_run_apply(&env, tiny_testkit::cluster::CRDS).await;
+    assert_eq!(stderr.trim(), "", "the API server warned about the CRDs");
+    for c in crd::all() {
+        let name = c.metadata.name.expect("a CRD name");
+        assert!(
+            stdout.contains(&format!(
+                "customresourcedefinition.apiextensions.k8s.io/{name} created (server dry run)"
+            )),
+            "{name} not accepted:\n{stdout}"
+        );
+    }
+}

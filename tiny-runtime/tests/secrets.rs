@@ -11,8 +11,8 @@ use k8s_openapi::api::{
     rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject},
 };
 use kube::{
-    Api, Client, ResourceExt as _,
-    api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams},
+    Api, Client,
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
 };
 use serde_json::json;
 use tiny_runtime::secrets::KubeSecrets;
@@ -37,8 +37,8 @@ fn secret(name: &str, data: &[(&str, &str)]) -> Secret {
     }
 }
 
-/// A client that acts as ServiceAccount `module` of the namespace, with the token
-/// kube-controller-manager made for it.
+/// A client that acts as ServiceAccount `module` of the namespace, with a token the
+/// TokenRequest API gives for it (what the kubelet mounts into the module's Pod).
 async fn as_service_account(env: &tiny_testenv::TestEnv, admin: &Client) -> Client {
     let sas: Api<ServiceAccount> = Api::namespaced(admin.clone(), NS);
     sas.create(
@@ -50,27 +50,7 @@ async fn as_service_account(env: &tiny_testenv::TestEnv, admin: &Client) -> Clie
     )
     .await
     .unwrap();
-    let secrets: Api<Secret> = Api::namespaced(admin.clone(), NS);
-    let token = eventually("the ServiceAccount's token", Duration::from_secs(30), || {
-        let secrets = secrets.clone();
-        async move {
-            secrets
-                .list(&ListParams::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|s| {
-                    s.type_.as_deref() == Some("kubernetes.io/service-account-token")
-                        && s.annotations()
-                            .get("kubernetes.io/service-account.name")
-                            .map(String::as_str)
-                            == Some("module")
-                })
-        }
-    })
-    .await;
-    let bearer = String::from_utf8(token.data.unwrap()["token"].0.clone()).unwrap();
+    let bearer = env.service_account_token(NS, "module").await.unwrap();
     let mut config = env.config().clone();
     config.auth_info = kube::config::AuthInfo {
         token: Some(bearer.into()),

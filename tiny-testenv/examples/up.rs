@@ -16,7 +16,8 @@
 //!   --keep                    keep the temporary folder (logs, etcd data) after exit
 //!
 //! It prints `export` lines (`KUBECONFIG`, `TINY_NATS_URL`) for a shell to evaluate, and
-//! where the matching kubectl is.
+//! where the matching kubectl is, with what `kubectl version` says of it and the server.
+//! `TINY_K8S_VERSION=1.20` runs the oldest Kubernetes tiny supports instead of 1.35.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -132,7 +133,24 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         None
     };
     match tiny_testenv::kubectl().await {
-        Ok(kubectl) => eprintln!("up: kubectl for it: {}", kubectl.display()),
+        Ok(kubectl) => {
+            eprintln!("up: kubectl for it: {}", kubectl.display());
+            // The client's and the server's version, as a user checking the cluster sees them.
+            let out = tokio::process::Command::new(&kubectl)
+                .arg(format!("--kubeconfig={}", kubeconfig.display()))
+                .arg("version")
+                .output()
+                .await?;
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                eprintln!("up: {line}");
+            }
+            if !out.status.success() {
+                eprintln!(
+                    "up: kubectl version failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+        }
         Err(e) => eprintln!("up: no kubectl: {e}"),
     }
     eprintln!("up: running; Ctrl-C stops it");

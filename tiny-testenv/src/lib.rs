@@ -1,8 +1,9 @@
 //! A real, local Kubernetes control plane for tests.
 //!
 //! [`TestEnv::start`] runs `etcd`, `kube-apiserver` and `kube-controller-manager` (Kubernetes
-//! 1.20.2, built from Debian's source package by `tools/control-plane/build.sh`) on free
-//! loopback ports in a temporary folder, and hands out an admin [`kube::Client`]. Everything
+//! 1.35.4 built from Go modules by `tools/control-plane/build.sh`, or with
+//! `TINY_K8S_VERSION=1.20` the oldest version tiny supports, 1.20.2, built from Debian's
+//! source package) on free loopback ports in a temporary folder, and hands out an admin [`kube::Client`]. Everything
 //! is stopped and removed when the [`TestEnv`] is dropped; the children also die with the
 //! test process if it aborts or is killed.
 //!
@@ -20,7 +21,7 @@
 //! test) against this API server, with [`TestEnv::kubeconfig_path`] as its `KUBECONFIG`.
 //!
 //! The binaries come from `TINY_CONTROL_PLANE_BIN` (a folder) if set, else from the per-user
-//! cache, which is built on first use (5-8 minutes on 2 cores).
+//! cache, which is built on first use (on 2 cores: about 7 minutes for 1.35, 8 for 1.20).
 //!
 //! Set `TINY_TESTENV_KEEP=1` to keep the temporary folder (logs, kubeconfig) after the end.
 //! A test process that is killed (SIGKILL, abort) takes its control plane with it, through
@@ -31,7 +32,7 @@
 //! protocol by hand, for tests that check bytes on the wire.
 //!
 //! Like every library on `k8s-openapi`, this crate picks no Kubernetes version feature: the
-//! crate that uses it (its dev-dependencies, or a binary) enables one, e.g. `v1_33`.
+//! crate that uses it (its dev-dependencies, or a binary) enables one, e.g. `v1_35`.
 
 #![warn(missing_docs)]
 
@@ -41,7 +42,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -50,7 +52,10 @@ mod binaries;
 mod nats;
 mod process;
 
-pub use binaries::{BIN_ENV, Binaries, KUBERNETES_VERSION, cache_bin_dir, kubectl};
+pub use binaries::{
+    BIN_ENV, Binaries, KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION, VERSION_ENV, cache_bin_dir, kubectl,
+    kubernetes_version,
+};
 pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
 use process::{Proc, free_ports};
 
@@ -215,6 +220,9 @@ impl TestEnvBuilder {
         dir.disable_cleanup(self.keep_dir);
         let root = dir.path().to_path_buf();
         let [etcd_port, etcd_peer_port, api_port, kcm_port] = free_ports::<4>()?;
+        // Before 1.24 both servers also listen on an insecure port unless told not to; from
+        // 1.24 on the flags that say so are gone and would stop them.
+        let insecure_port_flags = bins.apiserver_minor().await? < 24;
 
         // --- etcd -------------------------------------------------------------------
         let mut etcd_cmd = Command::new(&bins.etcd);
@@ -253,7 +261,6 @@ impl TestEnvBuilder {
             .arg("--bind-address=127.0.0.1")
             .arg("--advertise-address=127.0.0.1")
             .arg(format!("--secure-port={api_port}"))
-            .arg("--insecure-port=0")
             .arg(format!("--cert-dir={}", certs.display()))
             .arg("--service-account-issuer=https://kubernetes.default.svc")
             .arg(format!("--service-account-key-file={}", sa_pub.display()))
@@ -261,6 +268,7 @@ impl TestEnvBuilder {
             .arg(format!("--token-auth-file={}", tokens.display()))
             .arg("--authorization-mode=RBAC")
             .arg("--service-cluster-ip-range=10.0.0.0/24")
+            .args(insecure_port_flags.then_some("--insecure-port=0"))
             .args(&self.apiserver_args)
             .current_dir(&root);
         let mut apiserver = Proc::spawn("kube-apiserver", api_cmd, root.join("kube-apiserver.log"))?;
@@ -289,7 +297,7 @@ impl TestEnvBuilder {
                 .arg("--leader-elect=false")
                 .arg("--bind-address=127.0.0.1")
                 .arg(format!("--secure-port={kcm_port}"))
-                .arg("--port=0")
+                .args(insecure_port_flags.then_some("--port=0"))
                 .arg(format!("--cert-dir={}", root.join("kcm-certs").display()))
                 .current_dir(&root);
             let mut kcm = Proc::spawn(
@@ -309,6 +317,7 @@ impl TestEnvBuilder {
             etcd,
             etcd_port,
             ready_timeout: self.ready_timeout,
+            ca_file,
             client,
             config,
             kubeconfig,
@@ -344,6 +353,7 @@ pub struct TestEnv {
     etcd: Proc,
     etcd_port: u16,
     ready_timeout: Duration,
+    ca_file: PathBuf,
     client: kube::Client,
     config: kube::Config,
     kubeconfig: Kubeconfig,
@@ -406,6 +416,49 @@ impl TestEnv {
     /// The API server's URL, `https://127.0.0.1:PORT`.
     pub fn server_url(&self) -> &str {
         &self.server
+    }
+
+    /// The CA certificate (PEM) that signs the API server's serving certificate: what a Pod
+    /// finds as `ca.crt` beside its ServiceAccount token.
+    pub fn ca_pem(&self) -> Result<Vec<u8>, Error> {
+        std::fs::read(&self.ca_file).map_err(io_err(format!("reading {}", self.ca_file.display())))
+    }
+
+    /// A bearer token of ServiceAccount `name` in `namespace`, valid for an hour, from the
+    /// TokenRequest API: what the kubelet mounts into a Pod. (From Kubernetes 1.24 on,
+    /// kube-controller-manager no longer makes a token Secret for each ServiceAccount.)
+    /// Waits up to 30 s for the ServiceAccount to exist, as a Pod waits for it.
+    pub async fn service_account_token(&self, namespace: &str, name: &str) -> Result<String, Error> {
+        let api: Api<ServiceAccount> = Api::namespaced(self.client(), namespace);
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                expiration_seconds: Some(3600),
+                ..TokenRequestSpec::default()
+            },
+            ..TokenRequest::default()
+        };
+        let timeout = Duration::from_secs(30);
+        let deadline = Instant::now() + timeout;
+        loop {
+            match api.create_token_request(name, &PostParams::default(), &request).await {
+                Ok(answer) => {
+                    return answer.status.map(|s| s.token).ok_or_else(|| Error::Io {
+                        context: format!("the token of ServiceAccount {namespace}/{name}"),
+                        source: std::io::Error::other("the TokenRequest came back without a status"),
+                    });
+                }
+                Err(kube::Error::Api(status)) if status.is_not_found() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(kube::Error::Api(status)) if status.is_not_found() => {
+                    return Err(Error::Timeout {
+                        what: format!("ServiceAccount {namespace}/{name} to exist"),
+                        after: timeout,
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// The temporary folder: logs (`etcd.log`, `kube-apiserver.log`,

@@ -219,6 +219,9 @@ export PATH="$GO_ROOT/bin:$TOOLS:$PATH"
 export GOPATH="$SRC/.go"
 export CGO_ENABLED=0
 export GOFLAGS=""
+# Ignore the user's `go env -w` settings: Go 1.15 does not know flags a newer Go put there
+# (e.g. GOFLAGS=-buildvcs=false), and an empty GOFLAGS above does not override that file.
+export GOENV=off
 export GO111MODULE=""
 # The tarball carries its version (filled-in `git archive` placeholders); pin it anyway so
 # that a git repository around the cache folder cannot change what the binaries report.

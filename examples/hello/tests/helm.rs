@@ -17,9 +17,8 @@ use std::{
 use common::{create_flow, eventually, ready, signal};
 use k8s_openapi::api::{
     apps::v1::Deployment,
-    batch::v1::Job,
     coordination::v1::Lease,
-    core::v1::{Namespace, PodSpec, Secret, Service, ServiceAccount},
+    core::v1::{Namespace, Pod as PodObject, PodSpec, Service, ServiceAccount},
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{
@@ -382,14 +381,13 @@ impl Image {
         self.dir.path().join("bundle/rootfs")
     }
 
-    /// Mounts (copies) a ServiceAccount's token where a kubelet would.
-    fn mount_token(&self, token: &Secret, namespace: &str) {
+    /// Mounts (writes) a ServiceAccount's token, the cluster's CA and the namespace where a
+    /// kubelet would.
+    fn mount_token(&self, env: &TestEnv, token: &str, namespace: &str) {
         let dir = self.rootfs().join("var/run/secrets/kubernetes.io/serviceaccount");
         std::fs::create_dir_all(&dir).expect("token dir");
-        let data = token.data.as_ref().expect("token data");
-        for key in ["token", "ca.crt"] {
-            std::fs::write(dir.join(key), &data.get(key).expect(key).0).expect("written");
-        }
+        std::fs::write(dir.join("token"), token).expect("written");
+        std::fs::write(dir.join("ca.crt"), env.ca_pem().expect("the CA")).expect("written");
         std::fs::write(dir.join("namespace"), namespace).expect("written");
     }
 }
@@ -658,18 +656,20 @@ impl Installed {
             .expect("the Deployment")
     }
 
-    /// The token Secret kube-controller-manager made for the chart's ServiceAccount.
-    async fn token(&self) -> Secret {
-        sa_token(&self.client, &self.ns, &format!("{RELEASE}-tiny-module")).await
+    /// A token of the chart's ServiceAccount, as the kubelet would mount it.
+    async fn token(&self) -> String {
+        let sa = format!("{RELEASE}-tiny-module");
+        self.env
+            .service_account_token(&self.ns, &sa)
+            .await
+            .expect("the ServiceAccount's token")
     }
 
     /// A client with the chart ServiceAccount's token (not the admin's).
-    async fn sa_client(&self, token: &Secret) -> Client {
+    async fn sa_client(&self, token: &str) -> Client {
         let mut config = self.env.config().clone();
-        let data = token.data.as_ref().expect("data");
-        let bearer = String::from_utf8(data["token"].0.clone()).expect("token");
         config.auth_info = kube::config::AuthInfo {
-            token: Some(bearer.into()),
+            token: Some(token.to_owned().into()),
             ..Default::default()
         };
         Client::try_from(config).expect("client")
@@ -689,7 +689,7 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     it.api::<RoleBinding>().get(&name).await.expect("RoleBinding");
     let service = it.api::<Service>().get(&name).await.expect("the gRPC Service");
     let token = it.token().await;
-    image.mount_token(&token, ns);
+    image.mount_token(&it.env, &token, ns);
 
     // The pre-install hook's command: a labelled namespace passes; reserved, missing and
     // unlabelled ones are refused with the reason.
@@ -875,34 +875,6 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     let _ = &it.values;
 }
 
-/// The token Secret kube-controller-manager made for ServiceAccount `sa`.
-async fn sa_token(client: &Client, ns: &str, sa: &str) -> Secret {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-    eventually(
-        &format!("the token of ServiceAccount {sa}"),
-        Duration::from_secs(30),
-        || {
-            let secrets = secrets.clone();
-            async move {
-                secrets
-                    .list(&ListParams::default())
-                    .await
-                    .ok()?
-                    .items
-                    .into_iter()
-                    .find(|s| {
-                        s.type_.as_deref() == Some("kubernetes.io/service-account-token")
-                            && s.annotations()
-                                .get("kubernetes.io/service-account.name")
-                                .map(String::as_str)
-                                == Some(sa)
-                    })
-            }
-        },
-    )
-    .await
-}
-
 /// A Job this test ran as a kubelet would.
 struct RanJob {
     name: String,
@@ -911,8 +883,9 @@ struct RanJob {
 }
 
 /// Runs `helm args` and meanwhile acts as the kubelet for the Jobs Helm creates in `ns` (its
-/// hooks, which Helm waits for): each runs from `image`, chrooted as user 65532, with its
-/// ServiceAccount's token; its exit code becomes the Job's Complete or Failed condition.
+/// hooks, which Helm waits for): each Pod the job controller makes for a Job runs from
+/// `image`, chrooted as user 65532, with its ServiceAccount's token, and its exit code
+/// becomes the Pod's phase; the job controller then marks the Job Complete or Failed.
 async fn helm_running_jobs(env: &TestEnv, ns: &str, image: &Image, args: &[&str]) -> Vec<RanJob> {
     let owned: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     let mut run = tokio::task::spawn_blocking(move || {
@@ -920,7 +893,7 @@ async fn helm_running_jobs(env: &TestEnv, ns: &str, image: &Image, args: &[&str]
         helm(&args)
     });
     let client = env.client();
-    let jobs: Api<Job> = Api::namespaced(client.clone(), ns);
+    let pods: Api<PodObject> = Api::namespaced(client.clone(), ns);
     let mut ran: Vec<RanJob> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     loop {
@@ -934,48 +907,67 @@ async fn helm_running_jobs(env: &TestEnv, ns: &str, image: &Image, args: &[&str]
             }
             () = tokio::time::sleep(Duration::from_millis(300)) => {}
         }
-        let Ok(list) = jobs.list(&ListParams::default()).await else {
+        let Ok(list) = pods.list(&ListParams::default()).await else {
             continue;
         };
-        for job in list.items {
-            if !seen.insert(job.uid().unwrap_or_default()) {
+        for pod in list.items {
+            let Some(job) = pod
+                .owner_references()
+                .iter()
+                .find(|o| o.kind == "Job")
+                .map(|o| o.name.clone())
+            else {
+                continue; // the Deployment's Pods: the tests start those themselves
+            };
+            if !seen.insert(pod.uid().unwrap_or_default()) {
                 continue;
             }
-            let name = job.name_any();
-            let spec = job
-                .spec
-                .as_ref()
-                .and_then(|s| s.template.spec.clone())
-                .expect("the Job's pod spec");
+            let pod_name = pod.name_any();
+            let spec = pod.spec.clone().expect("the Pod's spec");
+            let container = spec.containers[0].clone();
             let sa = spec.service_account_name.clone().unwrap_or_else(|| "default".into());
-            image.mount_token(&sa_token(&client, ns, &sa).await, ns);
-            let mut pod = Pod::of_spec(env, image, &spec, ns, &format!("{name}-pod"), None);
+            let token = env.service_account_token(ns, &sa).await.expect("the Job's token");
+            image.mount_token(env, &token, ns);
+            let mut process = Pod::of_spec(env, image, &spec, ns, &pod_name, None);
             let (succeeded, log) = tokio::task::spawn_blocking(move || {
-                let ok = pod.wait(Duration::from_secs(90)) == Some(true);
-                (ok, pod.log())
+                let ok = process.wait(Duration::from_secs(90)) == Some(true);
+                (ok, process.log())
             })
             .await
             .expect("the Job's process");
+            // What a kubelet reports of a finished Pod. Finishing the Job is the job
+            // controller's part (Kubernetes 1.35 refuses a Complete Job status without the
+            // conditions, counts and start time it writes).
             let now = k8s_openapi::jiff::Timestamp::now().to_string();
-            let condition = if succeeded { "Complete" } else { "Failed" };
-            let mut status = json!({
-                "conditions": [{"type": condition, "status": "True", "lastProbeTime": now, "lastTransitionTime": now}],
-                "startTime": now,
-            });
-            if succeeded {
-                status["succeeded"] = json!(1);
-                status["completionTime"] = json!(now);
+            let (phase, exit_code, reason) = if succeeded {
+                ("Succeeded", 0, "Completed")
             } else {
-                status["failed"] = json!(1);
-            }
-            jobs.patch_status(
-                &name,
+                ("Failed", 1, "Error")
+            };
+            let status = json!({
+                "phase": phase,
+                "startTime": now,
+                "containerStatuses": [{
+                    "name": container.name,
+                    "image": container.image.unwrap_or_default(),
+                    "imageID": "",
+                    "ready": false,
+                    "restartCount": 0,
+                    "state": {"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": now, "finishedAt": now}},
+                }],
+            });
+            pods.patch_status(
+                &pod_name,
                 &PatchParams::default(),
                 &Patch::Merge(json!({ "status": status })),
             )
             .await
-            .expect("Job status");
-            ran.push(RanJob { name, succeeded, log });
+            .expect("the Pod's status");
+            ran.push(RanJob {
+                name: job,
+                succeeded,
+                log,
+            });
         }
     }
 }
@@ -1006,7 +998,7 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
     let ns = "hello-rbac";
     let it = Installed::new(ns, None).await;
     let deployment = it.deployment().await;
-    image.mount_token(&it.token().await, ns);
+    image.mount_token(&it.env, &it.token().await, ns);
     let user = format!("system:serviceaccount:{ns}:{RELEASE}-tiny-module");
 
     // Start-up needs the TinyModule and the Lease: without them the module exits, saying
