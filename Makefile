@@ -10,8 +10,8 @@ CRATE ?= tiny-example-hello
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
 
-up: ## a local control plane (CRDs, namespace tinysystems) and a NATS broker for your own module, until Ctrl-C; prints the export lines
-	$(CARGO) run -q -p tiny-testenv --example up -- --kubeconfig $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/kubeconfig --crds crds --namespace tinysystems --nats --nats-store $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/nats-store
+up: ## a local control plane (CRDs, namespace tinysystems) and a NATS broker for your own module, until Ctrl-C; prints the export lines and keeps them in ~/.cache/tiny/env, to `source`
+	$(CARGO) run -q -p tiny-testenv --example up -- --kubeconfig $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/kubeconfig --crds crds --namespace tinysystems --nats --nats-store $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/nats-store | (umask 077 && tee $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/env)
 
 run: ## start a local control plane and nats-server, run the hello module on NATS, apply a flow, send its signal over NATS, print the result
 	$(CARGO) run -q -p tiny-example-hello --bin cluster-demo

@@ -51,7 +51,10 @@ fn main() -> ExitCode {
     };
     match new(Path::new(path), name) {
         Ok(()) => {
-            println!("made module `{name}` in {path}; next:\n  cd {path} && cargo test");
+            println!(
+                "made module `{name}` in {path}; next:\n  cd {path} && cargo test\n  \
+                 cargo run -- components --names   (each component, and the node names a flow gives it)"
+            );
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -99,7 +102,25 @@ fn new(target: &Path, name: &str) -> Result<(), NewError> {
     // already built (cargo drops what the crate does not use).
     let lock = repo.join("Cargo.lock");
     fs::copy(&lock, target.join("Cargo.lock")).map_err(io(&lock))?;
+    format(target);
     Ok(())
+}
+
+/// Formats the new crate as `cargo fmt` would: the name replaced changes the length of
+/// lines, so the template's own formatting no longer holds. Without rustfmt the crate is
+/// left as it is (it compiles the same).
+fn format(target: &Path) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let formatted = std::process::Command::new(cargo)
+        .arg("fmt")
+        .current_dir(target)
+        .status();
+    if !formatted.is_ok_and(|s| s.success()) {
+        eprintln!(
+            "new: `cargo fmt` did not run in {}; the crate is not formatted",
+            target.display()
+        );
+    }
 }
 
 /// Copies `from` into `to`, every file's text through `replace`; build outputs and

@@ -54,8 +54,9 @@ struct Cli {
 enum Command {
     /// Run the module: reconcile its nodes, serve other modules, elect a leader.
     Run(Box<RunArgs>),
-    /// Print the module's components as JSON (name, description, info, tags, ports).
-    Components,
+    /// Print the module's components as JSON (name, description, info, tags, ports); with --names, each
+    /// component's name as node names carry it (`parse_temp` is `parse-temp`, as the Go SDK writes it).
+    Components(ComponentsArgs),
     /// Print the CRDs as YAML.
     Crds,
     /// Print the `rbac:` values of the tiny-module chart: the runtime's rules and the components' requirements.
@@ -66,6 +67,9 @@ enum Command {
     PreDelete(HookArgs),
     /// Send a message into a node over NATS, as the platform's signals do; print the reply with --wait.
     Send(SendArgs),
+    /// Print a node of the cluster as its module reports it: its status and conditions, its edges, and each
+    /// port's configuration decoded (`_control` is what the node's dashboard shows, such as the last message).
+    Inspect(InspectArgs),
     /// Print a flow file as the API server takes it (`render flow.yaml | kubectl apply -f -`): inline JSON
     /// in `configuration` and `data` becomes base64, as Go encodes it; `--inline` reads `kubectl get -o yaml` back.
     Render(RenderArgs),
@@ -100,6 +104,28 @@ struct ValidateArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct ComponentsArgs {
+    /// One line a component: its name, and the node name a flow gives its nodes.
+    #[arg(long)]
+    names: bool,
+    /// The module's name, as given to `run`, to put in the node names --names prints.
+    #[arg(short = 'n', long, requires = "names")]
+    name: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct InspectArgs {
+    /// The node's full name (`<flow>.<module>.<component>-<suffix>`).
+    node: String,
+    /// The cluster's kubeconfig (default: KUBECONFIG, then ~/.kube/config or in-cluster).
+    #[arg(short = 'k', long)]
+    kubeconfig: Option<PathBuf>,
+    /// The node's namespace.
+    #[arg(long, default_value = "tinysystems")]
+    namespace: String,
+}
+
+#[derive(Debug, clap::Args)]
 struct RenderArgs {
     /// The YAML file (`-`: standard input).
     file: PathBuf,
@@ -116,7 +142,7 @@ struct SendArgs {
     port: String,
     /// The message, as JSON (`-` reads it from standard input).
     data: String,
-    /// Wait for the node's reply and print it (as JSON; nothing for an empty reply).
+    /// Wait for the node's reply and print it as JSON (an empty reply is said on standard error).
     #[arg(long)]
     wait: bool,
     /// How long to wait for the reply, in seconds.
@@ -291,9 +317,28 @@ impl Module {
 
     /// Parses the command line and runs the command; a module's `main` returns this.
     pub fn main(self) -> ExitCode {
-        let cli = Cli::parse();
+        let matches = cli_command().get_matches();
+        let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+            Ok(cli) => cli,
+            Err(e) => e.exit(),
+        };
         command(cli.command, cli.log_format, self.registry, &self.requirements)
     }
+}
+
+/// The command line, with no variable's value in `--help`: `TINY_NATS_URL` carries the
+/// broker's token, and a value is never worth showing next to its name. Every argument,
+/// so that a flag added later cannot print a credential either.
+fn cli_command() -> clap::Command {
+    fn hide(cmd: clap::Command) -> clap::Command {
+        let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+        let mut cmd = cmd.mut_args(|a| a.hide_env_values(true));
+        for name in names {
+            cmd = cmd.mut_subcommand(name, hide);
+        }
+        cmd
+    }
+    hide(<Cli as clap::CommandFactory>::command())
 }
 
 fn command(command: Command, log_format: LogFormat, registry: Registry, requirements: &Requirements) -> ExitCode {
@@ -331,8 +376,10 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
             tracing::info!(module = %config.name, namespace = %config.namespace, ?cleaned, "pre-delete: cleaned up");
             Ok(())
         }),
-        Command::Components => print_components(&registry),
+        Command::Components(args) if args.names => print_names(&registry, args.name.as_deref()),
+        Command::Components(_) => print_components(&registry),
         Command::Send(args) => block_on(send(args)),
+        Command::Inspect(args) => block_on(inspect(args)),
         Command::Render(args) => render(&args),
         Command::Validate(args) => validate(&args, &registry),
         Command::Crds => match crate::crd::yaml() {
@@ -410,6 +457,16 @@ fn print_components(registry: &Registry) -> ExitCode {
         }
         Err(e) => fail(e),
     }
+}
+
+/// `components --names`: each component beside the node name a flow gives its nodes.
+fn print_names(registry: &Registry, module: Option<&str>) -> ExitCode {
+    let module = module.map_or_else(|| "{module}".to_owned(), crate::config::sanitize);
+    for name in registry.names() {
+        let segment = tiny_sdk::flow::node_name_segment(name);
+        println!("{name}\t{{flow}}.{module}.{segment}-{{suffix}}");
+    }
+    ExitCode::SUCCESS
 }
 
 async fn client(path: Option<&PathBuf>) -> Result<kube::Client, crate::Error> {
@@ -705,8 +762,81 @@ async fn send(args: SendArgs) -> Result<(), String> {
     if let Some(msg) = reply.as_ref().and_then(tiny_sdk::Reply::as_msg) {
         let bytes = msg.to_json_bytes().map_err(|e| e.to_string())?;
         println!("{}", String::from_utf8_lossy(&bytes));
+    } else if args.wait {
+        // Exit status 0 with nothing printed reads as "lost": say what an empty reply means.
+        eprintln!(
+            "delivered; no reply: `{}` handled the message and answered nothing. A node answers what its \
+             handler returns, and `emit` returns the reply of the edges it sends on: an output without an \
+             edge answers nothing, and so does a handler that returns `()` or `Ok(())`. See which output \
+             fired with `inspect` on the nodes it leads to (their `_control`), or in the module's log.",
+            args.node
+        );
     }
     Ok(())
+}
+
+/// `inspect`: a node of the cluster, its base64 decoded, as YAML.
+async fn inspect(args: InspectArgs) -> Result<(), String> {
+    let client = client(args.kubeconfig.as_ref()).await.map_err(|e| e.to_string())?;
+    let api: kube::Api<crate::crd::TinyNode> = kube::Api::namespaced(client, &args.namespace);
+    let node = api
+        .get_opt(&args.node)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("namespace `{}` has no TinyNode `{}`", args.namespace, args.node))?;
+    let yaml = serde_yaml::to_string(&inspect_view(&node)).map_err(|e| e.to_string())?;
+    print!("{yaml}");
+    Ok(())
+}
+
+/// What `inspect` prints of `node`: status, conditions, edges, and each port's
+/// configuration as JSON (a value that is not JSON is shown as its base64).
+fn inspect_view(node: &crate::crd::TinyNode) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let status = node.status.clone().unwrap_or_default();
+    let conditions: Map<String, Value> = status
+        .conditions
+        .iter()
+        .map(|c| {
+            let said = match (c.reason.is_empty(), c.message.is_empty()) {
+                (_, false) => format!("{} ({}): {}", c.status, c.reason, c.message),
+                (false, true) => format!("{} ({})", c.status, c.reason),
+                (true, true) => c.status.clone(),
+            };
+            (c.type_.clone(), Value::String(said))
+        })
+        .collect();
+    let mut edges: Map<String, Value> = Map::new();
+    for e in &node.spec.edges {
+        if let Value::Array(to) = edges.entry(e.port.clone()).or_insert_with(|| json!([])) {
+            to.push(Value::String(e.to.clone()));
+        }
+    }
+    let decoded = |c: &Option<crate::crd::EncodedJson>| match c {
+        None => Value::Null,
+        Some(c) => c.decode().unwrap_or_else(|_| Value::String(c.as_base64().to_owned())),
+    };
+    let (mut inputs, mut outputs) = (Map::new(), Map::new());
+    for p in &status.ports {
+        let side = if p.source { &mut outputs } else { &mut inputs };
+        side.insert(p.name.clone(), decoded(&p.configuration));
+    }
+    let reported = if status.status.is_empty() {
+        "(not reported yet: is the module running?)"
+    } else {
+        status.status.as_str()
+    };
+    json!({
+        "node": node.metadata.name.clone().unwrap_or_default(),
+        "component": node.spec.component,
+        "module": format!("{} {}", status.module.name, status.module.version).trim(),
+        "status": reported,
+        "error": status.error,
+        "conditions": conditions,
+        "edges": edges,
+        "inputs": inputs,
+        "outputs": outputs,
+    })
 }
 
 async fn shutdown_signal() {

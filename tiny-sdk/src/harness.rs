@@ -169,8 +169,9 @@ impl HarnessBuilder {
     }
 
     /// Starts every node; fails on the first node whose spec is wrong, as a cluster
-    /// would refuse it, or whose mapping is for an edge from a node or output the flow
-    /// does not have (a typo a cluster would leave unused).
+    /// would refuse it, or whose wiring does not hold: a mapping for an edge the flow
+    /// does not have, an edge to an input port its target does not have (a typo a
+    /// cluster would leave unused).
     pub async fn build(self) -> Result<Harness> {
         let (h, errors) = self.build_lenient().await?;
         match errors.into_iter().next() {
@@ -221,7 +222,7 @@ impl HarnessBuilder {
 async fn load(engine: &Engine, nodes: &[crate::flow::Node]) -> Vec<(String, Error)> {
     let mut errors = Vec::new();
     for node in nodes {
-        let result = match cluster_name_check(node).and_then(|()| mappings_check(node, nodes, engine.registry())) {
+        let result = match cluster_name_check(node).and_then(|()| wiring_check(node, nodes, engine.registry())) {
             Ok(()) => engine.apply(node.clone()).await,
             Err(e) => Err(e),
         };
@@ -388,7 +389,7 @@ impl Harness {
 /// (`a`, `sink`) is the harness's shorthand for a node of a test flow.
 fn cluster_name_check(node: &crate::flow::Node) -> Result<()> {
     let name = node.name.as_str();
-    if let Some(why) = crate::flow::kubernetes_name_error(name) {
+    if let Some(why) = crate::flow::kubernetes_name_error(name, &node.spec.component) {
         return Err(Error::permanent(why).with_code(crate::error::code::INVALID_NAME));
     }
     if name.contains('.') {
@@ -398,16 +399,18 @@ fn cluster_name_check(node: &crate::flow::Node) -> Result<()> {
     Ok(())
 }
 
-/// A mapping in `node`'s `ports[]` names a node of the flow and an output of its
-/// component: a typo there (`helo-1:greeting`, `hello-1:greetin`) would otherwise leave
-/// the mapping unused, and the port's default delivered in silence. (A mapping left
-/// behind by an edge that was removed still loads, as it does on a cluster, and so
-/// does one from another module's node, whose part of the flow is not loaded here.)
-fn mappings_check(
+/// The wiring written on `node` holds together: a mapping in its `ports[]` names a node
+/// of the flow, an output of its component, and an edge of that node to here; each of
+/// its edges to a node of the flow goes to an input of that node. A typo in any of them
+/// (`helo-1:greeting`, `hello-1:greetin`, `to: "b:inptu"`), or a mapping whose edge was
+/// never written, would otherwise load, and deliver nothing or the port's default in
+/// silence. (A node of another module is not loaded here: its part is not checked.)
+fn wiring_check(
     node: &crate::flow::Node,
     nodes: &[crate::flow::Node],
     registry: &crate::engine::Registry,
 ) -> Result<()> {
+    let refuse = |why: String| Err(Error::permanent(why).with_code(crate::error::code::INVALID_SPEC));
     for pc in node.spec.ports.iter().filter(|p| !p.from.is_empty()) {
         let (from_node, from_port) = pc.from.rsplit_once(':').unwrap_or((pc.from.as_str(), ""));
         let why = match nodes.iter().find(|n| n.name == from_node) {
@@ -421,14 +424,52 @@ fn mappings_check(
                         n.spec.component
                     )
                 }
+                _ if !n
+                    .spec
+                    .edges
+                    .iter()
+                    .any(|e| e.port == from_port && e.to == format!("{}:{}", node.name, pc.port)) =>
+                {
+                    format!(
+                        "`{from_node}` has no edge from `{from_port}` to `{}:{}`, so the mapping is never used \
+                         (write the edge in `{from_node}`'s `edges`)",
+                        node.name, pc.port
+                    )
+                }
                 _ => continue,
             },
         };
-        return Err(Error::permanent(format!(
+        return refuse(format!(
             "port `{}`: a mapping for an edge from `{}`, but {why}",
             pc.port, pc.from
-        ))
-        .with_code(crate::error::code::INVALID_SPEC));
+        ));
+    }
+    for edge in &node.spec.edges {
+        let (to_node, to_port) = edge.to.rsplit_once(':').unwrap_or((edge.to.as_str(), ""));
+        // An edge to a node the flow lacks loads, as on a cluster where the node may
+        // come later (a message then fails with NODE_NOT_FOUND); a node's ports are known.
+        let why = match nodes.iter().find(|n| n.name == to_node) {
+            None => continue,
+            Some(n) => match registry.get(&n.spec.component) {
+                Some(entry) if !(entry.ports)().iter().any(|p| !p.is_source() && p.answers(to_port)) => {
+                    let inputs: Vec<&str> = (entry.ports)()
+                        .iter()
+                        .filter(|p| !p.is_source() && !p.name.starts_with('_'))
+                        .map(|p| p.name)
+                        .collect();
+                    format!(
+                        "component `{}` of `{to_node}` has no input `{to_port}` (inputs: {})",
+                        n.spec.component,
+                        inputs.join(", ")
+                    )
+                }
+                _ => continue,
+            },
+        };
+        return refuse(format!(
+            "edge `{}` from port `{}` goes to `{}`, but {why}",
+            edge.id, edge.port, edge.to
+        ));
     }
     Ok(())
 }

@@ -186,20 +186,64 @@ async fn a_mapping_from_a_node_or_output_that_does_not_exist_is_refused() {
         assert!(h.report("hello").expect("hello").error.is_none());
     }
 
-    // Edges may name nodes added after them; a mapping whose edge was removed loads.
-    let mut flow = FlowBuilder::new()
+    // Edges may name nodes added after them.
+    let flow = FlowBuilder::new()
         .edge("a:out", "b:input", json!({"n": "{{$.n}}"}))
         .node("a", "relay")
         .node("b", "relay")
         .build();
     assert_eq!((flow.nodes[0].spec.edges.len(), flow.nodes[1].spec.ports.len()), (1, 1));
-    flow.nodes[0].spec.edges.clear();
     Harness::builder()
         .register::<Relay>()
         .flow(flow)
         .build()
         .await
-        .expect("a mapping left behind loads");
+        .expect("the flow loads");
+}
+
+/// The wiring dangles: a mapping whose edge is not written (it would do nothing), an
+/// edge to a port its target does not have (it would fail at the first message).
+#[tokio::test]
+async fn a_mapping_without_its_edge_or_an_edge_to_a_port_that_does_not_exist_is_refused() {
+    use tiny_sdk::flow::FlowBuilder;
+    let sound = FlowBuilder::new()
+        .node("a", "relay")
+        .node("b", "relay")
+        .edge("a:out", "b:input", json!({"n": "{{$.n}}"}))
+        .build();
+
+    let mut unwired = sound.clone();
+    unwired.nodes[0].spec.edges.clear();
+    let err = Harness::builder()
+        .register::<Relay>()
+        .flow(unwired)
+        .build()
+        .await
+        .expect_err("a mapping no edge uses");
+    assert_eq!(err.code(), Some(code::INVALID_SPEC));
+    assert_eq!(
+        err.to_string(),
+        "port `input`: a mapping for an edge from `a:out`, but `a` has no edge from `out` to `b:input`, so the \
+         mapping is never used (write the edge in `a`'s `edges`) [INVALID_SPEC]"
+    );
+
+    let mut misspelt = sound.clone();
+    misspelt.nodes[0].spec.edges[0].to = "b:inptu".into();
+    misspelt.nodes[1].spec.ports.clear();
+    let err = Harness::builder()
+        .register::<Relay>()
+        .flow(misspelt)
+        .build()
+        .await
+        .expect_err("an edge to a port that does not exist");
+    assert_eq!(err.code(), Some(code::INVALID_SPEC));
+    let text = err.to_string();
+    assert!(
+        text.ends_with(
+            "goes to `b:inptu`, but component `relay` of `b` has no input `inptu` (inputs: input) [INVALID_SPEC]"
+        ),
+        "{text}"
+    );
 }
 
 /// A mapping from another module's node loads: that module's part of the flow is not

@@ -25,6 +25,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         r#"let tested = cargo(&dir, &["test"]);"#,
     ),
     (
+        "cargo run -- components --names",
+        "examples/guide/tests/template.rs",
+        r#"cargo(&dir, &["run", "--", "components", "--names"]);"#,
+    ),
+    (
         "cargo new --lib my-module",
         "examples/guide/tests/guide.rs",
         "fn cargo_new_makes_a_crate()",
@@ -41,9 +46,9 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("make up", "Makefile", "\nup: ## "),
     (
-        "export KUBECONFIG=$HOME/.cache/tiny/kubeconfig",
+        "source $HOME/.cache/tiny/env",
         "Makefile",
-        "--kubeconfig $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/kubeconfig",
+        "tee $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/env",
     ),
     (
         "guide-module validate flows/convert.yaml",
@@ -56,9 +61,24 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         r#".args(["run", "--name", "my-module-v0", "--version", "0.1.0", "--namespace", ns])"#,
     ),
     (
+        "cargo run -- validate flows/demo.yaml",
+        "examples/guide/tests/template.rs",
+        SECTION_7,
+    ),
+    (
         "cargo run -- render flows/demo.yaml | kubectl apply -n tinysystems -f -",
         "examples/guide/tests/template.rs",
-        r#""$MODULE" render flows/demo.yaml | "$KUBECTL" apply -n "$NS" -f -"#,
+        SECTION_7,
+    ),
+    (
+        r#"cargo run -- send --wait demo.my-module-v0.greet-1 input '{"name": "Grace"}'"#,
+        "examples/guide/tests/template.rs",
+        SECTION_7,
+    ),
+    (
+        "cargo run -- inspect demo.my-module-v0.show-last-1",
+        "examples/guide/tests/template.rs",
+        SECTION_7,
     ),
     (
         "cargo test -p tiny-example-guide --test cluster",
@@ -97,6 +117,9 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         r#"&["uninstall", RELEASE, "--namespace", ns"#,
     ),
 ];
+
+/// How `template.rs` runs the commands of section 7: read from the guide, as written.
+const SECTION_7: &str = "let commands = guide_commands(\"## 7.\");";
 
 /// The files of this crate that the guide's code blocks come from.
 const SOURCES: &[&str] = &[
@@ -316,4 +339,45 @@ fn the_binary_validates_the_guides_flow() {
         stdout.starts_with("node `weather.guide-v0.convert-1`, port `_settings`, field `/unit`: "),
         "{stdout}"
     );
+}
+
+/// `--help` names the variables a flag reads, never their values: `TINY_NATS_URL`
+/// holds the broker's token.
+#[test]
+fn no_help_prints_a_variables_value() {
+    const TOKEN: &str = "s3cr3t-t0ken";
+    let url = format!("nats://{TOKEN}@127.0.0.1:4222");
+    let subcommands = [
+        "run",
+        "send",
+        "inspect",
+        "validate",
+        "components",
+        "render",
+        "pre-install",
+        "pre-delete",
+    ];
+    for sub in subcommands.iter().map(|s| vec![*s, "--help"]).chain([vec!["--help"]]) {
+        let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
+            .args(&sub)
+            .env("TINY_NATS_URL", &url)
+            .env("SELF_SERVICE_HOST", TOKEN)
+            .env("TINY_INGRESS_HOSTNAME_SUFFIX", TOKEN)
+            .output()
+            .expect("guide-module runs");
+        assert!(
+            out.status.success(),
+            "{sub:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !help.contains(TOKEN),
+            "`{}` prints a variable's value:\n{help}",
+            sub.join(" ")
+        );
+        if matches!(sub[0], "run" | "send") {
+            assert!(help.contains("[env: TINY_NATS_URL]"), "{help}");
+        }
+    }
 }

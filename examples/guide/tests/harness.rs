@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use tiny_example_guide::Convert;
-use tiny_sdk::harness::Harness;
+use tiny_sdk::harness::{Harness, Relay};
 
 /// The TinyNode and TinySignal documents a cluster gets, as they are.
 const FLOW: &str = include_str!("../flows/convert.yaml");
@@ -93,6 +93,46 @@ async fn an_edge_without_a_mapping_delivers_the_ports_default() {
         h.emitted("w.guide-v0.convert-2:output"),
         vec![json!({"context": null, "value": 32.0, "unit": "F"})]
     );
+}
+
+/// convert-1 with its error port on, the port wired to a `Relay` (the harness's
+/// pass-through component) that takes what fails.
+const ERROR_PORT: &str = r#"
+kind: TinyNode
+metadata: { name: e.guide-v0.convert-1 }
+spec:
+  module: guide
+  component: convert
+  ports: [{ port: _settings, configuration: { unit: K, enableErrorPort: true } }]
+  edges: [{ id: failures, port: error, to: "e.guide-v0.relay-1:input" }]
+---
+kind: TinyNode
+metadata: { name: e.guide-v0.relay-1 }
+spec:
+  module: guide
+  component: relay
+  ports: [{ from: "e.guide-v0.convert-1:error", port: input, configuration: "{{$}}" }]
+"#;
+
+#[tokio::test]
+async fn a_failure_goes_to_the_error_port_when_it_is_on() {
+    let h = Harness::builder()
+        .register::<Convert>()
+        .register::<Relay>()
+        .yaml(ERROR_PORT)
+        .build()
+        .await
+        .expect("the flow loads");
+    let below_zero = json!({"celsius": -300.0, "context": "probe-7"});
+    h.send("e.guide-v0.convert-1:input", below_zero)
+        .await
+        .expect("handled: the error port took the failure");
+    assert!(h.emitted("e.guide-v0.convert-1:output").is_empty());
+    let failures = h.arrivals("e.guide-v0.relay-1:input");
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0]["error"], "below absolute zero");
+    assert_eq!(failures[0]["context"], "probe-7");
+    assert_eq!(failures[0]["retryable"], false);
 }
 
 /// A NaN reading arrives as JSON `null`: it does not pass as 0 degrees, the message

@@ -129,6 +129,16 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
             "{test} did not pass:\n{report}"
         );
     }
+    // As `cargo fmt` leaves it, whatever the name's length.
+    cargo(&dir, &["fmt", "--check"]);
+
+    // Each component beside the node name a flow gives it.
+    let names = cargo(&dir, &["run", "--", "components", "--names"]);
+    let names = String::from_utf8_lossy(&names.stdout);
+    assert!(
+        names.contains("show_last\t{flow}.{module}.show-last-{suffix}"),
+        "{names}"
+    );
 
     // Its chart values, with the binary's RBAC, make a release of the tiny-module chart
     // that runs the module under its name.
@@ -162,7 +172,8 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
         assert!(manifests.contains(expected), "{expected} not in:\n{manifests}");
     }
 
-    // Its binary on the local control plane, its flow file applied as the guide says.
+    // Section 7: what `make up` gives (a control plane, the namespace, a NATS broker),
+    // the variables its env file sets, the module run with them.
     let env = tiny_testenv::TestEnv::builder()
         .crds_dir(CRDS)
         .start()
@@ -170,32 +181,60 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
         .expect("the control plane starts");
     let ns = "tinysystems";
     env.create_namespace(ns).await.expect("namespace");
+    let nats = tiny_testenv::NatsServer::start().await.expect("nats-server starts");
+    let kubectl = tiny_testenv::kubectl().await.expect("kubectl");
+    let path = format!(
+        "{}:{}",
+        kubectl.parent().expect("kubectl's directory").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let binary = target_dir().join("debug/my-module");
     let _module = Module(
         Command::new(&binary)
             .args(["run", "--name", "my-module-v0", "--version", "0.1.0", "--namespace", ns])
             .env("KUBECONFIG", env.kubeconfig_path())
+            .env("TINY_NATS_URL", nats.url())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .spawn()
             .expect("my-module starts"),
     );
-    let kubectl = tiny_testenv::kubectl().await.expect("kubectl");
-    let applied = Command::new("bash")
-        .args([
-            "-o",
-            "pipefail",
-            "-c",
-            r#""$MODULE" render flows/demo.yaml | "$KUBECTL" apply -n "$NS" -f -"#,
-        ])
-        .current_dir(&dir)
-        .env("MODULE", &binary)
-        .env("KUBECTL", &kubectl)
-        .env("KUBECONFIG", env.kubeconfig_path())
-        .env("NS", ns)
-        .output()
-        .expect("bash runs");
-    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    // The guide's commands, as written there, in the crate.
+    let shell = |command: &str| {
+        Command::new("bash")
+            .args(["-o", "pipefail", "-c", command])
+            .current_dir(&dir)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("TINY_NATS_URL", nats.url())
+            .env("PATH", &path)
+            .output()
+            .expect("bash runs")
+    };
+    let commands = guide_commands("## 7.");
+    let [validate, apply, send, inspect] = commands.as_slice() else {
+        panic!("section 7 runs four commands in the crate: {commands:?}");
+    };
+    for (command, what) in [
+        (validate, "validate"),
+        (apply, "render"),
+        (send, "send --wait"),
+        (inspect, "inspect"),
+    ] {
+        assert!(command.starts_with(&format!("cargo run -- {what} ")), "{command}");
+    }
+    let checked = shell(validate);
+    assert!(
+        checked.status.success(),
+        "{validate}: {}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
+    let applied = shell(apply);
+    assert!(
+        applied.status.success(),
+        "{apply}: {}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
 
     let client = env.client();
     let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
@@ -214,12 +253,129 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
         "{:?}",
         status.error
     );
-    let nodes: Api<TinyNode> = Api::namespaced(client, ns);
-    let node = nodes.get("demo.my-module-v0.greet-1").await.expect("the node");
-    let ports: Vec<String> = node.status.expect("status").ports.into_iter().map(|p| p.name).collect();
-    for port in ["_settings", "input", "greeting"] {
-        assert!(ports.iter().any(|p| p == port), "{port} in {ports:?}");
+
+    // The answer, over NATS, from the module as the guide runs it.
+    let sent = shell(send);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&sent.stdout),
+        String::from_utf8_lossy(&sent.stderr),
+    );
+    assert!(sent.status.success(), "{send}: {stderr}");
+    assert_eq!(stdout.trim(), r#"{"context":null,"greeting":"Hi, Grace!"}"#, "{stderr}");
+
+    // Which output fired: show-last-1's dashboard has the greeting (the leader writes
+    // it to the node's status within a moment).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let shown = shell(inspect);
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(
+            shown.status.success(),
+            "{inspect}: {}",
+            String::from_utf8_lossy(&shown.stderr)
+        );
+        if text.contains("greeting: Hi, Grace!") && text.contains("received: 2") {
+            assert!(text.contains("_control:"), "{text}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "show-last-1 does not show the greeting:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
+
+    // A node whose output has no edge: `send --wait` says that no reply came, and why;
+    // an edge to a port that does not exist shows on the sender's status.
+    let extra = r#"
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata: { name: demo.my-module-v0.greet-2 }
+spec: { module: my-module, component: greet }
+---
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata: { name: demo.my-module-v0.greet-3 }
+spec:
+  module: my-module
+  component: greet
+  edges: [{ id: typo, port: greeting, to: "demo.my-module-v0.show-last-1:inptu" }]
+"#;
+    std::fs::write(dir.join("flows/extra.yaml"), extra).expect("extra.yaml");
+    let applied = shell("kubectl apply -n tinysystems -f flows/extra.yaml");
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let nodes: Api<TinyNode> = Api::namespaced(client, ns);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let condition = loop {
+        let loaded = nodes.get("demo.my-module-v0.greet-2").await.expect("greet-2").status;
+        let typo = nodes.get("demo.my-module-v0.greet-3").await.expect("greet-3").status;
+        let edges = typo
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == "EdgesResolved").cloned());
+        if let (Some(loaded), Some(edges)) = (loaded, edges)
+            && !loaded.ports.is_empty()
+        {
+            break edges;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "greet-2 did not load, or greet-3's edge is not on its status"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(condition.status, "False");
+    assert!(
+        condition
+            .message
+            .contains("edge `typo` leads to `demo.my-module-v0.show-last-1:inptu`"),
+        "{}",
+        condition.message
+    );
+    let quiet = shell(&send.replace("greet-1", "greet-2"));
+    let stderr = String::from_utf8_lossy(&quiet.stderr);
+    assert!(quiet.status.success(), "{stderr}");
+    assert!(quiet.stdout.is_empty());
+    assert!(
+        stderr.contains("delivered; no reply: `demo.my-module-v0.greet-2` handled the message and answered nothing"),
+        "{stderr}"
+    );
+}
+
+/// The commands of the guide's section that starts with `heading` that run in the crate
+/// (`cargo run -- ...`, but not the module's `run`, which the test starts itself).
+fn guide_commands(heading: &str) -> Vec<String> {
+    let guide = std::fs::read_to_string(PathBuf::from(REPO).join("docs/guide.md")).expect("docs/guide.md");
+    let section = guide
+        .split("\n## ")
+        .find(|s| heading.strip_prefix("## ").is_some_and(|h| s.starts_with(h)));
+    let section = section.unwrap_or_else(|| panic!("docs/guide.md has no {heading}"));
+    let mut commands = Vec::new();
+    let mut in_sh = false;
+    for line in section.lines() {
+        match line {
+            "```sh" => in_sh = true,
+            "```" => in_sh = false,
+            l if in_sh && l.starts_with("cargo run -- ") && !l.starts_with("cargo run -- run ") => {
+                commands.push(l.to_owned());
+            }
+            _ => {}
+        }
+    }
+    commands
+}
+
+/// A module whose name is longer than the template's is still formatted as `cargo fmt`
+/// formats it.
+#[test]
+fn a_new_crate_is_formatted_whatever_its_name() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("m");
+    let new = ["run", "-q", "-p", "tiny-runtime", "--example", "new", "--"];
+    cargo(
+        Path::new(REPO),
+        &[&new[..], &[dir.to_str().expect("utf-8"), "weather-station-module"]].concat(),
+    );
+    cargo(&dir, &["fmt", "--check"]);
 }
 
 #[test]

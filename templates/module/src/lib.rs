@@ -1,4 +1,7 @@
-//! my-module: one component, `greet`, to start from.
+//! my-module: two components to start from: `greet`, and `show_last`, which shows on
+//! its dashboard what it received.
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tiny_sdk::prelude::*;
 
@@ -75,9 +78,45 @@ impl Greet {
     }
 }
 
+/// What a `show_last` node's dashboard (its `_control` port) shows.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+pub struct Shown {
+    /// The last message received.
+    #[tiny(readonly)]
+    pub last: serde_json::Value,
+    /// Messages received since the node loaded on this replica.
+    #[tiny(readonly)]
+    pub received: u64,
+}
+
+/// Shows the last message it received on its dashboard, and answers with it. Its name
+/// has a `_`: node names write it `show-last` (`my-module components --names`).
+#[derive(Debug, Component, Default)]
+#[component(name = "show_last", control = Shown)]
+pub struct ShowLast {
+    /// Any message.
+    #[port(position = Left)]
+    input: Input<serde_json::Value>,
+    received: AtomicU64,
+}
+
+#[handlers]
+impl ShowLast {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: serde_json::Value) -> Result<Reply> {
+        let received = self.received.fetch_add(1, Ordering::Relaxed) + 1;
+        ctx.show_control(&Shown {
+            last: msg.clone(),
+            received,
+        });
+        // The answer goes back along the edges to whoever sent the message.
+        Ok(Reply::value(msg))
+    }
+}
+
 /// The components of this module.
 pub fn registry() -> tiny_sdk::engine::Registry {
     let mut r = tiny_sdk::engine::Registry::default();
     r.register::<Greet>();
+    r.register::<ShowLast>();
     r
 }

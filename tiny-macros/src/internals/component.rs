@@ -15,6 +15,18 @@ use syn::{
 
 use super::{CratePath, doc_lines, doc_summary, unknown};
 
+/// The keys of `#[component(...)]`.
+const COMPONENT_KEYS: [&str; 8] = [
+    "name",
+    "description",
+    "info",
+    "tags",
+    "settings",
+    "control",
+    "hooks",
+    "crate",
+];
+
 /// The container attributes, `#[component(...)]`.
 #[derive(FromDeriveInput)]
 #[darling(attributes(component), supports(struct_named, struct_unit), forward_attrs(doc))]
@@ -192,13 +204,23 @@ impl StubInfo {
             .flatten();
         for meta in metas {
             match &meta {
-                Meta::Path(p) if p.is_ident("hooks") => stub.hooks = true,
+                Meta::Path(p)
+                    if super::did_you_mean(
+                        &p.get_ident().map(ToString::to_string).unwrap_or_default(),
+                        COMPONENT_KEYS,
+                    ) == Some("hooks") =>
+                {
+                    stub.hooks = true
+                }
                 Meta::NameValue(nv) => {
                     let ty = syn::parse2::<Type>(nv.value.to_token_stream()).ok();
-                    if nv.path.is_ident("settings") {
-                        stub.settings = ty;
-                    } else if nv.path.is_ident("control") {
-                        stub.control = ty;
+                    // A misspelt key (`setings`) is the one error: read it as the key it
+                    // is near, so that code using the settings type is not a second one.
+                    let key = nv.path.get_ident().map(ToString::to_string).unwrap_or_default();
+                    match super::did_you_mean(&key, COMPONENT_KEYS) {
+                        Some("settings") => stub.settings = ty,
+                        Some("control") => stub.control = ty,
+                        _ => {}
                     }
                 }
                 _ => {}

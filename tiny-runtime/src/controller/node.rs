@@ -98,6 +98,19 @@ impl Directory {
     fn has(&self, name: &str) -> bool {
         self.store.get().is_some_and(|s| s.get(&self.key(name)).is_some())
     }
+
+    /// The input ports node `name` has, as its module last reported them on its status;
+    /// `None` while unknown (not in the store, or not reported yet).
+    fn inputs_of(&self, name: &str) -> Option<Vec<String>> {
+        let node = self.store.get()?.get(&self.key(name))?;
+        inputs(node.object().ok()?)
+    }
+}
+
+/// The input ports on `node`'s status; `None` before its module has reported them.
+fn inputs(node: &TinyNode) -> Option<Vec<String>> {
+    let ports = &node.status.as_ref()?.ports;
+    (!ports.is_empty()).then(|| ports.iter().filter(|p| !p.source).map(|p| p.name.clone()).collect())
 }
 
 impl tiny_sdk::engine::NodeDirectory for Directory {
@@ -350,15 +363,30 @@ pub async fn write_changes(
     }
 }
 
-/// The `EdgesResolved` condition: edges to nodes that do not exist, said on this node
-/// until they do. Every status write carries it (the conditions are written whole).
+/// The `EdgesResolved` condition: edges to nodes that do not exist, or to ports their
+/// node does not have (as its module reports them), said on this node until they do.
+/// Every status write carries it (the conditions are written whole).
 fn edges_condition(shared: &Shared, node: &TinyNode, current: Option<&TinyNodeStatus>) -> Option<Condition> {
     let missing: Vec<String> = node
         .spec
         .edges
         .iter()
-        .filter(|e| shared.directory.exists(edge_target(&e.to)) == Some(false))
-        .map(|e| format!("edge `{}` leads to `{}`: there is no such node", e.id, e.to))
+        .filter_map(|e| {
+            let target = edge_target(&e.to);
+            if shared.directory.exists(target) == Some(false) {
+                return Some(format!("edge `{}` leads to `{}`: there is no such node", e.id, e.to));
+            }
+            let port = e.to.rsplit_once(':').map_or("", |(_, p)| p);
+            let inputs = shared.directory.inputs_of(target)?;
+            (!inputs.iter().any(|i| i == port)).then(|| {
+                format!(
+                    "edge `{}` leads to `{}`: node `{target}` has no input `{port}` (inputs: {})",
+                    e.id,
+                    e.to,
+                    inputs.join(", ")
+                )
+            })
+        })
         .collect();
     status::edges_condition(&missing, current, node.metadata.generation.unwrap_or(0))
 }
@@ -514,6 +542,17 @@ fn on_events(
                             forget(name);
                         }
                     }
+                }
+            }
+            // A node whose reported inputs changed (its module loaded it, its settings
+            // shaped its ports): the edges leading to it are looked at again. The store
+            // still holds the node as it was.
+            watcher::Event::Apply(node)
+                if shared.directory.has(node.name())
+                    && node.object().ok().and_then(|n| inputs(n)) != shared.directory.inputs_of(node.name()) =>
+            {
+                for sender in shared.directory.senders_to(node.name()) {
+                    let _ = again.unbounded_send(sender);
                 }
             }
             // A node that was not there before: the nodes whose edges lead to it have

@@ -121,7 +121,7 @@ pub fn check_node_name(name: &str, component: &str) -> Result<(), NodeNameError>
     if flow.is_empty() || module.is_empty() {
         return Err(shape("the flow and module parts must not be empty"));
     }
-    let expected = sanitize_component(component);
+    let expected = node_name_segment(component);
     let mismatch = || {
         let named = segment.rsplit_once('-').map_or(*segment, |(c, _)| c);
         NodeNameError::ComponentMismatch {
@@ -144,8 +144,34 @@ pub fn check_node_name(name: &str, component: &str) -> Result<(), NodeNameError>
 }
 
 /// Why `name` cannot be a Kubernetes object name (an RFC 1123 subdomain), when it
-/// cannot: the API server refuses a TinyNode so named.
-pub(crate) fn kubernetes_name_error(name: &str) -> Option<String> {
+/// cannot: the API server refuses a TinyNode so named. The reason names the name to
+/// use instead when one is near (`parse_temp-1` is `parse-temp-1`: a component's name
+/// is written in node names as [`node_name_segment`] gives it, as the Go SDK slugs
+/// `http_server` to `http-server`).
+pub(crate) fn kubernetes_name_error(name: &str, component: &str) -> Option<String> {
+    if is_kubernetes_name(name) {
+        return None;
+    }
+    let mut why = format!(
+        "node name `{name}` is not a Kubernetes name the API server takes (RFC 1123: lowercase letters, \
+         digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit, at most \
+         253 characters)"
+    );
+    let segment = node_name_segment(component);
+    if !segment.is_empty() && segment != component {
+        why.push_str(&format!(
+            "; component `{component}` is written `{segment}` in node names, as the Go SDK writes it"
+        ));
+    }
+    let suggestion: Vec<String> = name.split('.').map(node_name_segment).collect();
+    let suggestion = suggestion.join(".");
+    if suggestion != name && is_kubernetes_name(&suggestion) {
+        why.push_str(&format!(": did you mean `{suggestion}`?"));
+    }
+    Some(why)
+}
+
+fn is_kubernetes_name(name: &str) -> bool {
     let label_ok = |label: &str| {
         !label.is_empty()
             && label.len() <= 63
@@ -155,19 +181,18 @@ pub(crate) fn kubernetes_name_error(name: &str) -> Option<String> {
             && !label.starts_with('-')
             && !label.ends_with('-')
     };
-    if !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok) {
-        return None;
-    }
-    Some(format!(
-        "node name `{name}` is not a Kubernetes name the API server takes (RFC 1123: lowercase letters, \
-         digits, `-` and `.`, each dot-separated part starting and ending with a letter or digit, at most \
-         253 characters)"
-    ))
+    !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
 }
 
-/// A component name as it appears in node names: lowercase, runs of other characters
-/// as one `-`.
-fn sanitize_component(component: &str) -> String {
+/// A component's name as node names carry it, as the Go SDK writes it: lowercase, each
+/// run of other characters than letters and digits one `-` (`parse_temp` is
+/// `parse-temp`, so its nodes are `{flow}.{module}.parse-temp-{suffix}`).
+///
+/// ```
+/// assert_eq!(tiny_sdk::flow::node_name_segment("parse_temp"), "parse-temp");
+/// assert_eq!(tiny_sdk::flow::node_name_segment("HTTP  server"), "http-server");
+/// ```
+pub fn node_name_segment(component: &str) -> String {
     let mut out = String::with_capacity(component.len());
     for c in component.chars() {
         if c.is_ascii_alphanumeric() {
@@ -203,6 +228,23 @@ mod tests {
         assert!(check_node_name("x.qa.hello-world-1", "hello").is_err());
         assert!(check_node_name("x.qa.hello-world-1", "hello_world").is_ok());
         assert!(check_node_name("greet.examples-v0.hello-1", "hello").is_ok());
+    }
+
+    #[test]
+    fn a_component_name_with_an_underscore_gets_the_node_name_to_use() {
+        let why = kubernetes_name_error("weather.weather-module-v0.parse_temp-1", "parse_temp").expect("refused");
+        assert!(
+            why.ends_with(
+                "; component `parse_temp` is written `parse-temp` in node names, as the Go SDK writes it: \
+                 did you mean `weather.weather-module-v0.parse-temp-1`?"
+            ),
+            "{why}"
+        );
+        assert!(check_node_name("weather.weather-module-v0.parse-temp-1", "parse_temp").is_ok());
+        assert_eq!(
+            kubernetes_name_error("weather.weather-module-v0.parse-temp-1", "parse_temp"),
+            None
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod raw;
 mod validate;
 
 pub(crate) use address::kubernetes_name_error;
-pub use address::{NodeNameError, PortAddress, check_node_name, module_matches, parse_node_name};
+pub use address::{NodeNameError, PortAddress, check_node_name, module_matches, node_name_segment, parse_node_name};
 pub use builder::FlowBuilder;
 pub use catalog::{Catalog, ComponentSchema, PortSchema};
 pub use document::{Flow, Signal};

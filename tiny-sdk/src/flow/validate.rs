@@ -51,6 +51,9 @@ pub enum ProblemKind {
     Cycle,
     /// An `error` port whose schema lacks `context`, `error` or `retryable`.
     ErrorPort,
+    /// A mapping (a `ports[]` entry with `from`) that no edge uses: the sender has no
+    /// edge from that port to this one, so the mapping does nothing.
+    Mapping,
 }
 
 impl ProblemKind {
@@ -66,6 +69,7 @@ impl ProblemKind {
             ProblemKind::Settings => "settings",
             ProblemKind::Cycle => "cycle",
             ProblemKind::ErrorPort => "error-port",
+            ProblemKind::Mapping => "mapping",
         }
     }
 }
@@ -94,7 +98,7 @@ pub const ERROR_PORT_FIELDS: [&str; 3] = ["context", "error", "retryable"];
 
 /// Checks a flow before it runs, against the components `catalog` knows: node names;
 /// components; edges, mappings and signals from or to nodes and ports that do not
-/// exist; `{{...}}` expressions that do not parse; literal edge configurations and
+/// exist; mappings that no edge uses; `{{...}}` expressions that do not parse; literal edge configurations and
 /// settings that do not fit their port's schema (an expression's result is not known
 /// before a message arrives, so those fields are not checked); loops of edges; and
 /// `error` ports without `context`, `error` and `retryable`. Each mistake is reported
@@ -199,7 +203,7 @@ impl<'a> Validator<'a> {
         for node in &self.flow.nodes {
             *seen.entry(node.name.as_str()).or_default() += 1;
             // One line a name: the API server's rule first, as it refuses the object.
-            let message = super::kubernetes_name_error(&node.name).or_else(|| {
+            let message = super::kubernetes_name_error(&node.name, &node.spec.component).or_else(|| {
                 check_node_name(&node.name, &node.spec.component)
                     .err()
                     .map(|e| e.to_string())
@@ -336,6 +340,22 @@ impl<'a> Validator<'a> {
         };
         if self.has_edge(from, &node.name, port) {
             return;
+        }
+        let sends = self
+            .component_of(sender)
+            .is_none_or(|c| c.port(&address.port).is_some_and(|p| p.source));
+        if sends {
+            self.push(
+                &node.name,
+                Some(port),
+                None,
+                ProblemKind::Mapping,
+                format!(
+                    "the mapping is for an edge from `{from}`, but `{}` has no edge from `{}` to `{}:{port}`, so \
+                     the mapping does nothing (write the edge in `{}`'s `edges`, or remove this entry)",
+                    address.node, address.port, node.name, address.node
+                ),
+            );
         }
         if let Some(c) = self.component_of(sender)
             && !c.port(&address.port).is_some_and(|p| p.source)
@@ -878,6 +898,38 @@ mod tests {
         assert_eq!(
             problems[1].message,
             "expected a string, found the number 1 (in the data of signal `signal-1`)"
+        );
+    }
+
+    #[test]
+    fn a_mapping_that_no_edge_uses_is_reported() {
+        // `echo-b` maps what `echo-a` sends on `out`, but `echo-a` has no edge there.
+        let flow = Flow::from_yaml(
+            r#"
+kind: TinyNode
+metadata: { name: f.qa.echo-a }
+spec: { module: qa, component: echo }
+---
+kind: TinyNode
+metadata: { name: f.qa.echo-b }
+spec:
+  module: qa
+  component: echo
+  ports: [{ from: "f.qa.echo-a:out", port: in, configuration: { text: "{{$.text}}" } }]
+"#,
+        )
+        .unwrap();
+        let problems = validate(&flow, &catalog());
+        assert_eq!(
+            kinds(&problems),
+            [(ProblemKind::Mapping, "f.qa.echo-b", Some("in"), None)],
+            "{problems:#?}"
+        );
+        assert_eq!(
+            problems[0].to_string(),
+            "node `f.qa.echo-b`, port `in`: the mapping is for an edge from `f.qa.echo-a:out`, but `f.qa.echo-a` \
+             has no edge from `out` to `f.qa.echo-b:in`, so the mapping does nothing (write the edge in \
+             `f.qa.echo-a`'s `edges`, or remove this entry) [mapping]"
         );
     }
 
