@@ -15,13 +15,43 @@ pub const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../crds");
 /// How long a signal may take to finish before the test fails.
 pub const SIGNAL_WAIT: Duration = Duration::from_secs(60);
 
-/// A local control plane with tiny's CRDs installed.
-pub async fn env() -> TestEnv {
-    TestEnv::builder()
+/// A local control plane with tiny's CRDs installed, for one test at a time.
+///
+/// The test harness runs a binary's tests on as many threads as there are cores; two
+/// cluster tests side by side on a 2-core machine are two API servers, two brokers and
+/// up to four module processes against timeouts of seconds, and fail by load. So a
+/// cluster test waits for the one before it: the control plane comes with a slot that
+/// is held until the test drops it.
+pub async fn env() -> Cluster {
+    static SLOT: std::sync::OnceLock<std::sync::Arc<tokio::sync::Mutex<()>>> = std::sync::OnceLock::new();
+    let slot = SLOT.get_or_init(Default::default).clone().lock_owned().await;
+    let env = TestEnv::builder()
         .crds_dir(CRDS)
         .start()
         .await
-        .expect("the control plane starts")
+        .expect("the control plane starts");
+    Cluster { env, _slot: slot }
+}
+
+/// A test's control plane ([`env`]) and its turn: dropped, the next cluster test of the
+/// binary starts.
+#[derive(Debug)]
+pub struct Cluster {
+    env: TestEnv,
+    _slot: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl std::ops::Deref for Cluster {
+    type Target = TestEnv;
+    fn deref(&self) -> &TestEnv {
+        &self.env
+    }
+}
+
+impl std::ops::DerefMut for Cluster {
+    fn deref_mut(&mut self) -> &mut TestEnv {
+        &mut self.env
+    }
 }
 
 /// Creates the TinyNodes of a flow written as tiny's flow YAML ([`Flow::from_yaml`]).

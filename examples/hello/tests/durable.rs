@@ -39,7 +39,7 @@ use tiny_runtime::{
     nats::{Link, SendOptions, send, wire},
 };
 use tiny_sdk::run::{self, LedgerKind, RunStatus, RunStore as _, StepRecord, StepStatus};
-use tiny_testenv::{NatsServer, TestEnv};
+use tiny_testenv::NatsServer;
 
 /// The module of each step, in order: alpha's entry, then back and forth.
 const MODULES: [&str; 5] = ["alpha-v0", "beta-v0", "alpha-v0", "beta-v0", "alpha-v0"];
@@ -67,7 +67,7 @@ struct Call {
 /// A control plane, a broker with JetStream, a namespace with the five-step flow, a
 /// folder for the tally file and the logs, and the ledger read from the test.
 struct Scene {
-    env: TestEnv,
+    env: tiny_testkit::cluster::Cluster,
     broker: NatsServer,
     ns: String,
     dir: tempfile::TempDir,

@@ -164,7 +164,7 @@ fn as_refs<'a>(vars: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
 /// and its logs written as JSON to `logs`, and a TinyTracker `<ns>-tracker` following
 /// flow `ns`.
 struct Observed {
-    env: TestEnv,
+    env: tiny_testkit::cluster::Cluster,
     receiver: Receiver,
     logs: std::path::PathBuf,
     alpha: Replica,
