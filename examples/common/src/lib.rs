@@ -19,18 +19,38 @@
 //! | [`kv`] | node state as a store, a settings-switched ack port |
 //! | [`run_start`] | a durable run begun from a component (`ctx.begin_run()`), answered at once |
 //! | [`run_status`] | the run ledger read back (`ctx.run_store()`) |
+//! | [`array_filter`] | a JSONPath predicate per item, a settings-switched error port |
+//! | [`array_get`] | one item by number, a settings-switched error port |
+//! | [`group_by`] | buckets by a field path |
+//! | [`transform`] | a passthrough for edge mappings (Go's `modify`) |
+//! | [`budget_guard`] | ceilings carried in the message, settings checked when applied |
+//! | [`retry`] | a backoff wait, then an emit; attempts carried in the message |
+//! | [`collect`] | fan-in across messages: groups in node state, a timeout, a cap |
+//! | [`display`] | a `_control` view kept in node state, refreshed on reconcile |
+//! | [`form`] | a Submit button, a result line and prefill kept in node state |
+//! | [`inject`] | a value kept in node state (Go's `_state/config`), attached to each message |
 
+pub mod array_filter;
+pub mod array_get;
 pub mod array_split;
 pub mod asynchronous;
+pub mod budget_guard;
+pub mod collect;
 pub mod cron;
 pub mod debug;
 pub mod delay;
+pub mod display;
+pub mod form;
+pub mod group_by;
+pub mod inject;
 pub mod kv;
+pub mod retry;
 pub mod router;
 pub mod run_start;
 pub mod run_status;
 pub mod signal;
 pub mod ticker;
+pub mod transform;
 
 /// Every component of the module.
 pub fn registry() -> tiny_sdk::engine::Registry {
@@ -45,6 +65,16 @@ pub fn registry() -> tiny_sdk::engine::Registry {
         .register::<asynchronous::Async>()
         .register::<kv::Kv>()
         .register::<run_start::RunStart>()
-        .register::<run_status::RunStatus>();
+        .register::<run_status::RunStatus>()
+        .register::<array_filter::ArrayFilter>()
+        .register::<array_get::ArrayGet>()
+        .register::<group_by::GroupBy>()
+        .register::<transform::Transform>()
+        .register::<budget_guard::BudgetGuard>()
+        .register::<retry::Retry>()
+        .register::<collect::Collect>()
+        .register::<inject::Inject>()
+        .register::<display::Display>()
+        .register::<form::Form>();
     r
 }

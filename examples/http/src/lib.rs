@@ -8,6 +8,7 @@
 //! (Go silently truncates it), and `start` returns at once (Go holds the call for the
 //! server's whole life).
 
+pub mod auth_parse;
 pub mod client;
 pub mod headers;
 pub mod server;
@@ -15,6 +16,8 @@ pub mod server;
 /// Every component of the module.
 pub fn registry() -> tiny_sdk::engine::Registry {
     let mut r = tiny_sdk::engine::Registry::default();
-    r.register::<server::HttpServer>().register::<client::HttpRequest>();
+    r.register::<server::HttpServer>()
+        .register::<client::HttpRequest>()
+        .register::<auth_parse::HttpAuthParse>();
     r
 }
