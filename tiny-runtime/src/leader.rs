@@ -107,9 +107,7 @@ pub(crate) async fn elect(
                 tracing::warn!(lease = %elector.name, %error, "leader election: the Lease could not be read or written");
             }
             failing = failure.is_some();
-            // Leads while a renewal is recent enough; a failed try keeps the lead only
-            // until the renew deadline.
-            let leads = renewed.is_some_and(|t| now.duration_since(t) <= timing.renew_deadline);
+            let leads = timing.leads(renewed, now);
             if !leads {
                 renewed = None;
             }
@@ -149,6 +147,13 @@ impl Timing {
             retry: duration.mul_f64(2.0 / 15.0),
             renew_deadline: duration.mul_f64(2.0 / 3.0),
         }
+    }
+
+    /// Whether a holder whose last renewal was at `renewed` still leads at `now`: while
+    /// the renewal is recent enough, so a failed try keeps the lead only until the renew
+    /// deadline.
+    fn leads(self, renewed: Option<Instant>, now: Instant) -> bool {
+        renewed.is_some_and(|t| now.duration_since(t) <= self.renew_deadline)
     }
 }
 
@@ -296,5 +301,58 @@ mod tokio_stream_shim {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod timing_tests {
+    use super::*;
+
+    /// The election loop as it runs against an API server that stopped answering right
+    /// after a renewal: each try times out after `retry`, then the loop sleeps `retry`.
+    /// When does the holder stop leading, counted from that renewal?
+    fn steps_down_after(duration: Duration) -> Duration {
+        let timing = Timing::of(duration);
+        let start = Instant::now();
+        let renewed = Some(start);
+        let mut now = start;
+        loop {
+            now += timing.retry; // the try that times out
+            if !timing.leads(renewed, now) {
+                return now - start;
+            }
+            now += timing.retry; // the pause before the next try
+        }
+    }
+
+    #[test]
+    fn a_cut_off_holder_steps_down_after_the_renew_deadline_and_before_the_lease_ends() {
+        for seconds in [2u64, 4, 15, 60] {
+            let duration = Duration::from_secs(seconds);
+            let timing = Timing::of(duration);
+            let took = steps_down_after(duration);
+            assert!(took > timing.renew_deadline, "{seconds} s: {took:?}");
+            assert!(took < duration, "{seconds} s: stepped down after {took:?}");
+            // The bound the docs state: within the deadline and two tries.
+            assert!(
+                took <= timing.renew_deadline + timing.retry * 2,
+                "{seconds} s: {took:?}"
+            );
+        }
+        // Go's numbers for its 15 s lease.
+        let go = Timing::of(Duration::from_secs(15));
+        assert_eq!(
+            (go.retry, go.renew_deadline),
+            (Duration::from_secs(2), Duration::from_secs(10))
+        );
+    }
+
+    #[test]
+    fn a_holder_that_renews_keeps_leading_and_one_that_never_did_does_not() {
+        let timing = Timing::of(Duration::from_secs(4));
+        let t = Instant::now();
+        assert!(timing.leads(Some(t), t + timing.renew_deadline));
+        assert!(!timing.leads(Some(t), t + timing.renew_deadline + Duration::from_millis(1)));
+        assert!(!timing.leads(None, t));
     }
 }

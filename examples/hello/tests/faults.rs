@@ -9,6 +9,7 @@ use tiny_runtime::crd::SignalPhase;
 
 use common::{create_flow, env, eventually, ready, replica, signal, start_module};
 
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::{
     Api, ResourceExt as _,
     api::{ListParams, PostParams},
@@ -261,20 +262,41 @@ async fn a_leader_cut_off_from_the_api_server_steps_down_before_its_lease_expire
         (replica.metric("tiny_leader").await == Some(1)).then_some(())
     })
     .await;
+    // Measured from the holder's last renewal, as the next leader's clock would: the
+    // test waits for a renewal and freezes the API server at once (the next renewal is
+    // half a second away), so the renewal read is the last one the holder made.
+    let leases: Api<Lease> = Api::namespaced(env.client(), ns);
+    let renew_time = || {
+        let leases = leases.clone();
+        async move { leases.get("examples-v0-lock").await.ok()?.spec?.renew_time }
+    };
+    let before = renew_time().await.expect("the leader renews its Lease");
+    let last = eventually("a renewal", Duration::from_secs(10), || {
+        let before = before.clone();
+        async move { renew_time().await.filter(|t| *t != before) }
+    })
+    .await;
     env.pause(Component::ApiServer).expect("frozen");
-    let frozen = std::time::Instant::now();
     let stepped_down = tokio::time::timeout(Duration::from_secs(10), async {
         while replica.metric("tiny_leader").await != Some(0) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        frozen.elapsed()
+        std::time::SystemTime::now()
     })
     .await;
     env.resume(Component::ApiServer).expect("thawed");
-    let took = stepped_down.expect("the cut-off leader stepped down");
+    let at = stepped_down.expect("the cut-off leader stepped down");
+    let renewed_at = std::time::SystemTime::from(last.0);
+    let took = at.duration_since(renewed_at).unwrap_or_default();
+    // client-go's rule: the renew deadline (2/3 of the lease) plus at most two tries
+    // (2/15 each) after the last renewal, which is under the lease's 4 s.
     assert!(
         took < Duration::from_secs(4),
-        "stepped down after {took:?}; the lease lasts 4 s"
+        "stepped down {took:?} after its last renewal; the lease lasts 4 s"
+    );
+    assert!(
+        took >= Duration::from_millis(2600),
+        "stepped down {took:?} after its last renewal, before the renew deadline (2.67 s)"
     );
     eventually("the replica to lead again", Duration::from_secs(30), || async {
         (replica.metric("tiny_leader").await == Some(1)).then_some(())
