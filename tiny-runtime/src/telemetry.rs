@@ -359,6 +359,11 @@ struct NatsWriter<'a>(&'a mut async_nats::HeaderMap);
 
 impl Injector for NatsWriter<'_> {
     fn set(&mut self, key: &str, value: String) {
+        // An empty `Tracestate` (no vendor state) is no header at all, as Go's carrier
+        // leaves it out.
+        if value.is_empty() {
+            return;
+        }
         if let (Some(key), Ok(value)) = (canonical(key), value.parse::<async_nats::HeaderValue>()) {
             self.0.insert(key, value);
         }
@@ -620,6 +625,8 @@ mod tests {
             Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
         );
         assert!(headers.get("traceparent").is_none());
+        // No vendor state: no `Tracestate` header, not an empty one (issue 47).
+        assert!(headers.get("Tracestate").is_none(), "{headers:?}");
         // Read back, from Go's form and from a lower-case one alike.
         let back = extract_nats(Some(&headers));
         assert_eq!(

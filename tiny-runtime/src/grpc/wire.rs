@@ -243,8 +243,8 @@ pub fn status_to_error(status: &Status, context: impl FnOnce() -> String) -> Err
 }
 
 /// A remote tiny error from what its wire carried: `text` is its `Display` (`origin:
-/// message [code]`), from which the origin and code are taken off again. Both
-/// transports (gRPC metadata, NATS headers) carry the same parts.
+/// message [code]`, a gRPC status message), from which the origin and code are taken
+/// off again. (NATS's `x-error` is the message alone.)
 pub(crate) fn rebuild_error(
     kind: ErrorKind,
     text: &str,

@@ -229,11 +229,13 @@ fn empty_headers() -> HeaderMap {
     h
 }
 
-/// The headers of an error reply: Go's `x-error` (the error's text) and
-/// `x-error-code`, and tiny's kind, origin and relayed mark.
+/// The headers of an error reply: Go's `x-error` (the error's message, as Go's
+/// `err.Error()`: without tiny's node prefix or ` [CODE]`, which travel in
+/// `x-error-origin` and `x-error-code`) and `x-error-code`, and tiny's kind, origin
+/// and relayed mark.
 pub fn error_headers(err: &Error) -> HeaderMap {
     let mut h = HeaderMap::new();
-    h.insert(name(header::ERROR), header_value(&err.to_string()));
+    h.insert(name(header::ERROR), header_value(err.message()));
     if let Some(code) = err.code() {
         h.insert(name(header::ERROR_CODE), header_value(code));
     }
@@ -282,13 +284,18 @@ fn decode_error(headers: Option<&HeaderMap>, text: &str, context: impl FnOnce() 
             };
         }
     };
-    crate::grpc::wire::rebuild_error(
-        kind,
-        text,
-        code,
-        get(headers, header::ERROR_ORIGIN),
-        get(headers, header::ERROR_RELAYED) == Some("1"),
-    )
+    // `x-error` is the message alone (Go's `err.Error()`); the parts are headers.
+    let mut err = Error::new(kind, text);
+    if let Some(c) = code {
+        err = err.with_code(c);
+    }
+    if get(headers, header::ERROR_RELAYED) == Some("1") {
+        err = err.relayed();
+    }
+    match get(headers, header::ERROR_ORIGIN) {
+        Some(origin) => err.at(|| origin.to_owned()),
+        None => err,
+    }
 }
 
 #[cfg(test)]
@@ -332,7 +339,7 @@ mod tests {
                 .relayed(),
         ] {
             let (h, b) = body(Err(err.clone()));
-            assert_eq!(get(h.as_ref(), header::ERROR), Some(err.to_string().as_str()));
+            assert_eq!(get(h.as_ref(), header::ERROR), Some(err.message()));
             let back = decode_reply(h.as_ref(), b, || unreachable!("tiny headers are present")).unwrap_err();
             assert_eq!(back, err);
         }
