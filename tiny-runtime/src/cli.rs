@@ -197,9 +197,11 @@ struct RunArgs {
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
     #[arg(short = 'k', long)]
     kubeconfig: Option<PathBuf>,
-    /// Where to serve other modules' gRPC calls.
-    #[arg(short = 'g', long, default_value = "0.0.0.0:0", value_parser = crate::listen::parse)]
-    grpc_server_bind_address: SocketAddr,
+    /// Where to serve other modules' gRPC calls (`:8483`, `127.0.0.1:0`). Default: Go's
+    /// `:0` (every address, any port) when `--grpc-advertise-address` says where others
+    /// call; else `127.0.0.1:0`, as the address advertised then is this host's loopback.
+    #[arg(short = 'g', long, value_parser = crate::listen::parse)]
+    grpc_server_bind_address: Option<SocketAddr>,
     /// The address other modules use to reach this one (default: 127.0.0.1 and the bound port).
     #[arg(long, env = "SELF_SERVICE_HOST")]
     grpc_advertise_address: Option<String>,
@@ -502,11 +504,12 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         }
     }
     config.secret_ttl = Duration::from_secs(args.secret_ttl);
-    let grpc = crate::grpc::Grpc::bind(args.grpc_server_bind_address)
+    let grpc_bind = grpc_bind_address(&args);
+    let grpc = crate::grpc::Grpc::bind(grpc_bind)
         .await
         .map_err(|source| crate::Error::Bind {
             what: "gRPC",
-            addr: args.grpc_server_bind_address,
+            addr: grpc_bind,
             source,
         })?;
     config.grpc_addr = Some(
@@ -599,6 +602,20 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
     }
     runtime.stop().await;
     Ok(())
+}
+
+/// Where `run` serves gRPC: the flag; else Go's `:0` when an advertised address sends
+/// other modules here; else loopback, where the address advertised by default points
+/// (a module on NATS that nothing calls by gRPC opens no port to the network).
+fn grpc_bind_address(args: &RunArgs) -> SocketAddr {
+    args.grpc_server_bind_address.unwrap_or_else(|| {
+        let ip = if args.grpc_advertise_address.is_some() {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        };
+        SocketAddr::new(ip, 0)
+    })
 }
 
 /// All of standard input (what `-` stands for in `render` and `send`).
@@ -859,6 +876,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn grpc_listens_on_every_address_only_where_others_are_sent() {
+        let run = |extra: &[&str]| {
+            let mut argv = vec!["m", "run", "--name=hello", "--version=0.1.0"];
+            argv.extend_from_slice(extra);
+            let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+                panic!("not run")
+            };
+            grpc_bind_address(&args).to_string()
+        };
+        // Issue 47: the default was every address, for a module nothing called.
+        assert_eq!(run(&[]), "127.0.0.1:0");
+        assert_eq!(run(&["--grpc-advertise-address=hello:8483"]), "[::]:0");
+        assert_eq!(run(&["--grpc-server-bind-address=:8483"]), "[::]:8483");
+    }
+
+    #[test]
     fn the_go_operator_charts_arguments_parse() {
         let cli = Cli::try_parse_from([
             "manager",
@@ -878,7 +911,7 @@ mod tests {
             args.health_probe_bind_address.map(|a| a.to_string()).as_deref(),
             Some("[::]:8081")
         );
-        assert_eq!(args.grpc_server_bind_address.to_string(), "[::]:8483");
+        assert_eq!(grpc_bind_address(&args).to_string(), "[::]:8483");
         assert_eq!(
             args.metrics_bind_address.map(|a| a.to_string()).as_deref(),
             Some("127.0.0.1:8080")
