@@ -402,3 +402,77 @@ async fn a_module_started_before_its_broker_serves_grpc_until_the_broker_answers
             >= 1
     );
 }
+
+/// `hello-module send` with the default log level: exit status, stdout, stderr.
+fn send_plain(broker: &NatsServer, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hello-module"))
+        .arg("send")
+        .args(args)
+        .env("TINY_NATS_URL", broker.url())
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("hello-module runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_line_send_prints_only_its_answer_or_its_error() {
+    // Issue 47: every send logged `INFO NATS connected`, sometimes a WARN as it closed.
+    let broker = NatsServer::start().await.expect("nats-server starts");
+    for _ in 0..3 {
+        let (ok, stdout, stderr) = send_plain(&broker, &["f.nobody-v0.hello-1", "input", "{}"]);
+        assert!(ok, "{stderr}");
+        assert_eq!((stdout.as_str(), stderr.as_str()), ("", ""), "sent, and nothing to say");
+    }
+    let (ok, stdout, stderr) = send_plain(
+        &broker,
+        &["f.nobody-v0.hello-1", "input", "{}", "--wait", "--timeout", "2"],
+    );
+    assert!(!ok);
+    assert_eq!(stdout, "");
+    assert_eq!(stderr.trim().lines().count(), 1, "the error alone: {stderr}");
+    assert!(!stderr.contains("NATS connect"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_module_on_nats_shuts_down_without_a_warning() {
+    // Issue 47: a clean shutdown logged `WARN NATS connection lost; reconnecting`.
+    let env = env().await;
+    let broker = NatsServer::start().await.expect("nats-server starts");
+    let ns = "nshut";
+    env.create_namespace(ns).await.expect("namespace");
+    let log = std::env::temp_dir().join(format!("tiny-shutdown-{}.log", std::process::id()));
+    let mut module = hello(&env, ns, "shut-0", "shut-v0")
+        .nats(&broker.url())
+        .env("RUST_LOG", "info")
+        .logs(&log)
+        .start();
+    module_says(
+        &env.client(),
+        ns,
+        "shut-v0",
+        |a| a == "nats://tinymodule.shut-v0.msg",
+        "True",
+    )
+    .await;
+    let killed = Command::new("kill")
+        .args(["-TERM", &module.pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while module.running() {
+        assert!(Instant::now() < deadline, "the module did not stop");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let logs = std::fs::read_to_string(&log).expect("logs");
+    let _ = std::fs::remove_file(&log);
+    let (_, after) = logs
+        .split_once("shutting down")
+        .unwrap_or_else(|| panic!("it says so: {logs}"));
+    assert!(!after.contains("WARN"), "a clean shutdown warns of nothing: {logs}");
+}

@@ -237,7 +237,18 @@ impl Link {
     }
 }
 
+/// Whether a `Down` came from closing the client (this process's own doing).
+enum Closing {
+    Closed,
+    Lost,
+}
+
 fn on_event(tx: &watch::Sender<LinkState>, event: Event) {
+    let event_kind = if matches!(event, Event::Closed) {
+        Closing::Closed
+    } else {
+        Closing::Lost
+    };
     let next = match event {
         Event::Connected => LinkState::Connected,
         Event::Disconnected => LinkState::Down("disconnected from the broker".to_owned()),
@@ -258,10 +269,20 @@ fn on_event(tx: &watch::Sender<LinkState>, event: Event) {
     tx.send_if_modified(|s| {
         let changed = *s != next;
         if changed {
-            match &next {
-                LinkState::Connected => tracing::info!("NATS connected"),
-                LinkState::Down(why) => tracing::warn!(why = %why, "NATS connection lost; reconnecting every 2 s"),
-                LinkState::Connecting => {}
+            // Only a change worth a person's attention is logged above debug: the first
+            // connection is what was asked for (a command-line `send` prints nothing
+            // else), and a close is this process's own (its shutdown, a `send` done;
+            // the client reconnects for ever otherwise).
+            match (&*s, &next) {
+                (LinkState::Down(_), LinkState::Connected) => tracing::info!("NATS reconnected"),
+                (_, LinkState::Connected) => tracing::debug!("NATS connected"),
+                (_, LinkState::Down(why)) if matches!(event_kind, Closing::Closed) => {
+                    tracing::debug!(why = %why, "NATS connection closed");
+                }
+                (_, LinkState::Down(why)) => {
+                    tracing::warn!(why = %why, "NATS connection lost; reconnecting every 2 s");
+                }
+                (_, LinkState::Connecting) => {}
             }
             *s = next;
         }
