@@ -13,7 +13,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client,
-    api::{ApiResource, DynamicObject, ListParams, PostParams},
+    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams},
     core::GroupVersionKind,
 };
 use serde_json::{Value, json};
@@ -57,6 +57,20 @@ async fn event_for(client: &Client, ns: &str, name: &str, reason: &str) -> Event
         }
     })
     .await
+}
+
+/// Removes the status of an object, whatever its shape: what a replica wrote before a
+/// restart must not answer for the replica after it.
+async fn clear_status(client: &Client, ns: &str, kind: &str, name: &str) {
+    let gvk = GroupVersionKind::gvk("operator.tinysystems.io", "v1alpha1", kind);
+    let ar = ApiResource::from_gvk(&gvk);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let patch = Patch::Merge(json!({"status": null}));
+    api.patch_status(name, &PatchParams::default(), &patch)
+        .await
+        .expect("status cleared");
+    let raw = get_raw(client, ns, kind, name).await.expect("still there");
+    assert!(raw.get("status").is_none_or(Value::is_null), "{raw}");
 }
 
 /// The node's status, once it reports an error.
@@ -208,8 +222,16 @@ async fn malformed_objects_are_refused_alone_across_a_restart() {
             event_for(&client, ns, poison, "NodeError").await;
             event_for(&client, ns, "badname", "NodeError").await;
             event_for(&client, ns, "bad-data", "SignalUndecodable").await;
-            // A restart lists everything again, bad objects included.
+            // A restart lists everything again, bad objects included: with what the
+            // first replica wrote removed, the second must write it all again.
             drop(module.take());
+            for name in [poison, "badname", "x.examples-v0.shout-1"] {
+                clear_status(&client, ns, "TinyNode", name).await;
+            }
+            for n in &flow.nodes {
+                clear_status(&client, ns, "TinyNode", &n.name).await;
+            }
+            clear_status(&client, ns, "TinySignal", "bad-data").await;
             module = Some(common::replica(&env, ns, "m-1"));
         }
     }
