@@ -22,10 +22,13 @@ const DEFAULT_MAX_MS: i64 = 30_000;
 pub enum Backoff {
     /// initial × 2ⁿ; also what an unknown or empty name means, as in Go.
     #[default]
+    #[tiny(title = "exponential")]
     Exponential,
     /// initial × (n+1).
+    #[tiny(title = "linear")]
     Linear,
     /// Always initial.
+    #[tiny(title = "constant")]
     Constant,
 }
 
@@ -52,7 +55,6 @@ pub struct RetrySettings {
     /// Randomise each delay by ±25%, so that many flows retrying one upstream do not
     /// come back at once.
     #[tiny(title = "Jitter")]
-    #[serde(default)]
     pub jitter: bool,
 }
 
@@ -119,8 +121,10 @@ pub struct RetryOut {
 pub enum Reason {
     /// The attempt limit was reached.
     #[default]
+    #[tiny(title = "max_attempts")]
     MaxAttempts,
     /// The error was marked not retryable.
+    #[tiny(title = "not_retryable")]
     NotRetryable,
 }
 

@@ -545,9 +545,10 @@ async fn retry_defaults_and_an_unknown_backoff_are_gos() {
         .await
         .expect("failed");
     assert_eq!(h.emitted("n:failed")[0]["reason"], "max_attempts");
-    let s: RetrySettings =
-        serde_json::from_value(json!({"maxAttempts": 2, "initialDelayMs": 1, "maxDelayMs": 9, "backoff": "fibonacci"}))
-            .expect("an unknown backoff reads as exponential");
+    let s: RetrySettings = serde_json::from_value(
+        json!({"maxAttempts": 2, "initialDelayMs": 1, "maxDelayMs": 9, "backoff": "fibonacci", "jitter": false}),
+    )
+    .expect("an unknown backoff reads as exponential");
     assert_eq!(s.backoff, Backoff::Exponential);
 }
 
