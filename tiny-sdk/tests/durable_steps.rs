@@ -237,7 +237,9 @@ impl RemoteRouter for Slow {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// Paused time: a sleep returns only once every other task is parked, so "the second
+/// delivery has got as far as it can" is a fact when the test looks, not a guess.
+#[tokio::test(start_paused = true)]
 async fn a_step_delivered_again_while_it_runs_waits_for_it_and_is_skipped() {
     let flow = flow(1);
     let store = Arc::new(MemoryRunStore::new());
@@ -252,9 +254,13 @@ async fn a_step_delivered_again_while_it_runs_waits_for_it_and_is_skipped() {
         let engine = engine.clone();
         async move { deliver_stored(&engine, seed).await }
     });
-    while slow.stores.calls.load(Ordering::SeqCst) == 0 {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while slow.stores.calls.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the first delivery runs its handler");
     // ...when the broker delivers the message again.
     let second = tokio::spawn({
         let engine = engine.clone();
