@@ -112,6 +112,10 @@ async fn secrets_are_read_as_the_service_account_by_name_and_trusted_for_the_ttl
         .await
         .unwrap();
     secrets
+        .create(&PostParams::default(), &secret("rotating", &[("token", "first-Value")]))
+        .await
+        .unwrap();
+    secrets
         .create(&PostParams::default(), &secret("binary", &[]))
         .await
         .unwrap();
@@ -124,8 +128,9 @@ async fn secrets_are_read_as_the_service_account_by_name_and_trusted_for_the_ttl
         .await
         .unwrap();
     let sa = as_service_account(&env, &admin).await;
-    let ttl = Duration::from_secs(2);
-    let declared = vec!["creds".to_owned(), "gone".to_owned(), "binary".to_owned()];
+    // Long enough that no API server, however loaded, takes it to answer one patch.
+    let ttl = Duration::from_secs(6);
+    let declared = ["creds", "gone", "binary", "rotating"].map(str::to_owned).to_vec();
     let source = KubeSecrets::new(sa, NS, declared, ttl);
 
     // No RBAC yet: refused, and the error says what to grant.
@@ -134,7 +139,7 @@ async fn secrets_are_read_as_the_service_account_by_name_and_trusted_for_the_ttl
     assert!(err.to_string().contains("grant `get`"), "{err}");
 
     // The chart's rule: `get` on the declared names. A refusal is not kept.
-    grant(&admin, &["creds", "gone", "binary"]).await;
+    grant(&admin, &["creds", "gone", "binary", "rotating"]).await;
     let value = eventually("the grant to take effect", Duration::from_secs(30), || {
         let source = &source;
         async move { source.get("creds", "token").await.ok() }
@@ -146,7 +151,7 @@ async fn secrets_are_read_as_the_service_account_by_name_and_trusted_for_the_ttl
     let err = source.get("other", "token").await.unwrap_err();
     assert_eq!(
         err.to_string(),
-        "Secret `other` is not among the Secrets the module declares (creds, gone, binary); add it to the module's requirements"
+        "Secret `other` is not among the Secrets the module declares (creds, gone, binary, rotating); add it to the module's requirements"
     );
     // Missing Secret, missing key, a value that is not text.
     assert_eq!(
@@ -165,31 +170,43 @@ async fn secrets_are_read_as_the_service_account_by_name_and_trusted_for_the_ttl
         SecretError::NotText { .. }
     ));
 
-    // Rotated: the read is trusted for the TTL, then read again.
+    // Rotated: the read is trusted for the TTL, then read again. `rotating` is read for
+    // the first time here, so the TTL counts from this read.
+    let before_read = std::time::Instant::now();
+    assert_eq!(source.get("rotating", "token").await.unwrap(), "first-Value");
+    let after_read = std::time::Instant::now();
     secrets
         .patch(
-            "creds",
+            "rotating",
             &PatchParams::default(),
             &Patch::Merge(json!({"stringData": {"token": "second-Value"}})),
         )
         .await
         .unwrap();
-    let rotated_at = std::time::Instant::now();
     assert_eq!(
-        source.get("creds", "token").await.unwrap(),
+        source.get("rotating", "token").await.unwrap(),
         "first-Value",
-        "within the TTL"
+        "within the TTL ({:?} after the read)",
+        after_read.elapsed()
     );
-    let value = eventually("the rotated value", Duration::from_secs(10), || {
+    let value = eventually("the rotated value", Duration::from_secs(20), || {
         let source = &source;
-        async move { source.get("creds", "token").await.ok().filter(|v| v == "second-Value") }
+        async move {
+            source
+                .get("rotating", "token")
+                .await
+                .ok()
+                .filter(|v| v == "second-Value")
+        }
     })
     .await;
     assert_eq!(value, "second-Value");
+    // Read again once the TTL is over, not before, and not much later.
+    assert!(before_read.elapsed() >= ttl, "{:?}", before_read.elapsed());
     assert!(
-        rotated_at.elapsed() <= ttl + Duration::from_secs(2),
+        after_read.elapsed() <= ttl + Duration::from_secs(6),
         "{:?}",
-        rotated_at.elapsed()
+        after_read.elapsed()
     );
 
     // A Secret created late is found once the missing read expires.
@@ -197,7 +214,7 @@ async fn secrets_are_read_as_the_service_account_by_name_and_trusted_for_the_ttl
         .create(&PostParams::default(), &secret("gone", &[("token", "late-Value")]))
         .await
         .unwrap();
-    let value = eventually("the late Secret", Duration::from_secs(10), || {
+    let value = eventually("the late Secret", Duration::from_secs(20), || {
         let source = &source;
         async move { source.get("gone", "token").await.ok() }
     })
