@@ -7,7 +7,7 @@ use tiny_example_common::{
     array_filter::ArrayFilter, array_get::ArrayGet, budget_guard::BudgetGuard, collect::Collect, display::Display,
     form::Form, group_by::GroupBy, inject::Inject, retry::Retry, transform::Transform,
 };
-use tiny_example_http::auth_parse::HttpAuthParse;
+use tiny_example_http::{auth_parse::HttpAuthParse, logql::LogqlQuery, promql::PromqlQuery};
 use tiny_sdk::{engine::NodeReport, flow::FlowBuilder, harness::Harness};
 use ui_schema_tests::check;
 
@@ -30,6 +30,8 @@ async fn ports(component: &str, settings: Value) -> Value {
         .register::<Display>()
         .register::<Form>()
         .register::<HttpAuthParse>()
+        .register::<PromqlQuery>()
+        .register::<LogqlQuery>()
         .flow(flow.build())
         .build()
         .await
@@ -118,4 +120,16 @@ async fn form_ports() {
 #[tokio::test]
 async fn http_auth_parse_ports() {
     insta::assert_json_snapshot!(ports("http_auth_parse", Value::Null).await);
+}
+
+#[tokio::test]
+async fn promql_query_ports() {
+    let settings = json!({"baseURL": "http://prometheus:9090", "timeoutSeconds": 30, "enableErrorPort": true});
+    insta::assert_json_snapshot!(ports("promql_query", settings).await);
+}
+
+#[tokio::test]
+async fn logql_query_ports() {
+    let settings = json!({"baseURL": "http://loki:3100", "timeoutSeconds": 30, "enableErrorPort": true});
+    insta::assert_json_snapshot!(ports("logql_query", settings).await);
 }

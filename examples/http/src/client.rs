@@ -171,7 +171,7 @@ pub struct HttpRequest {
 type Https = hyper_rustls::HttpsConnector<HttpConnector>;
 
 /// One connection pool for the module (keep-alive across messages and nodes).
-fn client() -> std::result::Result<&'static Client<Https, Full<Bytes>>, Error> {
+pub(crate) fn client() -> std::result::Result<&'static Client<Https, Full<Bytes>>, Error> {
     static CLIENT: OnceLock<std::result::Result<Client<Https, Full<Bytes>>, String>> = OnceLock::new();
     let made = CLIENT.get_or_init(|| {
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());

@@ -11,6 +11,9 @@
 pub mod auth_parse;
 pub mod client;
 pub mod headers;
+pub mod logql;
+pub mod promql;
+pub mod query;
 pub mod server;
 
 /// Every component of the module.
@@ -18,6 +21,8 @@ pub fn registry() -> tiny_sdk::engine::Registry {
     let mut r = tiny_sdk::engine::Registry::default();
     r.register::<server::HttpServer>()
         .register::<client::HttpRequest>()
-        .register::<auth_parse::HttpAuthParse>();
+        .register::<auth_parse::HttpAuthParse>()
+        .register::<promql::PromqlQuery>()
+        .register::<logql::LogqlQuery>();
     r
 }
