@@ -7,6 +7,11 @@
 # FUZZ_SECONDS  time per target            FUZZ_NICE   nice level (default 19)
 # FUZZ_RSS_MB   memory limit (2048)        FUZZ_TIMEOUT  seconds one input may take (10)
 # FUZZ_MERGE=1  afterwards, merge inputs that add coverage into fuzz/corpus/<target>
+# FUZZ_MAX_LEN  largest input in bytes (default 1 MiB: real messages and node specs are
+#               that large, and what breaks at size, like a deep expression, hides below it)
+#
+# A target with a dictionary (fuzz/dict/<target>.dict: its tokens, e.g. the expression
+# operators and functions) is given it.
 #
 # New inputs go to a scratch corpus in ~/.cache/tiny/fuzz/corpus/<target>, so the
 # committed corpus only grows through FUZZ_MERGE. A crash stops its target, is saved
@@ -20,6 +25,7 @@ seconds=${FUZZ_SECONDS:-600}
 nice_level=${FUZZ_NICE:-19}
 rss_mb=${FUZZ_RSS_MB:-2048}
 timeout=${FUZZ_TIMEOUT:-10}
+max_len=${FUZZ_MAX_LEN:-1048576}
 cargo_fuzz_version=0.13.2
 
 # cargo-fuzz, installed once per user.
@@ -46,11 +52,13 @@ for target in "${targets[@]}"; do
     scratch="$cache/fuzz/corpus/$target"
     log="$cache/fuzz/logs/$target.log"
     mkdir -p "$scratch" "fuzz/artifacts/$target"
+    dict=()
+    [ -f "fuzz/dict/$target.dict" ] && dict=(-dict="fuzz/dict/$target.dict")
     echo "fuzzing $target for ${seconds}s (log: $log)"
     status=0
     nice -n "$nice_level" "${fuzz[@]}" run "${common[@]}" "$target" "$scratch" "fuzz/corpus/$target" -- \
-        -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout" \
-        -print_final_stats=1 >"$log" 2>&1 || status=$?
+        -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout="$timeout" -max_len="$max_len" \
+        "${dict[@]}" -print_final_stats=1 >"$log" 2>&1 || status=$?
     grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|Done )|^#[0-9]+\s+DONE' "$log" || true
     if [ "$status" -ne 0 ]; then
         grep -E 'panicked|ERROR: libFuzzer|SUMMARY|Test unit written' "$log" || tail -n 30 "$log"
