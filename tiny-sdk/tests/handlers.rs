@@ -164,3 +164,45 @@ async fn every_form_runs() {
     let err = h.send("f:other_result", json!(null)).await.expect_err("null fails");
     assert!(err.to_string().contains("null"), "{err}");
 }
+
+/// Handlers whose bodies only panic (issue 47: the attribute made an unreachable
+/// expression of its own, warned of at `#[handlers]`).
+#[derive(Debug, Component, Default)]
+#[component(name = "panics")]
+struct Panics {
+    unit: Input<Value>,
+    result: Input<Value>,
+    other: Input<Value>,
+}
+
+#[handlers]
+impl Panics {
+    async fn on_unit(&self, _ctx: &Ctx<Self>, _msg: Value) {
+        panic!("not written yet")
+    }
+
+    async fn on_result(&self, _ctx: &Ctx<Self>, _msg: Value) -> Result<Reply> {
+        todo!()
+    }
+
+    async fn on_other(&self, _ctx: &Ctx<Self>, _msg: Value) -> std::result::Result<Reply, String> {
+        unimplemented!()
+    }
+}
+
+#[tokio::test]
+async fn a_handler_that_only_panics_compiles_without_a_warning_and_fails_its_message() {
+    let h = Harness::builder()
+        .register::<Panics>()
+        .yaml("kind: TinyNode\nmetadata: { name: f.m.panics-1 }\nspec: { module: m, component: panics }\n")
+        .build()
+        .await
+        .expect("loads");
+    for port in ["unit", "result", "other"] {
+        let e = h
+            .send(&format!("f.m.panics-1:{port}"), json!(1))
+            .await
+            .expect_err("a panic fails the message");
+        assert!(e.to_string().contains("panicked"), "{e}");
+    }
+}

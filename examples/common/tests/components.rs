@@ -1353,3 +1353,20 @@ async fn a_restarted_cron_keeps_every_setting() {
             .all(|m| *m == json!({"from": "settings"}))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delay_whose_node_is_removed_says_the_node_was_removed() {
+    // Issue 47: the failure read "the delay was cancelled by its caller".
+    let h = delay().await;
+    let sent = h.send("d:in", json!({"context": 1, "delay": 5000}));
+    let remove = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        h.engine().remove("d", true).await.expect("removed");
+    };
+    let (failed, ()) = tokio::join!(sent, remove);
+    let e = failed.expect_err("the node went");
+    assert_eq!(e.code(), Some(tiny_sdk::error::code::NODE_REMOVED));
+    let text = e.to_string();
+    assert!(text.contains("the node was removed"), "{text}");
+    assert!(!text.contains("cancelled by its caller"), "{text}");
+}

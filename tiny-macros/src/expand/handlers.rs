@@ -130,16 +130,19 @@ fn handler_fn(k: &CratePath, h: &Handler) -> TokenStream {
         (Some(block), Some(ty)) if !usual => {
             // The body's type is the one written, as in an `async fn`: `impl IntoReply`
             // does not say it, and `Ok(..)` or `?` need it.
-            let reply = Ident::new("reply", Span::mixed_site());
-            quote!(#take let #reply: #ty = #block; #reply)
+            let reply = Ident::new("_reply", Span::mixed_site());
+            quote!(#take #[allow(clippy::diverging_sub_expression)] let #reply: #ty = #block; #[allow(unreachable_code)] #reply)
         }
         // The author's block stays a block, so that an item in it (`use`, a local type)
         // does not reach the line taking the message; bound to a name, since a block
         // as the value of `async move { .. }` would warn of braces the author did not
         // write (`unused_braces`).
+        // A body that only panics would make the name unreachable, and the block a
+        // diverging sub-expression: lints of the macro's making, pointing at
+        // `#[handlers]` (the author's unreachable code still warns, in the block).
         (Some(block), _) => {
-            let reply = Ident::new("reply", Span::mixed_site());
-            quote!(#take let #reply = #block; #reply)
+            let reply = Ident::new("_reply", Span::mixed_site());
+            quote!(#take #[allow(clippy::diverging_sub_expression)] let #reply = #block; #[allow(unreachable_code)] #reply)
         }
     };
     let block = async_block(*async_span, body);

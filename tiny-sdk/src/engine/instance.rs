@@ -188,10 +188,11 @@ fn until_stopped<'a>(
         // handler is not polled again: this future is done.
         match std::panic::catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
             // A handler that saw the stop (`ctx.cancelled()`) and answered with an error
-            // of its own: that error is the removal's, with the code the docs promise.
+            // of its own: that error is the removal's, with the code the docs promise and
+            // words that say so (its own read as if its caller had given up).
             Ok(std::task::Poll::Ready(r)) => {
                 return std::task::Poll::Ready(r.map_err(|e| match e.code() {
-                    None if node.is_stopped() => e.with_code(code::NODE_REMOVED),
+                    None if node.is_stopped() => removed(),
                     _ => e,
                 }));
             }
@@ -199,13 +200,14 @@ fn until_stopped<'a>(
             Ok(std::task::Poll::Pending) => {}
         }
         let stop = stop.get_or_insert_with(|| Box::pin(node.stopped()));
-        stop.as_mut().poll(cx).map(|()| {
-            Err(
-                Error::permanent("the node was removed while its handler ran; the handler was stopped")
-                    .with_code(code::NODE_REMOVED),
-            )
-        })
+        stop.as_mut().poll(cx).map(|()| Err(removed()))
     })
+}
+
+/// The failure of a message whose node was removed while its handler ran.
+fn removed() -> Error {
+    Error::permanent("the node was removed while its handler ran; the handler was stopped")
+        .with_code(code::NODE_REMOVED)
 }
 
 /// Runs a component future, turning a panic into a permanent error for this message.
