@@ -550,3 +550,60 @@ async fn a_server_that_ran_under_go_listens_on_its_port_when_this_module_takes_o
     assert_eq!(meta(&stopped, "port"), Some(free.to_string()));
     assert_eq!(view(&stopped).expect("a view")["listenAddr"], Value::Null);
 }
+
+/// `http-module validate --kubeconfig` on the flow above, the router read from the
+/// common module's TinyModule: its route ports (made from its settings) are known,
+/// and the server → router → server shape is no loop (issue 47).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_in_the_http_module_accepts_the_flow_that_runs() {
+    let env = env().await;
+    let kube = env.client();
+    let ns = "webv";
+    env.create_namespace(ns).await.expect("namespace");
+    let (common, _) = common_module(&kube, ns, None).await;
+    let modules: Api<TinyModule> = Api::namespaced(kube.clone(), ns);
+    eventually(
+        "the common module to publish its components",
+        Duration::from_secs(60),
+        || {
+            let modules = modules.clone();
+            async move {
+                let m = modules.get("common-module-v0").await.ok()?;
+                (!m.status?.components.is_empty()).then_some(())
+            }
+        },
+    )
+    .await;
+    let published = modules.get("common-module-v0").await.expect("TinyModule");
+    let router = published
+        .status
+        .iter()
+        .flat_map(|s| &s.components)
+        .find(|c| c.name == "router")
+        .expect("the router is published");
+    let names: Vec<&str> = router.ports.iter().map(|p| p.name.as_str()).collect();
+    assert!(
+        names.contains(&"out_a") && names.contains(&"out_b"),
+        "its routes under the default settings, as Go publishes them: {names:?}"
+    );
+    let file = std::env::temp_dir().join(format!("tiny-validate-{}.yaml", std::process::id()));
+    let docs: Vec<String> = flow().iter().map(|n| serde_json::to_string(n).expect("json")).collect();
+    std::fs::write(&file, docs.join("\n---\n")).expect("written");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_http-module"))
+        .arg("validate")
+        .arg(&file)
+        .args(["--kubeconfig", env.kubeconfig_path().to_str().expect("utf-8")])
+        .args(["--namespace", ns, "--name", "http-module-v0"])
+        .output()
+        .expect("http-module runs");
+    let _ = std::fs::remove_file(&file);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "");
+    common.stop().await;
+}

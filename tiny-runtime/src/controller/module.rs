@@ -15,7 +15,7 @@ use tiny_sdk::{engine::Registry, flow::RawJson};
 use super::Shared;
 use crate::{
     config::{ModuleConfig, SDK_VERSION},
-    crd::{Decoded, ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus},
+    crd::{BLOCKING, Decoded, FAMILY, ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus},
 };
 
 /// The status this module publishes.
@@ -29,16 +29,7 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
                 description: info.description,
                 info: info.info,
                 tags: info.tags,
-                ports: (entry.ports)()
-                    .iter()
-                    .map(|p| ModulePort {
-                        name: p.name.into(),
-                        label: p.label.into(),
-                        source: p.is_source(),
-                        position: i32::from(p.position.as_int()),
-                        schema: Some(RawJson((p.schema)())),
-                    })
-                    .collect(),
+                ports: (entry.ports)().iter().flat_map(|p| published(entry, p)).collect(),
             }
         })
         .collect();
@@ -50,6 +41,40 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
         components,
         conditions: Vec::new(),
     }
+}
+
+/// A port as the TinyModule shows it. A family is its ports under the default
+/// settings, as Go's status lists a router's `out_a`, `out_b` (the family itself
+/// when they give none); its schema says the family (`tinyFamily`) and a blocking
+/// output says so (`tinyBlocking`), which JSON Schema readers ignore and a module's
+/// `validate` reads back ([`TinyModuleStatus::component_schemas`]).
+fn published(entry: &tiny_sdk::engine::ComponentEntry, p: &tiny_sdk::PortSpec) -> Vec<ModulePort> {
+    let mut schema = (p.schema)();
+    if let Some(root) = schema.as_object_mut() {
+        if p.family {
+            root.insert(FAMILY.into(), p.name.into());
+        }
+        if p.response_schema.is_some() {
+            root.insert(BLOCKING.into(), true.into());
+        }
+    }
+    let port = |name: String, label: String| ModulePort {
+        name,
+        label,
+        source: p.is_source(),
+        position: i32::from(p.position.as_int()),
+        schema: Some(RawJson(schema.clone())),
+    };
+    let keys = if p.family {
+        entry.default_port_keys(p.name)
+    } else {
+        Vec::new()
+    };
+    if keys.is_empty() {
+        return vec![port(p.name.into(), p.label.into())];
+    }
+    // A member's label is its key, as the engine shows it on a node.
+    keys.into_iter().map(|k| port(format!("{}_{k}", p.name), k)).collect()
 }
 
 /// Creates this module's TinyModule if it does not exist (every replica may).

@@ -17,6 +17,7 @@ mod widget;
 pub(crate) use decoded::{Decoded, Undecodable};
 pub use encoded::{DecodeError, EncodedJson};
 pub use flow::{TinyFlow, TinyFlowSpec, TinyFlowStatus, TinyProject, TinyProjectSpec, TinyProjectStatus};
+pub(crate) use module::{BLOCKING, FAMILY};
 pub use module::{
     ModuleComponent, ModulePort, ModuleYamlError, TinyModule, TinyModuleSpec, TinyModuleStatus, module_catalog,
 };

@@ -89,6 +89,13 @@ pub struct ModulePort {
     pub schema: Option<RawJson>,
 }
 
+/// The keyword a published port schema carries for a member of a port family: the
+/// family's name (tiny's; JSON Schema readers ignore it).
+pub(crate) const FAMILY: &str = "tinyFamily";
+/// The keyword a published port schema carries for a blocking output (one with a
+/// response type, Go's `ResponseConfiguration`): `true`.
+pub(crate) const BLOCKING: &str = "tinyBlocking";
+
 /// Why a YAML stream of TinyModules could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -113,14 +120,28 @@ impl TinyModuleStatus {
             .iter()
             .map(|c| ComponentSchema {
                 name: c.name.clone(),
-                ports: c
-                    .ports
-                    .iter()
-                    .map(|p| {
-                        let schema = p.schema.as_ref().map_or(Value::Bool(true), |s| s.value().clone());
-                        PortSchema::new(p.name.clone(), p.source, schema)
-                    })
-                    .collect(),
+                ports: c.ports.iter().fold(Vec::new(), |mut ports: Vec<PortSchema>, p| {
+                    let mut schema = p.schema.as_ref().map_or(Value::Bool(true), |s| s.value().clone());
+                    let marks = schema.as_object_mut();
+                    let blocking = marks
+                        .as_ref()
+                        .is_some_and(|m| m.get(BLOCKING) == Some(&Value::Bool(true)));
+                    let family = marks
+                        .and_then(|m| m.remove(FAMILY))
+                        .and_then(|f| f.as_str().map(str::to_owned));
+                    if let Some(o) = schema.as_object_mut() {
+                        o.remove(BLOCKING);
+                    }
+                    // A family's published members are one family port again.
+                    let name = family.clone().unwrap_or_else(|| p.name.clone());
+                    if !ports.iter().any(|known| known.family && known.name == name) {
+                        let mut port = PortSchema::new(name, p.source, schema);
+                        port.family = family.is_some();
+                        port.blocking = blocking;
+                        ports.push(port);
+                    }
+                    ports
+                }),
             })
             .collect()
     }

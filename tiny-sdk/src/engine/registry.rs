@@ -19,6 +19,7 @@ pub struct ComponentEntry {
     pub ports: fn() -> &'static [PortSpec],
     pub(crate) create: fn(Arc<NodeContext>) -> Arc<dyn NodeInstance>,
     destroys: bool,
+    default_keys: fn(&str) -> Vec<String>,
 }
 
 impl ComponentEntry {
@@ -26,6 +27,13 @@ impl ComponentEntry {
     /// ran (a runtime puts a finalizer on such nodes, and only on them).
     pub fn destroys(&self) -> bool {
         self.destroys
+    }
+
+    /// The keys of the port family `family` under the default settings: the ports a
+    /// new node has (`out_a`, `out_b` for a router), which a module publishes as Go's
+    /// TinyModule status does.
+    pub fn default_port_keys(&self, family: &str) -> Vec<String> {
+        (self.default_keys)(family)
     }
 }
 
@@ -59,6 +67,7 @@ impl Registry {
             ports: C::ports,
             create: Instance::<C>::create,
             destroys: C::DESTROYS,
+            default_keys: |family| C::port_keys(&C::Settings::default(), family),
         };
         self.components.insert(C::info().name, entry);
         self

@@ -47,6 +47,12 @@ pub struct PortSchema {
     pub schema: Value,
     /// A port family: the node has ports `<name>_<key>`, keys from its settings.
     pub family: bool,
+    /// An output whose emits wait for an answer that comes back up the chain (a
+    /// response type, Go's `ResponseConfiguration`): the component emits on it for
+    /// events of its own (an HTTP request), not for a message on one of its inputs,
+    /// so an edge back into the node answers it rather than loops (see
+    /// [`validate`](super::validate())).
+    pub blocking: bool,
 }
 
 impl PortSchema {
@@ -57,6 +63,7 @@ impl PortSchema {
             source,
             schema,
             family: false,
+            blocking: false,
         }
     }
 
@@ -91,6 +98,7 @@ impl Catalog {
                         source: p.is_source(),
                         schema: (p.schema)(),
                         family: p.family,
+                        blocking: p.response_schema.is_some(),
                     })
                     .collect(),
             })

@@ -524,7 +524,7 @@ impl<'a> Validator<'a> {
 
     /// Each loop of edges once: its nodes in the order the edges go round.
     fn cycles(&mut self) {
-        let graph = Graph::of(self.flow);
+        let graph = Graph::of(self.flow, self.catalog);
         for component in graph.loops() {
             let path = graph.cycle_through(&component);
             let Some(&start) = path.first() else { continue };
@@ -554,31 +554,56 @@ impl<'a> Validator<'a> {
     }
 }
 
-/// The flow's nodes as a graph of edges between them.
+/// Where messages enter the flow's nodes (a node and one of its inputs) as a graph
+/// of the edges between them.
 struct Graph<'a> {
+    /// The node of each vertex.
     names: Vec<&'a str>,
-    /// `next[i]`: (target node, source port) of node `i`'s edges inside the flow.
+    /// `next[i]`: (target vertex, source port) of the edges a message entering at
+    /// vertex `i` goes on by.
     next: Vec<Vec<(usize, &'a str)>>,
 }
 
 impl<'a> Graph<'a> {
-    fn of(flow: &'a Flow) -> Self {
-        let names: Vec<&str> = flow.nodes.iter().map(|n| n.name.as_str()).collect();
-        let index = |name: &str| names.iter().position(|n| *n == name);
-        let next = flow
+    /// One vertex per node and input port an edge goes to: a message that entered a
+    /// node there goes on by each edge leaving the node, except from a blocking output
+    /// (its emits are the component's own, waiting for the answer). So a loop is one
+    /// where a message can come back to the port it left; an http server's `request`
+    /// going round a router to its own `response` is the answer, not a loop.
+    fn of(flow: &'a Flow, catalog: &Catalog) -> Self {
+        let target = |to: &str| {
+            let to = PortAddress::parse(to).ok()?;
+            let m = flow.nodes.iter().position(|m| m.name == to.node)?;
+            Some((m, to.port))
+        };
+        // In flow order, so that a loop is told from its first node as written.
+        let mut vertices: Vec<(usize, String)> = Vec::new();
+        for e in flow.nodes.iter().flat_map(|n| &n.spec.edges) {
+            if let Some(v) = target(&e.to)
+                && !vertices.contains(&v)
+            {
+                vertices.push(v);
+            }
+        }
+        vertices.sort_by_key(|(m, _)| *m);
+        let leaving: Vec<Vec<(usize, &'a str)>> = flow
             .nodes
             .iter()
             .map(|n| {
+                let component = catalog.component(&n.name, &n.spec.module, &n.spec.component);
                 n.spec
                     .edges
                     .iter()
+                    .filter(|e| !component.and_then(|c| c.port(&e.port)).is_some_and(|p| p.blocking))
                     .filter_map(|e| {
-                        let to = PortAddress::parse(&e.to).ok()?;
-                        Some((index(&to.node)?, e.port.as_str()))
+                        let to = target(&e.to)?;
+                        Some((vertices.iter().position(|v| *v == to)?, e.port.as_str()))
                     })
                     .collect()
             })
             .collect();
+        let names = vertices.iter().map(|(m, _)| flow.nodes[*m].name.as_str()).collect();
+        let next = vertices.iter().map(|(m, _)| leaving[*m].clone()).collect();
         Self { names, next }
     }
 
@@ -954,6 +979,49 @@ spec:
             ),
             "{}",
             problems[0].message
+        );
+    }
+
+    #[test]
+    fn a_request_answered_through_a_router_is_not_a_loop_but_a_message_sent_round_is() {
+        // Issue 47: an http flow (the server's `request` out, a router, its `response`
+        // in) was reported as a loop; the answer does not leave by `request` again.
+        let mut c = Catalog::default();
+        let mut request = PortSchema::new("request", true, json!({}));
+        request.blocking = true;
+        let mut route = PortSchema::new("out", true, json!({}));
+        route.family = true;
+        c.add_module(
+            "qa",
+            vec![
+                ComponentSchema {
+                    name: "server".into(),
+                    ports: vec![request, PortSchema::new("response", false, json!({}))],
+                },
+                ComponentSchema {
+                    name: "router".into(),
+                    ports: vec![PortSchema::new("in", false, json!({})), route],
+                },
+            ],
+        );
+        let flow = FlowBuilder::new()
+            .node("f.qa.server-a", "server")
+            .node("f.qa.router-a", "router")
+            .edge("f.qa.server-a:request", "f.qa.router-a:in", json!("{{$}}"))
+            .edge("f.qa.router-a:out_ok", "f.qa.server-a:response", json!("{{$}}"))
+            .build();
+        let problems = validate(&flow, &c);
+        assert!(problems.is_empty(), "{problems:#?}");
+        // A router that routes back into itself does send a message round.
+        let flow = FlowBuilder::new()
+            .node("f.qa.router-a", "router")
+            .edge("f.qa.router-a:out_again", "f.qa.router-a:in", json!("{{$}}"))
+            .build();
+        let problems = validate(&flow, &c);
+        assert_eq!(
+            kinds(&problems),
+            [(ProblemKind::Cycle, "f.qa.router-a", Some("out_again"), None)],
+            "{problems:#?}"
         );
     }
 }
