@@ -33,7 +33,7 @@ pub async fn env() -> Cluster {
     Cluster { env, _slot: slot }
 }
 
-/// A test's control plane ([`env`]) and its turn: dropped, the next cluster test of the
+/// A test's control plane ([`env()`]) and its turn: dropped, the next cluster test of the
 /// binary starts.
 #[derive(Debug)]
 pub struct Cluster {
