@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 use tiny_example_common::{
-    array_filter::ArrayFilter, array_get::ArrayGet, budget_guard::BudgetGuard, collect::Collect, display::Display,
-    form::Form, group_by::GroupBy, inject::Inject, retry::Retry, transform::Transform,
+    array_filter::ArrayFilter, array_get::ArrayGet, budget_guard::BudgetGuard, chat::Chat, collect::Collect,
+    display::Display, form::Form, group_by::GroupBy, inject::Inject, retry::Retry, transform::Transform,
 };
 use tiny_example_http::{auth_parse::HttpAuthParse, logql::LogqlQuery, promql::PromqlQuery};
 use tiny_sdk::{engine::NodeReport, flow::FlowBuilder, harness::Harness};
@@ -29,6 +29,7 @@ async fn ports(component: &str, settings: Value) -> Value {
         .register::<Inject>()
         .register::<Display>()
         .register::<Form>()
+        .register::<Chat>()
         .register::<HttpAuthParse>()
         .register::<PromqlQuery>()
         .register::<LogqlQuery>()
@@ -132,4 +133,10 @@ async fn promql_query_ports() {
 async fn logql_query_ports() {
     let settings = json!({"baseURL": "http://loki:3100", "timeoutSeconds": 30, "enableErrorPort": true});
     insta::assert_json_snapshot!(ports("logql_query", settings).await);
+}
+
+#[tokio::test]
+async fn chat_ports() {
+    let settings = json!({"enableErrorPort": true, "historyLimit": 50, "placeholder": "Ask the agent"});
+    insta::assert_json_snapshot!(ports("chat", settings).await);
 }

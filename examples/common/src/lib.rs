@@ -25,6 +25,7 @@
 //! | [`transform`] | a passthrough for edge mappings (Go's `modify`) |
 //! | [`budget_guard`] | ceilings carried in the message, settings checked when applied |
 //! | [`retry`] | a backoff wait, then an emit; attempts carried in the message |
+//! | [`chat`] | a conversation in node state: a widget schema of Go's (`format: chat`), detached emits from the widget, expiry on reconcile |
 //! | [`collect`] | fan-in across messages: groups in node state, a timeout, a cap |
 //! | [`display`] | a `_control` view kept in node state, refreshed on reconcile |
 //! | [`form`] | a Submit button, a result line and prefill kept in node state |
@@ -35,6 +36,7 @@ pub mod array_get;
 pub mod array_split;
 pub mod asynchronous;
 pub mod budget_guard;
+pub mod chat;
 pub mod collect;
 pub mod cron;
 pub mod debug;
@@ -75,6 +77,7 @@ pub fn registry() -> tiny_sdk::engine::Registry {
         .register::<collect::Collect>()
         .register::<inject::Inject>()
         .register::<display::Display>()
-        .register::<form::Form>();
+        .register::<form::Form>()
+        .register::<chat::Chat>();
     r
 }

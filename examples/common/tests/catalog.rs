@@ -1,6 +1,6 @@
 //! The components of Go's catalog added to the common module (array_filter,
 //! array_get, group_by, transform, budget_guard, retry, collect, inject, display,
-//! form), in-process: messages in, messages out, errors, settings, node state and
+//! form, chat), in-process: messages in, messages out, errors, settings, node state and
 //! `_control` views.
 
 use std::time::{Duration, Instant};
@@ -10,6 +10,7 @@ use tiny_example_common::{
     array_filter::ArrayFilter,
     array_get::ArrayGet,
     budget_guard::BudgetGuard,
+    chat::{Chat, PendingQuestion, ThreadEntry},
     collect::{Collect, GroupState},
     display::Display,
     form::Form,
@@ -40,6 +41,7 @@ fn builder() -> HarnessBuilder {
         .register::<Inject>()
         .register::<Display>()
         .register::<Form>()
+        .register::<Chat>()
         .register::<Relay>()
 }
 
@@ -846,4 +848,213 @@ async fn form_submit_emits_the_values_and_the_result_shows_in_place() {
     assert!(eventually(Duration::from_secs(2), || h.emitted("n:out").len() == 2).await);
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(h.emitted("n:out").len(), 2);
+}
+
+// ---------------------------------------------------------------------------------
+// chat
+
+fn thread(h: &Harness) -> Vec<ThreadEntry> {
+    h.state("n", "thread").expect("readable").unwrap_or_default()
+}
+
+#[tokio::test]
+async fn chat_carries_a_message_out_and_the_reply_closes_it() {
+    let h = harness(one(
+        "chat",
+        json!({"placeholder": "Ask the agent…"}),
+        &["message", "answer"],
+    ))
+    .await;
+    let r = report(&h);
+    assert_eq!(
+        names(&r),
+        ["_control", "_settings", "answer", "ask", "clear", "message", "say"]
+    );
+    for (p, pos) in [
+        ("say", Position::Left),
+        ("ask", Position::Left),
+        ("clear", Position::Left),
+    ] {
+        assert_eq!(place(&r, p), (p[..1].to_uppercase() + &p[1..], pos, false));
+    }
+    assert_eq!(place(&r, "answer"), ("Answer".into(), Position::Right, true));
+    assert_eq!(port(&r, "_control").schema["$defs"]["ChatControl"]["format"], "chat");
+    assert_eq!(
+        port(&r, "answer").configuration,
+        json!({"questionId": "", "values": {"approve": false, "deny": false}})
+    );
+    assert_eq!(control(&h), json!({"thread": [], "placeholder": "Ask the agent…"}));
+
+    h.send("n:_control", json!({"_kind": "message", "text": "how is prod?"}))
+        .await
+        .expect("typed");
+    assert!(eventually(Duration::from_secs(2), || h.emitted("n:message").len() == 1).await);
+    let msg = h.emitted("n:message").remove(0);
+    let rid = msg["requestId"].as_str().expect("a request id").to_owned();
+    assert!(rid.starts_with("m-"), "{rid}");
+    assert_eq!(msg["text"], "how is prod?");
+    let t = thread(&h);
+    assert_eq!((t.len(), t[0].kind.as_str(), t[0].pending), (1, "message", true));
+
+    h.send("n:say", json!({"requestId": rid, "text": "**all green**"}))
+        .await
+        .expect("said");
+    let t = thread(&h);
+    assert!(!t[0].pending, "the reply closes the message");
+    assert_eq!(
+        (t[1].kind.as_str(), t[1].role.as_str(), t[1].text.as_str()),
+        ("reply", "assistant", "**all green**")
+    );
+    assert_eq!(control(&h)["thread"].as_array().map(Vec::len), Some(2));
+    // A push with no request id still lands; an empty composer message does nothing.
+    h.send("n:say", json!({"role": "system", "text": "deploy started"}))
+        .await
+        .expect("said");
+    h.send("n:_control", json!({"_kind": "message", "text": ""}))
+        .await
+        .expect("ignored");
+    h.send("n:_control", json!({"text": "no kind: a re-render"}))
+        .await
+        .expect("ignored");
+    assert_eq!(thread(&h).len(), 3);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(h.emitted("n:message").len(), 1);
+}
+
+#[tokio::test]
+async fn chat_questions_queue_and_only_the_head_is_answered() {
+    let h = harness(one("chat", json!({}), &["message", "answer"])).await;
+    h.send("n:ask", json!({"context": {"deploy": 1}})).await.expect("asked");
+    h.send("n:ask", json!({"context": {"deploy": 2}, "form": r#"{"type":"object","properties":{"ok":{"type":"boolean","format":"button"},"key":{"type":"string","format":"password"}}}"#}))
+        .await
+        .expect("asked");
+    let queue: Vec<PendingQuestion> = h.state("n", "queue").expect("readable").expect("queued");
+    assert_eq!(queue.len(), 2);
+    let pending = control(&h)["pendingQuestion"].clone();
+    assert_eq!(pending["qid"], json!(queue[0].id));
+    assert_eq!(pending["waiting"], 1);
+    assert_eq!(pending["form"]["properties"]["approve"]["format"], "button");
+
+    // A card for another question, or no button pressed: nothing.
+    h.send(
+        "n:_control",
+        json!({"_kind": "answer", "_qid": queue[1].id, "approve": true}),
+    )
+    .await
+    .expect("ignored");
+    h.send(
+        "n:_control",
+        json!({"_kind": "answer", "_qid": queue[0].id, "approve": false}),
+    )
+    .await
+    .expect("ignored");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(h.emitted("n:answer").is_empty());
+
+    h.send(
+        "n:_control",
+        json!({"_kind": "answer", "_qid": queue[0].id, "approve": true}),
+    )
+    .await
+    .expect("answered");
+    assert!(eventually(Duration::from_secs(2), || h.emitted("n:answer").len() == 1).await);
+    assert_eq!(
+        h.emitted("n:answer")[0],
+        json!({"questionId": queue[0].id, "values": {"approve": true}, "context": {"deploy": 1}})
+    );
+    // The second question's password travels raw on Answer, masked in the thread.
+    h.send(
+        "n:_control",
+        json!({"_kind": "answer", "_qid": queue[1].id, "ok": true, "key": "hunter2"}),
+    )
+    .await
+    .expect("answered");
+    assert!(eventually(Duration::from_secs(2), || h.emitted("n:answer").len() == 2).await);
+    assert_eq!(
+        h.emitted("n:answer")[1]["values"],
+        json!({"ok": true, "key": "hunter2"})
+    );
+    let answers: Vec<ThreadEntry> = thread(&h).into_iter().filter(|t| t.kind == "answer").collect();
+    assert_eq!(
+        answers[1].values.as_ref().map(|v| v["key"].clone()),
+        Some(json!("••••••"))
+    );
+    assert!(thread(&h).iter().filter(|t| t.kind == "question").all(|t| !t.pending));
+    assert!(
+        h.state::<Value>("n", "queue").expect("readable").is_none(),
+        "an empty queue is removed"
+    );
+    assert!(control(&h).get("pendingQuestion").is_none());
+}
+
+#[tokio::test]
+async fn chat_expires_old_questions_onto_the_error_port_with_a_note() {
+    let old = vec![PendingQuestion {
+        id: "q-1-00000000".into(),
+        context: json!({"deploy": "old"}),
+        form: json!({}),
+        asked_at: "2020-01-01T00:00:00Z".into(),
+    }];
+    let h = builder()
+        .flow(one(
+            "chat",
+            json!({"timeoutSeconds": 60, "enableErrorPort": true}),
+            &["error"],
+        ))
+        .state("n", "queue", &old)
+        .build()
+        .await
+        .expect("loads");
+    assert_eq!(place(&report(&h), "error"), ("Error".into(), Position::Bottom, true));
+    h.send("n:ask", json!({"context": {"deploy": "new"}}))
+        .await
+        .expect("asked");
+    assert!(eventually(Duration::from_secs(2), || h.emitted("n:error").len() == 1).await);
+    assert_eq!(
+        h.emitted("n:error")[0],
+        json!({"context": {"deploy": "old"}, "error": "question expired after 60s"})
+    );
+    let t = thread(&h);
+    assert_eq!((t[0].kind.as_str(), t[0].role.as_str()), ("note", "error"));
+    let queue: Vec<PendingQuestion> = h.state("n", "queue").expect("readable").expect("queued");
+    assert_eq!(queue.len(), 1);
+    assert_eq!(queue[0].context, json!({"deploy": "new"}));
+}
+
+#[tokio::test]
+async fn chat_keeps_its_conversation_across_a_restart_trims_and_clears() {
+    let h = harness(one("chat", json!({"historyLimit": 3}), &[])).await;
+    for n in 0..5 {
+        h.send("n:say", json!({"text": format!("line {n}")}))
+            .await
+            .expect("said");
+    }
+    h.send("n:ask", json!({"context": 1})).await.expect("asked");
+    let texts: Vec<String> = thread(&h).into_iter().map(|t| t.text).collect();
+    assert_eq!(texts, ["line 3", "line 4", ""]);
+    h.restart_node("n").await.expect("restarts");
+    assert_eq!(control(&h)["thread"].as_array().map(Vec::len), Some(3));
+    assert!(control(&h)["pendingQuestion"].is_object());
+    h.send("n:clear", json!({"context": "again"})).await.expect("cleared");
+    assert!(h.state::<Value>("n", "thread").expect("readable").is_none());
+    assert!(h.state::<Value>("n", "queue").expect("readable").is_none());
+    assert_eq!(control(&h)["thread"], json!([]));
+}
+
+#[tokio::test]
+async fn chat_refuses_a_form_that_is_not_json() {
+    let h = harness(one("chat", json!({}), &[])).await;
+    let err = h.send("n:ask", json!({"form": "{nope"})).await.expect_err("not JSON");
+    assert!(err.to_string().contains("ask form is not valid JSON"), "{err}");
+    let (_h, errors) = builder()
+        .flow(one("chat", json!({"form": "{nope"}), &[]))
+        .build_lenient()
+        .await
+        .expect("the harness builds");
+    assert!(
+        errors
+            .iter()
+            .any(|(_, e)| e.to_string().contains("form is not valid JSON")),
+        "{errors:?}"
+    );
 }
