@@ -33,7 +33,7 @@ CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-e
 
 test-k8s-oldest: export TINY_K8S_VERSION = 1.20
 test-k8s-oldest: ## the cluster tests on the oldest Kubernetes tiny supports (1.20.2, from Debian's source package; not part of CI)
-	$(CARGO) test --locked $(CLUSTER_TESTS)
+	$(CARGO) test --locked --no-fail-fast $(CLUSTER_TESTS)
 
 lint: ## clippy with -D warnings, rustfmt check, and the docs build without warnings (`make doc`)
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
