@@ -85,9 +85,29 @@ pub fn node_status(
             last_transition_time: since,
         });
     }
+    if let Some(failure) = report.and_then(|r| r.delivery_failure.as_ref()) {
+        // The node runs, but a message it sent did not get through: its status text
+        // (what the editor shows) and a condition say why, for a minute after.
+        if !s.error {
+            s.status.clone_from(failure);
+        }
+        let since = changed_at(previous, DELIVERY_CONDITION, |c| c.message == *failure);
+        s.conditions.push(Condition {
+            type_: DELIVERY_CONDITION.into(),
+            status: "False".into(),
+            reason: "MessageTooLarge".into(),
+            message: failure.clone(),
+            observed_generation: Some(generation),
+            last_transition_time: since,
+        });
+    }
     s.last_update_time = previous.and_then(|p| p.last_update_time.clone());
     s
 }
+
+/// The condition of a node one of whose messages the wire to another module refused
+/// (too large), while [`FAILING_WINDOW`](tiny_sdk::engine::FAILING_WINDOW) lasts.
+pub const DELIVERY_CONDITION: &str = "Delivered";
 
 /// The condition a node gets while edges of its lead to nodes that do not exist
 /// (`missing`: one line each); `None` while every edge has its target.

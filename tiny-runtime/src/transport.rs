@@ -59,6 +59,7 @@ enum Nats {
 impl Transport {
     /// gRPC only, advertising `grpc_addr`.
     pub fn grpc(module: &str, grpc_addr: &str) -> Self {
+        tiny_sdk::limits::set_wire_max(crate::grpc::DEFAULT_MAX_MESSAGE_SIZE);
         Self::new(module, grpc_addr, Nats::Off)
     }
 
@@ -83,7 +84,13 @@ impl Transport {
         };
         match Link::connect(url).await {
             Ok(link) => {
-                if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+                if link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+                    // What the broker takes, read once at connect: components whose
+                    // own limits are larger say so (a default broker takes 1 MiB).
+                    let max = link.client().server_info().max_payload;
+                    tiny_sdk::limits::set_wire_max(max);
+                    tracing::info!(url = %link.url(), max_payload = max, "NATS broker connected");
+                } else {
                     tracing::warn!(
                         url = %link.url(),
                         grpc = %grpc_addr,

@@ -60,6 +60,7 @@ mod fast_alloc;
 pub mod flow;
 pub mod handler;
 pub mod harness;
+pub mod limits;
 pub mod message;
 pub mod metadata;
 pub mod msg;

@@ -38,7 +38,9 @@ pub struct ServerSettings {
     #[serde(default)]
     pub enable_stop_port: bool,
     /// The largest request body, in MB; 0 means 10 MB. A larger body is answered with
-    /// `413 Payload Too Large`.
+    /// `413 Payload Too Large`. A request that crosses to another module must also fit
+    /// the wire: the NATS broker's `max_payload` (1 MB on a default broker) or gRPC's
+    /// 4 MB; a larger one is answered `413` too (`MESSAGE_TOO_LARGE`).
     #[tiny(title = "Max Body Size (MB)")]
     #[serde(default)]
     pub max_body_size: i64,
@@ -473,11 +475,13 @@ async fn serve(
         ctx.detach(move |ctx| async move { status.emit(&ctx, up).await.map(drop) });
     }
     tracing::info!(node = ctx.node_name(), port, "http_server listening");
+    let limit = body_limit(ctx.settings());
+    warn_over_wire(ctx.node_name(), limit);
     let serving = Arc::new(Serving {
         context,
         ctx: ctx.clone(),
         request,
-        limit: body_limit(ctx.settings()),
+        limit,
         write_timeout: seconds(start.write_timeout),
         read_timeout: seconds(start.read_timeout),
         tls: tls.is_some(),
@@ -587,6 +591,28 @@ async fn expose(ctx: &Ctx<HttpServer>, start: &Start, port: u16, tls: bool) -> V
 
 fn seconds(s: i64) -> Option<Duration> {
     u64::try_from(s).ok().filter(|s| *s > 0).map(Duration::from_secs)
+}
+
+/// Says once per node and limit when bodies this server takes would not fit the wire
+/// to another module: a request carrying one fails with `413` and `MESSAGE_TOO_LARGE`.
+fn warn_over_wire(node: &str, limit: usize) {
+    static WARNED: std::sync::Mutex<Vec<(String, usize)>> = std::sync::Mutex::new(Vec::new());
+    let Some(max) = tiny_sdk::limits::wire_max().filter(|max| limit > *max) else {
+        return;
+    };
+    let mut warned = WARNED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if warned.iter().any(|(n, l)| n == node && *l == limit) {
+        return;
+    }
+    warned.push((node.to_owned(), limit));
+    tracing::warn!(
+        node,
+        max_body_size = limit,
+        wire_max = max,
+        "maxBodySize is larger than the wire to other modules carries (the NATS broker's max_payload, or gRPC's \
+         4 MiB): a larger body crossing modules is answered 413 (MESSAGE_TOO_LARGE); raise the broker's \
+         max_payload or lower maxBodySize"
+    );
 }
 
 fn body_limit(settings: &ServerSettings) -> usize {

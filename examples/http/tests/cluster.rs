@@ -607,3 +607,78 @@ async fn validate_in_the_http_module_accepts_the_flow_that_runs() {
     assert_eq!(stdout, "");
     common.stop().await;
 }
+
+/// A body over a default broker's 1 MiB crossing to the common module on NATS: the
+/// client gets 413 `MESSAGE_TOO_LARGE`, the server's node shows why, and the module
+/// warned when the server started that `maxBodySize` is over what the broker takes
+/// (issue 47).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_brokers_max_payload_is_413_and_the_node_shows_why() {
+    let env = env().await;
+    let broker = tiny_testenv::NatsServer::start().await.expect("nats-server starts");
+    let kube = env.client();
+    let ns = "webbig";
+    env.create_namespace(ns).await.expect("namespace");
+    let url = broker.url();
+    let (common, receiver) = common_module(&kube, ns, Some(&url)).await;
+    let log = std::env::temp_dir().join(format!("tiny-http-big-{}.log", std::process::id()));
+    let module = Replica::builder(env!("CARGO_BIN_EXE_http-module"), &env, ns, "http-0", "http-module-v0")
+        .args(["--pod-selector", "app=http-module"])
+        .nats(&url)
+        .logs(&log)
+        .start();
+    let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), ns);
+    for n in flow() {
+        let mut n = serde_json::to_value(&n).expect("json");
+        if n["metadata"]["name"] == SERVER {
+            // Bodies up to 4 MB pass the server, to reach the wire.
+            n["spec"]["ports"][0]["configuration"] = json!(b64(&json!({"maxBodySize": 4})));
+        }
+        let n: TinyNode = serde_json::from_value(n).expect("a TinyNode");
+        nodes.create(&PostParams::default(), &n).await.expect("node created");
+    }
+    signal_in(&kube, ns, "start", SERVER, "start", json!({"writeTimeout": 30})).await;
+    let port = running_port(&nodes).await;
+    let http: Http = Client::builder(TokioExecutor::new()).build_http();
+    let (status, _, body) = call(&http, port, "POST", "/big", &"x".repeat(1536 * 1024)).await;
+    assert_eq!(
+        status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    assert!(String::from_utf8_lossy(&body).contains("MESSAGE_TOO_LARGE"));
+    // The node that sent it says why (today it stayed `OK`).
+    let shown = eventually("the server's node to show the failure", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let status = nodes.get(SERVER).await.ok()?.status?;
+            let c = status.conditions.iter().find(|c| c.type_ == "Delivered")?.clone();
+            Some((status.status, c))
+        }
+    })
+    .await;
+    assert_eq!(shown.1.status, "False");
+    assert_eq!(shown.1.reason, "MessageTooLarge");
+    assert!(
+        shown.1.message.contains("too large") && shown.1.message.contains(ROUTER),
+        "{:?}",
+        shown.1
+    );
+    assert_eq!(shown.0, shown.1.message, "the status text says it too");
+    // A small one still crosses.
+    let (status, _, got) = call(&http, port, "POST", "/small", "fits").await;
+    assert_eq!((status, &got[..]), (StatusCode::OK, &b"fits"[..]));
+    drop(module);
+    let logs = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    assert!(
+        logs.contains("maxBodySize is larger than the wire"),
+        "warned once at start: {logs}"
+    );
+    assert_eq!(logs.matches("maxBodySize is larger than the wire").count(), 1, "{logs}");
+    if let Some(r) = receiver {
+        r.stop().await;
+    }
+    common.stop().await;
+}

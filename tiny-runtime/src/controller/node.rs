@@ -284,7 +284,9 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
     write_status(api, shared, &name, current, desired).await?;
     publish_error(shared, node, &name, error.as_ref().map(ToString::to_string)).await;
     // A failing edge is looked at again once it may have stopped, to clear its condition.
-    let failing = report.as_ref().is_some_and(|r| !r.failing_edges.is_empty());
+    let failing = report
+        .as_ref()
+        .is_some_and(|r| !r.failing_edges.is_empty() || r.delivery_failure.is_some());
     Ok(Action::requeue(again(if failing {
         tiny_sdk::engine::FAILING_WINDOW
     } else {

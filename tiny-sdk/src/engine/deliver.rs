@@ -126,7 +126,20 @@ impl Inner {
             );
         }
         match (module, &self.router) {
-            (Some(module), Some(router)) if !ours => router.route(module, d).await,
+            (Some(module), Some(router)) if !ours => {
+                let edge = match d.source {
+                    super::address::Source::Edge { from, edge_id } => Some((from, edge_id)),
+                    super::address::Source::Signal => None,
+                };
+                let routed = router.route(module, d).await;
+                // The wire's limit is the sender's problem to see: shown on its node.
+                if let (Err(e), Some((from, edge_id))) = (&routed, edge)
+                    && e.code() == Some(code::MESSAGE_TOO_LARGE)
+                {
+                    self.delivery_failed(from, edge_id, node, e);
+                }
+                routed
+            }
             _ if absent => Err(Error::permanent(format!(
                 "module `{}` has no node `{node}` (message for port `{port}`): no TinyNode of that name exists",
                 self.module

@@ -20,6 +20,11 @@ pub struct NodeReport {
     /// the Go SDK), one line each naming the edge, the field and the expression; and
     /// settings expressions that failed (settings see no message), first.
     pub failing_edges: Vec<String>,
+    /// A message this node sent within [`FAILING_WINDOW`](super::FAILING_WINDOW) that
+    /// the wire to another module refused (`MESSAGE_TOO_LARGE`: over the broker's
+    /// `max_payload` or gRPC's message size), naming the edge: the sender learns it
+    /// from the error, and its node shows it.
+    pub delivery_failure: Option<String>,
 }
 
 /// One port in a [`NodeReport`].
@@ -62,6 +67,7 @@ impl Engine {
                 ports: Vec::new(),
                 error,
                 failing_edges: Vec::new(),
+                delivery_failure: self.inner.recent_delivery_failure(name),
             });
         };
         let known = self.inner.known.get();
@@ -93,6 +99,7 @@ impl Engine {
             ports,
             error,
             failing_edges: runner.failing_edges(),
+            delivery_failure: self.inner.recent_delivery_failure(name),
         })
     }
 }

@@ -57,9 +57,42 @@ pub(crate) struct Inner {
     pub answers: Option<Arc<dyn crate::run::AnswerInbox>>,
     /// The run steps under way here, one delivery of each at a time.
     pub steps: super::steps::Steps,
+    /// Per node, the last message it sent that the wire to another module refused
+    /// (too large for the broker), for its status.
+    pub delivery_failures: std::sync::Mutex<HashMap<String, (std::time::Instant, String)>>,
 }
 
 impl Inner {
+    /// Records that a message `from` (`<node>:<port>`) sent along `edge` to `to` was
+    /// refused by the wire (`error`), and has the node's status rewritten.
+    pub fn delivery_failed(&self, from: &str, edge: &str, to: &str, error: &crate::error::Error) {
+        let node = from.split_once(':').map_or(from, |(n, _)| n);
+        let text = format!("edge `{edge}` from `{from}` to `{to}`: {error}");
+        self.delivery_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(node.to_owned(), (std::time::Instant::now(), text));
+        if let Some(changed) = &self.on_change {
+            changed(node);
+        }
+    }
+
+    /// The delivery failure of `node` within [`FAILING_WINDOW`](super::FAILING_WINDOW).
+    pub fn recent_delivery_failure(&self, node: &str) -> Option<String> {
+        let mut failures = self
+            .delivery_failures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match failures.get(node) {
+            Some((at, text)) if at.elapsed() < super::FAILING_WINDOW => Some(text.clone()),
+            Some(_) => {
+                failures.remove(node);
+                None
+            }
+            None => None,
+        }
+    }
+
     pub fn nodes_read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Arc<str>, Slot>> {
         self.nodes.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }

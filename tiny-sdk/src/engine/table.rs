@@ -228,6 +228,7 @@ impl EngineBuilder {
                 runs: self.runs,
                 answers: self.answers,
                 steps: Default::default(),
+                delivery_failures: std::sync::Mutex::default(),
             }),
         }
     }
