@@ -1,4 +1,5 @@
-//! `common-module`: the Go common module's everyday components, written with tiny.
+//! `common-module`: the Go common module's components (22 of its 23; not yet
+//! `flow_telemetry`), written with tiny.
 //!
 //! Names, ports and settings keys are Go's, so a flow built for the Go module loads
 //! unchanged, and the ticker and cron keep what they need on the node under Go's

@@ -1,5 +1,5 @@
-//! `http-module`: the Go http module's `http_server` and `http_request`, written with
-//! tiny, on hyper.
+//! `http-module`: the Go http module's `http_server`, `http_request`,
+//! `http_auth_parse`, `promql_query` and `logql_query`, written with tiny, on hyper.
 //!
 //! Port names, settings keys and message fields are Go's, so a flow built for the Go
 //! module loads unchanged. Where Go's behaviour is a trap, tiny does better and says
