@@ -682,3 +682,50 @@ async fn a_body_over_the_brokers_max_payload_is_413_and_the_node_shows_why() {
     }
     common.stop().await;
 }
+
+/// The http module restarted: the server it brings back from `http-start` keeps the
+/// node's `maxBodySize` (1 MB here), as a started one does (issue 47: it took the
+/// 10 MB default and answered a 1.5 MB body with 200).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_module_brings_its_server_back_with_its_settings() {
+    let env = env().await;
+    let kube = env.client();
+    let ns = "webre";
+    env.create_namespace(ns).await.expect("namespace");
+    let (common, _) = common_module(&kube, ns, None).await;
+    let http = http_module(&env, ns, None);
+    let nodes: Api<TinyNode> = Api::namespaced(kube.clone(), ns);
+    for n in flow() {
+        nodes.create(&PostParams::default(), &n).await.expect("node created");
+    }
+    signal_in(&kube, ns, "start", SERVER, "start", json!({"writeTimeout": 30})).await;
+    let port = running_port(&nodes).await;
+    let client: Http = Client::builder(TokioExecutor::new()).build_http();
+    let big = "x".repeat(1536 * 1024);
+    assert_eq!(
+        call(&client, port, "POST", "/big", &big).await.0,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    drop(http);
+    let _http = http_module(&env, ns, None);
+    // Back on its saved port once the new process resumed it.
+    eventually("the restarted server to answer", Duration::from_secs(60), || {
+        let client = client.clone();
+        async move {
+            let req = Request::builder()
+                .method("POST")
+                .uri(format!("http://127.0.0.1:{port}/again"))
+                .body(Full::new(Bytes::from_static(b"small")))
+                .ok()?;
+            let resp = client.request(req).await.ok()?;
+            (resp.status() == StatusCode::OK).then_some(())
+        }
+    })
+    .await;
+    assert_eq!(
+        call(&client, port, "POST", "/big", &big).await.0,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "maxBodySize holds after a restart"
+    );
+    common.stop().await;
+}
