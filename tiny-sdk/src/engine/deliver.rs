@@ -26,7 +26,7 @@ const ABSENT_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 pub const NODE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What waiting for a node of this module came to.
-pub(super) enum Waited {
+enum Waited {
     /// The node loaded, or failed to: its runner or its failure.
     Found((Option<Arc<Runner>>, Option<Error>)),
     /// It does not exist: the directory's list lacks it and the directory confirmed it.
@@ -41,7 +41,7 @@ impl Inner {
     /// directory confirms it is gone: a node created a moment ago reaches the API server
     /// before the module's watch, and a message sent into a new flow at once must wait
     /// for it, not fail.
-    pub(super) async fn wait_for(&self, node: &str, hop: &Hop) -> Waited {
+    async fn wait_for(&self, node: &str, hop: &Hop) -> Waited {
         let start = tokio::time::Instant::now();
         let deadline = start + self.node_wait;
         let mut check_at = start + ABSENT_CHECK;
@@ -69,6 +69,15 @@ impl Inner {
             pause = (pause * 2).min(std::time::Duration::from_millis(250));
         }
         Waited::NotYet
+    }
+
+    /// [`wait_for`](Self::wait_for), for a caller that needs only the runner, if the node
+    /// loads.
+    pub(super) async fn wait_for_runner(&self, node: &str) -> Option<Arc<Runner>> {
+        match self.wait_for(node, &Hop::default()).await {
+            Waited::Found((runner, _)) => runner,
+            Waited::Absent | Waited::NotYet => None,
+        }
     }
 
     /// Delivers to a local node, or hands the message to the remote router: the one

@@ -54,10 +54,7 @@ impl super::Engine {
                 if !ours {
                     return false;
                 }
-                match inner.wait_for(node, &crate::context::Hop::default()).await {
-                    super::deliver::Waited::Found((runner, _)) => runner,
-                    super::deliver::Waited::Absent | super::deliver::Waited::NotYet => None,
-                }
+                inner.wait_for_runner(node).await
             }
         };
         runner.is_some_and(|r| mints(&r, port))
