@@ -151,6 +151,10 @@ struct SendArgs {
     /// The broker (`nats://[token@]host:port`).
     #[arg(long, env = "TINY_NATS_URL")]
     nats_url: String,
+    /// The broker's token, when it is not in the URL (the chart sets it from the broker's
+    /// Secret): any characters, none of them escaped; it replaces the URL's user info.
+    #[arg(long, env = "TINY_NATS_TOKEN")]
+    nats_token: Option<String>,
 }
 
 /// `TINY_NATS_TRANSPORT`.
@@ -230,6 +234,10 @@ struct RunArgs {
     /// over NATS, as a Go module with TINY_NATS_URL. Unset: gRPC only.
     #[arg(long, env = "TINY_NATS_URL")]
     nats_url: Option<String>,
+    /// The broker's token, when it is not in the URL (the chart sets it from the broker's
+    /// Secret): any characters, none of them escaped; it replaces the URL's user info.
+    #[arg(long, env = "TINY_NATS_TOKEN")]
+    nats_token: Option<String>,
     /// How modules talk over NATS: `core` (request/reply, at most once) or `jetstream` (every hop
     /// stored in Go's streams; durable runs that survive a crash, recorded in the KV `TINY_EXEC`).
     /// Every module on one broker must use the same.
@@ -325,6 +333,14 @@ impl Module {
             Err(e) => e.exit(),
         };
         command(cli.command, cli.log_format, self.registry, &self.requirements)
+    }
+}
+
+/// The broker's URL, with the token of `TINY_NATS_TOKEN` in it when there is one.
+fn nats_url(url: Option<&str>, token: Option<&str>) -> Option<String> {
+    match (url, token.filter(|t| !t.is_empty())) {
+        (Some(url), Some(token)) => Some(crate::nats::with_token(url, token)),
+        (url, _) => url.map(str::to_owned),
     }
 }
 
@@ -518,7 +534,8 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
             .unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())),
     );
     let grpc_addr = config.grpc_addr.clone().unwrap_or_default();
-    let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, args.nats_url.as_deref()).await);
+    let nats_url = nats_url(args.nats_url.as_deref(), args.nats_token.as_deref());
+    let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats_url.as_deref()).await);
     tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();
     let jetstream = match (transport.link(), args.nats_transport) {
@@ -763,9 +780,8 @@ async fn send(args: SendArgs) -> Result<(), String> {
     }
     // A target that cannot be sent to is said before connecting.
     crate::nats::envelope(&args.node, &args.port, &opts).map_err(|e| e.to_string())?;
-    let link = crate::nats::Link::connect(&args.nats_url)
-        .await
-        .map_err(|e| e.to_string())?;
+    let url = nats_url(Some(&args.nats_url), args.nats_token.as_deref()).unwrap_or_default();
+    let link = crate::nats::Link::connect(&url).await.map_err(|e| e.to_string())?;
     if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
         return Err(format!(
             "the NATS broker at {} did not answer within {} s",

@@ -199,17 +199,25 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
         var(&env, "TINY_NATS_URL"),
         Some(json!({"name": "TINY_NATS_URL", "value": "nats://tok@tinysystems-nats:4222"}))
     );
-    // The TinySystems NATS chart's Secret: the token comes from it, never from values.
-    let env = env_of("nats: {url: 'nats://tinysystems-nats:4222', tokenSecret: {name: tinysystems-nats-auth}}");
+    // The TinySystems NATS chart's Secret: the token comes from it, never from values,
+    // in a variable of its own (written into the URL, a `/` in it would end the
+    // authority); the URL keeps its scheme and loses any user info.
+    let env = env_of("nats: {url: 'tls://old@tinysystems-nats:4222', tokenSecret: {name: tinysystems-nats-auth}}");
     assert_eq!(
-        var(&env, "NATS_TOKEN"),
+        var(&env, "TINY_NATS_TOKEN"),
         Some(
-            json!({"name": "NATS_TOKEN", "valueFrom": {"secretKeyRef": {"name": "tinysystems-nats-auth", "key": "token"}}})
+            json!({"name": "TINY_NATS_TOKEN", "valueFrom": {"secretKeyRef": {"name": "tinysystems-nats-auth", "key": "token"}}})
         )
     );
     assert_eq!(
         var(&env, "TINY_NATS_URL").map(|v| v["value"].clone()),
-        Some(json!("nats://$(NATS_TOKEN)@tinysystems-nats:4222"))
+        Some(json!("tls://tinysystems-nats:4222"))
+    );
+    assert_eq!(var(&env, "NATS_TOKEN"), None);
+    let env = env_of("nats: {url: 'nats://tinysystems-nats:4222', tokenSecret: {name: tinysystems-nats-auth}}");
+    assert_eq!(
+        var(&env, "TINY_NATS_URL").map(|v| v["value"].clone()),
+        Some(json!("nats://tinysystems-nats:4222"))
     );
     // Core by default; JetStream with the reconciler's settings.
     assert_eq!(

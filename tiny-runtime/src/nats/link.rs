@@ -137,6 +137,39 @@ pub(crate) fn parse_url(url: &str) -> Result<Target, LinkError> {
     Ok(target)
 }
 
+/// `url` with `token` as the user info of each of its servers (any user info it had
+/// replaced), percent-encoded: a token from a Secret may hold `/`, `@` or `:`, which
+/// written raw into a URL would end its authority early (and show part of the token
+/// where the URL is logged masked).
+///
+/// ```
+/// use tiny_runtime::nats::with_token;
+/// assert_eq!(
+///     with_token("tls://old@nats-a:4222,nats-b:4222", "a/b@c"),
+///     "tls://a%2Fb%40c@nats-a:4222,nats://a%2Fb%40c@nats-b:4222"
+/// );
+/// ```
+pub fn with_token(url: &str, token: &str) -> String {
+    let mut encoded = String::with_capacity(token.len());
+    for b in token.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            encoded.push(char::from(b));
+        } else {
+            encoded.push_str(&format!("%{b:02X}"));
+        }
+    }
+    url.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let (scheme, rest) = part.split_once("://").unwrap_or(("nats", part));
+            let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+            format!("{scheme}://{encoded}@{host}")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Percent-decoding of URL user info (a token with `@` or `:` must be escaped).
 fn decode(s: &str) -> String {
     let bytes = s.as_bytes();

@@ -24,7 +24,7 @@ pub(crate) mod router;
 mod send;
 pub mod wire;
 
-pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT};
+pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT, with_token};
 pub use receiver::{Receiver, listen};
 pub use router::NatsRouter;
 pub(crate) use send::envelope;
