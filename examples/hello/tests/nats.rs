@@ -291,7 +291,9 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
 
     // Under load, one replica is SIGKILLed while it holds messages (each waits 200 ms
     // in beta's delay): what it held is lost (core NATS delivers at most once), and
-    // alpha's edge retry (3 attempts, 5 s each) sends it to a survivor.
+    // alpha's edge retry (3 attempts, 5 s each) sends it to a survivor. 24 in flight over
+    // three replicas: the chance that the victim holds none when it dies is (2/3)^24,
+    // under one in ten thousand, and the test says so rather than pass on nothing.
     let total = 120u32;
     let (done, failed) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
     let load = {
@@ -310,7 +312,7 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
         tokio::spawn(async move {
             use futures::StreamExt as _;
             futures::stream::iter(calls)
-                .buffer_unordered(8)
+                .buffer_unordered(24)
                 .collect::<Vec<()>>()
                 .await
         })
@@ -339,11 +341,14 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
             .unwrap_or(0);
     }
     println!(
-        "SIGKILL of a beta replica under load ({total} messages of 200 ms, 8 in flight; it had handled {handled_before_kill}): \
+        "SIGKILL of a beta replica under load ({total} messages of 200 ms, 24 in flight; it had handled {handled_before_kill}): \
          {done} answered, {failed} failed; {lost} hops were lost in flight, {retried} sent again by alpha's edge retry and answered by a survivor"
     );
-    assert_eq!(done + failed, total);
-    assert_eq!(failed, 0, "every lost hop is recovered by the retry");
+    assert!(
+        lost > 0,
+        "the victim held no message when it was killed: nothing to recover"
+    );
+    assert_eq!((done, failed), (total, 0), "every lost hop is recovered by the retry");
     assert_eq!(lost, retried, "each lost hop was retried once");
 }
 
