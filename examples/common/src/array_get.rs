@@ -80,8 +80,9 @@ pub struct GetError {
 #[component(
     name = "array_get",
     description = "Array Get",
-    info = "Get an element from an array by 1-based index. Returns the item or an error if the index is out of range.",
-    tags("SDK", "ARRAY"),
+    info = "Get an array element by 1-based index. Input: {array, index}; returns {item, index} or an error if the index is out of range.",
+    // As Go's published catalog: an agent tool (request in, result out).
+    tags("SDK", "ARRAY", "agent_tool"),
     settings = ArrayGetSettings
 )]
 pub struct ArrayGet {

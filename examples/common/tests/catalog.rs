@@ -1058,3 +1058,39 @@ async fn chat_refuses_a_form_that_is_not_json() {
         "{errors:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------
+// the catalog
+
+/// Go's common module v0.12.2 registers 23 components; all but `flow_telemetry` are here.
+#[test]
+fn the_module_registers_gos_names() {
+    let mut go = vec![
+        "array_filter",
+        "array_get",
+        "array_split",
+        "async",
+        "budget_guard",
+        "chat",
+        "collect",
+        "cron",
+        "debug",
+        "delay",
+        "display",
+        "flow_telemetry",
+        "form",
+        "group_by",
+        "inject",
+        "kv",
+        "retry",
+        "router",
+        "run_start",
+        "run_status",
+        "signal",
+        "ticker",
+        "transform",
+    ];
+    assert_eq!(go.len(), 23);
+    go.retain(|n| *n != "flow_telemetry");
+    assert_eq!(tiny_example_common::registry().names(), go);
+}
