@@ -85,3 +85,12 @@ fn a_password_keeps_its_colons() {
     assert_eq!(basic_credentials("Basic dTpwOnE="), Some(("u".into(), "p:q".into())));
     assert_eq!(basic_credentials("Basic Og=="), Some((String::new(), String::new())));
 }
+
+/// Go's http module v0.12.2 registers five components; so does this one.
+#[test]
+fn the_module_registers_gos_names() {
+    assert_eq!(
+        tiny_example_http::registry().names(),
+        ["http_auth_parse", "http_request", "http_server", "logql_query", "promql_query"]
+    );
+}
