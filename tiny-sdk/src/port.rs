@@ -111,6 +111,15 @@ impl PortSpec {
         self.direction == Direction::Source
     }
 
+    /// Whether the output declares the answer it waits for (`Output<T, R>` with an `R`
+    /// other than `Value`, Go's `ResponseConfiguration`): a request the component makes
+    /// for events of its own, as http_server's `request`, whose answer comes back up
+    /// the chain rather than as a message on one of its inputs.
+    pub fn declares_response(&self) -> bool {
+        self.response_schema
+            .is_some_and(|r| r() != crate::schema::cached_port_schema::<Value>())
+    }
+
     /// Whether a node has the port called `port` through this one (see [`answers`]).
     pub(crate) fn answers(&self, port: &str) -> bool {
         answers(self.name, self.family, port)

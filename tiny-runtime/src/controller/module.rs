@@ -54,7 +54,7 @@ fn published(entry: &tiny_sdk::engine::ComponentEntry, p: &tiny_sdk::PortSpec) -
         if p.family {
             root.insert(FAMILY.into(), p.name.into());
         }
-        if p.response_schema.is_some() {
+        if p.declares_response() {
             root.insert(BLOCKING.into(), true.into());
         }
     }

@@ -98,7 +98,7 @@ impl Catalog {
                         source: p.is_source(),
                         schema: (p.schema)(),
                         family: p.family,
-                        blocking: p.response_schema.is_some(),
+                        blocking: p.declares_response(),
                     })
                     .collect(),
             })
