@@ -1,5 +1,6 @@
-//! `promql_query` against a real Prometheus (Debian's `prometheus` package, or the
-//! binary `TINY_PROMETHEUS` names), scraping itself; `logql_query` against a small
+//! `promql_query` against a real Prometheus (Debian's `prometheus` package, unpacked
+//! into the per-user cache by `tools/prometheus/install.sh`, or the binary
+//! `TINY_PROMETHEUS` names), scraping itself; `logql_query` against a small
 //! server of this test that speaks Loki's documented `query_range` API (no Grafana
 //! Loki is packaged in Debian or on PyPI; Debian's `loki` is another program).
 
@@ -45,12 +46,25 @@ mod tempdir {
     }
 }
 
+/// Debian's Prometheus, unpacked into the per-user cache on first use by
+/// `tools/prometheus/install.sh` (or the system's, where the package is installed).
+fn installed_prometheus() -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tools/prometheus/install.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("tools/prometheus/install.sh runs");
+    assert!(out.status.success(), "tools/prometheus/install.sh failed");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 impl Prometheus {
     async fn start() -> Prometheus {
-        let bin = std::env::var("TINY_PROMETHEUS").unwrap_or_else(|_| "/usr/bin/prometheus".into());
+        let bin = std::env::var("TINY_PROMETHEUS").unwrap_or_else(|_| installed_prometheus());
         assert!(
             std::path::Path::new(&bin).exists(),
-            "no Prometheus at {bin}: `apt-get install prometheus` (Debian), or set TINY_PROMETHEUS"
+            "no Prometheus at {bin} (TINY_PROMETHEUS)"
         );
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("tiny-prom-{}-{port}", std::process::id()));
