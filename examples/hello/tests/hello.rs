@@ -8,10 +8,16 @@ use tiny_sdk::{Component, ErrorMessage, harness::Harness, harness::Relay};
 /// A hello node `h` with `enableErrorPort` set as given, its error port wired to
 /// `sink` when `wired`.
 async fn hello_with(error_port: bool, wired: bool) -> Harness {
-    let edge = if wired {
-        "edges: [{ id: e, port: error, to: 'sink:input' }]"
+    // Unwired, the sink keeps no mapping for the edge either: the harness refuses a
+    // mapping whose edge is gone, as `validate` does.
+    let (edge, mapping) = if wired {
+        (
+            "edges: [{ id: e, port: error, to: 'sink:input' }]",
+            r#"ports:
+    - { from: "h:error", port: input, configuration: { error: "{{$.error}}", code: "{{$.code}}" } }"#,
+        )
     } else {
-        ""
+        ("", "")
     };
     Harness::builder()
         .register::<Hello>()
@@ -32,8 +38,7 @@ metadata: {{ name: sink }}
 spec:
   module: examples
   component: relay
-  ports:
-    - {{ from: "h:error", port: input, configuration: {{ error: "{{{{$.error}}}}", code: "{{{{$.code}}}}" }} }}
+  {mapping}
 "#
         ))
         .build()
