@@ -91,6 +91,12 @@ fn a_password_keeps_its_colons() {
 fn the_module_registers_gos_names() {
     assert_eq!(
         tiny_example_http::registry().names(),
-        ["http_auth_parse", "http_request", "http_server", "logql_query", "promql_query"]
+        [
+            "http_auth_parse",
+            "http_request",
+            "http_server",
+            "logql_query",
+            "promql_query"
+        ]
     );
 }
