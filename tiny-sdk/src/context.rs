@@ -1,227 +1,27 @@
 //! The context a handler runs in: its node, settings, hop and the way out.
 
-use std::{
-    fmt,
-    sync::{Arc, Mutex, PoisonError},
-};
+use std::sync::{Arc, PoisonError};
 
 use futures::FutureExt as _;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    client::ResourceManager, component::Component, engine::NodeEmitter, error::Result, message::Reply,
-    metadata::NodeMetadata, msg::Msg, state::NodeState, work::NodeWork,
+    author::Component,
+    client::ResourceManager,
+    error::Result,
+    message::{Message, Reply},
+    metadata::NodeMetadata,
+    msg::Msg,
+    node::{Emit as _, NodeContext},
+    port::{Output, Outputs, PortType},
+    state::NodeState,
 };
-
-/// Who a node is, as the Go SDK's `NodeIdentity`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeIdentity {
-    /// The TinyNode's name.
-    pub node_name: String,
-    /// Its namespace (empty in-process).
-    pub namespace: String,
-    /// The flow it belongs to.
-    pub flow_name: String,
-    /// The project it belongs to.
-    pub project_name: String,
-}
-
-/// What stays the same for every message a node handles.
-pub(crate) struct NodeContext {
-    identity: NodeIdentity,
-    emitter: NodeEmitter,
-    client: Option<Arc<dyn ResourceManager>>,
-    /// Cancelled when the node is removed or replaced: handlers still running for it
-    /// are stopped.
-    stopped: CancellationToken,
-    /// Cancelled once the node first loaded (its edges are in place): work started
-    /// by its first hooks waits for it, so that its first emits are not lost.
-    loaded: CancellationToken,
-    /// Work that outlives the calls that started it.
-    work: NodeWork,
-    state: NodeState,
-    /// The node's raw `status.metadata` keys (outside `_state/`).
-    metadata: NodeMetadata,
-    /// The `_control` view the component last showed (JSON), if it showed one.
-    control: Mutex<Option<Value>>,
-}
-
-impl NodeContext {
-    /// Built by the engine.
-    pub(crate) fn new(identity: NodeIdentity, emitter: NodeEmitter, client: Option<Arc<dyn ResourceManager>>) -> Self {
-        let state = NodeState::new(&identity.node_name, client.clone());
-        let metadata = NodeMetadata::new(&identity.node_name, client.clone());
-        Self {
-            identity,
-            emitter,
-            client,
-            stopped: CancellationToken::new(),
-            loaded: CancellationToken::new(),
-            work: NodeWork::default(),
-            state,
-            metadata,
-            control: Mutex::new(None),
-        }
-    }
-
-    /// Stops the node's running handlers and its work (it was removed or replaced).
-    pub(crate) fn stop(&self) {
-        self.stopped.cancel();
-        self.work.stop_all();
-    }
-
-    /// The node loaded: its edges are in place, and work waiting for them starts.
-    pub(crate) fn mark_loaded(&self) {
-        self.loaded.cancel();
-    }
-
-    /// The node's work, by name.
-    pub(crate) fn work(&self) -> &NodeWork {
-        &self.work
-    }
-
-    /// The node's state.
-    pub(crate) fn state(&self) -> &NodeState {
-        &self.state
-    }
-
-    /// The node's raw metadata.
-    pub(crate) fn metadata(&self) -> &NodeMetadata {
-        &self.metadata
-    }
-
-    /// The `_control` view the component shows, if it showed one.
-    pub(crate) fn control_view(&self) -> Option<Value> {
-        self.control.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-
-    /// Whether this replica leads its module (always, in-process).
-    pub(crate) fn leads(&self) -> bool {
-        self.emitter.leads()
-    }
-
-    /// A hop for a call the engine makes on its own (hooks, work): depth 0, stopped
-    /// with the node, and this replica's leadership.
-    pub(crate) fn system_hop(&self) -> Hop {
-        Hop {
-            depth: 0,
-            cancel: self.stopped.child_token().into(),
-            leader: self.leads(),
-            run: None,
-        }
-    }
-
-    /// Resolves once the node was removed or replaced.
-    pub(crate) fn stopped(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
-        self.stopped.cancelled()
-    }
-
-    /// Whether the node was stopped (removed or replaced).
-    pub(crate) fn is_stopped(&self) -> bool {
-        self.stopped.is_cancelled()
-    }
-
-    /// Whether any edge leaves the node's `port`.
-    pub(crate) fn connected(&self, port: &str) -> bool {
-        self.emitter.connected(port)
-    }
-
-    /// The node's resource manager, if the runtime gave it one.
-    pub fn client(&self) -> Option<&Arc<dyn ResourceManager>> {
-        self.client.as_ref()
-    }
-
-    /// The node's way out.
-    pub(crate) fn emitter(&self) -> &NodeEmitter {
-        &self.emitter
-    }
-}
-
-impl fmt::Debug for NodeContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeContext")
-            .field("identity", &self.identity)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Per-message facts carried from hop to hop.
-#[derive(Debug, Clone, Default)]
-pub struct Hop {
-    /// How many hops the message has made; the engine refuses to go past its limit.
-    pub depth: u32,
-    /// Cancelled when the caller gave up or the node is being stopped.
-    pub cancel: Cancel,
-    /// Whether this replica leads (only the leader should do leader-only work).
-    pub leader: bool,
-    /// The durable run step this hop belongs to, if any (see [`crate::run`]): a hop
-    /// with a step travels through the durable transport.
-    pub run: Option<Arc<crate::run::RunStep>>,
-}
-
-/// A hop's cancellation: a [`CancellationToken`] (it derefs to one) that every hop
-/// of a message shares.
-///
-/// Copying a `CancellationToken` takes a lock (it counts its handles under the
-/// token's mutex), and each hop copies its message's token; a `Cancel` is shared by
-/// reference count instead, so a copy is one atomic increment.
-///
-/// ```
-/// use tiny_sdk::context::Cancel;
-/// use tokio_util::sync::CancellationToken;
-///
-/// let token = CancellationToken::new();
-/// let cancel = Cancel::from(token.clone());
-/// let copy = cancel.clone();
-/// token.cancel();
-/// assert!(copy.is_cancelled());
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<CancellationToken>);
-
-impl Cancel {
-    /// A fresh cancellation, under none.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The token itself (a copy of it: cancelling either cancels both).
-    pub fn token(&self) -> CancellationToken {
-        (*self.0).clone()
-    }
-}
-
-impl std::ops::Deref for Cancel {
-    type Target = CancellationToken;
-
-    fn deref(&self) -> &CancellationToken {
-        &self.0
-    }
-}
-
-impl From<CancellationToken> for Cancel {
-    fn from(token: CancellationToken) -> Self {
-        Self(Arc::new(token))
-    }
-}
-
-/// The context of one handler call, or of a node's [work](Ctx::spawn).
-pub struct Ctx<C: Component> {
-    node: Arc<NodeContext>,
-    settings: Arc<C::Settings>,
-    hop: Hop,
-}
-
-impl<C: Component> Clone for Ctx<C> {
-    fn clone(&self) -> Self {
-        Self {
-            node: self.node.clone(),
-            settings: self.settings.clone(),
-            hop: self.hop.clone(),
-        }
-    }
-}
+pub use crate::{
+    author::Ctx,
+    hop::{Cancel, Hop},
+    node::NodeIdentity,
+};
 
 impl<C: Component> Ctx<C> {
     /// Built by the engine for each call.
@@ -501,7 +301,7 @@ impl<C: Component> Ctx<C> {
                 step.run_id()
             )));
         }
-        let Some(inbox) = self.node.emitter().answers() else {
+        let Some(inbox) = self.node.emitter.answers() else {
             return Err(no_run(format!(
                 "node `{}` asked for a run's answer, and runs are not durable here: run the module with \
                  TINY_NATS_TRANSPORT=jetstream",
@@ -575,7 +375,7 @@ impl<C: Component> Ctx<C> {
     /// `TINY_EXEC`), for a component that reports on runs (`run_status`); `None`
     /// without a durable transport.
     pub fn run_store(&self) -> Option<Arc<dyn crate::run::RunStore>> {
-        self.node.emitter().runs()
+        self.node.emitter.runs()
     }
 
     /// Stops the node's work called `name`; `true` if it was running.
@@ -635,11 +435,51 @@ impl<C: Component> Ctx<C> {
     }
 }
 
-impl<C: Component> fmt::Debug for Ctx<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ctx")
-            .field("node", &self.node.identity.node_name)
-            .field("hop", &self.hop)
-            .finish_non_exhaustive()
+// The bound sits on the block: a non-message type then fails once per call, where a
+// bound on each async method would be reported at several spans of the same call.
+impl<T: Message, R: Message> Output<T, R> {
+    /// Sends `msg` along every edge leaving this port and waits for the whole
+    /// downstream chain. Returns the first non-empty reply, or the first error.
+    ///
+    /// Return it from a handler to pass the downstream reply up the chain.
+    ///
+    /// The message travels as it is: it is encoded only if something downstream needs
+    /// its JSON (see [`Msg`]).
+    ///
+    /// The edges are found when `emit` is called; the message goes when the future
+    /// is awaited.
+    ///
+    /// `msg` is a `T`: named through [`PortType`] rather than as `T`, so that a message of
+    /// another type is one error on it, "expected `T`", with no note that the returned
+    /// future's type follows from the argument's (it names `T`, as every `impl Future`
+    /// of a method of `Output<T, R>` must).
+    pub fn emit<C: Component>(
+        &self,
+        ctx: &Ctx<C>,
+        msg: <Self as PortType>::Message,
+    ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
+        ctx.emit_msg(self.name(), Msg::new(msg))
+    }
+
+    /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.
+    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: <Self as PortType>::Message) -> Result<R> {
+        self.emit(ctx, msg)
+            .await?
+            .decode()
+            .map_err(|e| e.context(format_args!("port `{}`", self.name())))
+    }
+}
+
+impl<T: Message, R: Message> Outputs<T, R> {
+    /// Sends `msg` on the family's port for `key` (see [`Output::emit`]; `msg` is a `T`).
+    /// A key the settings do not give has no port: the emit fails, naming the ports
+    /// there are.
+    pub fn emit<C: Component>(
+        &self,
+        ctx: &Ctx<C>,
+        key: &str,
+        msg: <Self as PortType>::Message,
+    ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
+        ctx.emit_msg(&self.port(key), Msg::new(msg))
     }
 }

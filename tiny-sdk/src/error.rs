@@ -175,16 +175,10 @@ impl Error {
         self.0.kind == ErrorKind::Transient
     }
 
-    /// The same error with every value of `secrets` in its message replaced by
-    /// [`MASK`](crate::redact::MASK): a decode error quoting a password, or a
-    /// component echoing its settings, does not carry the secret on (see
-    /// [`redact`](crate::redact)).
-    #[must_use]
-    pub fn redact(mut self, secrets: &[String]) -> Self {
-        if let std::borrow::Cow::Owned(clean) = crate::redact::scrub(&self.0.message, secrets) {
-            self.0.message = clean;
-        }
-        self
+    /// The message, to change in place: how [`redact::scrub_error`](crate::redact::scrub_error)
+    /// takes secrets out of it (an error knows nothing of secrets).
+    pub(crate) fn message_mut(&mut self) -> &mut String {
+        &mut self.0.message
     }
 }
 

@@ -48,6 +48,7 @@
 // The derives name `::tiny_sdk`; this lets them work inside the crate too.
 extern crate self as tiny_sdk;
 
+mod author;
 pub mod client;
 pub mod component;
 pub mod context;
@@ -60,12 +61,15 @@ mod fast_alloc;
 pub mod flow;
 pub mod handler;
 pub mod harness;
+mod hop;
 pub mod limits;
 pub mod message;
 pub mod metadata;
 pub mod msg;
 mod name;
+mod node;
 pub mod port;
+mod portable;
 pub mod redact;
 pub mod run;
 pub mod schema;

@@ -48,6 +48,7 @@
 //! ([`Msg::new`]), cloned cheaply, and sent by whoever holds a way out of a node (a
 //! future owned emitter handle emits it as a handler's `emit` does).
 
+mod body;
 mod fields;
 mod rendered;
 
@@ -61,9 +62,12 @@ use std::{
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use body::Body;
+pub(crate) use fields::{Placed, Placing};
+
 use crate::{
     error::{Error, Result},
-    message::Message,
+    portable::Message,
 };
 
 /// A message on its way through the flow: cheap to clone, JSON only on demand.
@@ -95,42 +99,6 @@ use crate::{
 /// ```
 #[derive(Clone)]
 pub struct Msg(Arc<dyn Body>);
-
-/// What a `Msg` holds. Object safe, so messages of every type travel the same way.
-trait Body: Send + Sync + 'static {
-    /// `&Typed<T>` / `&mut Typed<T>` for typed bodies, to downcast.
-    fn as_any(&self) -> &dyn Any;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// The message as a JSON tree, built on first use.
-    fn json(&self) -> Result<&Value>;
-    /// The message as a JSON tree holding at least the top-level fields `keys` (all
-    /// when `None`), and whether serialising it here found `keys` to be all of its
-    /// fields. See [`Msg::tree`].
-    fn tree(&self, _keys: Option<&[Box<str>]>) -> Result<(Cow<'_, Value>, bool)> {
-        Ok((Cow::Borrowed(self.json()?), false))
-    }
-    /// [`tree`](Body::tree) for `keys`, a struct's fields named in `placed` made apart
-    /// (see [`Msg::tree_placing`]); `None` when the message has no typed value to make
-    /// them from, or its tree is made already.
-    fn tree_placing(&self, _keys: &[Box<str>], _placed: &Placing) -> Option<Result<Placed>> {
-        None
-    }
-    /// The message as JSON bytes.
-    fn to_bytes(&self) -> Result<Vec<u8>>;
-    /// The JSON bytes it arrived as, if it did.
-    fn raw(&self) -> Option<&[u8]> {
-        None
-    }
-    fn type_name(&self) -> &'static str;
-}
-
-/// A tree of some of a message's fields, and the values of others made apart, by
-/// their place in an object (see [`Msg::tree_placing`]).
-pub(crate) type Placed = (Value, Vec<Option<Value>>);
-
-/// For each top-level field read (in the order of the keys given beside it), the index
-/// in the object being made where it is to be placed whole, if it is.
-pub(crate) type Placing = [Option<usize>];
 
 /// A typed value. `value` is `None` only after it was moved out, when no other
 /// reference to the message is left.

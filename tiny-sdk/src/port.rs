@@ -10,13 +10,7 @@ use std::{fmt, marker::PhantomData};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{
-    component::Component,
-    context::Ctx,
-    error::Result,
-    message::{Message, Reply},
-    msg::Msg,
-};
+use crate::message::Message;
 
 /// Where a port's handle sits on the node in the editor.
 ///
@@ -74,7 +68,7 @@ pub enum Direction {
 }
 
 /// What the engine and the CRDs need to know about one port. The derive writes a
-/// table of these; [`Component::ports`] returns it.
+/// table of these; [`Component::ports`](crate::Component::ports) returns it.
 #[derive(Clone, Copy)]
 pub struct PortSpec {
     /// Programmatic name, e.g. `request`, `_settings`.
@@ -238,41 +232,6 @@ impl<T, R> Output<T, R> {
     }
 }
 
-// The bound sits on the block: a non-message type then fails once per call, where a
-// bound on each async method would be reported at several spans of the same call.
-impl<T: Message, R: Message> Output<T, R> {
-    /// Sends `msg` along every edge leaving this port and waits for the whole
-    /// downstream chain. Returns the first non-empty reply, or the first error.
-    ///
-    /// Return it from a handler to pass the downstream reply up the chain.
-    ///
-    /// The message travels as it is: it is encoded only if something downstream needs
-    /// its JSON (see [`Msg`]).
-    ///
-    /// The edges are found when `emit` is called; the message goes when the future
-    /// is awaited.
-    ///
-    /// `msg` is a `T`: named through [`PortType`] rather than as `T`, so that a message of
-    /// another type is one error on it, "expected `T`", with no note that the returned
-    /// future's type follows from the argument's (it names `T`, as every `impl Future`
-    /// of a method of `Output<T, R>` must).
-    pub fn emit<C: Component>(
-        &self,
-        ctx: &Ctx<C>,
-        msg: <Self as PortType>::Message,
-    ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
-        ctx.emit_msg(self.name, Msg::new(msg))
-    }
-
-    /// Like [`emit`](Self::emit), then decodes the reply into the port's response type.
-    pub async fn request<C: Component>(&self, ctx: &Ctx<C>, msg: <Self as PortType>::Message) -> Result<R> {
-        self.emit(ctx, msg)
-            .await?
-            .decode()
-            .map_err(|e| e.context(format_args!("port `{}`", self.name)))
-    }
-}
-
 /// A family of output ports built from settings, each carrying `T`: a router's
 /// `out_<route>`, one port per route. The field names the family; the component says
 /// which keys exist with `#[port(keys = method)]`, a `fn(&Settings) -> Vec<String>`,
@@ -329,20 +288,6 @@ impl<T, R> Outputs<T, R> {
     }
 }
 
-impl<T: Message, R: Message> Outputs<T, R> {
-    /// Sends `msg` on the family's port for `key` (see [`Output::emit`]; `msg` is a `T`).
-    /// A key the settings do not give has no port: the emit fails, naming the ports
-    /// there are.
-    pub fn emit<C: Component>(
-        &self,
-        ctx: &Ctx<C>,
-        key: &str,
-        msg: <Self as PortType>::Message,
-    ) -> impl Future<Output = Result<Reply>> + Send + use<C, T, R> {
-        ctx.emit_msg(&self.port(key), Msg::new(msg))
-    }
-}
-
 /// `<family>_<key>`.
 pub(crate) fn family_port(family: &str, key: &str) -> String {
     format!("{family}_{key}")
@@ -362,7 +307,7 @@ macro_rules! handle_impls {
                 write!(f, concat!(stringify!($ty), "({})"), self.name)
             }
         }
-        /// An unnamed handle; [`Component::instance`] names it.
+        /// An unnamed handle; [`Component::instance`](crate::Component::instance) names it.
         impl<$($p),*> Default for $ty<$($p),*> {
             fn default() -> Self {
                 Self { name: "", _message: PhantomData }

@@ -433,32 +433,21 @@ fn has_credential_keys(value: &Value, credential: bool) -> bool {
     }
 }
 
-/// What a catch port may carry of a failure on `port`: `input` with the port's secret
-/// fields masked, and `err` without the values of those fields or of the secret fields
-/// of `settings` (an [`ErrorMessage`](crate::ErrorMessage) goes on into the flow, where
-/// trackers and traces record it).
-pub(crate) fn for_catch_port(
-    ports: &[crate::port::PortSpec],
-    port: &str,
-    input: &mut Value,
-    settings: Option<&Value>,
-    err: crate::Error,
-) -> crate::Error {
-    let secrets_of = |name: &str| {
-        ports
-            .iter()
-            .find(|p| p.name == name)
-            .map(|p| Secrets::from_schema(&(p.schema)()))
-    };
-    let mut values = Vec::new();
-    if let Some(secrets) = secrets_of(port) {
-        secrets.collect(input, &mut values);
-        secrets.mask(input);
+/// `err` with every value of `secrets` in its message replaced by [`MASK`]: a
+/// decode error quoting a password, or a component echoing its settings, does not
+/// carry the secret on. The engine does it where a hop finishes.
+///
+/// ```
+/// let err = tiny_sdk::Error::permanent("login as ada:hunter22 failed");
+/// let err = tiny_sdk::redact::scrub_error(err, &["hunter22".into()]);
+/// assert_eq!(err.message(), "login as ada:<redacted> failed");
+/// ```
+#[must_use]
+pub fn scrub_error(mut err: crate::Error, secrets: &[String]) -> crate::Error {
+    if let Cow::Owned(clean) = scrub(err.message(), secrets) {
+        *err.message_mut() = clean;
     }
-    if let (Some(secrets), Some(settings)) = (secrets_of(crate::contract::port::SETTINGS), settings) {
-        secrets.collect(settings, &mut values);
-    }
-    if values.is_empty() { err } else { err.redact(&values) }
+    err
 }
 
 /// `text` with every occurrence of a `secrets` value (and of its JSON-escaped form,

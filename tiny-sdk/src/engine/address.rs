@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::{context::Hop, error::Result, flow::PortAddress, message::Reply, msg::Msg};
+use crate::{error::Result, flow::PortAddress, hop::Hop, message::Reply, msg::Msg};
 
 /// Where a delivered message came from.
 #[derive(Debug, Clone, Copy)]

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use futures::future::{BoxFuture, Either};
 
 use crate::{
-    context::Hop,
     error::{Error, Result, code},
     flow::module_matches,
+    hop::Hop,
     message::Reply,
 };
 
@@ -165,5 +165,27 @@ impl Inner {
                     .with_code(code::NODE_NOT_FOUND),
             ),
         }
+    }
+}
+
+impl Inner {
+    /// See [`Engine::starts_run`](super::Engine::starts_run).
+    pub(super) async fn starts_run(&self, node: &str, port: &str) -> bool {
+        let inner = self;
+        if inner.runs.is_none() || port.starts_with('_') {
+            return false;
+        }
+        let runner = match inner.lookup(node) {
+            Some((runner, _)) => runner,
+            None => {
+                let ours = crate::flow::parse_node_name(node)
+                    .is_some_and(|(m, _)| crate::flow::module_matches(m, &inner.module));
+                if !ours {
+                    return false;
+                }
+                inner.wait_for_runner(node).await
+            }
+        };
+        runner.is_some_and(|r| super::durable::mints(&r, port))
     }
 }

@@ -30,37 +30,6 @@ pub(super) fn mints(runner: &Runner, port: &str) -> bool {
             .is_some_and(|m| m == "durable")
 }
 
-impl super::Engine {
-    /// Whether a message for `port` of `node` that belongs to no run starts one
-    /// here: a business port of a node of this module labelled durable
-    /// ([`EXECUTION_MODE_LABEL`]), on an engine with a run ledger. A node of this
-    /// module that is still loading is waited for, as a delivery waits for it.
-    ///
-    /// A transport that stores its messages asks before delivering, to give the run
-    /// an id of the message's own ([`run_id_from`](run::run_id_from)) in a hop that
-    /// carries it ([`RunStep::continued`] at its root step key): a redelivery of the
-    /// message, after its replica died before the first step was recorded, then
-    /// continues that run instead of starting a second one.
-    pub async fn starts_run(&self, node: &str, port: &str) -> bool {
-        let inner = &self.inner;
-        if inner.runs.is_none() || port.starts_with('_') {
-            return false;
-        }
-        let runner = match inner.lookup(node) {
-            Some((runner, _)) => runner,
-            None => {
-                let ours = crate::flow::parse_node_name(node)
-                    .is_some_and(|(m, _)| crate::flow::module_matches(m, &inner.module));
-                if !ours {
-                    return false;
-                }
-                inner.wait_for_runner(node).await
-            }
-        };
-        runner.is_some_and(|r| mints(&r, port))
-    }
-}
-
 impl Inner {
     /// Hands a hop of a run to the router, whichever module its target is in.
     pub(super) async fn durable(&self, d: Delivery<'_>) -> Result<Reply> {

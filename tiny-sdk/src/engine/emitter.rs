@@ -8,10 +8,12 @@
 use std::sync::{Arc, RwLock, Weak};
 
 use crate::{
-    context::Hop,
     error::{Error, Result},
+    hop::Hop,
     message::Reply,
     msg::Msg,
+    node::Emit,
+    run::{AnswerInbox, RunStore},
 };
 
 use super::{
@@ -46,66 +48,6 @@ impl NodeEmitter {
     /// The node was removed: emits fail from now on.
     pub fn detach(&self) {
         *self.runner.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Weak::new();
-    }
-
-    /// Whether this replica leads its module (in-process, an engine always leads).
-    pub fn leads(&self) -> bool {
-        self.engine
-            .upgrade()
-            .is_some_and(|e| e.leader.load(std::sync::atomic::Ordering::Relaxed))
-    }
-
-    /// Where the engine keeps its runs' ledger, when its runs are durable.
-    pub fn runs(&self) -> Option<Arc<dyn crate::run::RunStore>> {
-        self.engine.upgrade().and_then(|e| e.runs.clone())
-    }
-
-    /// Where a run's answer can be awaited, when the engine's runs are durable.
-    pub fn answers(&self) -> Option<Arc<dyn crate::run::AnswerInbox>> {
-        self.engine.upgrade().and_then(|e| e.answers.clone())
-    }
-
-    /// The node's status changed outside a reconcile (its `_control` view): tell the
-    /// runtime, which rewrites it on the leader.
-    pub fn changed(&self) {
-        if let Some(f) = self.engine.upgrade().and_then(|e| e.on_change.clone()) {
-            f(&self.node);
-        }
-    }
-
-    /// The values of the node's resolved `[[secret:...]]` placeholders (see
-    /// [`crate::secret`]), to keep out of an error that goes on into the flow.
-    pub fn resolved(&self) -> Vec<String> {
-        let runner = self
-            .runner
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .upgrade();
-        runner.map(|r| r.resolved().to_vec()).unwrap_or_default()
-    }
-
-    /// Whether any edge leaves `port`: an error port nobody listens on must not
-    /// swallow errors.
-    pub fn connected(&self, port: &str) -> bool {
-        let runner = self
-            .runner
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .upgrade();
-        runner.is_some_and(|r| r.outlet(port).is_some_and(|o| !o.edges.is_empty()))
-    }
-
-    /// Sends `msg` along the edges of `port`, continuing `hop`.
-    ///
-    /// Not an `async fn`: the edges are found now, and for the common hop (one edge to
-    /// a node loaded here) the receiving handler's future is made now too (see
-    /// [`fanout::emit`]). The returned future is part of the emitting handler's, so
-    /// every byte of it is allocated and moved once per hop.
-    pub fn emit(&self, port: &str, msg: Msg, hop: Hop) -> impl Future<Output = Result<Reply>> + Send + use<> {
-        match self.outlet(port, &msg, &hop) {
-            Ok((engine, outlet)) => fanout::emit(engine, outlet, msg, hop),
-            Err(done) => fanout::Emit::done(done),
-        }
     }
 
     /// Where `port`'s messages go, or what the emit answers at once: nothing, when no
@@ -166,5 +108,69 @@ impl NodeEmitter {
         ))
         .with_code(crate::error::code::UNKNOWN_PORT)
         .at(|| format!("node `{}`", self.node))))
+    }
+}
+
+impl Emit for NodeEmitter {
+    /// Whether this replica leads its module (in-process, an engine always leads).
+    fn leads(&self) -> bool {
+        self.engine
+            .upgrade()
+            .is_some_and(|e| e.leader.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Where the engine keeps its runs' ledger, when its runs are durable.
+    fn runs(&self) -> Option<Arc<dyn RunStore>> {
+        self.engine.upgrade().and_then(|e| e.runs.clone())
+    }
+
+    /// Where a run's answer can be awaited, when the engine's runs are durable.
+    fn answers(&self) -> Option<Arc<dyn AnswerInbox>> {
+        self.engine.upgrade().and_then(|e| e.answers.clone())
+    }
+
+    /// The node's status changed outside a reconcile (its `_control` view): tell the
+    /// runtime, which rewrites it on the leader.
+    fn changed(&self) {
+        if let Some(f) = self.engine.upgrade().and_then(|e| e.on_change.clone()) {
+            f(&self.node);
+        }
+    }
+
+    /// The values of the node's resolved `[[secret:...]]` placeholders (see
+    /// [`crate::secret`]), to keep out of an error that goes on into the flow.
+    fn resolved(&self) -> Vec<String> {
+        let runner = self
+            .runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .upgrade();
+        runner.map(|r| r.resolved().to_vec()).unwrap_or_default()
+    }
+
+    /// Whether any edge leaves `port`: an error port nobody listens on must not
+    /// swallow errors.
+    fn connected(&self, port: &str) -> bool {
+        let runner = self
+            .runner
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .upgrade();
+        runner.is_some_and(|r| r.outlet(port).is_some_and(|o| !o.edges.is_empty()))
+    }
+
+    /// Sends `msg` along the edges of `port`, continuing `hop`.
+    ///
+    /// Not an `async fn`: the edges are found now, and for the common hop (one edge to
+    /// a node loaded here) the receiving handler's future is made now too (see
+    /// [`fanout::emit`]). The returned future is part of the emitting handler's, so
+    /// every byte of it is allocated and moved once per hop.
+    type Going = fanout::Emit;
+
+    fn emit(&self, port: &str, msg: Msg, hop: Hop) -> fanout::Emit {
+        match self.outlet(port, &msg, &hop) {
+            Ok((engine, outlet)) => fanout::emit(engine, outlet, msg, hop),
+            Err(done) => fanout::Emit::done(done),
+        }
     }
 }

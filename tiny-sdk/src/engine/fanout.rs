@@ -10,14 +10,13 @@ use futures::future::{BoxFuture, Either, join_all};
 use tracing::Instrument as _;
 
 use crate::{
-    context::Hop,
     error::{Error, Result},
+    hop::{Hop, MAX_DEPTH},
     message::Reply,
     msg::Msg,
 };
 
 use super::{
-    MAX_DEPTH,
     address::Source,
     runner::{Handling, Outlet, Route},
     state::Inner,

@@ -12,12 +12,13 @@ use serde_json::Value;
 use crate::{
     client::ResourceManager,
     component::{Component, ComponentInfo, Hooks},
-    context::{Ctx, Hop, NodeContext},
+    context::{Ctx, Hop},
     contract::port as system,
     error::{Error, ErrorMessage, Result, code},
     flow::Node,
     message::Reply,
     msg::Msg,
+    node::{Emit as _, NodeContext},
     port::{PortShape, PortSpec, family_port},
 };
 
@@ -33,8 +34,9 @@ pub(crate) struct LivePort {
 pub(crate) trait NodeInstance: Send + Sync {
     fn info(&self) -> ComponentInfo;
     fn ports(&self) -> &'static [PortSpec];
-    /// The node's context (identity, emitter, client).
+    /// The node's context (identity, state, client).
     fn node(&self) -> &Arc<NodeContext>;
+
     /// A business port: take the value, run the handler, route a failure to the catch
     /// port. The one allocation of a hop's control flow: the handler's future, boxed,
     /// with the hop it emits inline in it (the emitter's `Emit`: a plain struct for the
@@ -71,6 +73,7 @@ pub(crate) trait NodeInstance: Send + Sync {
 pub(crate) struct Instance<C: Component> {
     component: C,
     node: Arc<NodeContext>,
+
     settings: RwLock<Settings<C::Settings>>,
 }
 
@@ -147,9 +150,9 @@ impl<C: Component + Hooks> Instance<C> {
                 let mut input = input.json().cloned().unwrap_or(Value::Null);
                 // Secrets stay out of the flow the error goes on into.
                 let settings = self.settings.read().ok().and_then(|s| s.source.clone());
-                let err = crate::redact::for_catch_port(C::ports(), port, &mut input, settings.as_ref(), err);
+                let err = super::masking::for_catch_port(C::ports(), port, &mut input, settings.as_ref(), err);
                 // And so do the values of the node's placeholders.
-                let resolved = self.node.emitter().resolved();
+                let resolved = self.node.emitter.resolved();
                 let err = if resolved.is_empty() {
                     err
                 } else {
@@ -160,7 +163,7 @@ impl<C: Component + Hooks> Instance<C> {
                         .into_iter()
                         .filter(|v| v.chars().count() >= crate::redact::MIN_SCRUB_LEN)
                         .collect();
-                    err.redact(&long)
+                    crate::redact::scrub_error(err, &long)
                 };
                 catch.emit(&ctx, ErrorMessage::new(&input, &err)).await
             }

@@ -8,7 +8,8 @@ use serde_json::Value;
 use crate::{
     error::Error,
     msg::Msg,
-    redact::{MIN_SCRUB_LEN, Secrets},
+    port::PortSpec,
+    redact::{MIN_SCRUB_LEN, Secrets, scrub_error},
 };
 
 /// The values every node of the engine resolved from `[[secret:...]]` placeholders:
@@ -50,7 +51,7 @@ pub fn redact_with(e: Error, secrets: &Secrets, input: Option<&Msg>, values: Vec
         input.and_then(|m| m.json().ok())
     };
     let values = secret_texts(secrets, json, values);
-    if values.is_empty() { e } else { e.redact(&values) }
+    if values.is_empty() { e } else { scrub_error(e, &values) }
 }
 
 /// The texts to mask in what is said about a hop: `values` (the node's), the port's
@@ -66,4 +67,36 @@ pub fn secret_texts(secrets: &Secrets, input: Option<&Value>, mut values: Vec<St
         secrets.collect(json, &mut values);
     }
     values
+}
+
+/// What a catch port may carry of a failure on `port`: `input` with the port's secret
+/// fields masked, and `err` without the values of those fields or of the secret fields
+/// of `settings` (an [`ErrorMessage`](crate::ErrorMessage) goes on into the flow, where
+/// trackers and traces record it).
+pub(crate) fn for_catch_port(
+    ports: &[PortSpec],
+    port: &str,
+    input: &mut Value,
+    settings: Option<&Value>,
+    err: Error,
+) -> Error {
+    let secrets_of = |name: &str| {
+        ports
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| Secrets::from_schema(&(p.schema)()))
+    };
+    let mut values = Vec::new();
+    if let Some(secrets) = secrets_of(port) {
+        secrets.collect(input, &mut values);
+        secrets.mask(input);
+    }
+    if let (Some(secrets), Some(settings)) = (secrets_of(crate::contract::port::SETTINGS), settings) {
+        secrets.collect(settings, &mut values);
+    }
+    if values.is_empty() {
+        err
+    } else {
+        scrub_error(err, &values)
+    }
 }

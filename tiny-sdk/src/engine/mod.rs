@@ -49,7 +49,6 @@ mod trace;
 pub use address::{Delivery, NodeDirectory, RemoteRouter, Source};
 pub use deliver::NODE_WAIT;
 pub use durable::EXECUTION_MODE_LABEL;
-pub(crate) use emitter::NodeEmitter;
 pub use mapping::FAILING_WINDOW;
 pub use observe::{HopEvent, HopKind, Observer, Observers};
 pub use registry::{ComponentEntry, Registry};
@@ -59,6 +58,5 @@ pub use state::ClientFactory;
 pub use table::{Engine, EngineBuilder};
 pub use trace::TARGET as TRACE_TARGET;
 
-/// The cycle guard: a message that has made this many hops is refused (the Go SDK's
-/// `MaxMessageDepth`).
-pub const MAX_DEPTH: u32 = 256;
+pub use crate::hop::MAX_DEPTH;
+pub(crate) use emitter::NodeEmitter;

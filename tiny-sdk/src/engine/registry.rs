@@ -4,7 +4,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use crate::{
     component::{Component, ComponentInfo, Hooks},
-    context::NodeContext,
+    node::NodeContext,
     port::PortSpec,
 };
 
@@ -86,5 +86,30 @@ impl Registry {
     /// Registered names, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.components.keys().map(String::as_str).collect()
+    }
+}
+
+// Here rather than in `flow`: the flow model sits below the engine and knows nothing
+// of its registry.
+impl crate::flow::Catalog {
+    /// The catalogue of a module's own components.
+    pub fn from_registry(registry: &Registry) -> Self {
+        let local = registry
+            .iter()
+            .map(|(name, entry)| crate::flow::ComponentSchema {
+                name: name.to_owned(),
+                ports: (entry.ports)()
+                    .iter()
+                    .map(|p| crate::flow::PortSchema {
+                        name: p.name.to_owned(),
+                        source: p.is_source(),
+                        schema: (p.schema)(),
+                        family: p.family,
+                        blocking: p.declares_response(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Self::with_local(local)
     }
 }

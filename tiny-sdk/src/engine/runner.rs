@@ -10,10 +10,10 @@ use serde_json::Value;
 use tiny_expr::EvalError;
 
 use crate::{
-    context::Hop,
     contract::port as system,
     error::{Error, Result},
     flow::{Node, PortAddress},
+    hop::Hop,
     message::Reply,
     msg::Msg,
     port::{Direction, PortSpec},

@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::{client::ResourceManager, context::NodeIdentity, error::Error, flow::Node};
+use crate::{client::ResourceManager, error::Error, flow::Node, node::NodeIdentity};
 
 use super::{
     address::{ChangeFn, NodeDirectory, RemoteRouter},

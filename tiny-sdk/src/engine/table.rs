@@ -10,11 +10,11 @@ use serde_json::Value;
 
 use crate::{
     client::ResourceManager,
-    context::{NodeContext, NodeIdentity},
     error::{Error, Result, code},
     flow::Node,
     message::Reply,
     msg::Msg,
+    node::{NodeContext, NodeIdentity},
 };
 
 use super::{
@@ -235,6 +235,20 @@ impl EngineBuilder {
 }
 
 impl Engine {
+    /// Whether a message for `port` of `node` that belongs to no run starts one
+    /// here: a business port of a node of this module labelled durable
+    /// ([`EXECUTION_MODE_LABEL`](super::EXECUTION_MODE_LABEL)), on an engine with a run ledger. A node of this
+    /// module that is still loading is waited for, as a delivery waits for it.
+    ///
+    /// A transport that stores its messages asks before delivering, to give the run
+    /// an id of the message's own ([`run_id_from`](crate::run::run_id_from)) in a hop that
+    /// carries it ([`RunStep::continued`](crate::run::RunStep::continued) at its root step key): a redelivery of the
+    /// message, after its replica died before the first step was recorded, then
+    /// continues that run instead of starting a second one.
+    pub async fn starts_run(&self, node: &str, port: &str) -> bool {
+        self.inner.starts_run(node, port).await
+    }
+
     /// Starts configuring an engine.
     pub fn builder() -> EngineBuilder {
         EngineBuilder::default()
@@ -266,7 +280,7 @@ impl Engine {
         slot.node = node;
         match result {
             Ok(runner) => {
-                runner.instance.node().emitter().attach(&runner);
+                runner.instance.node().emitter.attach(&runner);
                 runner.instance.node().mark_loaded();
                 let resolved = !runner.resolved().is_empty();
                 let had = slot.runner.as_ref().is_some_and(|r| !r.resolved().is_empty());
@@ -350,7 +364,7 @@ impl Engine {
                 .instance
                 .settings(runner.settings.as_ref())
                 .await
-                .map_err(|e| e.redact(runner.secret_values()))
+                .map_err(|e| crate::redact::scrub_error(e, runner.secret_values()))
         };
         if let Err(e) = hooks.await {
             if fresh {
@@ -364,7 +378,7 @@ impl Engine {
         if let Some(old) = replaced {
             // Another component now runs under this name: the old one's handlers stop.
             old.instance.stop();
-            old.instance.node().emitter().detach();
+            old.instance.node().emitter.detach();
         }
         Ok(Arc::new(runner))
     }
@@ -440,7 +454,7 @@ impl Engine {
         // Handlers still running for the node are stopped, its emits fail from now
         // on; `on_destroy` runs after.
         runner.instance.stop();
-        runner.instance.node().emitter().detach();
+        runner.instance.node().emitter.detach();
         if destroyed {
             runner.instance.destroy().await
         } else {

@@ -1,10 +1,8 @@
 use serde_json::Value;
 
-use crate::engine::Registry;
-
 /// The components a flow may use, with their ports and schemas: what
 /// [`validate`](super::validate()) checks a flow against. One module's own
-/// components come from its [`Registry`]; other modules' from what they publish
+/// components come from its [`Registry`](crate::engine::Registry); other modules' from what they publish
 /// (their TinyModule's `status.components`).
 ///
 /// ```
@@ -85,24 +83,8 @@ impl ComponentSchema {
 }
 
 impl Catalog {
-    /// The catalogue of a module's own components.
-    pub fn from_registry(registry: &Registry) -> Self {
-        let local = registry
-            .iter()
-            .map(|(name, entry)| ComponentSchema {
-                name: name.to_owned(),
-                ports: (entry.ports)()
-                    .iter()
-                    .map(|p| PortSchema {
-                        name: p.name.to_owned(),
-                        source: p.is_source(),
-                        schema: (p.schema)(),
-                        family: p.family,
-                        blocking: p.declares_response(),
-                    })
-                    .collect(),
-            })
-            .collect();
+    /// A catalogue of `local` components (and no other module's yet).
+    pub(crate) fn with_local(local: Vec<ComponentSchema>) -> Self {
         Self {
             local,
             modules: Vec::new(),

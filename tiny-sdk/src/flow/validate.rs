@@ -6,7 +6,7 @@ use super::{
     Catalog, ComponentSchema, Flow, Node, PortAddress, check_node_name,
     fit::{self, Misfit},
 };
-use crate::{contract::port as system, engine::MAX_DEPTH};
+use crate::{contract::port as system, hop::MAX_DEPTH};
 
 /// One mistake in a flow, found by [`validate`]: where it is and what is wrong.
 /// `Display` gives one line naming the node, port and field.

@@ -16,6 +16,14 @@ use serde::{
 };
 use serde_json::{Map, Value, value::Serializer as Tree};
 
+/// A tree of some of a message's fields, and the values of others made apart, by
+/// their place in an object (see [`Msg::tree_placing`](super::Msg::tree_placing)).
+pub(crate) type Placed = (Value, Vec<Option<Value>>);
+
+/// For each top-level field read (in the order of the keys given beside it), the index
+/// in the object being made where it is to be placed whole, if it is.
+pub(crate) type Placing = [Option<usize>];
+
 type Error = serde_json::Error;
 
 /// `value`'s JSON tree with only the top-level fields named in `keys` (in the order
@@ -31,7 +39,7 @@ pub(super) fn project<T: Serialize + ?Sized>(value: &T, keys: &[Box<str>]) -> Re
 pub(super) fn project_placing<T: Serialize + ?Sized>(
     value: &T,
     keys: &[Box<str>],
-    placed: &super::Placing,
+    placed: &Placing,
 ) -> Result<(Value, bool, Vec<Option<Value>>), Error> {
     let left_out = Cell::new(false);
     // One slot per place up to the last one used: none is grown while serialising.
@@ -53,7 +61,7 @@ struct Fields<'k> {
     /// Set when a field is left out.
     left_out: &'k Cell<bool>,
     /// For each of `keys`, the slot a struct's field of that name goes in, if any.
-    placed: &'k super::Placing,
+    placed: &'k Placing,
     slots: &'k RefCell<Vec<Option<Value>>>,
 }
 
@@ -62,7 +70,7 @@ struct Fields<'k> {
 struct Filtered<'k> {
     keys: &'k [Box<str>],
     left_out: &'k Cell<bool>,
-    placed: &'k super::Placing,
+    placed: &'k Placing,
     slots: &'k RefCell<Vec<Option<Value>>>,
     out: Map<String, Value>,
     next: Option<String>,
