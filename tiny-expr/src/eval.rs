@@ -17,6 +17,9 @@ use crate::value::{Num, equal, float, to_text, truthy, type_name, write_text};
 
 type Out<'a> = Result<Cow<'a, Value>, Fault>;
 
+/// This evaluator, for `key()`, `parent()` and `root()` to fall back to.
+const EVALUATOR: crate::place::Evaluator = crate::place::Evaluator { eval, holds_truth };
+
 /// Evaluates `node` with `root` as `$`.
 pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
     match node {
@@ -66,7 +69,7 @@ pub(crate) fn eval<'a>(node: &'a Node, root: &'a Value) -> Out<'a> {
         }
         Node::Call(func, args) => {
             if let (true, [arg]) = (func.reads_place(), args.as_slice()) {
-                return crate::place::call(*func, arg, root);
+                return crate::place::call(*func, arg, root, &EVALUATOR);
             }
             if !func.evaluates_args() {
                 return func.call(&mut []);

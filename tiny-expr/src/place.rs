@@ -13,15 +13,24 @@ use serde_json::Value;
 
 use crate::ast::Node;
 use crate::error::{Fault, FaultKind};
-use crate::eval::{eval, holds_truth};
 use crate::functions::Func;
 use crate::path::Place;
 
 type Out<'a> = Result<Cow<'a, Value>, Fault>;
 
+/// The evaluator a place's argument falls back to (a conditional's test, a value of
+/// its own): passed in by the evaluator that calls [`call`], so that this file does
+/// not import it back.
+pub(crate) struct Evaluator {
+    /// Evaluates a node.
+    pub eval: for<'a> fn(&'a Node, &'a Value) -> Out<'a>,
+    /// Whether a node is true.
+    pub holds_truth: fn(&Node, &Value) -> Result<bool, Fault>,
+}
+
 /// Evaluates `func(arg)` for `key`, `parent` or `root`, with `root` as `$`.
-pub(crate) fn call<'a>(func: Func, arg: &'a Node, root: &'a Value) -> Out<'a> {
-    let place = locate(arg, root)?;
+pub(crate) fn call<'a>(func: Func, arg: &'a Node, root: &'a Value, with: &Evaluator) -> Out<'a> {
+    let place = locate(arg, root, with)?;
     Ok(match (func, place) {
         (
             Func::Key,
@@ -43,22 +52,22 @@ pub(crate) fn call<'a>(func: Func, arg: &'a Node, root: &'a Value) -> Out<'a> {
     })
 }
 
-fn locate<'a>(node: &'a Node, root: &'a Value) -> Result<Place<'a>, Fault> {
+fn locate<'a>(node: &'a Node, root: &'a Value, with: &Evaluator) -> Result<Place<'a>, Fault> {
     match node {
         Node::Path(p) => p.locate(root),
         Node::Cond(c, a, b) => {
-            if holds_truth(c, root)? {
-                locate(a, root)
+            if (with.holds_truth)(c, root)? {
+                locate(a, root, with)
             } else {
-                locate(b, root)
+                locate(b, root, with)
             }
         }
-        Node::Coalesce(l, r) => match locate(l, root) {
-            Ok(Place::Node { value, .. }) if value.is_null() => locate(r, root),
-            Ok(Place::Detached(v)) if v.is_null() => locate(r, root),
-            Err(f) if f.kind == FaultKind::NoMatch => locate(r, root),
+        Node::Coalesce(l, r) => match locate(l, root, with) {
+            Ok(Place::Node { value, .. }) if value.is_null() => locate(r, root, with),
+            Ok(Place::Detached(v)) if v.is_null() => locate(r, root, with),
+            Err(f) if f.kind == FaultKind::NoMatch => locate(r, root, with),
             other => other,
         },
-        other => eval(other, root).map(Place::Detached),
+        other => (with.eval)(other, root).map(Place::Detached),
     }
 }

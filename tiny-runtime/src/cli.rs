@@ -574,7 +574,7 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
     )
     .await?;
     let leadership = runtime.leadership();
-    let leader: crate::grpc::LeaderFn = Arc::new(move || leadership.is_leader());
+    let leader: crate::remote::LeaderFn = Arc::new(move || leadership.is_leader());
     // Beside gRPC: the subscriptions wait in the client until the broker answers.
     let receiver = match (transport.link(), &jetstream) {
         (Some(_), Some(js)) => Some(crate::jetstream::listen(

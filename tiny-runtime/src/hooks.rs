@@ -17,7 +17,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use crate::config::ModuleConfig;
+use crate::{config::ModuleConfig, error::HookError};
 use tiny_sdk::contract::{NODE_FINALIZER, annotation::EXPOSED_FOR_NODE, label::MANAGED as MANAGED_LABEL};
 
 use crate::crd::{Decoded, TinyModule, TinyNode};
@@ -25,56 +25,6 @@ use crate::resources::FIELD_MANAGER;
 
 /// Namespaces a module is never installed into.
 pub const RESERVED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// Why a hook failed.
-#[derive(Debug, thiserror::Error)]
-pub enum HookError {
-    /// No namespace was given.
-    #[error("pre-install: no namespace (RELEASE_NAMESPACE or --namespace)")]
-    NoNamespace,
-    /// A reserved namespace.
-    #[error(
-        "pre-install: refusing to install into the reserved namespace `{0}`; create one for modules: \
-         `kubectl create namespace tinysystems && kubectl label namespace tinysystems {MANAGED_LABEL}=true`"
-    )]
-    Reserved(String),
-    /// The namespace does not exist.
-    #[error("pre-install: namespace `{0}` does not exist")]
-    Missing(String),
-    /// The namespace is not dedicated to modules.
-    #[error(
-        "pre-install: namespace `{0}` is not labelled for tiny modules: `kubectl label namespace {0} {MANAGED_LABEL}=true`"
-    )]
-    NotManaged(String),
-    /// The module still holds its Lease: it is running.
-    #[error("pre-delete: the module still runs: `{holder}` holds Lease {lease} after waiting {waited:?}")]
-    LeaseHeld {
-        /// The Lease.
-        lease: String,
-        /// Its holder.
-        holder: String,
-        /// How long it was awaited.
-        waited: std::time::Duration,
-    },
-    /// An API call failed.
-    #[error("{hook}: {what}: {source}")]
-    Api {
-        /// `pre-install` or `pre-delete`.
-        hook: &'static str,
-        /// The operation.
-        what: String,
-        /// The API error (a Forbidden one names the missing permission).
-        #[source]
-        source: kube::Error,
-    },
-}
-
-impl HookError {
-    /// Whether an API call was refused for want of permission.
-    pub fn is_forbidden(&self) -> bool {
-        matches!(self, HookError::Api { source, .. } if crate::permissions::is_forbidden(source))
-    }
-}
 
 fn api_err(hook: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> HookError {
     let what = what.into();

@@ -97,14 +97,14 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
     }
     // Checked here (no allocation), decoded straight into the receiving port's type
     // when it is taken: no JSON tree unless something asks for one.
-    crate::grpc::wire::check_json(&msg.payload).map_err(|e| {
+    crate::remote::check_json(&msg.payload).map_err(|e| {
         let e = e
             .context(format_args!("the payload for `{}`", msg.to))
             .with_code(code::INVALID_MESSAGE);
         (e, Refusal::Invalid)
     })?;
     let data = Msg::from_json_bytes(msg.payload);
-    let source = crate::grpc::wire::source_from_wire(msg.from, msg.edge_id);
+    let source = crate::remote::source_from_wire(msg.from, msg.edge_id);
     let hop = Hop {
         depth: msg.depth,
         cancel: msg.cancel.into(),

@@ -22,6 +22,8 @@ pub mod cli;
 pub mod config;
 mod controller;
 pub mod crd;
+mod discovery;
+mod error;
 pub mod grpc;
 mod health;
 mod hooks;
@@ -33,6 +35,7 @@ pub mod metrics;
 pub mod nats;
 mod permissions;
 pub mod rbac;
+mod remote;
 pub mod resources;
 pub mod runtime;
 pub mod secrets;
@@ -40,7 +43,7 @@ mod status;
 mod telemetry;
 pub mod transport;
 
-pub use hooks::HookError;
+pub use error::{Error, HookError};
 
 /// A fast global allocator (mimalloc), for module binaries that choose it with the
 /// `fast-alloc` feature and one line:
@@ -54,58 +57,3 @@ pub use hooks::HookError;
 /// --bench hop --features fast-alloc` and `make bench-flow` measure the difference.
 #[cfg(feature = "fast-alloc")]
 pub use tiny_sdk::FastAlloc;
-
-/// Why the runtime could not start or stopped. Each variant keeps its cause as the
-/// error's `source`; [`Error::is_forbidden`] tells a missing RBAC rule from the rest.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The leader Lease could not be read or created.
-    #[error("leader election: {0}")]
-    LeaderElection(#[source] kube::Error),
-    /// The module's TinyModule could not be created.
-    #[error("registering the TinyModule: {0}")]
-    Register(#[source] kube::Error),
-    /// A listening address could not be bound.
-    #[error("binding the {what} address {addr}: {source}")]
-    Bind {
-        /// What was to listen there (`probe`, `gRPC`).
-        what: &'static str,
-        /// The address.
-        addr: std::net::SocketAddr,
-        /// Why not.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The gRPC server stopped with an error.
-    #[error("gRPC server: {0}")]
-    Serve(#[source] tonic::transport::Error),
-    /// Kubernetes configuration could not be read or used.
-    #[error("kubeconfig{}: {source}", .path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
-    Config {
-        /// The kubeconfig file, when one was named.
-        path: Option<std::path::PathBuf>,
-        /// Why not.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The NATS subjects could not be subscribed to.
-    #[error("NATS: {0}")]
-    Nats(#[source] tiny_sdk::Error),
-    /// A Helm hook (`pre-install`, `pre-delete`) failed.
-    #[error(transparent)]
-    Hook(#[from] hooks::HookError),
-}
-
-impl Error {
-    /// Whether the API server refused for want of permission (HTTP 403): the module's
-    /// Role lacks a rule.
-    pub fn is_forbidden(&self) -> bool {
-        match self {
-            Error::Register(e) => permissions::is_forbidden(e),
-            Error::LeaderElection(e) => permissions::is_forbidden(e),
-            Error::Hook(e) => e.is_forbidden(),
-            _ => false,
-        }
-    }
-}

@@ -11,12 +11,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::ModuleConfig,
-    controller::{self, Shared},
+    controller::{self, Reconciling},
     leader::{self, Leadership},
     metrics::Metrics,
 };
 
-pub use crate::controller::Discovery;
+pub use crate::discovery::Discovery;
 
 /// How long a lease lasts: a dead leader is replaced within about this long.
 pub const LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -24,7 +24,7 @@ pub const LEASE_DURATION: Duration = Duration::from_secs(15);
 /// A running module.
 #[derive(Debug)]
 pub struct Runtime {
-    shared: Arc<Shared>,
+    shared: Arc<Reconciling>,
     stop: CancellationToken,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The election, which releases the Lease when `stop` fires.
@@ -94,7 +94,7 @@ impl Runtime {
         let (node_client, cfg) = (client.clone(), opts.config.clone());
         // Nodes whose `_control` view changed; their status is rewritten by the leader.
         let (changes, changed) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let directory = Arc::new(controller::node::Directory::new(&opts.config.namespace, client.clone()));
+        let directory = Arc::new(controller::Directory::new(&opts.config.namespace, client.clone()));
         let secrets = crate::secrets::KubeSecrets::new(
             client.clone(),
             &opts.config.namespace,
@@ -135,12 +135,12 @@ impl Runtime {
             // Leads once the election says so (the task below).
             engine = engine.follower();
         }
-        let tracking = Arc::new(controller::tracker::Tracking::default());
+        let tracking = Arc::new(controller::Tracking::default());
         let engine = engine
             .observer(Arc::new(crate::metrics::HopMetrics(metrics.clone())))
             .observer(tracking.clone())
             .build();
-        let mut shared = Shared::new(
+        let mut shared = Reconciling::new(
             client,
             opts.config,
             engine,

@@ -273,7 +273,7 @@ fn provider(service: &Service) -> Result<SdkTracerProvider, TelemetryError> {
 }
 
 /// W3C trace context and baggage, as the Go SDK propagates them.
-fn propagator() -> TextMapCompositePropagator {
+pub(crate) fn propagator() -> TextMapCompositePropagator {
     TextMapCompositePropagator::new(vec![
         Box::new(TraceContextPropagator::new()),
         Box::new(BaggagePropagator::new()),
@@ -341,68 +341,6 @@ pub fn record_outcome<T>(span: &tracing::Span, result: &Result<T, tiny_sdk::Erro
             span.record("otel.status_description", tracing::field::display(e));
         }
     }
-}
-
-/// The W3C keys as Go's `propagation.HeaderCarrier` (an `http.Header`) puts them on a
-/// NATS message: canonical MIME case, the only form a Go receiver finds.
-fn canonical(key: &str) -> Option<&'static str> {
-    use crate::nats::wire::header;
-    match key {
-        "traceparent" => Some(header::TRACEPARENT),
-        "tracestate" => Some(header::TRACESTATE),
-        "baggage" => Some(header::BAGGAGE),
-        _ => None,
-    }
-}
-
-struct NatsWriter<'a>(&'a mut async_nats::HeaderMap);
-
-impl Injector for NatsWriter<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        // An empty `Tracestate` (no vendor state) is no header at all, as Go's carrier
-        // leaves it out.
-        if value.is_empty() {
-            return;
-        }
-        if let (Some(key), Ok(value)) = (canonical(key), value.parse::<async_nats::HeaderValue>()) {
-            self.0.insert(key, value);
-        }
-    }
-}
-
-struct NatsReader<'a>(Option<&'a async_nats::HeaderMap>);
-
-impl Extractor for NatsReader<'_> {
-    fn get(&self, key: &str) -> Option<&str> {
-        let headers = self.0?;
-        // Go writes the canonical key; a hand-made client may write it in lower case.
-        canonical(key)
-            .and_then(|k| headers.get(k))
-            .or_else(|| headers.get(key))
-            .map(async_nats::HeaderValue::as_str)
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        ["traceparent", "tracestate", "baggage"]
-            .into_iter()
-            .filter(|k| self.get(k).is_some())
-            .collect()
-    }
-}
-
-/// Puts `span`'s trace context into NATS headers, as a Go module writes it
-/// (`Traceparent`, ...); nothing while traces are not exported.
-pub fn inject_nats(span: &tracing::Span, headers: &mut async_nats::HeaderMap) {
-    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-    if span.is_disabled() || !tracing_enabled() {
-        return;
-    }
-    propagator().inject_context(&span.context(), &mut NatsWriter(headers));
-}
-
-/// The trace context NATS headers carry (empty without one).
-pub fn extract_nats(headers: Option<&async_nats::HeaderMap>) -> Context {
-    propagator().extract(&NatsReader(headers))
 }
 
 /// The trace and span ids of the current span, when one is recorded.
@@ -604,38 +542,5 @@ mod tests {
         let mut out = MetadataMap::new();
         propagator().inject_context(&cx, &mut MetadataWriter(&mut out));
         assert_eq!(out.get("traceparent").unwrap().to_str().unwrap(), parent);
-    }
-
-    #[test]
-    fn trace_context_crosses_nats_in_gos_canonical_case() {
-        use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
-        let span = SpanContext::new(
-            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
-            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
-            TraceFlags::SAMPLED,
-            true,
-            TraceState::default(),
-        );
-        let cx = Context::new().with_remote_span_context(span);
-        let mut headers = async_nats::HeaderMap::new();
-        propagator().inject_context(&cx, &mut NatsWriter(&mut headers));
-        // What a Go receiver finds: the canonical key, never the lower-case one.
-        assert_eq!(
-            headers.get("Traceparent").map(async_nats::HeaderValue::as_str),
-            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-        );
-        assert!(headers.get("traceparent").is_none());
-        // No vendor state: no `Tracestate` header, not an empty one (issue 47).
-        assert!(headers.get("Tracestate").is_none(), "{headers:?}");
-        // Read back, from Go's form and from a lower-case one alike.
-        let back = extract_nats(Some(&headers));
-        assert_eq!(
-            back.span().span_context().trace_id(),
-            cx.span().span_context().trace_id()
-        );
-        let mut lower = async_nats::HeaderMap::new();
-        lower.insert("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-        assert!(extract_nats(Some(&lower)).span().span_context().is_valid());
-        assert!(!extract_nats(None).span().span_context().is_valid());
     }
 }

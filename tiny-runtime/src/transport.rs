@@ -26,7 +26,7 @@ use tiny_sdk::{
 use tokio::sync::watch;
 
 use crate::{
-    controller::Discovery,
+    discovery::Discovery,
     grpc::Pool,
     jetstream::JetStreamRouter,
     nats::{Link, LinkState, NatsRouter, wire},

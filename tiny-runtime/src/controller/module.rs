@@ -12,7 +12,7 @@ use kube::{
 use serde_json::json;
 use tiny_sdk::{engine::Registry, flow::RawJson};
 
-use super::Shared;
+use super::Reconciling;
 use crate::{
     config::{ModuleConfig, SDK_VERSION},
     crd::{BLOCKING, Decoded, FAMILY, ModuleComponent, ModulePort, TinyModule, TinyModuleSpec, TinyModuleStatus},
@@ -78,7 +78,7 @@ fn published(entry: &tiny_sdk::engine::ComponentEntry, p: &tiny_sdk::PortSpec) -
 }
 
 /// Creates this module's TinyModule if it does not exist (every replica may).
-pub async fn register(shared: &Shared) -> Result<(), kube::Error> {
+pub async fn register(shared: &Reconciling) -> Result<(), kube::Error> {
     let api: Api<TinyModule> = shared.api();
     let module = TinyModule {
         metadata: ObjectMeta {
@@ -98,7 +98,7 @@ pub async fn register(shared: &Shared) -> Result<(), kube::Error> {
 }
 
 /// Runs until `shutdown`: publishes our status while leading, tracks the others.
-pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + 'static) {
+pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + Send + 'static) {
     let api: Api<TinyModule> = shared.api();
     let publisher = {
         let (shared, api) = (shared.clone(), api.clone());
@@ -175,7 +175,7 @@ pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send 
 }
 
 /// Writes this module's TinyModule status; whether it was written.
-async fn publish(shared: &Shared, api: &Api<TinyModule>) -> bool {
+async fn publish(shared: &Reconciling, api: &Api<TinyModule>) -> bool {
     let mut status = module_status(&shared.config, shared.engine.registry());
     status.conditions = vec![shared.permissions.condition(None)];
     if let Some(transport) = &shared.transport {
@@ -195,7 +195,7 @@ async fn publish(shared: &Shared, api: &Api<TinyModule>) -> bool {
     }
 }
 
-fn on_event(shared: &Shared, event: watcher::Event<Decoded<TinyModule>>) {
+fn on_event(shared: &Reconciling, event: watcher::Event<Decoded<TinyModule>>) {
     let Some(discovery) = &shared.discovery else { return };
     match event {
         watcher::Event::Apply(m) | watcher::Event::InitApply(m) => {

@@ -29,7 +29,11 @@ use tiny_sdk::{
     flow::{Node, NodeSpec, check_node_name, module_matches, parse_node_name},
 };
 
-use super::{ReconcileError, Shared, watch};
+use super::{
+    ReconcileError, Reconciling,
+    directory::{edge_target, inputs},
+    watch,
+};
 use tiny_sdk::{contract::NODE_FINALIZER, engine::NodeDirectory as _};
 
 use crate::{
@@ -43,109 +47,8 @@ use crate::{
 /// The name `/readyz` gives the TinyNode watch.
 pub const WATCH: &str = "TinyNodes";
 
-/// Which TinyNodes exist in the module's namespace: the node watch's store, once it
-/// has listed. The engine asks it before waiting for a node of this module to load
-/// ([`NodeDirectory`](tiny_sdk::engine::NodeDirectory)); the controller asks it which
-/// nodes' edges lead nowhere.
-#[derive(Default)]
-pub(crate) struct Directory {
-    namespace: String,
-    store: std::sync::OnceLock<reflector::Store<Decoded<TinyNode>>>,
-    ready: std::sync::atomic::AtomicBool,
-    /// Where a node the store lacks is looked up before a message for it fails for good.
-    client: Option<kube::Client>,
-}
-
-impl std::fmt::Debug for Directory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Directory")
-            .field("namespace", &self.namespace)
-            .field("ready", &self.ready)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Directory {
-    pub(crate) fn new(namespace: &str, client: kube::Client) -> Self {
-        Self {
-            namespace: namespace.to_owned(),
-            client: Some(client),
-            ..Self::default()
-        }
-    }
-
-    fn key(&self, name: &str) -> reflector::ObjectRef<Decoded<TinyNode>> {
-        reflector::ObjectRef::new(name).within(&self.namespace)
-    }
-
-    /// The nodes with an edge to a port of `target`.
-    fn senders_to(&self, target: &str) -> Vec<reflector::ObjectRef<Decoded<TinyNode>>> {
-        let Some(store) = self.store.get() else {
-            return Vec::new();
-        };
-        store
-            .state()
-            .iter()
-            .filter(|n| {
-                n.object()
-                    .is_ok_and(|n| n.spec.edges.iter().any(|e| edge_target(&e.to) == target))
-            })
-            .map(|n| self.key(n.name()))
-            .collect()
-    }
-
-    /// Whether `name` is in the store now.
-    fn has(&self, name: &str) -> bool {
-        self.store.get().is_some_and(|s| s.get(&self.key(name)).is_some())
-    }
-
-    /// The input ports node `name` has, as its module last reported them on its status;
-    /// `None` while unknown (not in the store, or not reported yet).
-    fn inputs_of(&self, name: &str) -> Option<Vec<String>> {
-        let node = self.store.get()?.get(&self.key(name))?;
-        inputs(node.object().ok()?)
-    }
-}
-
-/// The input ports on `node`'s status; `None` before its module has reported them.
-fn inputs(node: &TinyNode) -> Option<Vec<String>> {
-    let ports = &node.status.as_ref()?.ports;
-    (!ports.is_empty()).then(|| ports.iter().filter(|p| !p.source).map(|p| p.name.clone()).collect())
-}
-
-impl tiny_sdk::engine::NodeDirectory for Directory {
-    fn exists(&self, node: &str) -> Option<bool> {
-        if !self.ready.load(std::sync::atomic::Ordering::Acquire) {
-            return None;
-        }
-        Some(self.has(node))
-    }
-
-    /// Asks the API server: the watch's store lags behind a node created a moment ago
-    /// (seconds on a loaded machine), and a flow used at once must not lose its first
-    /// messages to that lag.
-    fn confirm_absent<'a>(&'a self, node: &'a str) -> futures::future::BoxFuture<'a, Option<bool>> {
-        Box::pin(async move {
-            let client = self.client.clone()?;
-            let nodes: Api<kube::core::PartialObjectMeta<TinyNode>> = Api::namespaced(client, &self.namespace);
-            match nodes.get_metadata_opt(node).await {
-                Ok(found) => Some(found.is_none()),
-                Err(e) => {
-                    tracing::debug!(node, error = %e, "could not ask the API server whether the node exists");
-                    None
-                }
-            }
-        })
-    }
-}
-
-/// The node an edge's `to` (`<node>:<port>`) names.
-fn edge_target(to: &str) -> &str {
-    to.rsplit_once(':').map_or(to, |(node, _)| node)
-}
-
 /// Runs the TinyNode controller until `shutdown` resolves.
-pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     // Nodes whose edges should be looked at again: a node they lead to appeared.
     let (again, agains) = futures::channel::mpsc::unbounded();
     let seen = on_events(shared.clone(), again);
@@ -200,7 +103,7 @@ pub fn to_flow_node(n: &TinyNode) -> Node {
     }
 }
 
-async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Reconciling>) -> Result<Action, ReconcileError> {
     let node = match object.object() {
         Ok(node) => node.clone(),
         Err(bad) => return undecodable(&object, bad, &shared).await,
@@ -240,7 +143,7 @@ async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Shared>) -> Resul
 }
 
 /// Runs the node's spec and, on the leader, writes its status when it changed.
-async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<Action, ReconcileError> {
+async fn apply(node: &TinyNode, shared: &Reconciling, api: &Api<TinyNode>) -> Result<Action, ReconcileError> {
     let name = node.name_any();
     shared.tracking.set_flow(
         &name,
@@ -297,7 +200,7 @@ async fn apply(node: &TinyNode, shared: &Shared, api: &Api<TinyNode>) -> Result<
 /// Writes `desired` over `current` when they differ (or the heartbeat is due).
 async fn write_status<K>(
     api: &Api<K>,
-    shared: &Shared,
+    shared: &Reconciling,
     name: &str,
     current: Option<&TinyNodeStatus>,
     mut desired: TinyNodeStatus,
@@ -335,7 +238,7 @@ const CHANGE_WINDOW: Duration = Duration::from_millis(250);
 /// Rewrites, on the leader, the status of nodes whose `_control` view changed (the
 /// engine names them on `changed`), gathering changes for [`CHANGE_WINDOW`].
 pub async fn write_changes(
-    shared: Arc<Shared>,
+    shared: Arc<Reconciling>,
     mut changed: tokio::sync::mpsc::UnboundedReceiver<String>,
     shutdown: impl Future<Output = ()> + Send,
 ) {
@@ -368,7 +271,7 @@ pub async fn write_changes(
 /// The `EdgesResolved` condition: edges to nodes that do not exist, or to ports their
 /// node does not have (as its module reports them), said on this node until they do.
 /// Every status write carries it (the conditions are written whole).
-fn edges_condition(shared: &Shared, node: &TinyNode, current: Option<&TinyNodeStatus>) -> Option<Condition> {
+fn edges_condition(shared: &Reconciling, node: &TinyNode, current: Option<&TinyNodeStatus>) -> Option<Condition> {
     let missing: Vec<String> = node
         .spec
         .edges
@@ -394,7 +297,7 @@ fn edges_condition(shared: &Shared, node: &TinyNode, current: Option<&TinyNodeSt
 }
 
 /// Writes the status the engine reports for `name` now, if it changed.
-async fn refresh_status(shared: &Shared, name: &str) -> Result<(), ReconcileError> {
+async fn refresh_status(shared: &Reconciling, name: &str) -> Result<(), ReconcileError> {
     let api: Api<TinyNode> = shared.api();
     let Some(node) = api.get_opt(name).await? else {
         return Ok(());
@@ -416,7 +319,11 @@ async fn refresh_status(shared: &Shared, name: &str) -> Result<(), ReconcileErro
 
 /// A TinyNode that does not decode: if it is ours, it is refused with the field that
 /// is wrong, in its status, an Event and the log; if it is being deleted, it goes.
-async fn undecodable(object: &Decoded<TinyNode>, bad: &Undecodable, shared: &Shared) -> Result<Action, ReconcileError> {
+async fn undecodable(
+    object: &Decoded<TinyNode>,
+    bad: &Undecodable,
+    shared: &Reconciling,
+) -> Result<Action, ReconcileError> {
     let name = object.name();
     let spec_module = bad.string_at("/spec/module");
     if !owns(&shared.config, name, spec_module) {
@@ -473,7 +380,7 @@ async fn undecodable(object: &Decoded<TinyNode>, bad: &Undecodable, shared: &Sha
 }
 
 /// A Kubernetes Event for a node error, once per distinct error.
-async fn publish_error<K>(shared: &Shared, node: &K, name: &str, error: Option<String>)
+async fn publish_error<K>(shared: &Reconciling, node: &K, name: &str, error: Option<String>)
 where
     K: kube::Resource<DynamicType = ()>,
 {
@@ -512,7 +419,7 @@ where
 /// holds); the first complete list makes the [`Directory`] answer; a node that appears
 /// sends the nodes whose edges lead to it to `again`.
 fn on_events(
-    shared: Arc<Shared>,
+    shared: Arc<Reconciling>,
     again: futures::channel::mpsc::UnboundedSender<reflector::ObjectRef<Decoded<TinyNode>>>,
 ) -> impl Fn(&watcher::Event<Decoded<TinyNode>>) + Send + 'static {
     let listing: std::sync::Mutex<Option<std::collections::HashSet<String>>> = std::sync::Mutex::default();
@@ -570,7 +477,7 @@ fn on_events(
 }
 
 /// The node was deleted: its component releases what it created.
-async fn cleanup(name: &str, shared: &Shared) -> Result<Action, ReconcileError> {
+async fn cleanup(name: &str, shared: &Reconciling) -> Result<Action, ReconcileError> {
     if let Err(e) = shared.engine.remove(name, true).await {
         tracing::warn!(node = %name, error = %e, "on_destroy failed");
     }
@@ -581,7 +488,7 @@ async fn cleanup(name: &str, shared: &Shared) -> Result<Action, ReconcileError> 
     Ok(Action::await_change())
 }
 
-fn error_policy(node: Arc<Decoded<TinyNode>>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
+fn error_policy(node: Arc<Decoded<TinyNode>>, error: &ReconcileError, shared: Arc<Reconciling>) -> Action {
     match error {
         // A finalizer patch made from a cached copy older than our own last write
         // fails its `test`; that is routine, not worth a warning.

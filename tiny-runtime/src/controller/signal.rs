@@ -34,7 +34,7 @@ use tiny_sdk::{
 };
 use tracing::{Instrument as _, field::Empty};
 
-use super::{ReconcileError, Shared, watch};
+use super::{ReconcileError, Reconciling, context::Outcome, watch};
 use crate::{
     crd::{Decoded, TinyNode, TinySignal, Undecodable},
     metrics::Metrics,
@@ -56,7 +56,7 @@ mod phase {
 pub const WATCH: &str = "TinySignals";
 
 /// Runs the TinySignal controller until `shutdown` resolves.
-pub async fn run(shared: Arc<Shared>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
     let seen = deliver_on_sight(shared.clone());
     watch::controller::<TinySignal>(&shared, WATCH, seen)
         .graceful_shutdown_on(shutdown)
@@ -82,7 +82,7 @@ enum Owner {
 }
 
 /// Whose node the signal is for. A node that exists but is not loaded yet is retried.
-async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
+async fn owner(shared: &Reconciling, node: &str) -> Result<Owner, ReconcileError> {
     if shared.engine.has_node(node) {
         return Ok(Owner::Us);
     }
@@ -102,7 +102,7 @@ async fn owner(shared: &Shared, node: &str) -> Result<Owner, ReconcileError> {
     }
 }
 
-async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Result<Action, ReconcileError> {
+async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Reconciling>) -> Result<Action, ReconcileError> {
     let signal = match object.object() {
         Ok(signal) => signal.clone(),
         Err(bad) => return undecodable(&object, bad, &shared).await,
@@ -193,7 +193,7 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Shared>) -> Res
 }
 
 /// Takes `uid` for delivery by this process; `false` when it already was.
-fn reserve(shared: &Shared, uid: &str) -> bool {
+fn reserve(shared: &Reconciling, uid: &str) -> bool {
     match shared.claimed.lock() {
         Ok(mut claimed) if !claimed.contains_key(uid) => {
             claimed.insert(uid.to_owned(), None);
@@ -204,7 +204,7 @@ fn reserve(shared: &Shared, uid: &str) -> bool {
 }
 
 /// Gives `uid` back: this process did not deliver it.
-fn release(shared: &Shared, uid: &str) {
+fn release(shared: &Reconciling, uid: &str) {
     if let Ok(mut claimed) = shared.claimed.lock() {
         claimed.remove(uid);
     }
@@ -219,7 +219,7 @@ const WRITES_IN_FLIGHT: usize = 64;
 /// The watch hook that delivers a new signal the moment it is seen: on the leader, for a
 /// node of this module that is loaded, not yet delivered here, and with no phase yet.
 /// Anything else is left to the reconciler.
-fn deliver_on_sight(shared: Arc<Shared>) -> impl Fn(&watcher::Event<Decoded<TinySignal>>) + Send + 'static {
+fn deliver_on_sight(shared: Arc<Reconciling>) -> impl Fn(&watcher::Event<Decoded<TinySignal>>) + Send + 'static {
     let writes = Arc::new(Semaphore::new(WRITES_IN_FLIGHT));
     move |event| {
         let (watcher::Event::Apply(object) | watcher::Event::InitApply(object)) = event else {
@@ -246,7 +246,7 @@ fn deliver_on_sight(shared: Arc<Shared>) -> impl Fn(&watcher::Event<Decoded<Tiny
 }
 
 /// Delivers `signal` now, and writes the claim beside it and the outcome after it.
-async fn deliver_at_once(shared: Arc<Shared>, writes: Arc<Semaphore>, signal: TinySignal, uid: String) {
+async fn deliver_at_once(shared: Arc<Reconciling>, writes: Arc<Semaphore>, signal: TinySignal, uid: String) {
     let api: Api<TinySignal> = shared.api();
     let name = signal.name_any();
     let claim = tokio::spawn({
@@ -361,7 +361,7 @@ async fn claim_beside(
 }
 
 /// Runs the flow for `signal` (the root span of its trace) and says how it ended.
-async fn run_flow(shared: &Shared, signal: &TinySignal) -> Outcome {
+async fn run_flow(shared: &Reconciling, signal: &TinySignal) -> Outcome {
     let name = signal.name_any();
     let node = &signal.spec.node;
     let data = signal
@@ -408,16 +408,8 @@ async fn run_flow(shared: &Shared, signal: &TinySignal) -> Outcome {
     }
 }
 
-/// How a delivery ended, as the signal's status will say.
-#[derive(Debug, Clone)]
-pub(crate) struct Outcome {
-    phase: &'static str,
-    error: Option<String>,
-    reply: Option<Value>,
-}
-
 impl Outcome {
-    fn failed(error: String) -> Self {
+    pub(super) fn failed(error: String) -> Self {
         Self {
             phase: phase::FAILED,
             error: Some(error),
@@ -447,7 +439,7 @@ async fn write_if_unchanged(
 }
 
 /// `Some` when this process claimed the signal, with its outcome once delivered.
-fn claimed_here(shared: &Shared, signal: &TinySignal) -> Option<Option<Outcome>> {
+fn claimed_here(shared: &Reconciling, signal: &TinySignal) -> Option<Option<Outcome>> {
     match (shared.claimed.lock(), signal.uid()) {
         (Ok(claimed), Some(uid)) => claimed.get(&uid).cloned(),
         _ => None,
@@ -481,7 +473,7 @@ async fn finish(
 async fn undecodable(
     object: &Decoded<TinySignal>,
     bad: &Undecodable,
-    shared: &Shared,
+    shared: &Reconciling,
 ) -> Result<Action, ReconcileError> {
     let finished = matches!(bad.string_at("/status/phase"), Some(phase::DELIVERED | phase::FAILED));
     if finished || !shared.leadership.is_leader() {
@@ -524,7 +516,7 @@ async fn undecodable(
     Ok(Action::await_change())
 }
 
-fn error_policy(signal: Arc<Decoded<TinySignal>>, error: &ReconcileError, shared: Arc<Shared>) -> Action {
+fn error_policy(signal: Arc<Decoded<TinySignal>>, error: &ReconcileError, shared: Arc<Reconciling>) -> Action {
     tracing::debug!(%error, "signal reconcile; retrying");
     Action::requeue(shared.retries.failed(WATCH, signal.name()))
 }

@@ -14,7 +14,7 @@ use kube::{
 };
 use serde::de::DeserializeOwned;
 
-use super::Shared;
+use super::Reconciling;
 use crate::{
     crd::Decoded,
     health::Readiness,
@@ -28,7 +28,7 @@ use crate::{
 /// the lease. `seen` sees every event first (deletions, which a controller does not
 /// reconcile, among them).
 pub(crate) fn controller<K>(
-    shared: &Shared,
+    shared: &Reconciling,
     watch: &'static str,
     seen: impl Fn(&Event<Decoded<K>>) + Send + 'static,
 ) -> Controller<Decoded<K>>

@@ -431,7 +431,7 @@ impl RemoteRouter for Pool {
     }
 }
 
-impl crate::controller::Discovery for Pool {
+impl crate::discovery::Discovery for Pool {
     fn register(&self, module: &str, addr: &str) {
         if let Err(e) = Pool::register(self, module, addr) {
             tracing::warn!(module, addr, error = %e, "cannot reach module");

@@ -3,7 +3,7 @@
 //! Serves `module.ModuleService` (the Go SDK's service, so Go modules can call it)
 //! and the standard `grpc.health.v1.Health` service, which reports SERVING.
 
-use std::{fmt, future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{fmt, future::Future, net::SocketAddr, time::Duration};
 
 use tiny_sdk::{Error, engine::Engine};
 use tokio::{net::TcpListener, task::JoinHandle};
@@ -22,9 +22,7 @@ use super::{
     },
     wire,
 };
-
-/// Tells whether this replica leads its module, for [`Hop::leader`](tiny_sdk::Hop::leader).
-pub type LeaderFn = Arc<dyn Fn() -> bool + Send + Sync>;
+pub use crate::remote::LeaderFn;
 
 /// How the server runs.
 #[derive(Clone)]

@@ -21,7 +21,9 @@
 
 #[cfg(test)]
 use serde_json::Value;
-use tiny_sdk::{Error, ErrorKind, Reply, Result, engine::Source};
+use tiny_sdk::{Error, ErrorKind, Reply, Result};
+
+pub(crate) use crate::remote::source_to_wire;
 use tonic::{
     Code, Status,
     metadata::{MetadataMap, MetadataValue},
@@ -42,9 +44,6 @@ pub const ERROR_ORIGIN_KEY: &str = "x-error-origin";
 /// the message went to (`1`; absent otherwise and from Go peers): the sender's edge
 /// does not retry it, the edge into the node where it arose did.
 pub const ERROR_RELAYED_KEY: &str = "x-error-relayed";
-/// The `From` of a message sent from outside a flow (the Go SDK's `wire.FromSignal`):
-/// the receiver decodes the payload as it is, with no edge mapping.
-pub const FROM_SIGNAL: &str = "signal";
 /// The default limit of one encoded message, in either direction: 4 MiB, gRPC's usual
 /// default (and the Go SDK's, which does not change it).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
@@ -56,16 +55,6 @@ fn decode_payload(bytes: &[u8]) -> Result<Value> {
         return Ok(Value::Null);
     }
     serde_json::from_slice(bytes).map_err(|e| Error::permanent(format!("payload is not JSON: {e}")))
-}
-
-/// Fails unless `bytes` are JSON (or empty, which is `null`), without building a tree.
-pub fn check_json(bytes: &[u8]) -> Result<()> {
-    if bytes.is_empty() {
-        return Ok(());
-    }
-    serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
-        .map(drop)
-        .map_err(|e| Error::permanent(format!("payload is not JSON: {e}")))
 }
 
 /// The bytes of a reply: none for an empty reply, else JSON (the Go SDK's rule),
@@ -122,24 +111,6 @@ fn human(bytes: usize) -> String {
         format!("{value:.0} {}", UNITS[unit])
     } else {
         format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
-/// `(From, EdgeID)` of a request for `source`: a signal is sent as `From = "signal"`,
-/// so that a Go receiver also decodes the raw payload.
-pub fn source_to_wire(source: &Source<'_>) -> (String, String) {
-    match source {
-        Source::Signal => (FROM_SIGNAL.to_owned(), String::new()),
-        Source::Edge { from, edge_id } => ((*from).to_owned(), (*edge_id).to_owned()),
-    }
-}
-
-/// The source of a received request: an empty `From` or `"signal"` is a signal.
-pub fn source_from_wire<'a>(from: &'a str, edge_id: &'a str) -> Source<'a> {
-    if from.is_empty() || from == FROM_SIGNAL {
-        Source::Signal
-    } else {
-        Source::Edge { from, edge_id }
     }
 }
 
@@ -365,14 +336,5 @@ mod tests {
         );
         assert_eq!(decode_payload(&[]).ok(), Some(Value::Null));
         assert!(decode_payload(b"{").is_err());
-        assert!(matches!(source_from_wire("signal", ""), Source::Signal));
-        assert!(matches!(source_from_wire("", "e"), Source::Signal));
-        assert!(matches!(
-            source_from_wire("a:out", "e"),
-            Source::Edge {
-                from: "a:out",
-                edge_id: "e"
-            }
-        ));
     }
 }

@@ -24,12 +24,12 @@ use tracing::Instrument as _;
 
 use super::{JetStream, broker, config};
 use crate::{
-    grpc::LeaderFn,
     inbound::{self, Inbound},
     nats::{
         Receiver,
         wire::{self, get, header},
     },
+    remote::LeaderFn,
 };
 
 struct Shared {

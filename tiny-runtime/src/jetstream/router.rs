@@ -112,7 +112,7 @@ impl JetStreamRouter {
             return self.answer(step, emit, payload).await;
         }
         let mut headers = durable_headers(&emit, step.run_id(), hop.depth);
-        crate::telemetry::inject_nats(&tracing::Span::current(), &mut headers);
+        crate::nats::trace::inject_nats(&tracing::Span::current(), &mut headers);
         store(&self.js, wire::subject(&module), headers, payload, &module).await?;
         step.stored(emit);
         Ok(Reply::empty())
@@ -245,7 +245,7 @@ impl RemoteRouter for JetStreamRouter {
         // the sender waiting for an answer that never comes).
         let headers = request_headers(&to, &source, None, hop.depth, attempt);
         let mut headers = headers;
-        crate::telemetry::inject_nats(&span, &mut headers);
+        crate::nats::trace::inject_nats(&span, &mut headers);
         Box::pin(record(router.blocking(module, to, headers, payload, hop), span))
     }
 }

@@ -22,6 +22,7 @@ mod link;
 mod receiver;
 pub(crate) mod router;
 mod send;
+pub(crate) mod trace;
 pub mod wire;
 
 pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT, with_token};

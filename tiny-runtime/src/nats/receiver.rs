@@ -20,8 +20,8 @@ use tracing::Instrument as _;
 
 use super::wire::{self, get, header};
 use crate::{
-    grpc::LeaderFn,
     inbound::{self, Inbound},
+    remote::LeaderFn,
 };
 
 /// What every handler task shares.
@@ -111,7 +111,7 @@ async fn handle(shared: Arc<Shared>, msg: Message, is_system: bool) {
     let answer_to: Option<Subject> = reply.or_else(|| get(headers.as_ref(), header::REPLY_INBOX).map(Subject::from));
     let outcome = if crate::telemetry::tracing_enabled() {
         use opentelemetry::context::FutureExt as _;
-        let parent = crate::telemetry::extract_nats(headers.as_ref());
+        let parent = crate::nats::trace::extract_nats(headers.as_ref());
         receive(&shared, &subject, headers.as_ref(), payload, is_system)
             .with_context(parent)
             .await

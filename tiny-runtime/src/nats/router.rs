@@ -79,7 +79,7 @@ impl NatsRouter {
             otel.status_description = Empty,
         );
         let mut headers = headers;
-        crate::telemetry::inject_nats(&span, &mut headers);
+        crate::nats::trace::inject_nats(&span, &mut headers);
         // A hop given up before its reply (the edge's timeout, a cancelled flow) is
         // counted too: on core NATS that is how a message lost in flight shows.
         let mut abandoned = Abandoned(Some(&module));

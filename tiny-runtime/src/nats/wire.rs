@@ -78,9 +78,7 @@ pub mod header {
     pub const BAGGAGE: &str = "Baggage";
 }
 
-/// The `x-from` of a message sent from outside a flow: the receiver decodes the
-/// payload straight into the port's type.
-pub const FROM_SIGNAL: &str = "signal";
+pub use crate::remote::FROM_SIGNAL;
 
 /// How long a hop waits for its reply when the edge sets no timeout (Go's
 /// `requestTimeout`).
