@@ -19,24 +19,22 @@ use tiny_sdk::{
     engine::Engine,
     run::{self, ReplyAddress, RunStep},
 };
-use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use super::{JetStream, broker, config};
 use crate::{
-    inbound::{self, Inbound},
+    inbound,
     nats::{
         Receiver,
+        serve::{self, Listening, respond},
         wire::{self, get, header},
     },
     remote::LeaderFn,
 };
 
-struct Shared {
+/// What every handler task of a JetStream receiver shares.
+struct Consuming {
     js: Arc<JetStream>,
-    engine: Engine,
-    leader: Option<LeaderFn>,
-    stopping: CancellationToken,
+    listening: Listening,
 }
 
 /// Binds `engine`'s module to its consumers on `js` and handles what they deliver
@@ -44,13 +42,9 @@ struct Shared {
 /// in flight and waits for the loop). The streams, the bucket and the consumers are made (as
 /// Go makes them) once the broker answers, and made again whenever one is lost.
 pub fn listen(js: Arc<JetStream>, engine: Engine, leader: Option<LeaderFn>) -> Receiver {
-    let stop = CancellationToken::new();
-    let shared = Arc::new(Shared {
-        js,
-        engine,
-        leader,
-        stopping: stop.clone(),
-    });
+    let listening = Listening::new(engine, leader);
+    let stop = listening.stopping.clone();
+    let shared = Arc::new(Consuming { js, listening });
     let task = tokio::spawn(async move {
         loop {
             match consume(&shared).await {
@@ -59,7 +53,7 @@ pub fn listen(js: Arc<JetStream>, engine: Engine, leader: Option<LeaderFn>) -> R
             }
             tokio::select! {
                 () = tokio::time::sleep(config::REBUILD_AFTER) => {}
-                () = shared.stopping.cancelled() => break,
+                () = shared.listening.stopping.cancelled() => break,
             }
         }
     });
@@ -68,11 +62,11 @@ pub fn listen(js: Arc<JetStream>, engine: Engine, leader: Option<LeaderFn>) -> R
 
 /// Makes the streams, bucket and consumers, and handles messages until stopped (Ok)
 /// or until something is lost (Err).
-async fn consume(shared: &Arc<Shared>) -> Result<()> {
+async fn consume(shared: &Arc<Consuming>) -> Result<()> {
     while !shared.js.link.is_up() {
         tokio::select! {
             () = tokio::time::sleep(config::REBUILD_AFTER) => {}
-            () = shared.stopping.cancelled() => return Ok(()),
+            () = shared.listening.stopping.cancelled() => return Ok(()),
         }
     }
     shared.js.ensure().await?;
@@ -128,7 +122,7 @@ async fn consume(shared: &Arc<Shared>) -> Result<()> {
                 }
                 continue;
             }
-            () = shared.stopping.cancelled() => return Ok(()),
+            () = shared.listening.stopping.cancelled() => return Ok(()),
         };
         match message {
             Some(Ok(message)) => {
@@ -145,7 +139,7 @@ async fn consume(shared: &Arc<Shared>) -> Result<()> {
 
 /// One message: delivered (kept in progress meanwhile), answered when a sender
 /// waits, then acked, nak'ed (a retryable failure nobody waits for) or terminated.
-async fn handle(shared: Arc<Shared>, message: Message, is_system: bool) {
+async fn handle(shared: Arc<Consuming>, message: Message, is_system: bool) {
     let headers = message.headers.as_ref();
     let inbox = get(headers, header::REPLY_INBOX)
         .filter(|i| !i.is_empty())
@@ -178,15 +172,10 @@ async fn handle(shared: Arc<Shared>, message: Message, is_system: bool) {
             }
         }
     };
-    crate::metrics::nats().server_call(if outcome.is_ok() { "OK" } else { "Error" });
+    serve::count(&outcome);
     if let Some(to) = &inbox {
-        let (reply_headers, body) = wire::reply(&outcome);
-        let client = shared.js.link.client();
-        let sent = match reply_headers {
-            None => client.publish(to.clone(), body).await,
-            Some(h) => client.publish_with_headers(to.clone(), h, body).await,
-        };
-        if let Err(e) = sent {
+        let (reply_headers, body) = serve::answer(&outcome);
+        if let Err(e) = respond(shared.js.link.client(), to.clone(), reply_headers, body).await {
             tracing::warn!(subject = %subject, error = %e, "answer not sent");
         }
     }
@@ -227,10 +216,10 @@ fn run_step(headers: Option<&HeaderMap>) -> Option<Arc<RunStep>> {
 /// comes again because its replica died before the run's first step was recorded,
 /// the step is the same one (skipped if recorded meanwhile, its hops deduplicated by
 /// their keys) rather than the first of a second run.
-async fn minted(shared: &Shared, to: &str, seed: Option<String>) -> Option<Arc<RunStep>> {
+async fn minted(shared: &Consuming, to: &str, seed: Option<String>) -> Option<Arc<RunStep>> {
     let seed = seed?;
     let (node, port) = inbound::split_target(to).ok()?;
-    if !shared.engine.starts_run(node, port).await {
+    if !shared.listening.engine.starts_run(node, port).await {
         return None;
     }
     let run_id = run::run_id_from(&seed);
@@ -242,24 +231,18 @@ async fn minted(shared: &Shared, to: &str, seed: Option<String>) -> Option<Arc<R
 }
 
 async fn receive(
-    shared: &Shared,
+    shared: &Consuming,
     subject: &Subject,
     headers: Option<&HeaderMap>,
     payload: bytes::Bytes,
     is_system: bool,
     seed: Option<String>,
 ) -> Result<Reply> {
-    let wire::HopHeaders {
-        to,
-        from,
-        edge_id,
-        depth,
-        attempt,
-    } = wire::hop_headers(subject, headers)?;
+    let hop = wire::hop_headers(subject, headers)?;
     let run = match run_step(headers) {
         Some(step) => Some(step),
         // System ports never run in a run (Go's rule).
-        None if !is_system => minted(shared, to, seed).await,
+        None if !is_system => minted(shared, hop.to, seed).await,
         None => None,
     };
     let span = tracing::info_span!(
@@ -269,25 +252,10 @@ async fn receive(
         otel.kind = "consumer",
         messaging.system = "nats",
         messaging.destination.name = %subject,
-        to = to,
-        from = from,
+        to = hop.to,
+        from = hop.from,
         tiny.run = run.as_deref().map(RunStep::run_id),
         tiny.step = run.as_deref().map(RunStep::step_key),
     );
-    let inbound = Inbound {
-        to,
-        from,
-        edge_id,
-        depth,
-        attempt,
-        payload: payload.into(),
-        cancel: shared.stopping.child_token(),
-        leader: is_system && shared.leader.as_ref().is_some_and(|f| f()),
-        // System ports never run in a run (Go's rule).
-        run: if is_system { None } else { run },
-    };
-    inbound::deliver(&shared.engine, inbound)
-        .instrument(span)
-        .await
-        .map_err(|(e, _)| e)
+    shared.listening.deliver(hop, payload, is_system, run, span).await
 }

@@ -17,6 +17,7 @@ use tracing::{Instrument as _, field::Empty};
 use super::{JetStream, broker};
 use crate::nats::{
     router::request_headers,
+    serve::Outgoing,
     wire::{self, header},
 };
 
@@ -210,15 +211,14 @@ impl Edge {
 
 impl RemoteRouter for JetStreamRouter {
     fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
-        let Delivery {
+        let Outgoing {
+            to,
             source,
-            msg: data,
+            payload,
             hop,
             attempt,
-            ..
-        } = d;
-        let to = format!("{}:{}", d.node, d.port);
-        let payload = match data.to_json_bytes() {
+        } = d.into();
+        let payload = match payload {
             Ok(p) => Bytes::from(p),
             Err(e) => return Box::pin(std::future::ready(Err(e))),
         };

@@ -22,6 +22,7 @@ mod link;
 mod receiver;
 pub(crate) mod router;
 mod send;
+pub(crate) mod serve;
 pub(crate) mod trace;
 pub mod wire;
 

@@ -16,21 +16,17 @@ use futures::StreamExt as _;
 use tiny_sdk::{Error, Reply, Result, engine::Engine, error::code};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
-use super::wire::{self, get, header};
-use crate::{
-    inbound::{self, Inbound},
-    remote::LeaderFn,
+use super::{
+    serve::{self, Listening, respond},
+    wire::{self, get, header},
 };
+use crate::remote::LeaderFn;
 
-/// What every handler task shares.
-struct Shared {
+/// What every handler task of a core NATS receiver shares.
+struct Subscribed {
     client: Client,
-    engine: Engine,
-    leader: Option<LeaderFn>,
-    /// Cancelled when the receiver stops: in-flight hops see it.
-    stopping: CancellationToken,
+    listening: Listening,
 }
 
 /// A running receiver, from [`listen`] (or the JetStream transport's
@@ -71,19 +67,15 @@ pub async fn listen(client: Client, engine: Engine, leader: Option<LeaderFn>) ->
         .subscribe(wire::system_subject(&module))
         .await
         .map_err(unreachable)?;
-    let stop = CancellationToken::new();
-    let shared = Arc::new(Shared {
-        client,
-        engine,
-        leader,
-        stopping: stop.clone(),
-    });
+    let listening = Listening::new(engine, leader);
+    let stop = listening.stopping.clone();
+    let shared = Arc::new(Subscribed { client, listening });
     let task = tokio::spawn(async move {
         loop {
             let (msg, is_system) = tokio::select! {
                 Some(m) = business.next() => (m, false),
                 Some(m) = system.next() => (m, true),
-                () = shared.stopping.cancelled() => break,
+                () = shared.listening.stopping.cancelled() => break,
                 else => break,
             };
             // Each on its own task, from the start: a handler that computes before its
@@ -98,7 +90,7 @@ pub async fn listen(client: Client, engine: Engine, leader: Option<LeaderFn>) ->
 }
 
 /// One message: delivered, and answered when the sender waits.
-async fn handle(shared: Arc<Shared>, msg: Message, is_system: bool) {
+async fn handle(shared: Arc<Subscribed>, msg: Message, is_system: bool) {
     let Message {
         subject,
         reply,
@@ -118,7 +110,7 @@ async fn handle(shared: Arc<Shared>, msg: Message, is_system: bool) {
     } else {
         receive(&shared, &subject, headers.as_ref(), payload, is_system).await
     };
-    crate::metrics::nats().server_call(if outcome.is_ok() { "OK" } else { "Error" });
+    serve::count(&outcome);
     let Some(to) = answer_to else {
         if let Err(e) = &outcome {
             // Fire and forget: nobody hears the failure, so the log does.
@@ -126,7 +118,7 @@ async fn handle(shared: Arc<Shared>, msg: Message, is_system: bool) {
         }
         return;
     };
-    let (reply_headers, body) = wire::reply(&outcome);
+    let (reply_headers, body) = serve::answer(&outcome);
     match respond(&shared.client, to.clone(), reply_headers, body).await {
         Ok(()) => {}
         // Over the broker's payload limit: the sender hears that instead of waiting.
@@ -141,35 +133,15 @@ async fn handle(shared: Arc<Shared>, msg: Message, is_system: bool) {
     }
 }
 
-async fn respond(
-    client: &Client,
-    to: Subject,
-    headers: Option<HeaderMap>,
-    body: Bytes,
-) -> std::result::Result<(), async_nats::PublishError> {
-    match headers {
-        // A value travels with no headers at all (a plain PUB), as Go's `RespondMsg`
-        // of a message without a header.
-        None => client.publish(to, body).await,
-        Some(h) => client.publish_with_headers(to, h, body).await,
-    }
-}
-
 /// Reads the headers, checks them and delivers.
 async fn receive(
-    shared: &Shared,
+    shared: &Subscribed,
     subject: &Subject,
     headers: Option<&HeaderMap>,
     payload: Bytes,
     is_system: bool,
 ) -> Result<Reply> {
-    let wire::HopHeaders {
-        to,
-        from,
-        edge_id,
-        depth,
-        attempt,
-    } = wire::hop_headers(subject, headers)?;
+    let hop = wire::hop_headers(subject, headers)?;
     let span = tracing::info_span!(
         target: tiny_sdk::engine::TRACE_TARGET,
         "nats.server",
@@ -177,24 +149,8 @@ async fn receive(
         otel.kind = "server",
         messaging.system = "nats",
         messaging.destination.name = %subject,
-        to = to,
-        from = from,
+        to = hop.to,
+        from = hop.from,
     );
-    let inbound = Inbound {
-        to,
-        from,
-        edge_id,
-        depth,
-        attempt,
-        payload: payload.into(),
-        cancel: shared.stopping.child_token(),
-        // As Go: a business message is handled without leadership; a system port
-        // hears whether this replica leads.
-        leader: is_system && shared.leader.as_ref().is_some_and(|f| f()),
-        run: None,
-    };
-    inbound::deliver(&shared.engine, inbound)
-        .instrument(span)
-        .await
-        .map_err(|(e, _)| e)
+    shared.listening.deliver(hop, payload, is_system, None, span).await
 }

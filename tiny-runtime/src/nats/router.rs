@@ -15,6 +15,7 @@ use tracing::{Instrument as _, field::Empty};
 
 use super::{
     link::Link,
+    serve::Outgoing,
     wire::{self, header},
 };
 
@@ -206,21 +207,18 @@ pub(crate) fn request_headers(
 
 impl RemoteRouter for NatsRouter {
     fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
-        let Delivery {
+        let Outgoing {
+            to,
             source,
-            msg: data,
+            payload,
             hop,
             attempt,
-            ..
-        } = d;
-        let to = format!("{}:{}", d.node, d.port);
+        } = d.into();
         let edge_id = match &source {
             Source::Signal => "",
             Source::Edge { edge_id, .. } => edge_id,
         };
         let headers = request_headers(&to, &source, Some(edge_id), hop.depth, attempt);
-        // Straight from the typed value to bytes: no JSON tree on the way.
-        let payload = data.to_json_bytes();
         Box::pin(self.clone().request(module.to_owned(), to, headers, payload, hop))
     }
 }
