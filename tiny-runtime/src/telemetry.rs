@@ -325,24 +325,6 @@ pub fn extract(metadata: &MetadataMap) -> Context {
     propagator().extract(&MetadataReader(metadata))
 }
 
-/// Records how a call ended on its span (`tiny.outcome`, and the OpenTelemetry status
-/// of a failure); nothing on a span that is not recorded.
-pub fn record_outcome<T>(span: &tracing::Span, result: &Result<T, tiny_sdk::Error>) {
-    if span.is_disabled() {
-        return;
-    }
-    match result {
-        Ok(_) => {
-            span.record("tiny.outcome", "ok");
-        }
-        Err(e) => {
-            span.record("tiny.outcome", "error");
-            span.record("otel.status_code", "ERROR");
-            span.record("otel.status_description", tracing::field::display(e));
-        }
-    }
-}
-
 /// The trace and span ids of the current span, when one is recorded.
 fn current_ids() -> Option<(String, String)> {
     let cx = Context::current();

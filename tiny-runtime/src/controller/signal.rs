@@ -396,7 +396,7 @@ async fn run_flow(shared: &Reconciling, signal: &TinySignal) -> Outcome {
     }
     .instrument(span.clone())
     .await;
-    crate::telemetry::record_outcome(&span, &result);
+    tiny_sdk::engine::record_outcome(&span, &result);
     Metrics::inc(&shared.metrics.signals_delivered);
     match result {
         Ok(reply) => Outcome {

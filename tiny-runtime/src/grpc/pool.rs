@@ -337,7 +337,7 @@ impl Call {
         let outcome = crate::metrics::outcome(code);
         crate::metrics::grpc().client_call(&module, outcome);
         span.record("rpc.grpc.status_code", code.map_or(0, |c| c as i32));
-        crate::telemetry::record_outcome(&span, &result);
+        tiny_sdk::engine::record_outcome(&span, &result);
         result
     }
 

@@ -252,6 +252,6 @@ impl RemoteRouter for JetStreamRouter {
 
 async fn record(outcome: impl Future<Output = Result<Reply>>, span: tracing::Span) -> Result<Reply> {
     let result = outcome.instrument(span.clone()).await;
-    crate::telemetry::record_outcome(&span, &result);
+    tiny_sdk::engine::record_outcome(&span, &result);
     result
 }

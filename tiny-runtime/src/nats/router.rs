@@ -98,7 +98,7 @@ impl NatsRouter {
                 Err(_) => "Error",
             },
         );
-        crate::telemetry::record_outcome(&span, &result);
+        tiny_sdk::engine::record_outcome(&span, &result);
         result
     }
 

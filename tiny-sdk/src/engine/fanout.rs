@@ -18,7 +18,7 @@ use crate::{
 
 use super::{
     address::Source,
-    runner::{Handling, Outlet, Route},
+    runner::{Delivering, Outlet, Route},
     state::Inner,
 };
 
@@ -86,7 +86,7 @@ impl Future for Emit {
 /// One hop along an edge to a node loaded here, its handler's future made: what most
 /// hops are. Its retry (for an edge that may retry) is made only on a failure.
 pub(crate) struct LocalHop {
-    handling: Handling,
+    handling: Delivering,
     engine: Arc<Inner>,
     outlet: Arc<Outlet>,
     /// The edge's index in `outlet`.
@@ -158,7 +158,7 @@ fn local(
     let Some(runner) = cell.runner() else {
         return Err((msg, hop));
     };
-    let Some(landing) = route.landing(&runner, &outlet.from) else {
+    let Some(landing) = route.target_inlet(&runner, &outlet.from) else {
         return Err((msg, hop));
     };
     if engine.runs.is_some() && super::durable::mints(&runner, &route.port) {

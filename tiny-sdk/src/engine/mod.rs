@@ -29,6 +29,7 @@
 //! - `table`: the public [`Engine`] and its builder; `report`: what a node's status shows.
 
 mod address;
+mod compile;
 mod deliver;
 mod durable;
 mod emitter;
@@ -56,7 +57,7 @@ pub use report::{NodeReport, PortReport};
 pub use retry::Backoff;
 pub use state::ClientFactory;
 pub use table::{Engine, EngineBuilder};
-pub use trace::TARGET as TRACE_TARGET;
+pub use trace::{TARGET as TRACE_TARGET, record_outcome};
 
 pub use crate::hop::MAX_DEPTH;
 pub(crate) use emitter::NodeEmitter;

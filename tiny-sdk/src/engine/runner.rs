@@ -12,19 +12,19 @@ use tiny_expr::EvalError;
 use crate::{
     contract::port as system,
     error::{Error, Result},
-    flow::{Node, PortAddress},
+    flow::Node,
     hop::Hop,
     message::Reply,
     msg::Msg,
-    port::{Direction, PortSpec},
-    redact::{MIN_SCRUB_LEN, Secrets},
+    port::PortSpec,
+    redact::Secrets,
 };
 
 pub(crate) use super::mapping::PortFills;
 use super::{
     address::{Delivery, Source},
     instance::NodeInstance,
-    mapping::{EdgeMapping, Failed, Mapping, Policy, Site},
+    mapping::{EdgeMapping, Failed, Policy, Site},
     masking::{Known, redact_with},
     observe::{HopEvent, HopKind, Observer},
     retry::Backoff,
@@ -34,49 +34,49 @@ use super::{
 /// the component's state) carries over when the component stays the same.
 pub(crate) struct Runner {
     /// This runner among all the runners built in the process (never 0): what a
-    /// route's [`Landing`] is valid for.
-    id: u64,
+    /// route's [`InletCache`] is valid for.
+    pub(super) id: u64,
     pub name: Arc<str>,
     pub node: Node,
     pub instance: Arc<dyn NodeInstance>,
     /// The business input ports, each with its mappings and default.
-    inputs: Vec<Inlet>,
+    pub(super) inputs: Vec<Inlet>,
     /// The settings JSON from the spec, already rendered.
     pub settings: Option<Value>,
     /// Source ports with edges, and where their messages go: a handful per node, so
     /// a scan beats hashing.
-    outlets: Vec<Arc<Outlet>>,
+    pub(super) outlets: Vec<Arc<Outlet>>,
     /// Where the settings' secret fields are.
-    settings_secrets: Secrets,
+    pub(super) settings_secrets: Secrets,
     /// The secret values of the settings in the spec and of the node's resolved
     /// placeholders, searched for in this node's error messages (see [`crate::redact`]).
-    secret_values: Vec<String>,
+    pub(super) secret_values: Vec<String>,
     /// The values of the node's `[[secret:...]]` placeholders: masked wherever they
     /// appear in what tiny writes about the node (status, trace data, trackers).
-    resolved: Vec<String>,
+    pub(super) resolved: Vec<String>,
     /// What masks the messages the node emits (its resolved values).
     pub emit_secrets: Secrets,
     /// The engine's resolved values.
-    known: Arc<Known>,
+    pub(super) known: Arc<Known>,
     /// What is wrong with a spec that runs anyway: edges that leave ports the
     /// settings switched off or removed (see [`settle`](Self::settle)).
     pub problem: Option<Error>,
     /// What a failing edge expression does.
-    policy: Policy,
+    pub(super) policy: Policy,
     /// Settings expressions that failed (and gave `null`): they see no message.
-    settings_failures: Vec<String>,
+    pub(super) settings_failures: Vec<String>,
 }
 
 /// One input port, resolved when the node loads.
-struct Inlet {
-    spec: &'static PortSpec,
+pub(super) struct Inlet {
+    pub(super) spec: &'static PortSpec,
     /// Edge mappings by sender (`"<node>:<port>"`).
-    mappings: Vec<EdgeMapping>,
+    pub(super) mappings: Vec<EdgeMapping>,
     /// What an edge without a mapping delivers: the port's default configuration,
     /// encoded once.
-    default: Msg,
+    pub(super) default: Msg,
     /// Where the port's secret fields are.
-    secrets: Secrets,
+    pub(super) secrets: Secrets,
 }
 
 /// The edges leaving one source port.
@@ -98,8 +98,8 @@ pub(crate) struct Route {
     pub backoff: Backoff,
     /// The target's cell, found by its name on the first hop (see [`NodeCell`]).
     pub target: std::sync::OnceLock<Arc<NodeCell>>,
-    /// Where the messages land in the target's runner (see [`Route::landing`]).
-    landing: Landing,
+    /// The target's input and mapping indexes, per runner (see [`Route::target_inlet`]).
+    pub(super) inlet_cache: InletCache,
 }
 
 /// Where a route's messages land in one runner of its target: the input port's index
@@ -107,9 +107,9 @@ pub(crate) struct Route {
 /// on the first hop to that runner. One word, with the runner's id, so that a hop
 /// reads it without a lock and a reload of the target (a new runner) is seen.
 #[derive(Default)]
-struct Landing(AtomicU64);
+pub(super) struct InletCache(AtomicU64);
 
-impl Landing {
+impl InletCache {
     /// Bits for each index; a larger index is looked up by name on every hop.
     const INDEX_BITS: u32 = 12;
     const INDEX_MASK: u64 = (1 << Self::INDEX_BITS) - 1;
@@ -181,13 +181,13 @@ impl Route {
     /// now: the input port's index (see [`Runner::inlet`]) and the index of that
     /// port's mapping for `from`, if it has one; `None` when the runner has no such
     /// input. Found by name on the first hop to each runner, read from the route after.
-    pub fn landing(&self, runner: &Runner, from: &str) -> Option<(usize, Option<usize>)> {
-        if let Some(found) = self.landing.get(runner.id) {
+    pub fn target_inlet(&self, runner: &Runner, from: &str) -> Option<(usize, Option<usize>)> {
+        if let Some(found) = self.inlet_cache.get(runner.id) {
             return Some(found);
         }
         let inlet = runner.inlet(&self.port)?;
         let mapping = runner.mapping(inlet, from);
-        self.landing.set(runner.id, inlet, mapping);
+        self.inlet_cache.set(runner.id, inlet, mapping);
         Some((inlet, mapping))
     }
 
@@ -208,250 +208,6 @@ impl Route {
 }
 
 impl Runner {
-    /// Compiles everything a message will need, so that nothing is parsed per message.
-    /// Every mistake in the spec is reported here, naming where it is.
-    ///
-    /// `fills` holds, for each `ports[]` entry in order, the values of its secret
-    /// placeholders (see [`crate::secret`]): settings without theirs do not load; an
-    /// edge without them fails its messages, and says so in the node's status, while
-    /// the rest of the node runs.
-    pub fn build(
-        node: Node,
-        instance: Arc<dyn NodeInstance>,
-        policy: Policy,
-        fills: Vec<PortFills>,
-        known: Arc<Known>,
-    ) -> Result<Runner> {
-        let ports = instance.ports();
-        let name: Arc<str> = node.name.as_str().into();
-        let mut inputs: Vec<Inlet> = ports
-            .iter()
-            .filter(|p| p.direction == Direction::Target && !p.is_system())
-            .map(|spec| Inlet {
-                spec,
-                mappings: Vec::new(),
-                default: Msg::from_json((spec.default_config)()),
-                secrets: Secrets::from_schema(&(spec.schema)()),
-            })
-            .collect();
-        let mut settings = None;
-        let mut settings_failures = Vec::new();
-        let mut resolved: Vec<String> = Vec::new();
-        let mut problems: Vec<Error> = Vec::new();
-        let mut fills = fills.into_iter();
-        for pc in &node.spec.ports {
-            let filled = fills.next().unwrap_or(Ok(None));
-            let Some(spec) = ports.iter().find(|p| p.name == pc.port) else {
-                return Err(Error::permanent(format!(
-                    "ports[] configures port `{}`, which component `{}` does not have (it has: {})",
-                    pc.port,
-                    node.spec.component,
-                    port_list(ports, |_| true)
-                )));
-            };
-            if spec.name == system::CONTROL {
-                // The editor may keep a schema for the dashboard here; controls
-                // arrive as messages, so there is nothing to run.
-                continue;
-            }
-            if spec.is_source() {
-                return Err(Error::permanent(format!(
-                    "ports[] configures `{}`, an output port; only inputs take configuration",
-                    pc.port
-                )));
-            }
-            let Some(config) = &pc.configuration else { continue };
-            let is_settings = pc.port == system::SETTINGS && pc.from.is_empty();
-            let filled = match filled {
-                Ok(f) => f,
-                // Settings without their values do not load: the component would run
-                // with a placeholder for a credential.
-                Err(e) if is_settings => return Err(e),
-                Err(e) => {
-                    problems.push(e.clone());
-                    if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
-                        inlet
-                            .mappings
-                            .push(EdgeMapping::new(pc.from.clone(), Mapping::Failed(e)));
-                    }
-                    continue;
-                }
-            };
-            if let Some((_, values)) = &filled {
-                for v in values {
-                    if !resolved.contains(v) {
-                        resolved.push(v.clone());
-                    }
-                }
-            }
-            let mapping = Mapping::new(config.value()).map_err(|e| {
-                let edge = if pc.from.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (edge from `{}`)", pc.from)
-                };
-                Error::permanent(format!("port `{}`{edge}: {e}", pc.port))
-            })?;
-            if is_settings {
-                // Settings have no incoming message: expressions see an empty object,
-                // so a path in them yields null, as in the Go SDK (strictly: an error).
-                let empty = Value::Object(Default::default());
-                let mut rendered = match mapping {
-                    Mapping::Template(t) if policy.strict => t
-                        .render(&empty)
-                        .map_err(|e| Error::permanent(format!("port `_settings`: {e}")))?,
-                    Mapping::Template(t) => {
-                        let mut failures = Vec::new();
-                        let rendered = t.render_lenient(&empty, &mut failures);
-                        settings_failures.extend(
-                            failures
-                                .iter()
-                                .map(|f| format!("settings: {f} (settings see no message: null)")),
-                        );
-                        rendered
-                    }
-                    _ => empty,
-                };
-                if let Some((found, values)) = &filled {
-                    crate::secret::fill(&mut rendered, found, values);
-                }
-                settings = Some(rendered);
-            } else if let Some(inlet) = inputs.iter_mut().find(|i| i.spec.name == pc.port) {
-                let mapping = match (mapping, filled) {
-                    (Mapping::Template(t), Some(fills)) => Mapping::Filled(t, Box::new(fills)),
-                    (m, _) => m,
-                };
-                inlet.mappings.push(EdgeMapping::new(pc.from.clone(), mapping));
-            }
-        }
-        let mut outlets: Vec<Outlet> = Vec::new();
-        for edge in &node.spec.edges {
-            match ports.iter().find(|p| p.answers(&edge.port)) {
-                Some(p) if p.is_source() => {}
-                _ => {
-                    return Err(Error::permanent(format!(
-                        "edge `{}` leaves port `{}`, which is not an output of `{}` (outputs: {})",
-                        edge.id,
-                        edge.port,
-                        node.spec.component,
-                        port_list(ports, PortSpec::is_source)
-                    )));
-                }
-            }
-            let to = PortAddress::parse(&edge.to).map_err(|e| e.context(format_args!("edge `{}`", edge.id)))?;
-            let backoff = Backoff::from_policy(edge.retry_policy.as_ref())
-                .map_err(|e| e.context(format_args!("edge `{}`", edge.id)))?;
-            let outlet = match outlets.iter().position(|o| o.port == edge.port) {
-                Some(i) => &mut outlets[i],
-                None => {
-                    outlets.push(Outlet {
-                        port: edge.port.clone(),
-                        from: format!("{name}:{}", edge.port).into(),
-                        edges: Vec::new(),
-                    });
-                    let last = outlets.len() - 1;
-                    &mut outlets[last]
-                }
-            };
-            // Several flows may hold the same edge: send once.
-            if outlet.edges.iter().any(|r| *r.node == to.node && *r.port == to.port) {
-                continue;
-            }
-            let module = crate::flow::parse_node_name(&to.node).map(|(m, _)| Arc::from(m));
-            outlet.edges.push(Arc::new(Route {
-                id: edge.id.as_str().into(),
-                node: to.node.into(),
-                port: to.port.into(),
-                module,
-                backoff,
-                target: std::sync::OnceLock::new(),
-                landing: Landing::default(),
-            }));
-        }
-        let outlets = outlets.into_iter().map(Arc::new).collect();
-        let settings_secrets = ports
-            .iter()
-            .find(|p| p.name == system::SETTINGS)
-            .map(|p| Secrets::from_schema(&(p.schema)()))
-            .unwrap_or_default();
-        let mut secret_values = Vec::new();
-        if let Some(settings) = &settings {
-            settings_secrets.collect(settings, &mut secret_values);
-        }
-        // Resolved values are masked in every record of the node: its inputs, its
-        // emits, its settings (in free text only when long enough to be told apart).
-        let settings_secrets = settings_secrets.with_values(resolved.iter().cloned());
-        for inlet in &mut inputs {
-            inlet.secrets = std::mem::take(&mut inlet.secrets).with_values(resolved.iter().cloned());
-        }
-        for v in &resolved {
-            if v.chars().count() >= MIN_SCRUB_LEN && !secret_values.contains(v) {
-                secret_values.push(v.clone());
-            }
-        }
-        let problem = match problems.len() {
-            0 => None,
-            1 => problems.pop(),
-            _ => {
-                let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                Some(Error::permanent(text.join("; ")).with_code(crate::error::code::SECRET))
-            }
-        };
-        // Ids start at 1: an empty `Landing` matches no runner.
-        static BUILT: AtomicU64 = AtomicU64::new(1);
-        Ok(Runner {
-            id: BUILT.fetch_add(1, Ordering::Relaxed),
-            name,
-            node,
-            instance,
-            inputs,
-            settings,
-            outlets,
-            settings_secrets,
-            secret_values,
-            emit_secrets: Secrets::default().with_values(resolved.iter().cloned()),
-            resolved,
-            known,
-            problem,
-            policy,
-            settings_failures,
-        })
-    }
-
-    /// The settings expressions that failed, when they differ from `before`'s: to log
-    /// them once per spec, not on every re-apply.
-    pub fn new_settings_failures(&self, before: Option<&Runner>) -> &[String] {
-        match before {
-            Some(b) if b.settings_failures == self.settings_failures => &[],
-            _ => &self.settings_failures,
-        }
-    }
-
-    /// Carries over what `old`, the node's previous runner, knows of failing edges
-    /// (the same sender into the same port).
-    pub fn keep_failures(&mut self, old: &Runner) {
-        for inlet in &mut self.inputs {
-            let Some(before) = old.inputs.iter().find(|i| i.spec.name == inlet.spec.name) else {
-                continue;
-            };
-            for m in &mut inlet.mappings {
-                if let Some(o) = before.mappings.iter().find(|o| o.from == m.from) {
-                    m.keep_failures(o);
-                }
-            }
-        }
-    }
-
-    /// The edges into this node whose expressions failed within
-    /// [`FAILING_WINDOW`](super::FAILING_WINDOW), one line each.
-    pub fn failing_edges(&self) -> Vec<String> {
-        let edges = self
-            .inputs
-            .iter()
-            .flat_map(|i| i.mappings.iter().filter_map(|m| m.failing(i.spec.name)));
-        self.settings_failures.iter().cloned().chain(edges).collect()
-    }
-
     /// The secret values of the node's settings, to keep out of what tiny prints.
     pub fn secret_values(&self) -> &[String] {
         &self.secret_values
@@ -476,67 +232,6 @@ impl Runner {
             return e;
         }
         redact_with(e, secrets, input, self.secret_values.clone())
-    }
-
-    /// Fits the runner to the ports the node has with its settings (applied after
-    /// `build`): inputs the settings switched off go, and so do edges leaving ports
-    /// the settings switched off or removed, each named in [`problem`](Self::problem)
-    /// while the rest of the node runs.
-    pub fn settle(&mut self) {
-        let live = self.instance.live_ports();
-        // A family key that names a fixed port (`out` with key `a` beside `out_a`): one
-        // name, two ports. It runs, and its status says so.
-        let twice = live
-            .iter()
-            .enumerate()
-            .find(|(i, p)| live[..*i].iter().any(|q| q.name == p.name))
-            .map(|(_, p)| p.name.to_string());
-        if let Some(name) = twice
-            && self.problem.is_none()
-        {
-            self.problem = Some(
-                Error::permanent(format!(
-                    "port `{name}` is named twice: a family's key makes the name of another port \
-                     (change the key in the settings)"
-                ))
-                .with_code(crate::error::code::INVALID_SPEC),
-            );
-        }
-        let has = |name: &str| live.iter().any(|p| p.name == name);
-        self.inputs.retain(|i| has(i.spec.name));
-        let mut cut = Vec::new();
-        self.outlets.retain(|o| {
-            if has(&o.port) {
-                return true;
-            }
-            cut.extend(
-                o.edges
-                    .iter()
-                    .map(|e| format!("edge `{}` from port `{}`", e.id, o.port)),
-            );
-            false
-        });
-        // A problem found while building (an edge's secret) is said first.
-        if cut.is_empty() || self.problem.is_some() {
-            return;
-        }
-        let ports: Vec<&str> = live
-            .iter()
-            .filter(|p| p.spec.is_source() && !p.spec.is_system())
-            .map(|p| &*p.name)
-            .collect();
-        self.problem = Some(
-            Error::permanent(format!(
-                "{} cannot run: the settings in force removed the port (outputs now: {})",
-                cut.join(", "),
-                if ports.is_empty() {
-                    "none".to_owned()
-                } else {
-                    ports.join(", ")
-                }
-            ))
-            .with_code(crate::error::code::PORT_REMOVED),
-        );
     }
 
     /// Where messages emitted on `port` go, if it has edges.
@@ -586,36 +281,29 @@ impl Runner {
             attempt,
             ..
         } = d;
-        let at = At {
+        let at = Arrival {
             port,
             depth: hop.depth,
             attempt,
         };
-        let span = super::trace::hop_span(module, &self.node, port, &source, hop.depth, attempt);
         let observed = observer.is_some_and(|o| o.wants_data(&self.name));
-        let (mut future, inlet, seen, expressions) =
-            match span.in_scope(|| self.call(port, &source, msg, hop, observed)) {
-                Call::Handler {
-                    inlet,
-                    future,
-                    seen,
-                    expressions,
-                } => (future, Some(inlet), seen, expressions),
-                Call::System(future) => (future, None, None, None),
-                Call::Refused(e) => (
-                    Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
-                    None,
-                    None,
-                    None,
-                ),
-            };
+        let depth = hop.depth;
+        let Opened {
+            span,
+            mut future,
+            inlet,
+            seen,
+            expressions,
+        } = self.open(module, port, &source, depth, attempt, || {
+            self.call(port, &source, msg, hop, observed)
+        });
         async move {
             let clock = observer.map(|_| std::time::Instant::now());
             // The handler runs in the hop's span (as `Instrumented` would, without a
             // second copy of the span in the future).
             let result = std::future::poll_fn(|cx| span.in_scope(|| future.as_mut().poll(cx))).await;
             drop(future);
-            let seen = Seen {
+            let seen = InputKept {
                 inlet,
                 input: seen.as_ref(),
                 expressions: expressions.as_deref().map_or(&[], Vec::as_slice),
@@ -638,7 +326,7 @@ impl Runner {
     }
 
     /// Starts a delivery along `route` from `from` to business input `index`, taking
-    /// its mapping `mapping` (see [`Route::landing`]): the handler's future made, in
+    /// its mapping `mapping` (see [`Route::target_inlet`]): the handler's future made, in
     /// the hop's span. What is left, running it and finishing, is the returned
     /// future's, which owns all it needs. (A first attempt: a retry goes the general
     /// way.)
@@ -650,7 +338,7 @@ impl Runner {
         msg: Msg,
         hop: Hop,
         observer: Option<&Arc<dyn Observer>>,
-    ) -> Handling {
+    ) -> Delivering {
         let attempt = 1;
         let port = self.inputs[index].spec.name;
         let depth = hop.depth;
@@ -658,29 +346,17 @@ impl Runner {
             from,
             edge_id: &route.id,
         };
-        let span = super::trace::hop_span(module, &self.node, port, &source, depth, attempt);
         let observed = observer.is_some_and(|o| o.wants_data(&self.name));
-        // Entered by hand rather than `in_scope`: its closure is large, and `in_scope`
-        // stopped being inlined here (a call and a copy per hop).
-        let call = {
-            let _entered = span.enter();
+        let Opened {
+            span,
+            future,
+            seen,
+            expressions,
+            ..
+        } = self.open(module, port, &source, depth, attempt, || {
             self.handler(index, mapping, &source, msg, hop, observed)
-        };
-        let (future, seen, expressions) = match call {
-            Call::Handler {
-                future,
-                seen,
-                expressions,
-                ..
-            } => (future, seen, expressions),
-            Call::System(future) => (future, None, None),
-            Call::Refused(e) => (
-                Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
-                None,
-                None,
-            ),
-        };
-        Handling {
+        });
+        Delivering {
             runner: self,
             future,
             span,
@@ -692,18 +368,63 @@ impl Runner {
         }
     }
 
+    /// What every delivery starts with, [`deliver`](Self::deliver) and
+    /// [`start`](Self::start) alike: the hop's span, and in it what the delivery runs,
+    /// made by `invoke` (a system port's hook, a business port's handler with its
+    /// input, or the refusal).
+    #[inline(always)]
+    fn open(
+        &self,
+        module: &str,
+        port: &str,
+        source: &Source<'_>,
+        depth: u32,
+        attempt: u32,
+        invoke: impl FnOnce() -> Invocation,
+    ) -> Opened {
+        let span = super::trace::hop_span(module, &self.node, port, source, depth, attempt);
+        // Entered by hand rather than `in_scope`: its closure is large, and `in_scope`
+        // stopped being inlined here (a call and a copy per hop).
+        let invocation = {
+            let _entered = span.enter();
+            invoke()
+        };
+        let (future, inlet, seen, expressions) = match invocation {
+            Invocation::Handler {
+                inlet,
+                future,
+                seen,
+                expressions,
+            } => (future, Some(inlet), seen, expressions),
+            Invocation::System(future) => (future, None, None, None),
+            Invocation::Refused(e) => (
+                Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
+                None,
+                None,
+                None,
+            ),
+        };
+        Opened {
+            span,
+            future,
+            inlet,
+            seen,
+            expressions,
+        }
+    }
+
     /// After the handler: masks secrets out of an error, tells the observer (with
     /// when the handler started), logs a failure where it arose, and records the
     /// outcome on the span.
     fn finish(
         &self,
         result: Result<Reply>,
-        at: At<'_>,
-        seen: Seen<'_>,
+        at: Arrival<'_>,
+        seen: InputKept<'_>,
         observer: Option<(&dyn Observer, std::time::Instant, Source<'_>)>,
         span: &tracing::Span,
     ) -> Result<Reply> {
-        let At { port, depth, attempt } = at;
+        let Arrival { port, depth, attempt } = at;
         let base = seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
         // Only a failure or an observer reads them.
         let secrets = if result.is_err() || observer.is_some() {
@@ -757,7 +478,7 @@ impl Runner {
     /// What a message for `port` runs: a system port's hook, or a business port's
     /// handler with its input (kept in `seen` for an observer, or to mask a secret in
     /// an error).
-    fn call(&self, port: &str, source: &Source<'_>, data: Msg, hop: Hop, observed: bool) -> Call {
+    fn call(&self, port: &str, source: &Source<'_>, data: Msg, hop: Hop, observed: bool) -> Invocation {
         match port {
             system::SETTINGS => {
                 let instance = self.instance.clone();
@@ -765,7 +486,7 @@ impl Runner {
                 // One pass over the new settings' secrets and the node's (a secret
                 // inside another is then masked whole).
                 let redact = self.secret_values.clone();
-                return Call::System(Box::pin(async move {
+                return Invocation::System(Box::pin(async move {
                     let json = data.json()?;
                     match instance.settings(Some(json)).await {
                         Ok(_) => Ok(Reply::empty()),
@@ -775,11 +496,11 @@ impl Runner {
             }
             system::CONTROL => {
                 let instance = self.instance.clone();
-                return Call::System(Box::pin(async move { instance.control(data.json()?, hop).await }));
+                return Invocation::System(Box::pin(async move { instance.control(data.json()?, hop).await }));
             }
             system::RECONCILE => {
                 let (instance, node) = (self.instance.clone(), self.node.clone());
-                return Call::System(Box::pin(async move {
+                return Invocation::System(Box::pin(async move {
                     instance.reconcile(&node).await?;
                     Ok(Reply::empty())
                 }));
@@ -789,7 +510,7 @@ impl Runner {
         let Some(index) = self.inlet(port) else {
             let ports = self.instance.ports();
             if ports.iter().any(|p| p.name == port && !p.is_source()) {
-                return Call::Refused(
+                return Invocation::Refused(
                     Error::permanent(format!(
                         "input port `{port}` of `{}` is switched off by the node's settings",
                         self.node.spec.component
@@ -797,7 +518,7 @@ impl Runner {
                     .with_code(crate::error::code::UNKNOWN_PORT),
                 );
             }
-            return Call::Refused(
+            return Invocation::Refused(
                 Error::permanent(format!(
                     "component `{}` has no input port `{port}` (inputs: {})",
                     self.node.spec.component,
@@ -823,11 +544,11 @@ impl Runner {
         data: Msg,
         hop: Hop,
         observed: bool,
-    ) -> Call {
+    ) -> Invocation {
         let inlet = &self.inputs[index];
         let (input, expressions) = match self.input(inlet, mapping, source, data) {
             Ok(input) => input,
-            Err(e) => return Call::Refused(e),
+            Err(e) => return Invocation::Refused(e),
         };
         let secrets = self.with_known(&inlet.secrets);
         super::trace::data(&input, &secrets);
@@ -835,7 +556,7 @@ impl Runner {
         // out of an error with the input's values: keep a reference (the handler then
         // gets a copy; the JSON is made only if something asks).
         let seen = (observed || !secrets.is_empty()).then(|| input.clone());
-        Call::Handler {
+        Invocation::Handler {
             inlet: index,
             future: self.instance.clone().handle(inlet.spec.name, input, hop),
             seen,
@@ -849,7 +570,7 @@ impl Runner {
 /// [`Runner::deliver`] does. A plain struct, not an `async` block: a hop's future is
 /// this and the handler's box. Its owner, which knows the edge it came along, polls
 /// it with [`poll_along`](Self::poll_along).
-pub(crate) struct Handling {
+pub(crate) struct Delivering {
     runner: Arc<Runner>,
     future: BoxFuture<'static, Result<Reply>>,
     span: tracing::Span,
@@ -863,7 +584,7 @@ pub(crate) struct Handling {
     observing: Option<(Arc<dyn Observer>, std::time::Instant)>,
 }
 
-impl Handling {
+impl Delivering {
     /// Polls the handler; once it answered, finishes the delivery, which came from
     /// `source` (what an observer is told).
     pub fn poll_along(
@@ -877,12 +598,12 @@ impl Handling {
         };
         let runner = &self.runner;
         let index = self.index as usize;
-        let at = At {
+        let at = Arrival {
             port: runner.inputs[index].spec.name,
             depth: self.depth,
             attempt: 1,
         };
-        let seen = Seen {
+        let seen = InputKept {
             inlet: Some(index),
             input: self.seen.as_ref(),
             expressions: self.expressions.as_deref().map_or(&[], Vec::as_slice),
@@ -905,14 +626,14 @@ impl Handling {
 
 /// Where a delivery went: what its end reports.
 #[derive(Clone, Copy)]
-struct At<'a> {
+struct Arrival<'a> {
     port: &'a str,
     depth: u32,
     attempt: u32,
 }
 
 /// What the end of a delivery knows of its input.
-struct Seen<'a> {
+struct InputKept<'a> {
     /// The index of the business port, if it was one.
     inlet: Option<usize>,
     /// The input, when kept for an observer or to mask a secret in an error.
@@ -921,8 +642,18 @@ struct Seen<'a> {
     expressions: &'a [EvalError],
 }
 
+/// A delivery begun: its span, and what it runs with what its end reads.
+struct Opened {
+    span: tracing::Span,
+    future: BoxFuture<'static, Result<Reply>>,
+    /// The business port's index, if it is one.
+    inlet: Option<usize>,
+    seen: Option<Msg>,
+    expressions: Failed,
+}
+
 /// What a delivery runs, resolved when it starts.
-enum Call {
+enum Invocation {
     /// A business port's handler, `inlet` the index of its input port.
     Handler {
         inlet: usize,
@@ -937,7 +668,7 @@ enum Call {
     Refused(Error),
 }
 
-fn port_list(ports: &[PortSpec], keep: impl Fn(&PortSpec) -> bool) -> String {
+pub(super) fn port_list(ports: &[PortSpec], keep: impl Fn(&PortSpec) -> bool) -> String {
     let names: Vec<&str> = ports.iter().filter(|p| keep(p)).map(|p| p.name).collect();
     if names.is_empty() {
         "none".to_owned()

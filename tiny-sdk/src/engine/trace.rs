@@ -67,9 +67,11 @@ pub(crate) fn hop_span(module: &str, node: &Node, port: &str, source: &Source<'_
     )
 }
 
-/// Records how a hop ended on its span: `tiny.outcome` is `ok` or `error`; an error
-/// also sets the span's status and `tiny.error.code`.
-pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
+/// Records how a call ended on its span: `tiny.outcome` is `ok` or `error`; an error
+/// also sets the span's OpenTelemetry status and, on a span with the field,
+/// `tiny.error.code`. Nothing on a span that is not recorded. The engine's hop spans
+/// and the runtime's client spans (a gRPC or NATS request, a signal) record alike.
+pub fn record_outcome<T>(span: &Span, result: &Result<T, Error>) {
     if span.is_disabled() {
         return;
     }
@@ -78,15 +80,6 @@ pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
             span.record("tiny.outcome", "ok");
         }
         Err(e) => {
-            // As OpenTelemetry's `RecordError` (which the Go SDK calls): an `exception`
-            // event with the message, before the status says the same.
-            tracing::event!(
-                target: TARGET,
-                parent: span,
-                tracing::Level::ERROR,
-                exception.message = %e,
-                "exception"
-            );
             span.record("tiny.outcome", "error");
             span.record("otel.status_code", "ERROR");
             span.record("otel.status_description", tracing::field::display(e));
@@ -95,6 +88,24 @@ pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
             }
         }
     }
+}
+
+/// Records how a hop ended on its span ([`record_outcome`]); a failure is first an
+/// `exception` event with the message, as OpenTelemetry's `RecordError` (which the Go
+/// SDK calls) makes it.
+pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
+    if let Err(e) = result
+        && !span.is_disabled()
+    {
+        tracing::event!(
+            target: TARGET,
+            parent: span,
+            tracing::Level::ERROR,
+            exception.message = %e,
+            "exception"
+        );
+    }
+    record_outcome(span, result);
 }
 
 /// Records a hop's input on its span as a `data` event with the JSON in `payload`
