@@ -45,6 +45,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             // The author's API, over the `Emit` trait of `node`.
             &[
                 "work",
+                "overlay",
                 "state",
                 "metadata",
                 "node",
@@ -729,7 +730,7 @@ fn layer_of(layers: &[&[&str]], m: &str) -> Option<usize> {
     let mut best: Option<(usize, usize)> = None;
     for (i, layer) in layers.iter().enumerate() {
         for prefix in *layer {
-            let hit = *prefix == m || prefix.is_empty() || m.starts_with(&format!("{prefix}::"));
+            let hit = *prefix == m || (!prefix.is_empty() && m.starts_with(&format!("{prefix}::")));
             if hit && best.is_none_or(|(len, _)| prefix.len() >= len) {
                 best = Some((prefix.len(), i));
             }

@@ -68,6 +68,7 @@ pub mod metadata;
 pub mod msg;
 mod name;
 mod node;
+mod overlay;
 pub mod port;
 mod portable;
 pub mod redact;

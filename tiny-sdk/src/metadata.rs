@@ -29,15 +29,15 @@
 //! ```
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::BTreeMap,
     sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
 };
 
 use crate::{
     client::ResourceManager,
     contract::STATE_PREFIX,
     error::{Error, Result, code},
+    overlay::Overlay,
 };
 
 /// The most that a node's raw metadata (every key outside `_state/`, keys and
@@ -45,62 +45,14 @@ use crate::{
 /// must fit in etcd's 1.5 MiB object limit.
 pub const MAX_METADATA_BYTES: usize = 256 * 1024;
 
-/// How long this replica's own writes win over what the watch last showed.
-const OVERLAY: Duration = Duration::from_secs(5);
-
 /// A node's raw metadata (see the [module docs](self)).
 pub struct NodeMetadata {
-    inner: Mutex<Cache>,
+    inner: Mutex<Overlay>,
     /// Held through a write: a node's writes go one at a time, in the order they were
     /// made (two patches in flight may land the other way round, the older winning).
     writing: tokio::sync::Mutex<()>,
     store: Option<Arc<dyn ResourceManager>>,
     node: String,
-}
-
-#[derive(Default)]
-struct Cache {
-    /// Keys outside `_state/`, as last seen on the node.
-    seen: BTreeMap<String, String>,
-    /// This replica's recent writes (`None`: deleted), until the watch shows them.
-    pending: HashMap<String, (Option<String>, Instant)>,
-}
-
-impl Cache {
-    fn current(&self, key: &str) -> Option<&String> {
-        match self.pending.get(key) {
-            Some((value, at)) if at.elapsed() < OVERLAY => value.as_ref(),
-            _ => self.seen.get(key),
-        }
-    }
-
-    fn keys(&self) -> Vec<String> {
-        let mut keys: std::collections::BTreeSet<&String> = self.seen.keys().collect();
-        for (k, (v, at)) in &self.pending {
-            if at.elapsed() < OVERLAY {
-                if v.is_some() {
-                    keys.insert(k);
-                } else {
-                    keys.remove(k);
-                }
-            }
-        }
-        keys.into_iter().cloned().collect()
-    }
-
-    /// The size the metadata would have with `changes` applied.
-    fn size_with(&self, changes: &BTreeMap<&str, Option<&str>>) -> usize {
-        let kept: usize = self
-            .keys()
-            .iter()
-            .filter(|k| !changes.contains_key(k.as_str()))
-            .filter_map(|k| self.current(k).map(|v| k.len() + v.len()))
-            .sum();
-        kept + changes
-            .iter()
-            .filter_map(|(k, v)| v.map(|v| k.len() + v.len()))
-            .sum::<usize>()
-    }
 }
 
 impl NodeMetadata {
@@ -113,7 +65,7 @@ impl NodeMetadata {
         }
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, Overlay> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -124,22 +76,17 @@ impl NodeMetadata {
             .filter(|(k, _)| !k.starts_with(STATE_PREFIX))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let mut cache = self.cache();
-        // A pending write the node now shows (or one too old to trust) is done.
-        cache
-            .pending
-            .retain(|k, (v, at)| at.elapsed() < OVERLAY && seen.get(k) != v.as_ref());
-        cache.seen = seen;
+        self.cache().observe(seen);
     }
 
     /// The value under `key`; `None` when there is none.
     pub fn get(&self, key: &str) -> Option<String> {
-        self.cache().current(key).cloned()
+        self.cache().current(key, None).cloned()
     }
 
     /// The keys that hold a value (`_state/` keys excluded), sorted.
     pub fn keys(&self) -> Vec<String> {
-        self.cache().keys()
+        self.cache().keys([])
     }
 
     /// Stores `value` under `key`.
@@ -167,12 +114,16 @@ impl NodeMetadata {
             let wanted: BTreeMap<&str, Option<&str>> = changes.iter().copied().collect();
             let wanted: BTreeMap<&str, Option<&str>> = wanted
                 .into_iter()
-                .filter(|(k, v)| cache.current(k).map(String::as_str) != *v)
+                .filter(|(k, v)| cache.current(k, None).map(String::as_str) != *v)
                 .collect();
             if wanted.is_empty() {
                 return Ok(());
             }
-            let size = cache.size_with(&wanted);
+            let size = cache.size_without(|k| wanted.contains_key(k), &BTreeMap::new())
+                + wanted
+                    .iter()
+                    .filter_map(|(k, v)| v.map(|v| k.len() + v.len()))
+                    .sum::<usize>();
             if size > MAX_METADATA_BYTES {
                 return Err(Error::permanent(format!(
                     "metadata of node `{}` would hold {size} bytes, over the {MAX_METADATA_BYTES}-byte cap",
@@ -180,9 +131,8 @@ impl NodeMetadata {
                 ))
                 .with_code(code::METADATA_TOO_LARGE));
             }
-            let now = Instant::now();
             for (k, v) in &wanted {
-                cache.pending.insert((*k).to_owned(), (v.map(str::to_owned), now));
+                cache.wrote((*k).to_owned(), v.map(str::to_owned));
             }
             wanted
                 .into_iter()
@@ -194,7 +144,7 @@ impl NodeMetadata {
                 // Not written: do not pretend it was.
                 let mut cache = self.cache();
                 for (k, _) in &entries {
-                    cache.pending.remove(k);
+                    cache.unwrote(k);
                 }
                 return Err(e.context(format_args!("metadata of node `{}`", self.node)));
             }
@@ -202,11 +152,7 @@ impl NodeMetadata {
             // In-process: memory is the store.
             let mut cache = self.cache();
             for (k, v) in entries {
-                cache.pending.remove(&k);
-                match v {
-                    Some(v) => cache.seen.insert(k, v),
-                    None => cache.seen.remove(&k),
-                };
+                cache.store(k, v);
             }
         }
         Ok(())

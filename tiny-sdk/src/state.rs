@@ -41,9 +41,9 @@
 //! ```
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::BTreeMap,
     sync::{Arc, Mutex, PoisonError},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use base64::{Engine as _, engine::general_purpose::STANDARD};
@@ -53,13 +53,11 @@ use crate::{
     client::ResourceManager,
     contract::STATE_PREFIX,
     error::{Error, Result, code},
+    overlay::Overlay,
 };
 
 /// The most state a node may hold, all keys together (the Go SDK's `MaxStateBytes`).
 pub const MAX_STATE_BYTES: usize = 900 * 1024;
-
-/// How long this replica's own written values win over what the watch last showed.
-const OVERLAY: Duration = Duration::from_secs(5);
 
 /// How long node state writes gather before they are sent as one status patch.
 pub const WRITE_DELAY: Duration = Duration::from_millis(250);
@@ -86,10 +84,9 @@ struct Shared {
 
 #[derive(Default)]
 struct Cache {
-    /// `_state/` entries (key without the prefix, base64 value) as last seen on the node.
-    seen: BTreeMap<String, String>,
-    /// This replica's written values (`None`: deleted), until the watch shows them.
-    pending: HashMap<String, (Option<String>, Instant)>,
+    /// `_state/` entries (key without the prefix, base64 value) as last seen on the
+    /// node, with this replica's written values over them.
+    overlay: Overlay,
     /// Values not written yet: the next flush sends them all in one patch.
     dirty: BTreeMap<String, Option<String>>,
     /// A flush is scheduled.
@@ -102,36 +99,20 @@ struct Cache {
 
 impl Cache {
     fn current(&self, key: &str) -> Option<&String> {
-        if let Some(value) = self.dirty.get(key) {
-            return value.as_ref();
-        }
-        match self.pending.get(key) {
-            Some((value, at)) if at.elapsed() < OVERLAY => value.as_ref(),
-            _ => self.seen.get(key),
-        }
+        self.overlay.current(key, self.dirty.get(key))
     }
 
     fn keys(&self) -> Vec<String> {
-        let mut keys: std::collections::BTreeSet<&String> = self.seen.keys().collect();
-        let recent = self.pending.iter().filter(|(_, (_, at))| at.elapsed() < OVERLAY);
-        for (k, v) in recent.map(|(k, (v, _))| (k, v)).chain(&self.dirty) {
-            if v.is_some() {
-                keys.insert(k);
-            } else {
-                keys.remove(k);
-            }
-        }
-        keys.into_iter().cloned().collect()
+        self.overlay.keys(&self.dirty)
     }
 
     /// Moves the unwritten values to the written ones, as the patch that carries them.
     fn take_dirty(&mut self) -> Vec<(String, Option<String>)> {
-        let now = Instant::now();
         let dirty = std::mem::take(&mut self.dirty);
         dirty
             .into_iter()
             .map(|(k, v)| {
-                self.pending.insert(k.clone(), (v.clone(), now));
+                self.overlay.wrote(k.clone(), v.clone());
                 (format!("{STATE_PREFIX}{k}"), v)
             })
             .collect()
@@ -144,7 +125,7 @@ impl Cache {
             let Some(key) = k.strip_prefix(STATE_PREFIX) else {
                 continue;
             };
-            self.pending.remove(key);
+            self.overlay.unwrote(key);
             if !drop && !self.dirty.contains_key(key) {
                 self.dirty.insert(key.to_owned(), v);
             }
@@ -152,12 +133,7 @@ impl Cache {
     }
 
     fn size_with(&self, key: &str, value: Option<&str>) -> usize {
-        self.keys()
-            .iter()
-            .filter(|k| k.as_str() != key)
-            .filter_map(|k| self.current(k).map(|v| k.len() + v.len()))
-            .sum::<usize>()
-            + value.map_or(0, |v| key.len() + v.len())
+        self.overlay.size_without(|k| k == key, &self.dirty) + value.map_or(0, |v| key.len() + v.len())
     }
 }
 
@@ -180,12 +156,7 @@ impl NodeState {
             .iter()
             .filter_map(|(k, v)| Some((k.strip_prefix(STATE_PREFIX)?.to_owned(), v.clone())))
             .collect();
-        let mut cache = self.cache();
-        // A pending write the node now shows (or one too old to trust) is done.
-        cache
-            .pending
-            .retain(|k, (v, at)| at.elapsed() < OVERLAY && seen.get(k) != v.as_ref());
-        cache.seen = seen;
+        self.cache().overlay.observe(seen);
     }
 
     /// The value under `key`, decoded from JSON; `None` when there is none.
@@ -309,10 +280,7 @@ impl NodeState {
         }
         let Some(store) = &self.store else {
             // In-process: memory is the store.
-            match value {
-                Some(v) => cache.seen.insert(key.to_owned(), v),
-                None => cache.seen.remove(key),
-            };
+            cache.overlay.store(key.to_owned(), value);
             return Ok(());
         };
         cache.dirty.insert(key.to_owned(), value);
