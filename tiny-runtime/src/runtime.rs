@@ -58,6 +58,25 @@ pub struct Options {
     pub answers: Option<Arc<dyn tiny_sdk::run::AnswerInbox>>,
 }
 
+impl Options {
+    /// The module `config` with the components of `registry`, and nothing else: this
+    /// replica always leads, no probes, gRPC at `config.grpc_addr`, no durable runs.
+    /// Set the other fields by name: `Options { probe_addr, ..Options::new(c, r) }`.
+    pub fn new(config: ModuleConfig, registry: Registry) -> Self {
+        Self {
+            config,
+            registry,
+            lease_duration: None,
+            probe_addr: None,
+            discovery: None,
+            router: None,
+            transport: None,
+            runs: None,
+            answers: None,
+        }
+    }
+}
+
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")

@@ -155,3 +155,16 @@ pub fn port_config(node: &TinyNode, port: &str) -> Option<Value> {
     let p = node.status.as_ref()?.ports.iter().find(|p| p.name == port)?;
     p.configuration.as_ref()?.decode().ok()
 }
+
+/// Starts module `config` with `registry` in-process against the control plane of
+/// `client`, with nothing else ([`Options::new`](tiny_runtime::runtime::Options::new)):
+/// what most cluster tests run beside their flows.
+pub async fn start_module(
+    client: &Client,
+    config: tiny_runtime::config::ModuleConfig,
+    registry: tiny_sdk::engine::Registry,
+) -> tiny_runtime::runtime::Runtime {
+    tiny_runtime::runtime::Runtime::start(client.clone(), tiny_runtime::runtime::Options::new(config, registry))
+        .await
+        .expect("the module starts")
+}

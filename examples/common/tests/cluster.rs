@@ -10,11 +10,7 @@ use kube::{
     api::{Patch, PatchParams},
 };
 use serde_json::{Value, json};
-use tiny_runtime::{
-    config::ModuleConfig,
-    crd::TinyNode,
-    runtime::{Options, Runtime},
-};
+use tiny_runtime::{config::ModuleConfig, crd::TinyNode, runtime::Runtime};
 use tiny_testkit::{
     Replica, ReplicaBuilder, TestEnv,
     cluster::{apply_yaml, delivered, env, port_config, signal},
@@ -25,22 +21,12 @@ use tiny_testkit::{
 const MODULE: &str = "common-module-v0";
 
 async fn start_module(client: &Client, ns: &str) -> Runtime {
-    Runtime::start(
-        client.clone(),
-        Options {
-            config: ModuleConfig::new(MODULE, "0.1.0", ns, "test-0"),
-            registry: tiny_example_common::registry(),
-            lease_duration: None,
-            probe_addr: None,
-            discovery: None,
-            router: None,
-            transport: None,
-            runs: None,
-            answers: None,
-        },
+    tiny_testkit::cluster::start_module(
+        client,
+        ModuleConfig::new(MODULE, "0.1.0", ns, "test-0"),
+        tiny_example_common::registry(),
     )
     .await
-    .expect("the module starts")
 }
 
 fn port_schema(node: &TinyNode, port: &str) -> Option<Value> {

@@ -41,7 +41,6 @@ use serde_json::json;
 use tiny_runtime::{
     config::ModuleConfig,
     crd::{SignalPhase, TinyNode, TinyNodeSpec, TinySignal, TinySignalSpec},
-    runtime::{Options, Runtime},
 };
 use tiny_sdk::{flow::RawJson, prelude::*};
 
@@ -95,22 +94,12 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
     env.create_namespace(ns).await.expect("namespace");
     let mut registry = tiny_example_hello::registry();
     registry.register::<Stamp>();
-    let _module = Runtime::start(
-        client.clone(),
-        Options {
-            config: ModuleConfig::new("examples-v0", "0.1.0", ns, "load-0"),
-            registry,
-            lease_duration: None,
-            probe_addr: None,
-            discovery: None,
-            router: None,
-            transport: None,
-            runs: None,
-            answers: None,
-        },
+    let _module = tiny_testkit::cluster::start_module(
+        &client,
+        ModuleConfig::new("examples-v0", "0.1.0", ns, "load-0"),
+        registry,
     )
-    .await
-    .expect("the module starts");
+    .await;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let node = "load.examples-v0.stamp-1";
     let spec = TinyNodeSpec(tiny_sdk::flow::NodeSpec {

@@ -152,15 +152,10 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
     let runtime = Runtime::start(
         client.clone(),
         Options {
-            config,
-            registry: tiny_example_common::registry(),
-            lease_duration: None,
-            probe_addr: None,
             discovery: Some(routes.clone()),
             router: Some(routes),
             transport: Some(transport.clone()),
-            runs: None,
-            answers: None,
+            ..Options::new(config, tiny_example_common::registry())
         },
     )
     .await

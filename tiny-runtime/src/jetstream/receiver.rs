@@ -245,17 +245,6 @@ async fn receive(
         None if !is_system => minted(shared, hop.to, seed).await,
         None => None,
     };
-    let span = tracing::info_span!(
-        target: tiny_sdk::engine::TRACE_TARGET,
-        "jetstream.server",
-        otel.name = %subject,
-        otel.kind = "consumer",
-        messaging.system = "nats",
-        messaging.destination.name = %subject,
-        to = hop.to,
-        from = hop.from,
-        tiny.run = run.as_deref().map(RunStep::run_id),
-        tiny.step = run.as_deref().map(RunStep::step_key),
-    );
+    let span = serve::server_span(serve::Broker::JetStream, subject, &hop, run.as_deref());
     shared.listening.deliver(hop, payload, is_system, run, span).await
 }

@@ -142,15 +142,6 @@ async fn receive(
     is_system: bool,
 ) -> Result<Reply> {
     let hop = wire::hop_headers(subject, headers)?;
-    let span = tracing::info_span!(
-        target: tiny_sdk::engine::TRACE_TARGET,
-        "nats.server",
-        otel.name = %subject,
-        otel.kind = "server",
-        messaging.system = "nats",
-        messaging.destination.name = %subject,
-        to = hop.to,
-        from = hop.from,
-    );
+    let span = serve::server_span(serve::Broker::Core, subject, &hop, None);
     shared.listening.deliver(hop, payload, is_system, None, span).await
 }

@@ -207,18 +207,15 @@ pub(crate) fn request_headers(
 
 impl RemoteRouter for NatsRouter {
     fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
-        let Outgoing {
-            to,
-            source,
-            payload,
-            hop,
-            attempt,
-        } = d.into();
-        let edge_id = match &source {
+        let out = Outgoing::from(d);
+        let edge_id = match &out.source {
             Source::Signal => "",
             Source::Edge { edge_id, .. } => edge_id,
         };
-        let headers = request_headers(&to, &source, Some(edge_id), hop.depth, attempt);
-        Box::pin(self.clone().request(module.to_owned(), to, headers, payload, hop))
+        let headers = request_headers(&out.to, &out.source, Some(edge_id), out.hop.depth, out.attempt);
+        Box::pin(
+            self.clone()
+                .request(module.to_owned(), out.to, headers, out.payload, out.hop),
+        )
     }
 }

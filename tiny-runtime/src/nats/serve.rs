@@ -75,6 +75,46 @@ impl Listening {
     }
 }
 
+/// Which receiver on the broker a message came through.
+#[derive(Clone, Copy)]
+pub(crate) enum Broker {
+    /// Core NATS: a request.
+    Core,
+    /// JetStream: a stored message, taken by a consumer.
+    JetStream,
+}
+
+/// The server span of a message on the broker, as both receivers open it; a
+/// JetStream message's run and step, when it has them.
+pub(crate) fn server_span(
+    broker: Broker,
+    subject: &Subject,
+    hop: &HopHeaders<'_>,
+    run: Option<&RunStep>,
+) -> tracing::Span {
+    // The span's name and kind are literals: one expansion for each receiver.
+    macro_rules! span {
+        ($name:literal, $kind:literal) => {
+            tracing::info_span!(
+                target: tiny_sdk::engine::TRACE_TARGET,
+                $name,
+                otel.name = %subject,
+                otel.kind = $kind,
+                messaging.system = "nats",
+                messaging.destination.name = %subject,
+                to = hop.to,
+                from = hop.from,
+                tiny.run = run.map(RunStep::run_id),
+                tiny.step = run.map(RunStep::step_key),
+            )
+        };
+    }
+    match broker {
+        Broker::Core => span!("nats.server", "server"),
+        Broker::JetStream => span!("jetstream.server", "consumer"),
+    }
+}
+
 /// Publishes `body` to `to`: with no headers at all (a plain PUB) when there are
 /// none, as Go's `RespondMsg` answers a message without a header.
 pub(crate) async fn respond(

@@ -55,15 +55,10 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let runtime = Runtime::start(
         client.clone(),
         Options {
-            config,
-            registry: registry(),
-            lease_duration: None,
-            probe_addr: None,
             discovery: Some(routes.clone()),
             router: Some(routes),
             transport: Some(transport.clone()),
-            runs: None,
-            answers: None,
+            ..Options::new(config, registry())
         },
     )
     .await?;

@@ -4,10 +4,7 @@
 
 use kube::Client;
 use tiny_example_hello::registry;
-use tiny_runtime::{
-    config::ModuleConfig,
-    runtime::{Options, Runtime},
-};
+use tiny_runtime::{config::ModuleConfig, runtime::Runtime};
 use tiny_testenv::TestEnv;
 pub use tiny_testkit::{
     Replica, ReplicaBuilder,
@@ -29,22 +26,12 @@ pub fn replica(env: &TestEnv, namespace: &str, identity: &str) -> Replica {
 }
 
 pub async fn start_module(client: &Client, namespace: &str) -> Runtime {
-    Runtime::start(
-        client.clone(),
-        Options {
-            config: ModuleConfig::new("examples-v0", "0.1.0", namespace, "test-0"),
-            registry: registry(),
-            lease_duration: None,
-            probe_addr: None,
-            discovery: None,
-            router: None,
-            transport: None,
-            runs: None,
-            answers: None,
-        },
+    tiny_testkit::cluster::start_module(
+        client,
+        ModuleConfig::new("examples-v0", "0.1.0", namespace, "test-0"),
+        registry(),
     )
     .await
-    .expect("the module starts")
 }
 
 /// alpha's `hello` -> beta's `shout` -> alpha's `respond`, in flow `flow` (the first
