@@ -246,36 +246,13 @@ fn read_handler(f: ImplItemFn, errors: &mut Vec<syn::Error>) -> Item {
         })));
     }
 
-    let mut inputs = sig.inputs.into_iter().peekable();
-    let receiver = match inputs.peek() {
-        Some(FnArg::Receiver(_)) => match inputs.next() {
-            Some(FnArg::Receiver(r)) => Some(r),
-            _ => None,
-        },
-        _ => None,
-    };
-    let params: Vec<PatType> = inputs
-        .filter_map(|a| match a {
-            FnArg::Typed(t) => Some(t),
-            FnArg::Receiver(_) => None,
-        })
-        .collect();
-
-    // Which parameter is which: `ctx` by its type, the message is the other one.
-    let mut params = params.into_iter();
-    let (first, second) = (params.next(), params.next());
-    let extra: Vec<PatType> = params.collect();
-    let (ctx, msg, order) = match (first, second) {
-        (None, _) => (None, None, Order::Neither),
-        (Some(a), None) if is_ctx(&a.ty) => (Some(a), None, Order::NoMsg),
-        (Some(a), None) => (None, Some(a), Order::NoCtx),
-        (Some(a), Some(b)) => match (is_ctx(&a.ty), is_ctx(&b.ty)) {
-            (true, false) => (Some(a), Some(b), Order::Right),
-            (false, true) => (Some(b), Some(a), Order::Swapped),
-            (true, true) => (Some(a), None, Order::CtxTwice(b)),
-            (false, false) => (None, Some(b), Order::NotCtx(a)),
-        },
-    };
+    let Params {
+        receiver,
+        ctx,
+        msg,
+        order,
+        extra,
+    } = parameters(sig.inputs);
     let expected = Expected::new(
         &sig.ident,
         msg.as_ref().map(|m| match &*m.ty {
@@ -302,78 +279,17 @@ fn read_handler(f: ImplItemFn, errors: &mut Vec<syn::Error>) -> Item {
         keeps_body = false;
     }
     let parens = sig.paren_token.span.join();
-    let receiver = match receiver {
-        Some(r) => match &r.kind {
-            ReceiverKind::Reference(_, _, None) => Some(r),
-            ReceiverKind::Reference(_, _, Some(_)) => {
-                errors.push(expected.error(
-                    &r,
-                    "a port handler takes `&self`, not `&mut self`: the engine may run several messages through one component at once, so keep what changes behind a `Mutex` or an atomic",
-                ));
-                None
-            }
-            _ => {
-                errors.push(expected.error(&r, "a port handler takes `&self`"));
-                None
-            }
-        },
-        None => {
-            let what = "a port handler is a method: it takes `&self` first";
-            match ctx
-                .as_ref()
-                .map(ToTokens::to_token_stream)
-                .or_else(|| msg.as_ref().map(ToTokens::to_token_stream))
-            {
-                Some(first) => errors.push(expected.error(first, what)),
-                None => errors.push(syn::Error::new(parens, format!("{what}; {}", expected.form()))),
-            }
-            None
-        }
-    };
+    let receiver = checked_receiver(receiver, ctx.as_ref(), msg.as_ref(), &expected, parens, errors);
 
-    match order {
-        Order::Right => {}
-        Order::Swapped => {
-            if let (Some(c), Some(m)) = (&ctx, &msg) {
-                errors.push(expected.error(
-                    quote::quote!(#m, #c),
-                    "the parameters of this handler are swapped: `ctx` comes first, then the message",
-                ));
-            }
-        }
-        Order::NoCtx => {
-            if let Some(m) = &msg {
-                errors.push(expected.error(
-                    m,
-                    "this handler has no `ctx` parameter: add `ctx: &Ctx<Self>` before the message (`_ctx` if the handler does not use it)",
-                ));
-            }
-        }
-        Order::NoMsg => {
-            if let Some(c) = &ctx {
-                errors.push(expected.error(
-                    c,
-                    "this handler has no message parameter: add `msg: T` after `ctx`, where `T` is the port's message type",
-                ));
-            }
-        }
-        Order::Neither => {
-            if receiver.is_some() {
-                errors.push(syn::Error::new(
-                    parens,
-                    format!("this handler takes neither `ctx` nor the message; {}", expected.form()),
-                ));
-            }
-        }
-        Order::CtxTwice(b) => {
-            errors.push(expected.error(&b, "expected the message here, after `ctx`"));
-            keeps_body = false;
-        }
-        Order::NotCtx(a) => {
-            errors.push(expected.error(&a, "expected `ctx: &Ctx<Self>` here, after `&self`"));
-            keeps_body = false;
-        }
-    }
+    keeps_body &= report_order(
+        order,
+        ctx.as_ref(),
+        msg.as_ref(),
+        receiver.is_some(),
+        &expected,
+        parens,
+        errors,
+    );
     for p in &extra {
         errors.push(expected.error(
             p,
@@ -429,6 +345,156 @@ fn read_handler(f: ImplItemFn, errors: &mut Vec<syn::Error>) -> Item {
         output,
         body: keeps_body.then_some(block),
     }))
+}
+
+/// The parameters of a handler as written.
+struct Params {
+    receiver: Option<Receiver>,
+    /// The one whose type is `&Ctx<..>`.
+    ctx: Option<PatType>,
+    /// The other one.
+    msg: Option<PatType>,
+    order: Order,
+    /// Any beyond the two.
+    extra: Vec<PatType>,
+}
+
+/// Which of a handler's parameters is `ctx` (by its type) and which the message, in
+/// what order, and any beyond them.
+fn parameters(inputs: Punctuated<FnArg, Token![,]>) -> Params {
+    let mut inputs = inputs.into_iter().peekable();
+    let receiver = match inputs.peek() {
+        Some(FnArg::Receiver(_)) => match inputs.next() {
+            Some(FnArg::Receiver(r)) => Some(r),
+            _ => None,
+        },
+        _ => None,
+    };
+    let params: Vec<PatType> = inputs
+        .filter_map(|a| match a {
+            FnArg::Typed(t) => Some(t),
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+
+    // Which parameter is which: `ctx` by its type, the message is the other one.
+    let mut params = params.into_iter();
+    let (first, second) = (params.next(), params.next());
+    let extra: Vec<PatType> = params.collect();
+    let (ctx, msg, order) = match (first, second) {
+        (None, _) => (None, None, Order::Neither),
+        (Some(a), None) if is_ctx(&a.ty) => (Some(a), None, Order::NoMsg),
+        (Some(a), None) => (None, Some(a), Order::NoCtx),
+        (Some(a), Some(b)) => match (is_ctx(&a.ty), is_ctx(&b.ty)) {
+            (true, false) => (Some(a), Some(b), Order::Right),
+            (false, true) => (Some(b), Some(a), Order::Swapped),
+            (true, true) => (Some(a), None, Order::CtxTwice(b)),
+            (false, false) => (None, Some(b), Order::NotCtx(a)),
+        },
+    };
+    Params {
+        receiver,
+        ctx,
+        msg,
+        order,
+        extra,
+    }
+}
+
+/// The receiver, if it is `&self`; what else was written is reported.
+fn checked_receiver(
+    receiver: Option<Receiver>,
+    ctx: Option<&PatType>,
+    msg: Option<&PatType>,
+    expected: &Expected,
+    parens: Span,
+    errors: &mut Vec<syn::Error>,
+) -> Option<Receiver> {
+    match receiver {
+        Some(r) => match &r.kind {
+            ReceiverKind::Reference(_, _, None) => Some(r),
+            ReceiverKind::Reference(_, _, Some(_)) => {
+                errors.push(expected.error(
+                    &r,
+                    "a port handler takes `&self`, not `&mut self`: the engine may run several messages through one component at once, so keep what changes behind a `Mutex` or an atomic",
+                ));
+                None
+            }
+            _ => {
+                errors.push(expected.error(&r, "a port handler takes `&self`"));
+                None
+            }
+        },
+        None => {
+            let what = "a port handler is a method: it takes `&self` first";
+            match ctx
+                .map(ToTokens::to_token_stream)
+                .or_else(|| msg.map(ToTokens::to_token_stream))
+            {
+                Some(first) => errors.push(expected.error(first, what)),
+                None => errors.push(syn::Error::new(parens, format!("{what}; {}", expected.form()))),
+            }
+            None
+        }
+    }
+}
+
+/// Reports a handler's parameters written out of order, or missing; `false` when its
+/// body cannot be kept (the message is not where the body expects it).
+fn report_order(
+    order: Order,
+    ctx: Option<&PatType>,
+    msg: Option<&PatType>,
+    has_receiver: bool,
+    expected: &Expected,
+    parens: Span,
+    errors: &mut Vec<syn::Error>,
+) -> bool {
+    let mut keeps_body = true;
+    match order {
+        Order::Right => {}
+        Order::Swapped => {
+            if let (Some(c), Some(m)) = (ctx, msg) {
+                errors.push(expected.error(
+                    quote::quote!(#m, #c),
+                    "the parameters of this handler are swapped: `ctx` comes first, then the message",
+                ));
+            }
+        }
+        Order::NoCtx => {
+            if let Some(m) = msg {
+                errors.push(expected.error(
+                    m,
+                    "this handler has no `ctx` parameter: add `ctx: &Ctx<Self>` before the message (`_ctx` if the handler does not use it)",
+                ));
+            }
+        }
+        Order::NoMsg => {
+            if let Some(c) = ctx {
+                errors.push(expected.error(
+                    c,
+                    "this handler has no message parameter: add `msg: T` after `ctx`, where `T` is the port's message type",
+                ));
+            }
+        }
+        Order::Neither => {
+            if has_receiver {
+                errors.push(syn::Error::new(
+                    parens,
+                    format!("this handler takes neither `ctx` nor the message; {}", expected.form()),
+                ));
+            }
+        }
+        Order::CtxTwice(b) => {
+            errors.push(expected.error(&b, "expected the message here, after `ctx`"));
+            keeps_body = false;
+        }
+        Order::NotCtx(a) => {
+            errors.push(expected.error(&a, "expected `ctx: &Ctx<Self>` here, after `&self`"));
+            keeps_body = false;
+        }
+    }
+    keeps_body
 }
 
 /// How the parameters after `&self` were written.
