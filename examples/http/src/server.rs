@@ -436,6 +436,26 @@ impl Hooks for HttpServer {
     }
 }
 
+/// How long a saved port that is still in use is tried again: the server this one
+/// replaces (the node restarted, or the process before this one) may not have let go
+/// of it yet.
+const PORT_RELEASE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Listens on `port` (0: any), trying a port still held for up to [`PORT_RELEASE`].
+async fn bind(port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    let deadline = tokio::time::Instant::now() + PORT_RELEASE;
+    loop {
+        match tokio::net::TcpListener::bind(("0.0.0.0", port)).await {
+            Err(e)
+                if port != 0 && e.kind() == std::io::ErrorKind::AddrInUse && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The listener's life: bind (on the saved port), expose, serve until stopped.
 async fn serve(
     ctx: &Ctx<HttpServer>,
@@ -450,7 +470,7 @@ async fn serve(
     }
     let tls = tls(&start)?;
     let saved = saved_port(ctx)?;
-    let listener = tokio::net::TcpListener::bind(("0.0.0.0", saved))
+    let listener = bind(saved)
         .await
         .map_err(|e| Error::transient(format!("cannot listen on port {saved}: {e}")))?;
     let port = listener.local_addr()?.port();
