@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Mutex;
 
-use crate::{Error, io_err};
+use crate::error::{Error, io_err};
 
 /// Kubernetes version the control plane runs by default: what users run, built from Go
 /// modules by `tools/control-plane/build.sh`.

@@ -37,7 +37,6 @@
 #![warn(missing_docs)]
 
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -49,78 +48,26 @@ use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 mod binaries;
+mod error;
 mod nats;
 mod process;
+mod token;
 
 pub use binaries::{
     BIN_ENV, Binaries, KUBERNETES_VERSION, OLDEST_KUBERNETES_VERSION, VERSION_ENV, cache_bin_dir, kubectl,
     kubernetes_version,
 };
+pub use error::Error;
+use error::io_err;
 pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
-use process::{Proc, free_ports};
+use process::{Proc, free_ports, not_ready, wait_for_port};
+use token::random_token;
 
 /// Field manager used for server-side apply by this crate.
 pub const FIELD_MANAGER: &str = "tiny-testenv";
 
 const ADMIN_USER: &str = "tiny-testenv-admin";
 const CONTEXT: &str = "tiny-testenv";
-
-/// Errors of this crate.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The control-plane binaries could not be found or built.
-    #[error("control-plane binaries: {0}")]
-    Binaries(String),
-    /// A file or process operation failed.
-    #[error("{context}: {source}")]
-    Io {
-        /// What was being done.
-        context: String,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A control-plane process exited or did not become ready in time.
-    #[error("{component} did not become ready: {reason}\n--- last lines of {} (TINY_TESTENV_KEEP=1 keeps the whole log) ---\n{log_tail}", log.display())]
-    NotReady {
-        /// `etcd`, `kube-apiserver` or `kube-controller-manager`.
-        component: &'static str,
-        /// Why it is considered failed.
-        reason: String,
-        /// Its log file.
-        log: PathBuf,
-        /// The last lines of its log.
-        log_tail: String,
-    },
-    /// The generated kubeconfig could not be loaded.
-    #[error("kubeconfig: {0}")]
-    Kubeconfig(#[from] kube::config::KubeconfigError),
-    /// A request to the API server failed.
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    /// A manifest could not be read or is not what was expected.
-    #[error("{}: {message}", path.display())]
-    Manifest {
-        /// The manifest file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// Waiting for a condition took too long.
-    #[error("timed out after {after:?} waiting for {what}")]
-    Timeout {
-        /// What was awaited.
-        what: String,
-        /// How long it was awaited.
-        after: Duration,
-    },
-}
-
-fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
-    let context = context.into();
-    move |source| Error::Io { context, source }
-}
 
 /// Options for starting a [`TestEnv`]; made by [`TestEnv::builder`].
 #[derive(Debug, Clone)]
@@ -660,23 +607,6 @@ fn read_crds(path: &Path) -> Result<Vec<serde_json::Value>, Error> {
     Ok(crds)
 }
 
-/// Waits until `port` accepts connections, failing early if `proc` exits.
-pub(crate) async fn wait_for_port(proc: &mut Proc, port: u16, timeout: Duration) -> Result<(), Error> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = proc.exited() {
-            return Err(not_ready(proc, format!("exited with {status}")));
-        }
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(not_ready(proc, format!("port {port} not open after {timeout:?}")));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Waits until the API server wrote its serving certificate and answers `/readyz` with `ok`.
 async fn wait_for_apiserver(
     proc: &mut Proc,
@@ -725,15 +655,6 @@ async fn readyz(client: &kube::Client) -> Result<String, String> {
     }
 }
 
-fn not_ready(proc: &Proc, reason: String) -> Error {
-    Error::NotReady {
-        component: proc.name,
-        reason,
-        log: proc.log.clone(),
-        log_tail: proc.log_tail(),
-    }
-}
-
 fn kubeconfig_json(server: &str, ca_file: &Path, token: &str) -> Result<serde_json::Value, Error> {
     use base64::Engine as _;
     let ca = std::fs::read(ca_file).map_err(io_err(format!("reading {}", ca_file.display())))?;
@@ -770,15 +691,6 @@ async fn make_client(
     let config = kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default()).await?;
     let client = kube::Client::try_from(config.clone())?;
     Ok((kubeconfig, config, client))
-}
-
-/// A random bearer token (128 bits from the kernel, hex).
-pub(crate) fn random_token() -> Result<String, Error> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(io_err("reading /dev/urandom"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// An RSA key pair for signing ServiceAccount tokens, made with `openssl`.

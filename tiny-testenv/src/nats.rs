@@ -16,7 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::{Error, io_err, process::Proc};
+use crate::{
+    error::{Error, io_err},
+    process::{Proc, free_ports, wait_for_port},
+    token::random_token,
+};
 
 /// Environment variable naming a `nats-server` binary to use instead of installing one.
 pub const NATS_SERVER_ENV: &str = "TINY_NATS_SERVER";
@@ -60,7 +64,7 @@ pub async fn nats_server_binary() -> Result<PathBuf, Error> {
 /// (its `INFO` names it): a broker that could not bind the port, because another
 /// test's process took it meanwhile, must not pass for ready while another answers.
 async fn ready(proc: &mut Proc, port: u16, name: &str) -> Result<(), Error> {
-    crate::wait_for_port(proc, port, Duration::from_secs(20)).await?;
+    wait_for_port(proc, port, Duration::from_secs(20)).await?;
     let (_, info) = tokio::time::timeout(Duration::from_secs(10), open(port))
         .await
         .map_err(|_| Error::Timeout {
@@ -104,7 +108,7 @@ impl NatsServer {
 
     /// [`start`](Self::start) with extra `nats-server` arguments (e.g. `--jetstream`).
     pub async fn start_with(extra: &[&str]) -> Result<Self, Error> {
-        Self::launch(None, &crate::random_token()?, extra).await
+        Self::launch(None, &random_token()?, extra).await
     }
 
     /// A broker with JetStream, keeping its streams and KV in `store` (a folder of its
@@ -130,8 +134,8 @@ impl NatsServer {
     /// A free port and a random token for [`start_on`](Self::start_on), and the URL a
     /// module will reach the broker at.
     pub fn reserve() -> Result<(u16, String, String), Error> {
-        let [port] = crate::process::free_ports::<1>()?;
-        let token = crate::random_token()?;
+        let [port] = free_ports::<1>()?;
+        let token = random_token()?;
         let url = format!("nats://{token}@127.0.0.1:{port}");
         Ok((port, token, url))
     }
@@ -143,12 +147,12 @@ impl NatsServer {
             .tempdir()
             .map_err(io_err("creating a temporary folder"))?;
         let token = token.to_owned();
-        let name = format!("tiny-test-{}", crate::random_token()?);
+        let name = format!("tiny-test-{}", random_token()?);
         let mut last = None;
         for _ in 0..3 {
             let port = match fixed_port {
                 Some(p) => p,
-                None => crate::process::free_ports::<1>()?[0],
+                None => free_ports::<1>()?[0],
             };
             let mut cmd = Command::new(&bin);
             cmd.args(["--addr", "127.0.0.1", "--port", &port.to_string()])

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use crate::Error;
+use crate::error::Error;
 
 /// One running control-plane process; killed when dropped.
 #[derive(Debug)]
@@ -293,3 +294,30 @@ fn die_with_parent(cmd: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
+
+/// Waits until `port` accepts connections, failing early if `proc` exits.
+pub(crate) async fn wait_for_port(proc: &mut Proc, port: u16, timeout: Duration) -> Result<(), Error> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = proc.exited() {
+            return Err(not_ready(proc, format!("exited with {status}")));
+        }
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(not_ready(proc, format!("port {port} not open after {timeout:?}")));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A control-plane process that failed to become ready: its log's last lines with it.
+pub(crate) fn not_ready(proc: &Proc, reason: String) -> Error {
+    Error::NotReady {
+        component: proc.name,
+        reason,
+        log: proc.log.clone(),
+        log_tail: proc.log_tail(),
+    }
+}
