@@ -3,6 +3,11 @@ SHELL := bash
 CARGO ?= cargo
 # Build outputs live in a per-user cache so that reruns (and CI on the same machine) are fast.
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
+# Every command that runs cargo holds an exclusive lock beside that folder, from its build
+# to its last test, so that two checkouts sharing it cannot mix their artifacts
+# (docs/testing.md, "The shared target folder"). Re-entrant: a nested `make` skips it.
+LOCK := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))tools/target-lock/run.sh
+override CARGO := $(LOCK) $(CARGO)
 CRATE ?= tiny-example-hello
 
 .PHONY: help up run demo test test-k8s-oldest lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load durable ci
@@ -11,7 +16,8 @@ help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
 
 up: ## a local control plane (CRDs, namespace tinysystems) and a NATS broker for your own module, until Ctrl-C; prints the export lines and keeps them in ~/.cache/tiny/env, to `source`
-	$(CARGO) run -q -p tiny-testenv --example up -- --kubeconfig $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/kubeconfig --crds crds --namespace tinysystems --nats --nats-store $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/nats-store | (umask 077 && tee $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/env)
+	$(CARGO) build -q -p tiny-testenv --example up
+	$(CARGO_TARGET_DIR)/debug/examples/up --kubeconfig $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/kubeconfig --crds crds --namespace tinysystems --nats --nats-store $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/nats-store | (umask 077 && tee $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/env)
 
 run: ## start a local control plane and nats-server, run the hello module on NATS, apply a flow, send its signal over NATS, print the result
 	$(CARGO) run -q -p tiny-example-hello --bin cluster-demo
@@ -62,7 +68,7 @@ chart-rbac: ## regenerate the tiny-module chart's default rbac values from the r
 
 IMAGE_PROFILE ?= release
 image: ## build the hello module's OCI image without Docker (umoci): binary, its libraries, user 65532, no shell
-	tools/image/build.sh --package tiny-example-hello --bin hello-module --profile $(IMAGE_PROFILE)
+	$(LOCK) tools/image/build.sh --package tiny-example-hello --bin hello-module --profile $(IMAGE_PROFILE)
 
 helm-lint: ## lint and render both charts with Helm v4 (helm-python-sdk, installed on first use)
 	tools/helm/helm lint charts/tiny-crds
@@ -81,7 +87,7 @@ bench-nats: ## the cross-module hop over a real nats-server beside a bare async-
 	$(CARGO) bench -p tiny-runtime --bench hop -- --nats
 
 bench-instructions: ## instructions per hop of the flow engine (10-node chain, default edges), counted by callgrind: the stable figure
-	tools/callgrind-hop.sh
+	$(LOCK) tools/callgrind-hop.sh
 
 bench-durable: ## durable runs/s through a 3-step flow on JetStream beside a bare async-nats program doing the same stores, with ratios; a durable hop beside a core NATS hop
 	$(CARGO) bench -p tiny-runtime --bench durable
