@@ -242,3 +242,77 @@ async fn other_modules_are_read_from_the_clusters_tinymodules() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("the TinyModules of namespace `validate`: "), "{stderr}");
 }
+
+/// The three mistakes that name something the flow or the component lacks: a signal
+/// for a node the flow does not have, a mapping from a node it does not have, and a
+/// `ports[]` entry configuring a port `hello` does not have.
+#[test]
+fn names_the_flow_or_component_does_not_have_are_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flow = dir.path().join("missing.yaml");
+    std::fs::write(
+        &flow,
+        r#"apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata:
+  name: m.examples-v0.hello-1
+  labels: { tinysystems.io/flow-name: m }
+spec:
+  module: examples
+  component: hello
+  ports:
+    - port: colour
+      configuration: { shade: blue }
+---
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata:
+  name: m.examples-v0.shout-1
+  labels: { tinysystems.io/flow-name: m }
+spec:
+  module: examples
+  component: shout
+  ports:
+    - from: "m.examples-v0.gone-1:greeting"
+      port: input
+      configuration: { context: "{{$.context}}", text: "{{$.greeting}}" }
+---
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinySignal
+metadata:
+  name: m-nobody
+spec:
+  node: m.examples-v0.nobody-1
+  port: input
+  data: { name: Ada }
+"#,
+    )
+    .expect("write");
+    let (code, lines, stderr) = validate(&[flow.to_str().expect("utf-8")]);
+    let expected = [
+        (
+            "node `m.examples-v0.hello-1`, port `colour`:",
+            "ports[] configures a port component `hello` does not have (it has: ",
+            "[port]",
+        ),
+        (
+            "node `m.examples-v0.shout-1`, port `input`:",
+            "the mapping is for an edge from `m.examples-v0.gone-1:greeting`, but the flow has no node `m.examples-v0.gone-1`",
+            "[node]",
+        ),
+        (
+            "node `m.examples-v0.nobody-1`, port `input`:",
+            "signal `m-nobody` is for a node the flow does not have",
+            "[node]",
+        ),
+    ];
+    assert_eq!(code, Some(1), "{lines:#?}\n{stderr}");
+    for (at, says, kind) in expected {
+        let matching: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with(at) && l.contains(says) && l.ends_with(kind))
+            .collect();
+        assert_eq!(matching.len(), 1, "`{at} ... {says} ... {kind}` once in:\n{lines:#?}");
+    }
+    assert_eq!(lines.len(), expected.len(), "nothing else: {lines:#?}");
+}
