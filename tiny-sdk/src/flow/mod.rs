@@ -1,7 +1,8 @@
 //! The flow model: nodes, their port configurations and edges, in the same shape as
 //! the TinyNode custom resource, so one YAML runs in-process and on Kubernetes; and
 //! [`validate`](validate()), which checks a flow against the components it uses before
-//! it runs.
+//! it runs; and [`check_upgrade`], which says what a new build of a module breaks of
+//! the flows deployed.
 
 mod address;
 mod builder;
@@ -10,6 +11,7 @@ mod document;
 mod fit;
 mod node;
 mod raw;
+mod upgrade;
 mod validate;
 
 pub(crate) use address::kubernetes_name_error;
@@ -19,4 +21,5 @@ pub use catalog::{Catalog, ComponentSchema, PortSchema};
 pub use document::{Flow, Signal};
 pub use node::{Edge, Node, NodeSpec, PortConfig, RetryPolicy};
 pub use raw::RawJson;
+pub use upgrade::{Change, ChangeKind, Finding, Verdict, check_upgrade, schema_changes};
 pub use validate::{ERROR_PORT_FIELDS, Problem, ProblemKind, validate};
