@@ -16,24 +16,6 @@ pub struct RunStatusRequest {
     pub run_id: String,
 }
 
-/// One step of the run, as its record has it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-pub struct RunStep {
-    /// The step's key.
-    #[serde(rename = "stepKey")]
-    pub step_key: String,
-    /// The node that ran it.
-    pub node: String,
-    /// `done` or `failed`.
-    pub status: String,
-    /// Why it failed.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub error: String,
-    /// When it ended (RFC 3339).
-    #[serde(rename = "completedAt")]
-    pub completed_at: String,
-}
-
 /// What `response` sends.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
 pub struct RunStatusResponse {
@@ -44,18 +26,10 @@ pub struct RunStatusResponse {
     /// The run asked about.
     #[serde(rename = "runID")]
     pub run_id: String,
-    /// Whether any step of the run is recorded.
-    pub found: bool,
-    /// Found, nothing pending, nothing failed.
-    pub complete: bool,
-    /// Whether a step failed.
-    pub failed: bool,
-    /// Hops emitted and not recorded yet.
-    #[serde(rename = "pendingSteps")]
-    pub pending_steps: usize,
-    /// The recorded steps, by key (left out when there are none, as Go's).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<RunStep>,
+    /// What the run's ledger says: the SDK's own answer, its fields at this level
+    /// (`found`, `complete`, `failed`, `pendingSteps`, `steps`), as Go's.
+    #[serde(flatten)]
+    pub status: run::RunStatus,
 }
 
 /// Reports on a durable run: found, complete, failed, pending steps and each step's
@@ -80,33 +54,13 @@ impl RunStatus {
             ));
         };
         let status = run::run_status(&*store, &msg.run_id).await?;
-        let steps = status
-            .steps
-            .into_iter()
-            .map(|s| RunStep {
-                step_key: s.step_key,
-                node: s.node,
-                status: if s.status == run::StepStatus::Failed {
-                    "failed"
-                } else {
-                    "done"
-                }
-                .to_owned(),
-                error: s.error.unwrap_or_default(),
-                completed_at: s.completed_at.to_string(),
-            })
-            .collect();
         self.response
             .emit(
                 ctx,
                 RunStatusResponse {
                     context: msg.context,
                     run_id: msg.run_id,
-                    found: status.found,
-                    complete: status.complete,
-                    failed: status.failed,
-                    pending_steps: status.pending_steps,
-                    steps,
+                    status,
                 },
             )
             .await

@@ -15,12 +15,14 @@ use crate::error::{Error, Result, code};
 
 /// How a hop ended. Both are final: the ledger never runs a hop again, a business
 /// retry is an edge's retry policy's or a retry component's job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StepStatus {
     /// The handler returned without an error (`"done"`).
+    #[schemars(title = "done")]
     Done,
     /// The handler failed, or the reconciler gave up re-driving the hop (`"failed"`).
+    #[schemars(title = "failed")]
     Failed,
 }
 

@@ -23,39 +23,52 @@ pub fn frontier(records: &[(String, StepRecord)]) -> Vec<&EmitRecord> {
         .collect()
 }
 
-/// A run's progress, as Go's `run_status` answers it (its JSON names).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// A run's progress, as Go's `run_status` answers it (its JSON names). Its schema is
+/// what a component that reports it puts on its port (the `schemars` descriptions
+/// are what the editor shows).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunStatus {
     /// The run has at least one step record. A run that was started but whose first
     /// hop has not completed yet is not found.
+    #[schemars(description = "Whether any step of the run is recorded.")]
     pub found: bool,
     /// Found, nothing pending and nothing failed.
+    #[schemars(description = "Found, nothing pending, nothing failed.")]
     pub complete: bool,
     /// A step failed.
+    #[schemars(description = "Whether a step failed.")]
     pub failed: bool,
     /// How many hops were emitted without completing yet (the [`frontier`]).
     #[serde(rename = "pendingSteps")]
+    #[schemars(description = "Hops emitted and not recorded yet.")]
     pub pending_steps: usize,
     /// Every step record, by step key (empty, and then not written, when not found).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(description = "The recorded steps, by key (left out when there are none, as Go's).")]
     pub steps: Vec<StepSummary>,
 }
 
 /// One step of a [`RunStatus`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "RunStep", description = "One step of the run, as its record has it.")]
 pub struct StepSummary {
     /// The hop's step key.
     #[serde(rename = "stepKey")]
+    #[schemars(description = "The step's key.")]
     pub step_key: String,
     /// The node that handled it.
+    #[schemars(description = "The node that ran it.")]
     pub node: String,
     /// How it ended.
+    #[schemars(description = "`done` or `failed`.")]
     pub status: StepStatus,
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String", description = "Why it failed.")]
     pub error: Option<String>,
     /// When it ended.
     #[serde(rename = "completedAt")]
+    #[schemars(description = "When it ended (RFC 3339).")]
     pub completed_at: Timestamp,
 }
 

@@ -39,6 +39,21 @@ pub struct Timestamp {
     offset: i32,
 }
 
+// A string to the editor, as it is on the wire.
+impl schemars::JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "format": "date-time" })
+    }
+}
+
 /// Seconds from 0001-01-01 (Go's zero `time.Time`) to the Unix epoch.
 const GO_ZERO_UNIX: i64 = -62_135_596_800;
 /// Seconds from the Unix epoch to 0000-01-01T00:00:00Z, the first instant Go writes.
