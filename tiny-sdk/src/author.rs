@@ -34,6 +34,21 @@ pub struct ComponentInfo {
     pub tags: Vec<String>,
 }
 
+/// How a component serves as an agent tool (Go's `AgentToolInfo`): a platform agent
+/// calls it directly (`x-mode: rpc` on NATS), with no flow, settings or state, and
+/// gets the first message it emits on `output`. Written by
+/// `#[component(agent_tool(input = "in", output = "out", description = "..."))]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentTool {
+    /// The input port the caller's JSON arrives on (Go's default `in`).
+    pub input: &'static str,
+    /// The output port whose first emit is the answer (Go's default `out`).
+    pub output: &'static str,
+    /// What the agent reads about the tool; when not empty it is also the catalogue's
+    /// `info`, as Go's build writes it.
+    pub description: &'static str,
+}
+
 /// A reusable building block of flows, usually written with `#[derive(Component)]`.
 ///
 /// ```
@@ -93,6 +108,13 @@ pub trait Component: Sized + Send + Sync + 'static {
         port: &'a str,
         input: Msg,
     ) -> impl Future<Output = Result<Reply>> + Send + 'a;
+
+    /// The component as an agent tool, when it is one (`#[component(agent_tool(..))]`).
+    /// Only a component that works from a fresh instance with default settings and
+    /// nothing but the call's payload should be one.
+    fn agent_tool() -> Option<AgentTool> {
+        None
+    }
 
     /// The port that receives handler failures as [`ErrorMessage`]s instead of failing
     /// the hop (`#[port(catch)]`), if any.

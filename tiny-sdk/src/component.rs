@@ -1,3 +1,3 @@
 //! The component abstraction: what a module author implements (through the derive).
 
-pub use crate::author::{Component, ComponentInfo, Hooks};
+pub use crate::author::{AgentTool, Component, ComponentInfo, Hooks};

@@ -216,8 +216,11 @@ pub mod code {
     pub const CYCLE: &str = "CYCLE";
     /// A component panicked.
     pub const PANIC: &str = "PANIC";
-    /// The node's `spec.component` is not a component of the module.
+    /// The node's `spec.component` is not a component of the module (or an agent-tool
+    /// call names one it does not have).
     pub const UNKNOWN_COMPONENT: &str = "UNKNOWN_COMPONENT";
+    /// An agent-tool call (`x-mode: rpc`) names a component that is not a tool.
+    pub const NOT_AGENT_TOOL: &str = "NOT_AGENT_TOOL";
     /// The node's spec is wrong (a port, an expression, settings, an edge, a policy).
     pub const INVALID_SPEC: &str = "INVALID_SPEC";
     /// The node's name is not `{flow}.{module}.{component}-{suffix}` for its component.

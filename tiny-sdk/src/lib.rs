@@ -90,7 +90,7 @@ struct Readme;
 pub use tiny_expr as expr;
 
 pub use client::ResourceManager;
-pub use component::{Component, ComponentInfo, Hooks};
+pub use component::{AgentTool, Component, ComponentInfo, Hooks};
 pub use context::{Ctx, Hop, NodeIdentity};
 pub use error::{Error, ErrorKind, ErrorMessage, Result};
 pub use message::{IntoReply, Message, Reply};

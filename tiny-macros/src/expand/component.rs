@@ -124,7 +124,29 @@ fn input_of_impl(
 
 fn info_fn(c: &Component) -> TokenStream {
     let k = &c.krate;
-    let (name, description, info, tags) = (&c.name, &c.description, &c.info, &c.tags);
+    let (name, description) = (&c.name, &c.description);
+    let mut info = &c.info;
+    let mut tags = c.tags.clone();
+    let mut agent_tool = quote!();
+    if let Some(tool) = &c.agent_tool {
+        // As Go's build publishes a tool: tagged `agent_tool`, its description as info.
+        if !tags.iter().any(|t| t == "agent_tool") {
+            tags.push("agent_tool".to_owned());
+        }
+        if !tool.description.is_empty() {
+            info = &tool.description;
+        }
+        let (input, output, text) = (&tool.input, &tool.output, &tool.description);
+        agent_tool = quote! {
+            fn agent_tool() -> ::core::option::Option<#k::AgentTool> {
+                ::core::option::Option::Some(#k::AgentTool {
+                    input: #input,
+                    output: #output,
+                    description: #text,
+                })
+            }
+        };
+    }
     quote! {
         fn info() -> #k::ComponentInfo {
             #k::ComponentInfo {
@@ -134,6 +156,7 @@ fn info_fn(c: &Component) -> TokenStream {
                 tags: ::std::vec![#(#tags.into()),*],
             }
         }
+        #agent_tool
     }
 }
 

@@ -16,7 +16,7 @@ use syn::{
 use super::{CratePath, doc_lines, doc_summary, unknown};
 
 /// The keys of `#[component(...)]`.
-const COMPONENT_KEYS: [&str; 8] = [
+const COMPONENT_KEYS: [&str; 9] = [
     "name",
     "description",
     "info",
@@ -24,8 +24,28 @@ const COMPONENT_KEYS: [&str; 8] = [
     "settings",
     "control",
     "hooks",
+    "agent_tool",
     "crate",
 ];
+
+/// `agent_tool(input = "in", output = "out", description = "...")`: the component
+/// serves as an agent tool (Go's `AgentTool`); every key is optional.
+#[derive(Debug, Default, FromMeta)]
+pub struct AgentToolArg {
+    /// The input port the call's payload arrives on; Go's default `in`.
+    pub input: Option<LitStr>,
+    /// The output port whose first emit is the answer; Go's default `out`.
+    pub output: Option<LitStr>,
+    /// What the agent reads; replaces the catalogue's `info` when not empty.
+    pub description: Option<String>,
+}
+
+/// A checked `agent_tool(..)`: ports that exist, the right way round.
+pub struct AgentTool {
+    pub input: String,
+    pub output: String,
+    pub description: String,
+}
 
 /// The container attributes, `#[component(...)]`.
 #[derive(FromDeriveInput)]
@@ -49,6 +69,8 @@ pub struct ComponentAttrs {
     pub control: Option<Type>,
     /// The component implements `Hooks` itself.
     pub hooks: super::Switch,
+    /// The component is an agent tool.
+    pub agent_tool: Option<darling::util::SpannedValue<AgentToolArg>>,
     /// The path of the SDK, for authors who rename or re-export it.
     #[darling(rename = "crate", default)]
     pub krate: CratePath,
@@ -151,6 +173,8 @@ pub struct Component {
     pub control: Option<Type>,
     /// The span of `hooks`, when the component implements `Hooks` itself.
     pub hooks: Option<Span>,
+    /// `agent_tool(..)`, checked.
+    pub agent_tool: Option<AgentTool>,
     pub ports: Vec<Port>,
     pub plain: Vec<Plain>,
 }
@@ -417,7 +441,12 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
             .with_span(second),
         );
     }
+    let agent_tool = attrs
+        .agent_tool
+        .as_ref()
+        .and_then(|tool| errors.handle(check_agent_tool(tool, &ports)));
     errors.finish_with(Component {
+        agent_tool,
         ident: attrs.ident,
         krate: attrs.krate,
         name,
@@ -429,6 +458,51 @@ fn check(attrs: ComponentAttrs, input: &syn::DeriveInput) -> Result<Component> {
         hooks: attrs.hooks.is_present().then(|| attrs.hooks.span()),
         ports,
         plain,
+    })
+}
+
+/// The ports `agent_tool(..)` names must exist: `input` an input port, `output` a
+/// single output port. A mistake is reported on the name written, or on `agent_tool`
+/// for a default (`in`, `out`) the component lacks.
+fn check_agent_tool(tool: &darling::util::SpannedValue<AgentToolArg>, ports: &[Port]) -> Result<AgentTool> {
+    let mut errors = Error::accumulator();
+    let mut one = |written: &Option<LitStr>, default: &str, want: Kind, what: &str| -> String {
+        let name = written.as_ref().map_or_else(|| default.to_owned(), LitStr::value);
+        let span = written.as_ref().map_or_else(|| tool.span(), LitStr::span);
+        let fitting: Vec<&str> = ports
+            .iter()
+            .filter(|p| p.kind == want)
+            .map(|p| p.name.as_str())
+            .collect();
+        if !fitting.contains(&name.as_str()) {
+            let key = if want == Kind::Input { "input" } else { "output" };
+            let other = ports.iter().find(|p| p.name == name);
+            let why = match other {
+                Some(_) => format!("`{name}` is not {what}"),
+                None => format!("the component has no port `{name}`"),
+            };
+            let hint = match fitting.as_slice() {
+                [] => format!("the component has no {what}"),
+                some => format!(
+                    "write `{key} = \"{}\"`{}",
+                    some[0],
+                    if some.len() > 1 {
+                        format!(" (its {what}s: {})", some.join(", "))
+                    } else {
+                        String::new()
+                    }
+                ),
+            };
+            errors.push(Error::custom(format!("agent_tool: {why}; {hint}")).with_span(&span));
+        }
+        name
+    };
+    let input = one(&tool.input, "in", Kind::Input, "an input port");
+    let output = one(&tool.output, "out", Kind::Output, "a single output port");
+    errors.finish_with(AgentTool {
+        input,
+        output,
+        description: tool.description.clone().unwrap_or_default(),
     })
 }
 

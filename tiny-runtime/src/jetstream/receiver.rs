@@ -239,6 +239,11 @@ async fn receive(
     seed: Option<String>,
 ) -> Result<Reply> {
     let hop = wire::hop_headers(subject, headers)?;
+    if serve::is_tool_call(headers, is_system) {
+        // Outside any flow, so outside any run.
+        let span = serve::server_span(serve::Broker::JetStream, subject, &hop, None);
+        return shared.listening.call_tool(hop.to, payload, span).await;
+    }
     let run = match run_step(headers) {
         Some(step) => Some(step),
         // System ports never run in a run (Go's rule).

@@ -143,5 +143,10 @@ async fn receive(
 ) -> Result<Reply> {
     let hop = wire::hop_headers(subject, headers)?;
     let span = serve::server_span(serve::Broker::Core, subject, &hop, None);
+    if serve::is_tool_call(headers, is_system) {
+        // Go's core receiver answers only a native reply subject, which its RPC
+        // caller does not set; tiny answers `x-reply-inbox` here too (`handle`).
+        return shared.listening.call_tool(hop.to, payload, span).await;
+    }
     shared.listening.deliver(hop, payload, is_system, None, span).await
 }

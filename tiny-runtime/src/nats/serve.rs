@@ -75,6 +75,23 @@ impl Listening {
     }
 }
 
+impl Listening {
+    /// An agent-tool call (`x-mode: rpc`, `x-to` the bare component): the component
+    /// run on its own, as Go's scheduler serves it (see [`Engine::call_tool`]).
+    pub(crate) async fn call_tool(&self, component: &str, payload: Bytes, span: tracing::Span) -> Result<Reply> {
+        self.engine
+            .call_tool(component, &payload, self.stopping.child_token())
+            .instrument(span)
+            .await
+    }
+}
+
+/// Whether a business message is an agent-tool call: `x-mode: rpc`, as Go's
+/// `wire.PublishRPC` sends it.
+pub(crate) fn is_tool_call(headers: Option<&HeaderMap>, is_system: bool) -> bool {
+    !is_system && wire::get(headers, wire::header::MODE) == Some(wire::RPC_MODE)
+}
+
 /// Which receiver on the broker a message came through.
 #[derive(Clone, Copy)]
 pub(crate) enum Broker {

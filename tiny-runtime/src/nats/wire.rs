@@ -107,6 +107,9 @@ pub fn is_stream_ack(msg: &async_nats::Message) -> bool {
             .is_ok_and(|a| a.stream == "module-edges" || a.stream == "module-sysmsgs")
 }
 
+/// The value of `x-mode` on an agent-tool call (Go's `wire.PublishRPC`).
+pub const RPC_MODE: &str = "rpc";
+
 /// The subject a module's business messages travel on: `tinymodule.<module>.msg`.
 pub fn subject(module: &str) -> String {
     format!("tinymodule.{module}.msg")

@@ -29,6 +29,16 @@ pub(crate) struct NodeEmitter {
     node: Arc<str>,
     /// The node's current runner; empty before it first loads and after it is removed.
     runner: RwLock<Weak<Runner>>,
+    /// For an agent-tool call's instance: where its answer is kept. Such an instance
+    /// has no edges; every emit goes nowhere, and the first on the tool's output is
+    /// the answer.
+    capture: Option<Capture>,
+}
+
+/// The first message an agent-tool instance emitted on its output port.
+pub(crate) struct Capture {
+    port: &'static str,
+    first: std::sync::Mutex<Option<Msg>>,
 }
 
 impl NodeEmitter {
@@ -37,7 +47,29 @@ impl NodeEmitter {
             engine,
             node,
             runner: RwLock::new(Weak::new()),
+            capture: None,
         }
+    }
+
+    /// The emitter of an agent-tool call's instance, keeping the first emit on `port`.
+    pub fn capturing(engine: Weak<Inner>, node: Arc<str>, port: &'static str) -> Self {
+        Self {
+            capture: Some(Capture {
+                port,
+                first: std::sync::Mutex::new(None),
+            }),
+            ..Self::new(engine, node)
+        }
+    }
+
+    /// What a capturing emitter kept: the first emit on its port, once.
+    pub fn captured(&self) -> Option<Msg> {
+        let capture = self.capture.as_ref()?;
+        capture
+            .first
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// From now on, emits follow `runner`'s edges.
@@ -168,6 +200,17 @@ impl Emit for NodeEmitter {
     type Going = fanout::Emit;
 
     fn emit(&self, port: &str, msg: Msg, hop: Hop) -> fanout::Emit {
+        if let Some(capture) = &self.capture {
+            // Go's capture: the first emit on the tool's output is kept, every other
+            // emit answers nothing.
+            if port == capture.port {
+                let mut first = capture.first.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if first.is_none() {
+                    *first = Some(msg);
+                }
+            }
+            return fanout::Emit::done(Ok(Reply::empty()));
+        }
         match self.outlet(port, &msg, &hop) {
             Ok((engine, outlet)) => fanout::emit(engine, outlet, msg, hop),
             Err(done) => fanout::Emit::done(done),

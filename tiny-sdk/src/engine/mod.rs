@@ -27,6 +27,7 @@
 //!   edge to a node loaded here) made when the handler emits, as one small future.
 //! - `emitter`: a node's way out, resolved when the node loads.
 //! - `table`: the public [`Engine`] and its builder; `report`: what a node's status shows.
+//! - `tool`: agent-tool calls ([`Engine::call_tool`]): a component on its own, no flow.
 
 mod address;
 mod compile;
@@ -45,6 +46,7 @@ mod runner;
 mod state;
 mod steps;
 mod table;
+mod tool;
 mod trace;
 
 pub use address::{Delivery, NodeDirectory, RemoteRouter, Source};

@@ -3,7 +3,7 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use crate::{
-    component::{Component, ComponentInfo, Hooks},
+    component::{AgentTool, Component, ComponentInfo, Hooks},
     node::NodeContext,
     port::PortSpec,
 };
@@ -17,6 +17,8 @@ pub struct ComponentEntry {
     pub info: fn() -> ComponentInfo,
     /// The port table.
     pub ports: fn() -> &'static [PortSpec],
+    /// The component as an agent tool, when it is one.
+    pub agent_tool: fn() -> Option<AgentTool>,
     pub(crate) create: fn(Arc<NodeContext>) -> Arc<dyn NodeInstance>,
     destroys: bool,
     default_keys: fn(&str) -> Vec<String>,
@@ -65,6 +67,7 @@ impl Registry {
         let entry = ComponentEntry {
             info: C::info,
             ports: C::ports,
+            agent_tool: C::agent_tool,
             create: Instance::<C>::create,
             destroys: C::DESTROYS,
             default_keys: |family| C::port_keys(&C::Settings::default(), family),
