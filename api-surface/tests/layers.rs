@@ -90,7 +90,7 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             // The controllers and the Helm hooks.
             &["controller", "hooks"],
             // The runtime that starts them, the CLI, the root.
-            &["runtime", "cli", ""],
+            &["runtime", "cli", "upgrade", ""],
         ],
     ),
 ];

@@ -22,6 +22,15 @@
 //! status 1 when there is any, 2 when a file cannot be read. `--module-yaml` gives other
 //! modules' TinyModules ([`crate::crd::module_catalog`]) for their nodes, and
 //! `--kubeconfig` with `--namespace` reads them from a cluster.
+//!
+//! `my-module check-upgrade --name my-module-v1` says, before an upgrade, what this build
+//! breaks of the flows deployed ([`tiny_sdk::flow::check_upgrade`]): the module's
+//! TinyModule (or `--from`, a snapshot of `components`) against this build, for every
+//! edge into its nodes and every node's settings, read from the cluster (or `--flow`
+//! files). One line a finding, `breaking` or `compatible`, naming flow, node, edge, port
+//! and field (`--output json` for machines); exit status 1 when any is breaking, 2 when
+//! the check could not be made. The tiny-module chart runs it as a `pre-upgrade` hook.
+
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
@@ -77,6 +86,50 @@ enum Command {
     /// from --module-yaml or a cluster's --namespace with --kubeconfig): one line a problem naming node, port and
     /// field; exit status 1 when any is found, 2 when a file or the cluster cannot be read.
     Validate(ValidateArgs),
+    /// Before an upgrade: compare this build's port schemas with the deployed module's (its TinyModule, or --from
+    /// a `components` snapshot) for every edge into its nodes and every node's settings (the cluster's TinyNodes,
+    /// or --flow files); one line a finding naming flow, node, edge, port and field, `breaking` or `compatible`.
+    /// Exit status 1 when any is breaking, 2 when the check could not be made.
+    CheckUpgrade(CheckUpgradeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct CheckUpgradeArgs {
+    /// The module's name, as given to `run`: its TinyModule and nodes are the ones checked.
+    #[arg(short = 'n', long)]
+    name: String,
+    /// The new version, as given to `run` (accepted so that `run`'s flags can be repeated).
+    #[arg(short = 'v', long = "version", value_name = "VERSION")]
+    _version: Option<String>,
+    /// The namespace of the module's TinyModule and of the flows' TinyNodes.
+    #[arg(long, env = "RELEASE_NAMESPACE", default_value = "tinysystems")]
+    namespace: String,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
+    #[arg(short = 'k', long)]
+    kubeconfig: Option<PathBuf>,
+    /// The deployed build's components, as `<module> components` printed them (a snapshot kept with the
+    /// release), instead of the cluster's TinyModule.
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    /// A flow file whose nodes are the deployed ones, instead of the cluster's TinyNodes; may be repeated.
+    #[arg(long = "flow", value_name = "FILE")]
+    flows: Vec<PathBuf>,
+    /// `text` (one line a finding) or `json` (the module, verdict, findings and schema changes).
+    #[arg(short = 'o', long, value_parser = lenient::<OutputFormat>, default_value = "text", value_name = "text|json")]
+    output: OutputFormat,
+    /// Report breaking findings but exit 0 (the chart's `upgradeCheck.allowBreaking`).
+    #[arg(long)]
+    allow_breaking: bool,
+}
+
+/// `check-upgrade --output`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+enum OutputFormat {
+    /// One line a finding; the summary on standard error.
+    #[default]
+    Text,
+    /// One JSON object.
+    Json,
 }
 
 #[derive(Debug, clap::Args)]
@@ -400,6 +453,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
         Command::Inspect(args) => block_on(inspect(args)),
         Command::Render(args) => render(&args),
         Command::Validate(args) => validate(&args, &registry),
+        Command::CheckUpgrade(args) => check_upgrade(&args, &registry),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
                 print!("{y}");
@@ -734,6 +788,87 @@ fn validate(args: &ValidateArgs, registry: &Registry) -> ExitCode {
         eprintln!("{}: {n} {noun} ({checked})", args.file.display());
         ExitCode::from(PROBLEMS_FOUND)
     }
+}
+
+/// Exit status of `check-upgrade` when the upgrade breaks a deployed flow.
+const BREAKING: u8 = 1;
+/// Exit status of `check-upgrade` when the check could not be made.
+const NOT_CHECKED: u8 = 2;
+
+/// `check-upgrade`: what this build breaks of the flows deployed.
+fn check_upgrade(args: &CheckUpgradeArgs, registry: &Registry) -> ExitCode {
+    let not_checked = |what: String| {
+        eprintln!("error: {what}");
+        ExitCode::from(NOT_CHECKED)
+    };
+    let module = ModuleConfig::new(&args.name, "", &args.namespace, "").name;
+    let local = || -> Result<_, crate::upgrade::CheckError> {
+        let old = args.from.as_deref().map(crate::upgrade::snapshot).transpose()?;
+        let nodes = (!args.flows.is_empty())
+            .then(|| crate::upgrade::flow_files(&args.flows))
+            .transpose()?;
+        Ok((old, nodes))
+    };
+    let (old, nodes) = match local() {
+        Ok(found) => found,
+        Err(e) => return not_checked(e.to_string()),
+    };
+    let deployed = if old.is_none() || nodes.is_none() {
+        let read = block_on_value(async {
+            let client = client(args.kubeconfig.as_ref()).await.map_err(|e| e.to_string())?;
+            crate::upgrade::from_cluster(client, &args.namespace, &module, old.is_none(), nodes.is_none())
+                .await
+                .map_err(|e| e.to_string())
+        });
+        match read {
+            Ok(d) => d,
+            Err(e) => return not_checked(e),
+        }
+    } else {
+        crate::upgrade::Deployed {
+            old: None,
+            nodes: Vec::new(),
+        }
+    };
+    let Some(old) = old.or(deployed.old) else {
+        // Nothing published: a first install, or a module that never ran.
+        eprintln!(
+            "module `{module}`: namespace `{}` has no TinyModule `{module}`: nothing deployed to check",
+            args.namespace
+        );
+        return ExitCode::SUCCESS;
+    };
+    let nodes = nodes.unwrap_or(deployed.nodes);
+    let report = crate::upgrade::report(&module, &old, &crate::upgrade::this_build(registry), &nodes);
+    match args.output {
+        OutputFormat::Text => {
+            for line in report.lines() {
+                println!("{line}");
+            }
+        }
+        OutputFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => println!("{json}"),
+            Err(e) => return not_checked(e.to_string()),
+        },
+    }
+    eprintln!("{}", report.summary());
+    if report.verdict == tiny_sdk::flow::Verdict::Breaking && args.allow_breaking {
+        eprintln!("--allow-breaking: going on");
+        ExitCode::SUCCESS
+    } else if report.verdict == tiny_sdk::flow::Verdict::Breaking {
+        ExitCode::from(BREAKING)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Runs `f` to its value on a runtime of its own.
+fn block_on_value<T>(f: impl Future<Output = Result<T, String>>) -> Result<T, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?
+        .block_on(f)
 }
 
 /// The TinyModules of `namespace` in the cluster of the kubeconfig at `path`, as

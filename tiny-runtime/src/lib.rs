@@ -42,6 +42,7 @@ pub mod secrets;
 mod status;
 mod telemetry;
 pub mod transport;
+mod upgrade;
 
 pub use error::{Error, HookError};
 
