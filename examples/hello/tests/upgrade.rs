@@ -275,3 +275,236 @@ fn offline_a_components_snapshot_and_a_flow_file_are_checked_alike() {
         "{stderr}"
     );
 }
+
+const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// `tools/helm/helm <args>`: whether it succeeded, stdout, stderr.
+fn helm(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(format!("{REPO}/tools/helm/helm"))
+        .args(args)
+        .output()
+        .expect("tools/helm/helm runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The tiny-module chart rendered as release `hello` in `ns` with `values` (YAML).
+fn render(ns: &str, values: &str) -> Vec<Value> {
+    use serde::Deserialize as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("values.yaml");
+    std::fs::write(&file, values).expect("write");
+    let chart = format!("{REPO}/charts/tiny-module");
+    let (ok, stdout, stderr) = helm(&[
+        "template",
+        &chart,
+        "--name",
+        "hello",
+        "--namespace",
+        ns,
+        "-f",
+        file.to_str().expect("utf-8"),
+    ]);
+    assert!(ok, "{stderr}");
+    serde_yaml::Deserializer::from_str(&stdout)
+        .map(|d| Value::deserialize(d).expect("rendered YAML parses"))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// The rendered documents of the upgrade check.
+fn hook(docs: &[Value]) -> Vec<&Value> {
+    docs.iter()
+        .filter(|d| d["metadata"]["name"] == "hello-tiny-module-upgrade-check")
+        .collect()
+}
+
+fn of_kind<'a>(docs: &[&'a Value], kind: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} rendered"))
+}
+
+const MODULE_VALUES: &str = "module: {name: examples-v0, version: 0.2.0}\n";
+
+#[test]
+fn the_chart_renders_the_upgrade_check_hook_only_when_asked_with_read_only_rights() {
+    let chart = format!("{REPO}/charts/tiny-module");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let on = dir.path().join("on.yaml");
+    std::fs::write(&on, format!("{MODULE_VALUES}upgradeCheck: {{enabled: true}}\n")).expect("write");
+    let (ok, report, stderr) = helm(&["lint", &chart, "-f", on.to_str().expect("utf-8")]);
+    assert!(ok && report.contains("0 problem(s)"), "{report}\n{stderr}");
+
+    // Off unless asked.
+    assert!(hook(&render("tinysystems", MODULE_VALUES)).is_empty());
+
+    let docs = render(
+        "tinysystems",
+        &format!("{MODULE_VALUES}upgradeCheck: {{enabled: true}}\n"),
+    );
+    let hook = hook(&docs);
+    let kinds: Vec<&str> = hook.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "Job"]);
+    for d in &hook {
+        // Before an upgrade only: on a first install nothing is deployed.
+        assert_eq!(d["metadata"]["annotations"]["helm.sh/hook"], "pre-upgrade", "{d}");
+    }
+    // It reads the module's TinyModule and the namespace's TinyNodes, and nothing else.
+    assert_eq!(
+        of_kind(&hook, "Role")["rules"],
+        json!([
+            {"apiGroups": ["operator.tinysystems.io"], "resources": ["tinymodules"], "verbs": ["get"]},
+            {"apiGroups": ["operator.tinysystems.io"], "resources": ["tinynodes"], "verbs": ["list"]}
+        ])
+    );
+    let job = of_kind(&hook, "Job");
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "hello-tiny-module-upgrade-check");
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["args"],
+        json!(["check-upgrade", "--name=examples-v0", "--version=0.2.0"])
+    );
+    assert_eq!(
+        container["env"],
+        json!([{"name": "RELEASE_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}])
+    );
+    assert_eq!(job["spec"]["backoffLimit"], 0);
+
+    // Breaking changes allowed: the check still runs and logs, and lets the upgrade on.
+    let docs = render(
+        "tinysystems",
+        &format!("{MODULE_VALUES}upgradeCheck: {{enabled: true, allowBreaking: true}}\n"),
+    );
+    let job = of_kind(&self::hook(&docs), "Job").clone();
+    assert_eq!(
+        job["spec"]["template"]["spec"]["containers"][0]["args"],
+        json!([
+            "check-upgrade",
+            "--name=examples-v0",
+            "--version=0.2.0",
+            "--allow-breaking"
+        ])
+    );
+
+    // values.schema.json holds the block to its two switches.
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "upgradeCheck: {enabled: true, allowBreaking: \"yes\"}\n").expect("write");
+    let (ok, _, stderr) = helm(&[
+        "template",
+        &chart,
+        "--name",
+        "hello",
+        "--namespace",
+        "tinysystems",
+        "-f",
+        bad.to_str().expect("utf-8"),
+    ]);
+    assert!(!ok && stderr.contains("allowBreaking"), "{stderr}");
+}
+
+/// Creates the rendered `docs` of these kinds in the cluster.
+async fn create_rendered(client: &kube::Client, ns: &str, docs: &[&Value]) {
+    use k8s_openapi::api::{
+        core::v1::ServiceAccount,
+        rbac::v1::{Role, RoleBinding},
+    };
+    let pp = PostParams::default();
+    let sa: ServiceAccount = serde_json::from_value(of_kind(docs, "ServiceAccount").clone()).expect("SA");
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(&pp, &sa)
+        .await
+        .expect("ServiceAccount created");
+    let role: Role = serde_json::from_value(of_kind(docs, "Role").clone()).expect("Role");
+    Api::<Role>::namespaced(client.clone(), ns)
+        .create(&pp, &role)
+        .await
+        .expect("Role created");
+    let binding: RoleBinding = serde_json::from_value(of_kind(docs, "RoleBinding").clone()).expect("RoleBinding");
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(&pp, &binding)
+        .await
+        .expect("RoleBinding created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rendered_hook_refuses_a_breaking_upgrade_with_only_its_own_rights() {
+    let env = common::env().await;
+    let ns = "upgrade-hook";
+    env.create_namespace(ns).await.expect("namespace");
+    publish(
+        &Api::namespaced(env.client(), ns),
+        older(|fields| {
+            fields.insert("title".into(), json!({"type": "string"}));
+        }),
+    )
+    .await;
+    common::create_flow(&env.client(), ns, &flow("shop", r#"{ name: "{{$.who}}", title: Dr }"#)).await;
+
+    let docs = render(ns, &format!("{MODULE_VALUES}upgradeCheck: {{enabled: true}}\n"));
+    let hook = hook(&docs);
+    create_rendered(&env.client(), ns, &hook).await;
+    // The Job's pod, as a kubelet runs it: its ServiceAccount's token, its namespace
+    // from the downward API, the image's binary with the rendered arguments.
+    let token = env
+        .service_account_token(ns, "hello-tiny-module-upgrade-check")
+        .await
+        .expect("token");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, env.ca_pem().expect("CA")).expect("write");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{}\", certificate-authority: \"{}\"}}}}]\n\
+             users: [{{name: hook, user: {{token: \"{token}\"}}}}]\ncontexts: [{{name: hook, context: {{cluster: c, user: hook}}}}]\n\
+             current-context: hook\n",
+            env.server_url(),
+            ca.display()
+        ),
+    )
+    .expect("write");
+    let run = |job: &Value| {
+        let args: Vec<String> = job["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        let out = Command::new(HELLO)
+            .args(&args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RELEASE_NAMESPACE", ns)
+            .output()
+            .expect("hello-module runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(of_kind(&hook, "Job"));
+    // Exit status 1 fails the Job (`backoffLimit: 0`), and Helm the upgrade.
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.starts_with(
+            "breaking: flow `shop`, node `shop.examples-v0.hello-1`, edge `to-hello` from \
+             `shop.sender-module-v0.sender-1:out`, port `input`, field `/title`"
+        ),
+        "{stdout}"
+    );
+
+    let docs = render(
+        ns,
+        &format!("{MODULE_VALUES}upgradeCheck: {{enabled: true, allowBreaking: true}}\n"),
+    );
+    let (code, stdout, stderr) = run(of_kind(&self::hook(&docs), "Job"));
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("field `/title`"), "{stdout}");
+    assert!(stderr.contains("--allow-breaking: going on"), "{stderr}");
+}
