@@ -13,7 +13,7 @@
 //! instead. It checks each handler's parameters as written, and gives the handler the
 //! shape the dispatch calls, `fn(&self, ctx, msg: MessageOf<..>) -> impl Future<Output =
 //! R> + Send`, so that what only the type checker knows is an error on that signature,
-//! where the derive then finds nothing more to report: [`InputOf`] (the method handles
+//! where the derive then finds nothing more to report: [`port_key`] (the method handles
 //! no port), [`PortMessage`] (its `msg` type is not the port's), `Send`, and
 //! [`IntoReply`](crate::IntoReply) for a return type other than the usual ones. Nothing
 //! here is called by hand; names may change in any release.
@@ -181,20 +181,200 @@ pub const fn key(method: &str) -> u64 {
 /// by `#[derive(Component)]` for each input port, so that `#[handlers]`, which sees the
 /// method but not the port, gives the method's `msg` parameter the port's message type
 /// ([`MessageOf`]) and checks the type the author wrote against it ([`PortMessage`]).
+/// `W` is the type written; for [`UNHANDLED`] it is the message type itself, so that a
+/// method that handles no port is no second error (see [`port_key`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no input port that this method handles",
     label = "not the handler of an input port of `{Self}`",
     note = "in a `#[handlers]` impl, `on_<port>` and the methods marked `#[handler]` are the handlers of input ports: `on_<port>` of the port `<port>` (or of the one whose `#[port(handler = ...)]` names it)",
     note = "rename it, or move it to another `impl` block if it is not a handler"
 )]
-pub trait InputOf<const HANDLER: u64> {
+pub trait InputOf<const HANDLER: u64, W> {
     /// The port's message type.
     type Message;
 }
 
+/// The key [`port_key`] gives a method that handles no port, while the derive reports
+/// a port without its handler: the method then takes the type it wrote.
+pub const UNHANDLED: u64 = 0;
+
+impl<C, W> InputOf<UNHANDLED, W> for C {
+    type Message = W;
+}
+
 /// The message type of the input port whose handler is the method named by `HANDLER`
-/// (see [`InputOf`]): the type of a `#[handlers]` handler's `msg` parameter.
-pub type MessageOf<C, const HANDLER: u64> = <C as InputOf<HANDLER>>::Message;
+/// (see [`InputOf`]): the type of a `#[handlers]` handler's `msg` parameter, which
+/// wrote `W`.
+pub type MessageOf<C, const HANDLER: u64, W> = <C as InputOf<HANDLER, W>>::Message;
+
+/// An input port and the method that handles it, as `#[derive(Component)]` lists them.
+#[derive(Debug, Clone, Copy)]
+pub struct PortHandler {
+    /// The port's name.
+    pub port: &'static str,
+    /// Its handler's name: `on_<field>`, or the one `#[port(handler = ...)]` names.
+    pub handler: &'static str,
+}
+
+/// A component's input ports and their handlers: written by `#[derive(Component)]`, read
+/// by `#[handlers]` to tell whether a method that handles no port is the one error
+/// ([`port_key`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a component: `#[handlers]` goes on the `impl` block of a `#[derive(Component)]` struct",
+    label = "not a `#[derive(Component)]` struct"
+)]
+pub trait PortHandlers {
+    /// Each input port with its handler, in declaration order.
+    const HANDLERS: &'static [PortHandler];
+    /// `false` when the derive reported a mistake of its own: `#[handlers]` then reports
+    /// nothing more about the ports.
+    const CHECKED: bool = true;
+}
+
+/// Why a method of a `#[handlers]` block handles no port, in words: a `const`
+/// evaluation panics with it, so that it is the one error, on the method's name.
+pub struct NoPort {
+    text: [u8; NoPort::CAPACITY],
+    len: usize,
+}
+
+impl std::fmt::Debug for NoPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl NoPort {
+    const CAPACITY: usize = 1024;
+
+    const fn new() -> Self {
+        NoPort {
+            text: [0; NoPort::CAPACITY],
+            len: 0,
+        }
+    }
+
+    /// Appends `s`, cut (at a character boundary) where the buffer ends.
+    const fn push(mut self, s: &str) -> Self {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() && self.len < NoPort::CAPACITY {
+            self.text[self.len] = bytes[i];
+            self.len += 1;
+            i += 1;
+        }
+        self
+    }
+
+    /// The message.
+    pub const fn as_str(&self) -> &str {
+        let (text, _) = self.text.split_at(self.len);
+        match std::str::from_utf8(text) {
+            Ok(s) => s,
+            // Cut inside a character: up to where it is valid.
+            Err(e) => match std::str::from_utf8(text.split_at(e.valid_up_to()).0) {
+                Ok(s) => s,
+                Err(_) => "",
+            },
+        }
+    }
+}
+
+/// The key of the port that `method`, in a `#[handlers]` block of `component` whose
+/// methods are `block`, handles: [`key`]`(method)` when a port's handler is `method`.
+/// For a method that handles no port, [`UNHANDLED`] when a port's handler is not in the
+/// block (the derive reports that port, and the compiler names the method nearest to
+/// the one it looked for: a misspelt handler is one error), else the error, which
+/// lists the ports and their handlers.
+// Evaluated by the compiler only, in a `const`: the size of the error costs nothing.
+#[allow(clippy::result_large_err)]
+pub const fn port_key(
+    handlers: &[PortHandler],
+    checked: bool,
+    block: &[&str],
+    method: &str,
+    component: &str,
+) -> std::result::Result<u64, NoPort> {
+    let mut i = 0;
+    while i < handlers.len() {
+        if str_eq(handlers[i].handler, method) {
+            return Ok(key(method));
+        }
+        i += 1;
+    }
+    if !checked {
+        return Ok(UNHANDLED);
+    }
+    let mut i = 0;
+    while i < handlers.len() {
+        if !contains(block, handlers[i].handler) {
+            return Ok(UNHANDLED);
+        }
+        i += 1;
+    }
+    let mut e = NoPort::new()
+        .push("`")
+        .push(method)
+        .push("` handles no input port of `")
+        .push(component)
+        .push("`");
+    if handlers.is_empty() {
+        e = e.push(", which has no input ports");
+    } else {
+        // Every port's handler is in the block (else the derive reports the port):
+        // this method is an extra one, not a port's handler misspelt.
+        e = e.push(", whose input ports are ");
+        let mut i = 0;
+        while i < handlers.len() {
+            if i > 0 {
+                e = e.push(", ");
+            }
+            e = e
+                .push("`")
+                .push(handlers[i].port)
+                .push("` (handler `")
+                .push(handlers[i].handler)
+                .push("`)");
+            i += 1;
+        }
+    }
+    Err(e.push(": rename the method, or move it to another `impl` block if it handles no port"))
+}
+
+/// [`port_key`]'s key, or [`UNHANDLED`] where it reports a method that handles no
+/// port: for a second look-up of the same method, which must not report it again.
+pub const fn key_or_unhandled(found: std::result::Result<u64, NoPort>) -> u64 {
+    match found {
+        Ok(key) => key,
+        Err(_) => UNHANDLED,
+    }
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const fn contains(names: &[&str], name: &str) -> bool {
+    let mut i = 0;
+    while i < names.len() {
+        if str_eq(names[i], name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
 
 /// The `msg` parameter's type as the author wrote it, `Self` (taken) or `&Self` (lent),
 /// against the port's message type `M`: `#[handlers]` converts the parameter it gives

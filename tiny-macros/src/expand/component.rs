@@ -45,6 +45,15 @@ fn component_impl(c: &Component) -> TokenStream {
     let port_enabled = port_enabled_fn(c);
     let port_keys = port_keys_fn(c);
     let inputs = input_of_impls(c);
+    let handlers = port_handlers_impl(
+        k,
+        ident,
+        c.ports
+            .iter()
+            .filter(|p| p.kind == Kind::Input)
+            .map(|p| (p.name.clone(), p.handler.unraw().to_string())),
+        true,
+    );
     let hooks = match c.hooks {
         // No hooks: nothing to run on deletion, so nodes need no finalizer.
         None => quote! {
@@ -68,12 +77,35 @@ fn component_impl(c: &Component) -> TokenStream {
                 #port_keys
             }
             #(#inputs)*
+            #handlers
             #hooks
         };
     }
 }
 
-/// `impl InputOf<{ key("on_input") }> for Hello { type Message = T; }` for each input
+/// `impl PortHandlers for Hello { const HANDLERS = &[("input", "on_input"), ..]; }`: the
+/// input ports and their handlers by name. `#[handlers]` reads them for a method that
+/// handles no port: beside a port whose handler is not in its block it is no error
+/// (the dispatch reports that port, and rustc names the method nearest), else it is
+/// the one error. `checked` is `false` after a mistake the derive reported:
+/// `#[handlers]` then adds nothing about the ports.
+fn port_handlers_impl(
+    k: &CratePath,
+    ident: &Ident,
+    ports: impl Iterator<Item = (String, String)>,
+    checked: bool,
+) -> TokenStream {
+    let rows = ports.map(|(port, handler)| quote!(#k::handler::PortHandler { port: #port, handler: #handler }));
+    quote! {
+        #[automatically_derived]
+        impl #k::handler::PortHandlers for #ident {
+            const HANDLERS: &'static [#k::handler::PortHandler] = &[#(#rows),*];
+            const CHECKED: bool = #checked;
+        }
+    }
+}
+
+/// `impl<W> InputOf<{ key("on_input") }, W> for Hello { type Message = T; }` for each input
 /// port: what `#[handlers]`, which sees the handler `on_input` but not the port, gives
 /// its `msg` parameter and checks the type written there against.
 fn input_of_impls(c: &Component) -> Vec<TokenStream> {
@@ -112,7 +144,7 @@ fn input_of_impl(
         quote! {
             #[doc = #doc]
             #[automatically_derived]
-            impl #k::handler::InputOf<{ #k::handler::key(#handler) }> for #ident
+            impl<W> #k::handler::InputOf<{ #k::handler::key(#handler) }, W> for #ident
         },
         span,
     );
@@ -531,6 +563,14 @@ fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
             input_of_impl(k, ident, handler, "an input port", &message, handler.span())
         })
         .collect();
+    // Generic components are refused (and have no `#[handlers]` block to inform).
+    let handlers = input.generics.params.is_empty().then(|| {
+        let ports = stub.inputs.iter().map(|(handler, _)| {
+            let handler = handler.unraw().to_string();
+            (handler.trim_start_matches("on_").to_owned(), handler)
+        });
+        port_handlers_impl(k, ident, ports, false)
+    });
     let hooks = (!stub.hooks).then(|| {
         quote! {
             #[automatically_derived]
@@ -556,6 +596,7 @@ fn stub_impls(input: &DeriveInput, stub: Box<StubInfo>) -> TokenStream {
                 }
             }
             #(#inputs)*
+            #handlers
             #hooks
         };
     }

@@ -2,11 +2,11 @@
 //! calls, with its body unchanged:
 //!
 //! ```text
-//! fn on_input(&self, ctx: &Ctx<Self>, msg: MessageOf<Self, { key("on_input") }>)
+//! fn on_input(&self, ctx: &Ctx<Self>, msg: MessageOf<Self, { port_key(..) }, T>)
 //!     -> impl Future<Output = R> + Send
 //! {
 //!     async move {
-//!         let msg: T = <T as PortMessage<MessageOf<Self, { key("on_input") }>>>::taken(msg);
+//!         let msg: T = <T as PortMessage<MessageOf<Self, { port_key(..) }, T>>>::taken(msg);
 //!         { body }
 //!     }
 //! }
@@ -16,8 +16,11 @@
 //! about, so that the error is reported there, once: the `impl Future + Send` the
 //! handler's name (a future that is not `Send`), `R` the return type as written, or
 //! `impl IntoReply` there for a type other than the usual ones (one that is not a
-//! reply), the `MessageOf` projection the name (a method that handles no port), the
-//! `PortMessage` conversion the message type as written (another type than the port's).
+//! reply), the `MessageOf` key the name (a method that handles no port: a `const`
+//! that panics, once, unless a port's handler is missing too, which the derive reports
+//! with rustc's "similar name"), the `PortMessage` conversion the message type as
+//! written (another type than the port's). `fn` and the braces are the author's, so
+//! that the method's span is the author's code.
 //! The derive then calls a handler of the right shape, and reports nothing more.
 
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
@@ -57,24 +60,43 @@ fn impl_block(h: Handlers) -> TokenStream {
         krate,
         mut block,
         items,
+        methods,
     } = h;
+    let component = type_text(&block.self_ty);
+    let block_info = Block {
+        methods: &methods,
+        component: &component,
+    };
     block.items = items
         .into_iter()
         .map(|item| match item {
             Item::Kept(item) => *item,
-            Item::Handler(handler) => ImplItem::Verbatim(handler_fn(&krate, &handler)),
+            Item::Handler(handler) => ImplItem::Verbatim(handler_fn(&krate, &block_info, &handler)),
         })
         .collect();
     block.into_token_stream()
 }
 
-fn handler_fn(k: &CratePath, h: &Handler) -> TokenStream {
+/// What a handler's port lookup needs of its block: the names of its methods and the
+/// component's name as written.
+struct Block<'a> {
+    methods: &'a [String],
+    component: &'a str,
+}
+
+/// The component's type as written (`Hello`), for messages.
+fn type_text(ty: &Type) -> String {
+    ty.to_token_stream().to_string().replace(' ', "")
+}
+
+fn handler_fn(k: &CratePath, b: &Block, h: &Handler) -> TokenStream {
     let Handler {
         attrs,
         vis,
         ident,
         span,
         async_span,
+        fn_span,
         msg,
         output,
         body,
@@ -83,8 +105,34 @@ fn handler_fn(k: &CratePath, h: &Handler) -> TokenStream {
     let span = *span;
     let ks = at(k, span);
     let name = ident.unraw().to_string();
-    // The port's message type, which the derive records under the handler's name.
-    let message_of = quote_spanned!(span=> #ks::handler::MessageOf<Self, { #ks::handler::key(#name) }>);
+    // The port's message type, which the derive records under the handler's name. The
+    // key is looked up once, in one constant, so that a method that handles no port is
+    // one error on its name that says which handler it is nearest to.
+    let written = match msg {
+        Some(MsgParam { ty, .. }) => ty.to_token_stream(),
+        None => quote!(()),
+    };
+    let (methods, component) = (b.methods, b.component);
+    let lookup = quote_spanned!(span=>
+        #ks::handler::port_key(
+            <Self as #ks::handler::PortHandlers>::HANDLERS,
+            <Self as #ks::handler::PortHandlers>::CHECKED,
+            &[#(#methods),*],
+            #name,
+            #component,
+        )
+    );
+    let key = quote_spanned!(span=> {
+        match #lookup {
+            ::core::result::Result::Ok(key) => key,
+            ::core::result::Result::Err(no_port) => ::core::panic!("{}", no_port.as_str()),
+        }
+    });
+    let message_of = quote_spanned!(span=> #ks::handler::MessageOf<Self, #key, #written>);
+    // The same type for the body's conversion, from a lookup that does not fail: the
+    // signature's reports a method that handles no port, once.
+    let quiet_key = quote_spanned!(span=> { #ks::handler::key_or_unhandled(#lookup) });
+    let quiet_message_of = quote_spanned!(span=> #ks::handler::MessageOf<Self, #quiet_key, #written>);
     let (generics, receiver, ctx, lent) = lifetimes(h, &ks);
     // Named after the author's `msg`, but in the macro's hygiene: only the author's
     // pattern, bound from it in the body, is the author's name.
@@ -92,7 +140,7 @@ fn handler_fn(k: &CratePath, h: &Handler) -> TokenStream {
     let take = match msg {
         Some(MsgParam { pat, ty, lent }) if body.is_some() => {
             let kt = at(k, ty.span());
-            let port_message = quote_spanned!(ty.span()=> #kt::handler::PortMessage<#message_of>);
+            let port_message = quote_spanned!(ty.span()=> #kt::handler::PortMessage<#quiet_message_of>);
             let take = if *lent {
                 quote!(let #pat: &#ty = <#ty as #port_message>::lent(#param);)
             } else {
@@ -145,13 +193,21 @@ fn handler_fn(k: &CratePath, h: &Handler) -> TokenStream {
             quote!(#take #[allow(clippy::diverging_sub_expression)] let #reply = #block; #[allow(unreachable_code)] #reply)
         }
     };
+    // The method's braces are the author's: with its `fn`, they make its span, which
+    // the compiler shows for the method as a whole (a similar name, where a port
+    // looks for its handler) at the author's code, not at `#[handlers]`.
+    let braces = h.body.as_ref().map_or(*fn_span, |b| b.brace_token.span.join());
     let block = async_block(*async_span, body);
+    let mut block = Group::new(Delimiter::Brace, block);
+    block.set_span(braces);
     let where_clause = &generics.where_clause;
+    let fn_token = quote_spanned!(*fn_span=> fn);
+    // The author wrote an `async fn`: with its spans, clippy would take the rewrite
+    // for a hand-written future.
     quote! {
         #(#attrs)*
-        #vis fn #ident #generics(#receiver, #ctx, #msg_param: #msg_ty) -> #future #where_clause {
-            #block
-        }
+        #[allow(clippy::manual_async_fn)]
+        #vis #fn_token #ident #generics(#receiver, #ctx, #msg_param: #msg_ty) -> #future #where_clause #block
     }
 }
 

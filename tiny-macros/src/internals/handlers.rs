@@ -22,6 +22,10 @@ pub struct Handlers {
     /// The block, its items taken out into `items`.
     pub block: ItemImpl,
     pub items: Vec<Item>,
+    /// The names of all the block's methods, handlers or not: a port whose handler is
+    /// not among them is reported by the derive, so a method that handles no port is
+    /// then no second error (`tiny_sdk::handler::port_key`).
+    pub methods: Vec<String>,
 }
 
 /// One item of the block.
@@ -46,6 +50,8 @@ pub struct Handler {
     pub span: Span,
     /// `async` (or `fn` when it is missing): where the future is made.
     pub async_span: Span,
+    /// `fn`: where the method starts.
+    pub fn_span: Span,
     /// `&self` as written, or `None` when it is missing or of another kind.
     pub receiver: Option<Receiver>,
     /// `ctx: &Ctx<Self>` as written, or `None` when it is missing.
@@ -85,6 +91,14 @@ impl Handlers {
             ));
         }
         let mut block = block;
+        let methods = block
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                ImplItem::Fn(f) => Some(f.sig.ident.unraw().to_string()),
+                _ => None,
+            })
+            .collect();
         let items = std::mem::take(&mut block.items)
             .into_iter()
             .map(|item| match item {
@@ -92,7 +106,15 @@ impl Handlers {
                 other => Item::Kept(Box::new(other)),
             })
             .collect();
-        (Handlers { krate, block, items }, errors)
+        (
+            Handlers {
+                krate,
+                block,
+                items,
+                methods,
+            },
+            errors,
+        )
     }
 }
 
@@ -337,6 +359,7 @@ fn read_handler(f: ImplItemFn, errors: &mut Vec<syn::Error>) -> Item {
         vis,
         span: sig.ident.span(),
         async_span: sig.asyncness.map_or(sig.fn_token.span, |a| a.span),
+        fn_span: sig.fn_token.span,
         ident: sig.ident,
         generics,
         receiver,
