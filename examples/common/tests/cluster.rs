@@ -89,6 +89,31 @@ fn ticker_flow(flow: &str, delay_ms: u64) -> String {
     )
 }
 
+/// The clock a stopped ticker is read against, instead of wall time: a second ticker of
+/// the same module (`clock`, 200 ms, its ticks shown by `clock.common-module-v0.debug-1`),
+/// started once Stop took effect. Its ticks are counted, stored and sent the way the
+/// stopped ticker's were, so a loaded machine slows both alike.
+const CLOCK: (&str, &str) = ("clock.common-module-v0.ticker-1", "clock.common-module-v0.debug-1");
+
+/// Waits until the clock's debug node shows tick `at_least` or a later one; that tick.
+async fn clock_at(nodes: &Api<TinyNode>, at_least: u64) -> u64 {
+    eventually(&format!("the clock's tick {at_least}"), Duration::from_secs(60), || {
+        let nodes = nodes.clone();
+        async move { last_tick(&nodes, CLOCK.1).await.filter(|t| *t >= at_least) }
+    })
+    .await
+}
+
+/// What `debug` shows once a tick that was on its way at Stop has landed (two clock
+/// ticks went the same way after Stop), and again five clock ticks later: a ticker that
+/// went on after Stop would have ticked about as often as the clock in between.
+async fn shown_across_clock_ticks(nodes: &Api<TinyNode>, debug: &str) -> (Option<u64>, Option<u64>) {
+    let now = clock_at(nodes, 2).await;
+    let first = last_tick(nodes, debug).await;
+    clock_at(nodes, now + 5).await;
+    (first, last_tick(nodes, debug).await)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn living_components_on_one_replica() {
     let env = env().await;
@@ -100,6 +125,7 @@ async fn living_components_on_one_replica() {
 
     // --- A signal presses Start on a ticker and is finished at once ----------------------
     apply_yaml(&client, ns, &ticker_flow("tick", 200)).await;
+    apply_yaml(&client, ns, &ticker_flow("clock", 200)).await;
     let (ticker, debug) = ("tick.common-module-v0.ticker-1", "tick.common-module-v0.debug-1");
     let view = shows_start(&nodes, ticker).await;
     assert_eq!(view["status"], "Not running", "{view}");
@@ -144,17 +170,9 @@ async fn living_components_on_one_replica() {
     assert_eq!(meta(&running, "ticker-running").as_deref(), Some("true"));
     let config: Value = serde_json::from_str(&meta(&running, "ticker-config").expect("ticker-config")).expect("JSON");
     assert_eq!(config, json!({"context": {"flow": "tick"}, "delay": 200}));
-    // Stop ends the ticks.
+    // Stop ends the ticks: read against the clock, started once Stop took effect.
     delivered(&signal(&client, ns, "stop", ticker, "_control", json!({"stop": true})).await);
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    let after_stop = last_tick(&nodes, debug).await.expect("a tick");
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(
-        last_tick(&nodes, debug).await,
-        Some(after_stop),
-        "ticks went on after Stop"
-    );
-    let stopped = eventually("Stop to remove Go's keys", Duration::from_secs(30), || {
+    eventually("Stop to remove Go's keys", Duration::from_secs(30), || {
         let nodes = nodes.clone();
         async move {
             let n = nodes.get(ticker).await.ok()?;
@@ -162,7 +180,14 @@ async fn living_components_on_one_replica() {
         }
     })
     .await;
+    let clock = shows_start(&nodes, CLOCK.0).await;
+    let start = json!({"start": true, "context": clock["context"]});
+    delivered(&signal(&client, ns, "clock", CLOCK.0, "_control", start).await);
+    let (after_stop, later) = shown_across_clock_ticks(&nodes, debug).await;
+    let after_stop = after_stop.expect("a tick");
+    assert_eq!(later, Some(after_stop), "ticks went on after Stop");
     // Counted before it is sent: a Stop between the two leaves one tick counted, unsent.
+    let stopped = nodes.get(ticker).await.expect("ticker");
     let counted = state(&stopped, "ticks")
         .and_then(|v| v.as_u64())
         .expect("ticks in state");
@@ -522,10 +547,12 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
         common(&env, ns, "replica-b").nats(&url).start(),
     ];
     apply_yaml(&client, ns, &ticker_flow("sys", 200)).await;
+    apply_yaml(&client, ns, &ticker_flow("clock", 200)).await;
     let (ticker, debug) = ("sys.common-module-v0.ticker-1", "sys.common-module-v0.debug-1");
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let leader = the_leader(&replicas).await;
     shows_start(&nodes, ticker).await;
+    shows_start(&nodes, CLOCK.0).await;
     // The press is fire and forget: a replica not yet listening on NATS would never
     // hear it. `/readyz` is ready once the broker answers the replica.
     for r in &replicas {
@@ -570,11 +597,11 @@ async fn a_ticker_started_and_stopped_over_nats_runs_on_the_leader_only() {
         async move { port_config(&nodes.get(ticker).await.ok()?, "_control").filter(|c| c["status"] == "Not running") }
     })
     .await;
-    // The debug node's view is written in batches: let the last tick before Stop land.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let stopped_at = last_tick(&nodes, debug).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(last_tick(&nodes, debug).await, stopped_at, "no tick after Stop");
+    // Read against the clock, pressed the same way once Stop took effect.
+    press(&mut platform, CLOCK.0, "start").await;
+    let (stopped_at, later) = shown_across_clock_ticks(&nodes, debug).await;
+    assert!(stopped_at.is_some_and(|t| t >= 3), "{stopped_at:?}");
+    assert_eq!(later, stopped_at, "no tick after Stop");
 }
 
 /// Leaves `metadata` in `node`'s `status.metadata`, as a module that ran it would have.

@@ -61,13 +61,10 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     let env = env().await;
     let client = env.client();
     env.create_namespace("x").await.expect("namespace");
-    let beta_port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        l.local_addr().expect("addr").port()
-    };
-    let beta_addr = format!("127.0.0.1:{beta_port}");
-    let _alpha = hello(&env, "x", "alpha-0", "alpha-v0").start();
-    let mut beta = Some(hello(&env, "x", "beta-0", "beta-v0").grpc(&beta_addr).start());
+    let alpha = hello(&env, "x", "alpha-0", "alpha-v0").start();
+    // beta binds port 0 itself and announces the port it got: no port is reserved by
+    // binding and releasing it, which another process could take in between.
+    let mut beta = Some(hello(&env, "x", "beta-0", "beta-v0").start());
     let flow = create_flow(&client, "x", &cross_flow()).await;
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), "x");
     for n in &flow.nodes {
@@ -83,7 +80,9 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         async move { modules.get("beta-v0").await.ok()?.status.filter(|s| !s.addr.is_empty()) }
     })
     .await;
-    assert_eq!(announced.addr, beta_addr);
+    let beta_addr = announced.addr.clone();
+    let beta_port: Option<u16> = beta_addr.strip_prefix("127.0.0.1:").and_then(|p| p.parse().ok());
+    assert!(beta_port.is_some_and(|p| p != 0), "the port beta bound: {beta_addr}");
     assert!(
         announced
             .components
@@ -127,7 +126,7 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
         err.contains("x.beta-v0.shout-3"),
         "the error names the node that raised it: {err}"
     );
-    tokio::time::sleep(Duration::from_secs(1)).await; // past A's retry delay
+    // The signal failed once A gave up: any retry of A's would have reached B before.
     assert_eq!(
         b.metric("tiny_hop_errors_total").await,
         Some(errors_before + 1),
@@ -137,6 +136,8 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     // B stops: A's sends fail as unreachable and are retried per the edge policy; B
     // comes back on the same address and the retry succeeds.
     drop(beta.take());
+    let unreachable = r#"tiny_grpc_client_calls_total{module="beta-v0",outcome="Unavailable"}"#;
+    let unreachable_before = alpha.metric(unreachable).await.unwrap_or(0);
     let stopped = Instant::now();
     let signals = tokio::spawn({
         let client = client.clone();
@@ -152,7 +153,11 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
             .await
         }
     });
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // B comes back once A has found it down (a failed call), not after a guessed time.
+    eventually("alpha's call to find beta down", Duration::from_secs(30), || async {
+        (alpha.metric(unreachable).await.unwrap_or(0) > unreachable_before).then_some(())
+    })
+    .await;
     let back = hello(&env, "x", "beta-1", "beta-v0").grpc(&beta_addr).start();
     let s = signals.await.expect("signal task");
     let st = s.status.expect("status");
