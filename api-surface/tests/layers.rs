@@ -65,10 +65,12 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
         "tiny-runtime",
         &[
             // The ground floor: errors, config, the CRDs, metrics, what every transport
-            // shares (`remote`, `inbound`) and the `Discovery` trait they implement.
+            // shares (`remote`, `inbound`) and the `Discovery` and `Carrier` traits
+            // they implement.
             &[
                 "error",
                 "discovery",
+                "carrier",
                 "config",
                 "crd",
                 "metrics",

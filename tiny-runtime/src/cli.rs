@@ -619,8 +619,7 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
                     .or(args.metrics_bind_address)
                     .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
             ),
-            discovery: Some(routes.clone()),
-            router: Some(routes),
+            carrier: Some(routes),
             transport: Some(transport.clone()),
             runs: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::RunStore>),
             answers: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::AnswerInbox>),

@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod carrier;
 pub mod cli;
 pub mod config;
 mod controller;

@@ -10,6 +10,7 @@ use tiny_sdk::engine::{Engine, Registry};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    carrier::Carrier,
     config::ModuleConfig,
     controller::{self, Reconciling},
     leader::{self, Leadership},
@@ -43,10 +44,10 @@ pub struct Options {
     pub lease_duration: Option<Duration>,
     /// Address for `/healthz`, `/readyz` and `/metrics`.
     pub probe_addr: Option<SocketAddr>,
-    /// Other modules' addresses go here, and cross-module messages through it.
-    pub discovery: Option<Arc<dyn Discovery>>,
-    /// How the engine reaches other modules.
-    pub router: Option<Arc<dyn tiny_sdk::engine::RemoteRouter>>,
+    /// How this module reaches other modules: the engine sends their hops through
+    /// it, and the controllers tell it where each module is (a module binary's is
+    /// [`Routes`](crate::transport::Routes)). `None`: no other module is reachable.
+    pub carrier: Option<Arc<dyn Carrier>>,
     /// The wire other modules reach this one on (what the TinyModule advertises, its
     /// `Transport` condition, and part of `/readyz`). `None`: gRPC at `config.grpc_addr`.
     pub transport: Option<Arc<crate::transport::Transport>>,
@@ -68,8 +69,7 @@ impl Options {
             registry,
             lease_duration: None,
             probe_addr: None,
-            discovery: None,
-            router: None,
+            carrier: None,
             transport: None,
             runs: None,
             answers: None,
@@ -141,8 +141,8 @@ impl Runtime {
                     Arc::new(resources)
                 },
             ));
-        if let Some(router) = opts.router {
-            engine = engine.router(router);
+        if let Some(carrier) = opts.carrier.clone() {
+            engine = engine.router(carrier);
         }
         if let Some(runs) = opts.runs.clone() {
             engine = engine.runs(runs);
@@ -165,7 +165,7 @@ impl Runtime {
             engine,
             leadership.clone(),
             metrics.clone(),
-            opts.discovery,
+            opts.carrier,
             tracking.clone(),
         );
         shared.directory = directory;

@@ -12,7 +12,10 @@
 //! that advertises a `nats://` address (or none: Go modules on NATS are reached by
 //! subject alone), over gRPC to one that advertises `host:port`.
 
-use std::sync::{Arc, Mutex};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError, RwLock},
+};
 
 use futures::future::BoxFuture;
 use k8s_openapi::{
@@ -26,6 +29,7 @@ use tiny_sdk::{
 use tokio::sync::watch;
 
 use crate::{
+    carrier::Carrier,
     discovery::Discovery,
     grpc::Pool,
     jetstream::JetStreamRouter,
@@ -148,20 +152,8 @@ impl Transport {
         match &self.nats {
             Nats::Off => Ok(()),
             Nats::Unusable(why) => Err(format!("NATS: {why}; serving gRPC at {} instead", self.grpc_addr)),
-            Nats::On(link) => match &*link.state().borrow() {
-                LinkState::Connected => Ok(()),
-                LinkState::Connecting => Err(format!(
-                    "NATS: not connected to {} yet; serving gRPC at {} meanwhile",
-                    link.url(),
-                    self.grpc_addr
-                )),
-                LinkState::Down(why) => Err(format!(
-                    "NATS: the broker at {} does not answer ({why}), reconnecting every {} s; serving gRPC at {} meanwhile",
-                    link.url(),
-                    crate::nats::RECONNECT_WAIT.as_secs(),
-                    self.grpc_addr
-                )),
-            },
+            Nats::On(link) => crate::nats::router::link_health(link)
+                .map_err(|why| format!("NATS: {why}; serving gRPC at {} meanwhile", self.grpc_addr)),
         }
     }
 
@@ -208,49 +200,29 @@ impl Transport {
     }
 }
 
-/// Sends each message the way its peer listens: NATS or gRPC (see the module docs).
+/// Sends each message the way its peer listens (see the module docs), over
+/// [`Carrier`]s it knows only by their trait: the direct one (gRPC) for modules that
+/// advertise an address it takes, and a broker (NATS or JetStream), when there is
+/// one, for the others and for the hops it claims.
 #[derive(Debug)]
 pub struct Routes {
-    pool: Arc<Pool>,
-    nats: Option<Wire>,
-    /// Modules whose TinyModule advertises a `nats://` address.
-    on_nats: std::sync::RwLock<std::collections::HashSet<String>>,
-}
-
-/// The NATS side of [`Routes`]: core request/reply, or JetStream.
-#[derive(Debug)]
-enum Wire {
-    Core(NatsRouter),
-    JetStream(JetStreamRouter),
-}
-
-impl Wire {
-    fn router(&self) -> &dyn RemoteRouter {
-        match self {
-            Wire::Core(r) => r,
-            Wire::JetStream(r) => r,
-        }
-    }
+    direct: Arc<dyn Carrier>,
+    broker: Option<Arc<dyn Carrier>>,
+    /// Modules whose advertised address no carrier here listens at (a module on NATS,
+    /// seen from one that is not), with that address.
+    elsewhere: RwLock<HashMap<String, String>>,
 }
 
 impl Routes {
     /// gRPC through `pool`, and NATS through `nats` when given.
     pub fn new(pool: Arc<Pool>, nats: Option<NatsRouter>) -> Self {
-        Self {
-            pool,
-            nats: nats.map(Wire::Core),
-            on_nats: Default::default(),
-        }
+        Self::over(pool, nats.map(|r| Arc::new(r) as Arc<dyn Carrier>))
     }
 
     /// gRPC through `pool`, and JetStream through `router` (Go's
     /// `TINY_NATS_TRANSPORT=jetstream`): a durable run's hops always go there.
     pub fn jetstream(pool: Arc<Pool>, router: JetStreamRouter) -> Self {
-        Self {
-            pool,
-            nats: Some(Wire::JetStream(router)),
-            on_nats: Default::default(),
-        }
+        Self::over(pool, Some(Arc::new(router)))
     }
 
     /// gRPC through `pool`, and NATS when `transport` has a link.
@@ -258,37 +230,49 @@ impl Routes {
         Self::new(pool, transport.link().cloned().map(NatsRouter::new))
     }
 
-    fn nats_modules(&self) -> std::sync::RwLockWriteGuard<'_, std::collections::HashSet<String>> {
-        self.on_nats.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// `direct` for the modules that advertise an address it listens at, `broker`
+    /// (when given) for every other module and for the hops it
+    /// [claims](Carrier::claims): any two carriers, whatever their wire.
+    pub fn over(direct: Arc<dyn Carrier>, broker: Option<Arc<dyn Carrier>>) -> Self {
+        Self {
+            direct,
+            broker,
+            elsewhere: RwLock::default(),
+        }
     }
 
-    /// The router for `module`, or why it cannot be reached from here.
-    fn pick(&self, module: &str) -> std::result::Result<&dyn RemoteRouter, tiny_sdk::Error> {
-        match &self.nats {
-            // A peer that advertises a gRPC address is reached there.
-            Some(nats) if !self.pool.knows(module) => Ok(nats.router()),
-            None if !self.pool.knows(module) && self.on_nats.read().is_ok_and(|m| m.contains(module)) => {
-                Err(tiny_sdk::Error::permanent(format!(
-                    "module `{module}` is on NATS ({}) and this module is not: start it with TINY_NATS_URL",
-                    wire::advertised_addr(module)
-                ))
-                .with_code(tiny_sdk::error::code::UNREACHABLE))
-            }
-            _ => Ok(&*self.pool),
+    fn elsewhere(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, String>> {
+        self.elsewhere.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The carrier for `module`, or why it cannot be reached from here.
+    fn pick(&self, module: &str) -> std::result::Result<&dyn Carrier, tiny_sdk::Error> {
+        // A peer that advertises a direct address is reached there.
+        if self.direct.reaches(module) {
+            return Ok(&*self.direct);
+        }
+        if let Some(broker) = &self.broker {
+            return Ok(&**broker);
+        }
+        let elsewhere = self.elsewhere.read().unwrap_or_else(PoisonError::into_inner);
+        match elsewhere.get(module) {
+            Some(addr) => Err(tiny_sdk::Error::permanent(format!(
+                "module `{module}` listens at {addr}, which this module cannot reach (a module on NATS needs TINY_NATS_URL)"
+            ))
+            .with_code(tiny_sdk::error::code::UNREACHABLE)),
+            // The direct carrier says why (an unknown module).
+            None => Ok(&*self.direct),
         }
     }
 }
 
 impl RemoteRouter for Routes {
     fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
-        // A hop of a durable run is stored, whoever takes it.
-        if let Some(Wire::JetStream(js)) = &self.nats
-            && d.hop.run.as_ref().is_some_and(|s| s.parent().is_some())
-        {
-            return js.route(module, d);
+        if let Some(broker) = self.broker.as_ref().filter(|b| b.claims(&d)) {
+            return broker.route(module, d);
         }
         match self.pick(module) {
-            Ok(router) => router.route(module, d),
+            Ok(carrier) => carrier.route(module, d),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }
     }
@@ -296,18 +280,53 @@ impl RemoteRouter for Routes {
 
 impl Discovery for Routes {
     fn register(&self, module: &str, addr: &str) {
-        if wire::is_nats_addr(addr) {
-            // On NATS now: no longer at a gRPC address.
-            self.pool.deregister(module);
-            self.nats_modules().insert(module.to_owned());
+        let on_broker = self.broker.as_ref().filter(|b| b.listens_at(addr));
+        if on_broker.is_some() || !self.direct.listens_at(addr) {
+            // On the broker now, or where no carrier here goes: no longer at a
+            // direct address.
+            self.direct.deregister(module);
+            self.elsewhere().insert(module.to_owned(), addr.trim().to_owned());
+            if let Some(broker) = on_broker {
+                broker.register(module, addr);
+            }
         } else {
-            self.nats_modules().remove(module);
-            Discovery::register(&*self.pool, module, addr);
+            self.elsewhere().remove(module);
+            self.direct.register(module, addr);
         }
     }
 
     fn deregister(&self, module: &str) {
-        self.nats_modules().remove(module);
-        self.pool.deregister(module);
+        self.elsewhere().remove(module);
+        self.direct.deregister(module);
+        if let Some(broker) = &self.broker {
+            broker.deregister(module);
+        }
+    }
+}
+
+// All the carriers as one: what a module holds.
+impl Carrier for Routes {
+    fn name(&self) -> &'static str {
+        match &self.broker {
+            Some(broker) if broker.health().is_ok() => broker.name(),
+            _ => self.direct.name(),
+        }
+    }
+
+    fn listens_at(&self, addr: &str) -> bool {
+        self.direct.listens_at(addr) || self.broker.as_ref().is_some_and(|b| b.listens_at(addr))
+    }
+
+    fn reaches(&self, module: &str) -> bool {
+        self.pick(module).is_ok_and(|c| c.reaches(module))
+    }
+
+    fn claims(&self, delivery: &Delivery<'_>) -> bool {
+        self.broker.as_ref().is_some_and(|b| b.claims(delivery))
+    }
+
+    fn health(&self) -> std::result::Result<(), String> {
+        self.direct.health()?;
+        self.broker.as_ref().map_or(Ok(()), |b| b.health())
     }
 }

@@ -152,8 +152,7 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
     let runtime = Runtime::start(
         client.clone(),
         Options {
-            discovery: Some(routes.clone()),
-            router: Some(routes),
+            carrier: Some(routes),
             transport: Some(transport.clone()),
             ..Options::new(config, tiny_example_common::registry())
         },

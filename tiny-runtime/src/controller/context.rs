@@ -5,7 +5,7 @@ use std::{collections::HashMap, sync::Arc, sync::Mutex};
 use kube::runtime::events::{Recorder, Reporter};
 use tiny_sdk::engine::Engine;
 
-use crate::{config::ModuleConfig, discovery::Discovery, leader::Leadership, metrics::Metrics};
+use crate::{carrier::Carrier, config::ModuleConfig, leader::Leadership, metrics::Metrics};
 
 /// What every reconcile needs: the context each controller's loop hands its
 /// reconcile function (kube-rs's `Context`).
@@ -22,8 +22,8 @@ pub(crate) struct Reconciling {
     pub(crate) metrics: Arc<Metrics>,
     /// Events on TinyNodes.
     pub(crate) recorder: Recorder,
-    /// Other modules' addresses go here.
-    pub(crate) discovery: Option<Arc<dyn Discovery>>,
+    /// The way to other modules, whatever the wire: their addresses go here.
+    pub(crate) carrier: Option<Arc<dyn Carrier>>,
     /// Hops of tracked flows.
     pub(crate) tracking: Arc<super::tracking::Tracking>,
     /// The last error published as an Event, per node, so it is published once.
@@ -52,7 +52,7 @@ impl Reconciling {
         engine: Engine,
         leadership: Leadership,
         metrics: Arc<Metrics>,
-        discovery: Option<Arc<dyn Discovery>>,
+        carrier: Option<Arc<dyn Carrier>>,
         tracking: Arc<super::tracking::Tracking>,
     ) -> Self {
         let reporter = Reporter {
@@ -67,7 +67,7 @@ impl Reconciling {
             leadership,
             metrics,
             recorder,
-            discovery,
+            carrier,
             tracking,
             published: Mutex::new(HashMap::new()),
             claimed: Mutex::new(HashMap::new()),

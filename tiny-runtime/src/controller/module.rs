@@ -196,7 +196,7 @@ async fn publish(shared: &Reconciling, api: &Api<TinyModule>) -> bool {
 }
 
 fn on_event(shared: &Reconciling, event: watcher::Event<Decoded<TinyModule>>) {
-    let Some(discovery) = &shared.discovery else { return };
+    let Some(carrier) = &shared.carrier else { return };
     match event {
         watcher::Event::Apply(m) | watcher::Event::InitApply(m) => {
             let name = m.name();
@@ -206,13 +206,13 @@ fn on_event(shared: &Reconciling, event: watcher::Event<Decoded<TinyModule>>) {
                 Err(bad) => bad.string_at("/status/addr").map(str::to_owned),
             };
             if let Some(addr) = addr.filter(|a| !a.is_empty() && name != shared.config.name) {
-                discovery.register(name, &addr);
+                carrier.register(name, &addr);
             }
         }
         watcher::Event::Delete(m) => {
             let name = m.name();
             if name != shared.config.name {
-                discovery.deregister(name);
+                carrier.deregister(name);
             }
         }
         watcher::Event::Init | watcher::Event::InitDone => {}

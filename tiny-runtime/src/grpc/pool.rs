@@ -443,6 +443,22 @@ impl crate::discovery::Discovery for Pool {
     }
 }
 
+impl crate::carrier::Carrier for Pool {
+    fn name(&self) -> &'static str {
+        "grpc"
+    }
+
+    /// `host:port`, or an `http://`/`https://` URI: what [`Pool::register`] takes.
+    fn listens_at(&self, addr: &str) -> bool {
+        let addr = addr.trim_start();
+        !addr.contains("://") || addr.starts_with("http://") || addr.starts_with("https://")
+    }
+
+    fn reaches(&self, module: &str) -> bool {
+        self.knows(module)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -255,3 +255,32 @@ async fn record(outcome: impl Future<Output = Result<Reply>>, span: tracing::Spa
     tiny_sdk::engine::record_outcome(&span, &result);
     result
 }
+
+// A module is reached by its subject: nothing to learn of where it is.
+impl crate::discovery::Discovery for JetStreamRouter {
+    fn register(&self, _module: &str, _addr: &str) {}
+
+    fn deregister(&self, _module: &str) {}
+}
+
+impl crate::carrier::Carrier for JetStreamRouter {
+    fn name(&self) -> &'static str {
+        "jetstream"
+    }
+
+    fn listens_at(&self, addr: &str) -> bool {
+        wire::is_nats_addr(addr)
+    }
+
+    fn reaches(&self, _module: &str) -> bool {
+        true
+    }
+
+    fn claims(&self, delivery: &Delivery<'_>) -> bool {
+        delivery.hop.run.as_ref().is_some_and(|s| s.parent().is_some())
+    }
+
+    fn health(&self) -> std::result::Result<(), String> {
+        crate::nats::router::link_health(&self.js.link)
+    }
+}

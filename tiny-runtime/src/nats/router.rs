@@ -219,3 +219,42 @@ impl RemoteRouter for NatsRouter {
         )
     }
 }
+
+/// `Ok` while `link` is connected, else why not: what `/readyz` and the `Transport`
+/// condition say of a broker (after `NATS: `).
+pub(crate) fn link_health(link: &Link) -> std::result::Result<(), String> {
+    match &*link.state().borrow() {
+        super::LinkState::Connected => Ok(()),
+        super::LinkState::Connecting => Err(format!("not connected to {} yet", link.url())),
+        super::LinkState::Down(why) => Err(format!(
+            "the broker at {} does not answer ({why}), reconnecting every {} s",
+            link.url(),
+            super::RECONNECT_WAIT.as_secs()
+        )),
+    }
+}
+
+// A module is reached by its subject: nothing to learn of where it is.
+impl crate::discovery::Discovery for NatsRouter {
+    fn register(&self, _module: &str, _addr: &str) {}
+
+    fn deregister(&self, _module: &str) {}
+}
+
+impl crate::carrier::Carrier for NatsRouter {
+    fn name(&self) -> &'static str {
+        "nats"
+    }
+
+    fn listens_at(&self, addr: &str) -> bool {
+        wire::is_nats_addr(addr)
+    }
+
+    fn reaches(&self, _module: &str) -> bool {
+        true
+    }
+
+    fn health(&self) -> std::result::Result<(), String> {
+        link_health(&self.link)
+    }
+}

@@ -55,8 +55,7 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let runtime = Runtime::start(
         client.clone(),
         Options {
-            discovery: Some(routes.clone()),
-            router: Some(routes),
+            carrier: Some(routes),
             transport: Some(transport.clone()),
             ..Options::new(config, registry())
         },
