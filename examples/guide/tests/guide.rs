@@ -87,6 +87,16 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("make run", "Makefile", "\nrun: ## "),
     (
+        "guide-module components > components-0.1.0.json",
+        "examples/guide/tests/guide.rs",
+        "fn the_binary_checks_an_upgrade()",
+    ),
+    (
+        "guide-module check-upgrade --name guide-v0 --from components-0.1.0.json --flow flows/convert.yaml",
+        "examples/guide/tests/guide.rs",
+        "fn the_binary_checks_an_upgrade()",
+    ),
+    (
         "guide-module rbac > rbac.yaml",
         "examples/guide/tests/guide.rs",
         "fn the_binary_prints_its_rbac_values()",
@@ -339,6 +349,71 @@ fn the_binary_validates_the_guides_flow() {
         stdout.starts_with("node `weather.guide-v0.convert-1`, port `_settings`, field `/unit`: "),
         "{stdout}"
     );
+}
+
+/// The commands of the guide's "Before an upgrade", and the lines it says a renamed
+/// field would print: checked through `tiny_sdk::flow::check_upgrade`, which the binary
+/// runs, with the snapshot's `celsius` renamed in the new build.
+#[test]
+fn the_binary_checks_an_upgrade() {
+    let guide_module = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("guide-module runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, snapshot, stderr) = guide_module(&["components"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("components-0.1.0.json");
+    std::fs::write(&file, &snapshot).expect("write");
+    let (code, stdout, stderr) = guide_module(&[
+        "check-upgrade",
+        "--name",
+        "guide-v0",
+        "--from",
+        file.to_str().expect("utf-8"),
+        "--flow",
+        "flows/convert.yaml",
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("the upgrade keeps every deployed flow working"),
+        "{stderr}"
+    );
+
+    // A next build with `celsius` renamed `degrees`.
+    let components: Vec<tiny_runtime::crd::ModuleComponent> = serde_json::from_str(&snapshot).expect("JSON");
+    let old = tiny_runtime::crd::TinyModuleStatus {
+        components,
+        ..Default::default()
+    }
+    .component_schemas();
+    let mut new = old.clone();
+    let input = new[0].ports.iter_mut().find(|p| p.name == "input").expect("input");
+    let celsius = &mut input.schema["$defs"]["Celsius"];
+    let properties = celsius["properties"].as_object_mut().expect("properties");
+    let field = properties.remove("celsius").expect("celsius");
+    properties.insert("degrees".into(), field);
+    celsius["required"] = serde_json::json!(["degrees"]);
+    let flow = tiny_sdk::flow::Flow::from_yaml(&read("examples/guide/flows/convert.yaml")).expect("flow");
+    let said: Vec<String> = tiny_sdk::flow::check_upgrade(&flow.nodes, "guide-v0", &old, &new)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let shown: Vec<String> = GUIDE
+        .lines()
+        .filter_map(|l| l.strip_prefix("    breaking: "))
+        .map(|l| format!("breaking: {l}"))
+        .collect();
+    assert_eq!(said, shown);
 }
 
 /// `--help` names the variables a flag reads, never their values: `TINY_NATS_URL`
