@@ -7,7 +7,9 @@ use tiny_example_common::{
     array_filter::ArrayFilter, array_get::ArrayGet, budget_guard::BudgetGuard, chat::Chat, collect::Collect,
     display::Display, form::Form, group_by::GroupBy, inject::Inject, retry::Retry, transform::Transform,
 };
-use tiny_example_http::{auth_parse::HttpAuthParse, logql::LogqlQuery, promql::PromqlQuery};
+use tiny_example_http::{
+    auth_parse::HttpAuthParse, client::HttpRequest, logql::LogqlQuery, promql::PromqlQuery, server::HttpServer,
+};
 use tiny_sdk::{engine::NodeReport, flow::FlowBuilder, harness::Harness};
 use ui_schema_tests::check;
 
@@ -33,6 +35,8 @@ async fn ports(component: &str, settings: Value) -> Value {
         .register::<HttpAuthParse>()
         .register::<PromqlQuery>()
         .register::<LogqlQuery>()
+        .register::<HttpServer>()
+        .register::<HttpRequest>()
         .flow(flow.build())
         .build()
         .await
@@ -116,6 +120,18 @@ async fn display_ports() {
 #[tokio::test]
 async fn form_ports() {
     insta::assert_json_snapshot!(ports("form", json!({"context": {"name": ""}})).await);
+}
+
+/// With tiny's limits (issue 48): `maxConnections`, `idleTimeout`.
+#[tokio::test]
+async fn http_server_ports() {
+    insta::assert_json_snapshot!(ports("http_server", Value::Null).await);
+}
+
+/// With tiny's address guard (issue 48): `allowInternalAddresses`.
+#[tokio::test]
+async fn http_request_ports() {
+    insta::assert_json_snapshot!(ports("http_request", json!({"enableErrorPort": true})).await);
 }
 
 #[tokio::test]

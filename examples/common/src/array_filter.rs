@@ -72,7 +72,8 @@ pub struct FilterError {
     name = "array_filter",
     description = "Array Filter",
     info = "Keeps the array elements for which a JSONPath predicate, evaluated against each item, is true; returns items, count and total.",
-    tags("SDK", "ARRAY", "agent_tool"),
+    agent_tool(input = "request", output = "result"),
+    tags("SDK", "ARRAY"),
     settings = ArrayFilterSettings
 )]
 pub struct ArrayFilter {

@@ -80,9 +80,14 @@ pub struct GetError {
 #[component(
     name = "array_get",
     description = "Array Get",
-    info = "Get an array element by 1-based index. Input: {array, index}; returns {item, index} or an error if the index is out of range.",
-    // As Go's published catalog: an agent tool (request in, result out).
-    tags("SDK", "ARRAY", "agent_tool"),
+    // As Go's published catalog: an agent tool (request in, result out), its
+    // description the catalogue's info.
+    agent_tool(
+        input = "request",
+        output = "result",
+        description = "Get an array element by 1-based index. Input: {array, index}; returns {item, index} or an error if the index is out of range."
+    ),
+    tags("SDK", "ARRAY"),
     settings = ArrayGetSettings
 )]
 pub struct ArrayGet {

@@ -74,7 +74,9 @@ impl Default for GroupByOut {
     name = "group_by",
     description = "Group By",
     info = "Groups an array of items by a field path (e.g. 'labels.app'). Output: the groups sorted by key, each with key, items and count.",
-    tags("SDK", "Array", "Aggregate")
+    tags("SDK", "Array", "Aggregate"),
+    // Pure: a fresh instance answers from the call alone.
+    agent_tool()
 )]
 pub struct GroupBy {
     #[port(label = "In", position = Left)]

@@ -37,7 +37,9 @@ pub struct AuthParseOut {
     name = "http_auth_parse",
     description = "Basic Auth Headers Parser",
     info = "Extracts Basic Auth credentials from HTTP headers. Out always emits {context, found, user, password}: found is true with the decoded user and password when an Authorization header with the Basic scheme holds one.",
-    tags("HTTP", "Auth")
+    tags("HTTP", "Auth"),
+    // Pure: a fresh instance answers from the call alone.
+    agent_tool()
 )]
 pub struct HttpAuthParse {
     #[port(label = "In", position = Left)]

@@ -12,7 +12,10 @@ use hyper_util::{
 use serde_json::Value;
 use tiny_sdk::prelude::*;
 
-use crate::headers::{Header, canonical, to_list};
+use crate::{
+    address::{self, Reach},
+    headers::{Header, canonical, to_list},
+};
 
 /// Settings, as Go's client.
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
@@ -27,6 +30,13 @@ pub struct ClientSettings {
     #[tiny(title = "Max Response Bytes")]
     #[serde(default = "default_max")]
     pub max_response_bytes: i64,
+    /// Off (default): a request to a link-local or cloud metadata address
+    /// (`169.254.0.0/16`, `fe80::/10`, `169.254.169.254`) is refused, and so is a
+    /// redirect there or, from a public address, into the cluster's internal network
+    /// (loopback, private, `100.64.0.0/10`, `fc00::/7`). On: anything is reached.
+    #[tiny(title = "Allow Internal Addresses")]
+    #[serde(default)]
+    pub allow_internal_addresses: bool,
 }
 
 fn default_max() -> i64 {
@@ -38,6 +48,7 @@ impl Default for ClientSettings {
         Self {
             enable_error_port: false,
             max_response_bytes: default_max(),
+            allow_internal_addresses: false,
         }
     }
 }
@@ -158,7 +169,14 @@ pub struct ClientError {
 /// Response, a failure or a status of 400 and above fails the message (retryable for
 /// network failures, 429 and 5xx) or, with the error port on, goes to Error.
 #[derive(Component, Default, Debug)]
-#[component(name = "http_request", description = "HTTP Client", tags("HTTP", "Client"), settings = ClientSettings)]
+#[component(
+    name = "http_request",
+    description = "HTTP Client",
+    tags("HTTP", "Client"),
+    settings = ClientSettings,
+    // A one-shot call, Go's own example of a tool; the defaults cap the body.
+    agent_tool(input = "request", output = "response")
+)]
 pub struct HttpRequest {
     #[port(position = Left)]
     request: Input<ClientRequest>,
@@ -184,6 +202,52 @@ pub(crate) fn client() -> std::result::Result<&'static Client<Https, Full<Bytes>
         Ok(Client::builder(TokioExecutor::new()).build(https))
     });
     made.as_ref().map_err(|e| Error::permanent(e.clone()))
+}
+
+/// The code of a request refused by the address guard (see [`crate::address`]).
+pub const FORBIDDEN_ADDRESS: &str = "FORBIDDEN_ADDRESS";
+
+type Guarded = hyper_rustls::HttpsConnector<HttpConnector<address::Guarded>>;
+
+/// `http_request`'s connection pools, one for each [`Reach`]: a connection one made
+/// is never reused by a hop the other may not make.
+fn guarded(reach: Reach) -> std::result::Result<&'static Client<Guarded, Full<Bytes>>, Error> {
+    type Made = std::result::Result<Client<Guarded, Full<Bytes>>, String>;
+    static POOLS: [OnceLock<Made>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let slot = match reach {
+        Reach::All => &POOLS[0],
+        Reach::NoLinkLocal => &POOLS[1],
+        Reach::PublicOnly => &POOLS[2],
+    };
+    let made = slot.get_or_init(|| {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut http = HttpConnector::new_with_resolver(address::Guarded(reach));
+        // The TLS layer over it speaks `https`.
+        http.enforce_http(false);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+            .map_err(|e| format!("TLS setup: {e}"))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        Ok(Client::builder(TokioExecutor::new()).build(https))
+    });
+    made.as_ref().map_err(|e| Error::permanent(e.clone()))
+}
+
+/// A hop's target checked against `reach` when it is a literal address (a name is
+/// checked by the resolver, on what it resolves to).
+fn check_literal(reach: Reach, uri: &Uri) -> Result<()> {
+    let host = uri.host().unwrap_or_default();
+    match host.trim_start_matches('[').trim_end_matches(']').parse() {
+        Ok(ip) => reach.check(host, ip).map_err(refused),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The failure of a request the guard refused.
+fn refused(r: address::Refused) -> Error {
+    Error::permanent(r.to_string()).with_code(FORBIDDEN_ADDRESS)
 }
 
 /// A failed request: what went wrong, whether a retry may help, the response if any.
@@ -232,13 +296,22 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
         .ok()
         .filter(|n| *n > 0)
         .unwrap_or(10 * 1024 * 1024);
-    let client = client().map_err(fail)?;
     let deadline = tokio::time::Instant::now() + timeout;
     let mut method = method;
     let mut body = Bytes::from(req.body.clone());
     // What a redirect keeps, as Go's client: see `Redirect`.
     let mut hop = Redirect::default();
-    for _ in 0..=MAX_REDIRECTS {
+    // What the first target is, once a redirect asks: a redirect from a public
+    // address may not lead into the cluster.
+    let mut first = None;
+    for redirects in 0..=MAX_REDIRECTS {
+        let redirected = redirects > 0;
+        if redirected && first.is_none() {
+            first = Some(address::class_of_host(req_uri.host().unwrap_or_default()).await);
+        }
+        let reach = Reach::of_hop(settings.allow_internal_addresses, redirected, first.flatten());
+        check_literal(reach, &uri).map_err(fail)?;
+        let client = guarded(reach).map_err(fail)?;
         let http = build(req, &method, &uri, body.clone(), &hop).map_err(fail)?;
         let response = tokio::time::timeout_at(deadline, client.request(http))
             .await
@@ -248,7 +321,10 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
                     method
                 )))
             })?
-            .map_err(|e| fail(Error::transient(format!("{} {uri}: {e}", method))))?;
+            .map_err(|e| match address::refusal(&e) {
+                Some(r) => fail(refused(r.clone())),
+                None => fail(Error::transient(format!("{} {uri}: {e}", method))),
+            })?;
         let status = response.status();
         // As Go's client: 301, 302 and 303 go on without the body, as a GET (a HEAD
         // stays a HEAD); 307 and 308 repeat the request as it was; any other status

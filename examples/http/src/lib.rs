@@ -8,6 +8,7 @@
 //! (Go silently truncates it), and `start` returns at once (Go holds the call for the
 //! server's whole life).
 
+pub mod address;
 pub mod auth_parse;
 pub mod client;
 pub mod headers;

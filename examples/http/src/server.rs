@@ -25,8 +25,8 @@ use tiny_sdk::{PortShape, client::ExposePortRequest, flow::Node, message::Reply,
 
 use crate::headers::{Header, to_list_without};
 
-/// Settings, as Go's server.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+/// Settings, as Go's server, and two limits of tiny's.
+#[derive(Debug, Clone, Serialize, Deserialize, Schema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerSettings {
     /// The status port tells when the server goes up or down.
@@ -44,6 +44,41 @@ pub struct ServerSettings {
     #[tiny(title = "Max Body Size (MB)")]
     #[serde(default)]
     pub max_body_size: i64,
+    /// Connections served at once (tiny's; Go has no cap). One past the cap is answered
+    /// `503 Service Unavailable` and closed (over HTTPS, closed). 0 or less means 1024.
+    #[tiny(title = "Max Connections")]
+    #[serde(default = "default_max_connections")]
+    pub max_connections: i64,
+    /// Seconds a kept-alive connection may sit idle between requests before it is
+    /// closed (tiny's; Go keeps it open). 0 or less means 120.
+    #[tiny(title = "Idle Timeout (seconds)")]
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout: i64,
+}
+
+/// The connection cap when the settings give none.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// The idle timeout when the settings give none.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn default_max_connections() -> i64 {
+    DEFAULT_MAX_CONNECTIONS as i64
+}
+
+fn default_idle_timeout() -> i64 {
+    DEFAULT_IDLE_TIMEOUT.as_secs() as i64
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            enable_status_port: false,
+            enable_stop_port: false,
+            max_body_size: 0,
+            max_connections: default_max_connections(),
+            idle_timeout: default_idle_timeout(),
+        }
+    }
 }
 
 /// What `start` takes: how to listen. Fields left out keep the port's defaults
@@ -508,6 +543,12 @@ async fn serve(
         pod: std::env::var("HOSTNAME").unwrap_or_default(),
     });
     let read_timeout = seconds(start.read_timeout);
+    let cap = usize::try_from(ctx.settings().max_connections)
+        .ok()
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    let open = Arc::new(tokio::sync::Semaphore::new(cap));
+    let idle = seconds(ctx.settings().idle_timeout).unwrap_or(DEFAULT_IDLE_TIMEOUT);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -519,19 +560,26 @@ async fn serve(
             },
             () = ctx.cancelled() => return Ok(()),
         };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            over_cap(stream, tls.is_some(), cap);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let serving = serving.clone();
         let stop = ctx.hop().cancel.clone();
         let tls = tls.clone();
+        let limits = Limits { read_timeout, idle };
         tokio::spawn(async move {
+            // Held while the connection is served.
+            let _permit = permit;
             let Some(tls) = tls else {
-                return connection(stream, peer, serving, read_timeout, stop).await;
+                return connection(stream, peer, serving, limits, stop).await;
             };
             // The handshake within the read timeout (10 s without one): a client that
             // connects and says nothing does not hold a task.
             let limit = read_timeout.unwrap_or(Duration::from_secs(10));
             match tokio::time::timeout(limit, tls.accept(stream)).await {
-                Ok(Ok(stream)) => connection(stream, peer, serving, read_timeout, stop).await,
+                Ok(Ok(stream)) => connection(stream, peer, serving, limits, stop).await,
                 Ok(Err(e)) => tracing::debug!(error = %e, %peer, "TLS handshake failed"),
                 Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
             }
@@ -539,30 +587,104 @@ async fn serve(
     }
 }
 
-/// Serves one connection (plain or TLS) until it closes or the listener stops.
+/// A connection past the cap: answered `503` and closed, without a task. Over TLS
+/// there is no answer before a handshake, so it is only closed.
+fn over_cap(stream: tokio::net::TcpStream, tls: bool, cap: usize) {
+    tracing::debug!(cap, "http_server at its connection cap: a connection refused");
+    if !tls {
+        // A new connection's send buffer is empty: the whole answer fits at once.
+        let _ = stream.try_write(
+            b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\nRetry-After: 1\r\n\r\n",
+        );
+    }
+}
+
+/// How long one connection may take to send a request, and stay idle between them.
+#[derive(Clone, Copy)]
+struct Limits {
+    read_timeout: Option<Duration>,
+    idle: Duration,
+}
+
+/// Requests of one connection under way, and when the last one ended: what tells an
+/// idle connection.
+struct Activity {
+    busy: std::sync::atomic::AtomicUsize,
+    since: std::sync::Mutex<tokio::time::Instant>,
+}
+
+impl Activity {
+    /// When the connection became idle, if it is.
+    fn idle_since(&self) -> Option<tokio::time::Instant> {
+        let since = *self.since.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (self.busy.load(std::sync::atomic::Ordering::SeqCst) == 0).then_some(since)
+    }
+}
+
+/// One request under way on a connection; its end restarts the idle clock.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: &Arc<Activity>) -> Self {
+        activity.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(activity.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        *self.0.since.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = tokio::time::Instant::now();
+        self.0.busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Serves one connection (plain or TLS) until it closes, sits idle past
+/// `limits.idle`, or the listener stops.
 async fn connection<IO>(
     io: IO,
     peer: std::net::SocketAddr,
     serving: Arc<Serving>,
-    read_timeout: Option<Duration>,
+    limits: Limits,
     stop: tiny_sdk::context::Cancel,
 ) where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new());
-    if let Some(t) = read_timeout {
+    if let Some(t) = limits.read_timeout {
         http.header_read_timeout(t);
     }
+    let activity = Arc::new(Activity {
+        busy: std::sync::atomic::AtomicUsize::new(0),
+        since: std::sync::Mutex::new(tokio::time::Instant::now()),
+    });
+    let seen = activity.clone();
     let service = service_fn(move |req| {
         let serving = serving.clone();
-        async move { Ok::<_, Infallible>(serving.answer(req, peer).await) }
+        let busy = Busy::new(&seen);
+        async move {
+            let answer = serving.answer(req, peer).await;
+            drop(busy);
+            Ok::<_, Infallible>(answer)
+        }
     });
-    let conn = http.serve_connection(TokioIo::new(io), service);
-    // Connections end with the listener's work.
-    tokio::select! {
-        _ = conn => {}
-        () = stop.cancelled() => {}
+    let mut conn = std::pin::pin!(http.serve_connection(TokioIo::new(io), service));
+    let mut closing = false;
+    loop {
+        // Checked again at the end of the idle time counted from the last request.
+        let wake = activity.idle_since().unwrap_or_else(tokio::time::Instant::now) + limits.idle;
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            // Connections end with the listener's work.
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep_until(wake), if !closing => {
+                if activity.idle_since().is_some_and(|since| since + limits.idle <= tokio::time::Instant::now()) {
+                    // Between requests: closed at once.
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+        }
     }
 }
 
