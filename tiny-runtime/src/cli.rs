@@ -291,6 +291,19 @@ struct RunArgs {
     /// Secret): any characters, none of them escaped; it replaces the URL's user info.
     #[arg(long, env = "TINY_NATS_TOKEN")]
     nats_token: Option<String>,
+    /// The module's own NATS user, instead of the shared token (the chart sets it from a
+    /// Secret): the broker gives it subject permissions of its own; see the README's
+    /// "Security". Any characters; it replaces the URL's user info.
+    #[arg(
+        long,
+        env = "TINY_NATS_USER",
+        conflicts_with = "nats_token",
+        requires = "nats_password"
+    )]
+    nats_user: Option<String>,
+    /// The password of `TINY_NATS_USER`.
+    #[arg(long, env = "TINY_NATS_PASSWORD", requires = "nats_user")]
+    nats_password: Option<String>,
     /// How modules talk over NATS: `core` (request/reply, at most once) or `jetstream` (every hop
     /// stored in Go's streams; durable runs that survive a crash, recorded in the KV `TINY_EXEC`).
     /// Every module on one broker must use the same.
@@ -394,6 +407,22 @@ fn nats_url(url: Option<&str>, token: Option<&str>) -> Option<String> {
     match (url, token.filter(|t| !t.is_empty())) {
         (Some(url), Some(token)) => Some(crate::nats::with_token(url, token)),
         (url, _) => url.map(str::to_owned),
+    }
+}
+
+/// [`nats_url`] of a module that may have a NATS user of its own (`TINY_NATS_USER`,
+/// `TINY_NATS_PASSWORD`; clap refuses it beside a token).
+fn module_nats_url(args: &RunArgs) -> Option<String> {
+    match (
+        args.nats_url.as_deref(),
+        args.nats_user.as_deref().filter(|u| !u.is_empty()),
+    ) {
+        (Some(url), Some(user)) => Some(crate::nats::with_user(
+            url,
+            user,
+            args.nats_password.as_deref().unwrap_or_default(),
+        )),
+        (url, _) => nats_url(url, args.nats_token.as_deref()),
     }
 }
 
@@ -588,7 +617,7 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
             .unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())),
     );
     let grpc_addr = config.grpc_addr.clone().unwrap_or_default();
-    let nats_url = nats_url(args.nats_url.as_deref(), args.nats_token.as_deref());
+    let nats_url = module_nats_url(&args);
     let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats_url.as_deref()).await);
     tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();

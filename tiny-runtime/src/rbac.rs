@@ -7,9 +7,12 @@
 //! namespace, `rbac.extraClusterRules` into a ClusterRole, and `rbac.cleanupRules` into the
 //! Role of the cleanup hook (`pre-delete`, run after the module is gone); `rbac.secrets` (the
 //! Secrets declared with [`Requirements::secret`]) into a rule of the Role that may `get`
-//! those Secrets by name, and into the module's `TINY_SECRETS`. Least privilege: every
-//! rule names its group, resources and verbs (no wildcard), and every one of them is
-//! used by the call named in [`Need::why`].
+//! those Secrets by name, and into the module's `TINY_SECRETS`; `rbac.namespaceRules` into
+//! a ClusterRole on the release namespace only. Least privilege: every rule names its
+//! group, resources and verbs (no wildcard), and every one of them is used by the call
+//! named in [`Need::why`]. What can be limited by name is ([`Need::names`]): a module may
+//! write its own Lease and its own TinyModule's status, not another module's, and touches
+//! Services and Ingresses only if it declares that it exposes ports.
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +45,24 @@ impl Rule {
         }
     }
 
+    /// Limited to the objects named `names` (with [`MODULE`] for the module's name).
+    #[must_use]
+    pub fn named(mut self, names: &[&str]) -> Self {
+        self.resource_names = names.iter().map(|s| (*s).to_owned()).collect();
+        self
+    }
+
+    /// The rule for module `module` (its sanitised name) in `namespace`: [`MODULE`] and
+    /// [`NAMESPACE`] in `resourceNames` replaced, as the chart does when it renders the
+    /// Roles.
+    #[must_use]
+    pub fn for_module(mut self, module: &str, namespace: &str) -> Self {
+        for name in &mut self.resource_names {
+            *name = name.replace(MODULE, module).replace(NAMESPACE, namespace);
+        }
+        self
+    }
+
     /// Why a rule is not least privilege, if it is not: a wildcard or an empty list.
     pub fn wildcard(&self) -> Option<String> {
         let lists = [
@@ -72,6 +93,34 @@ pub struct Need {
     pub verbs: &'static [&'static str],
     /// The code that makes the calls.
     pub why: &'static str,
+    /// The objects the rule is limited to (`resourceNames`), with [`MODULE`] standing for
+    /// the module's sanitised name; empty: any (a `create`, a `list` or a `watch` cannot
+    /// be limited by name).
+    pub names: &'static [&'static str],
+    /// When the module needs it.
+    pub when: When,
+}
+
+/// Stands for the module's sanitised name (`--name`, as [`crate::config::sanitize`]
+/// makes it) in a rule's `resourceNames`: the chart replaces it when it renders the Role,
+/// [`Rule::for_module`] in code.
+pub const MODULE: &str = "$(MODULE)";
+
+/// The module's Lease (`<module>-lock`, [`crate::config::ModuleConfig::lease_name`]) in
+/// a rule's `resourceNames`.
+pub const LEASE: &str = "$(MODULE)-lock";
+
+/// Stands for the module's namespace in a rule's `resourceNames` (of a ClusterRole).
+pub const NAMESPACE: &str = "$(NAMESPACE)";
+
+/// When a [`Need`] is part of a module's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Every module.
+    Always,
+    /// Only a module that declares it exposes ports ([`Requirements::exposes_ports`]):
+    /// otherwise it may not touch the namespace's Services and Ingresses at all.
+    ExposesPorts,
 }
 
 /// Everything the runtime itself calls, in the module's namespace. Keep in step with the
@@ -82,92 +131,141 @@ pub const RUNTIME_NEEDS: &[Need] = &[
         resource: "tinynodes",
         verbs: &["get", "list", "watch", "patch", "create"],
         why: "node controller (watch, finalizer patch); signal owner lookup (get); _client get_node/create_node",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinynodes/status",
         verbs: &["patch"],
         why: "node controller status; _client update_metadata",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinynodes/finalizers",
         verbs: &["update"],
         why: "exposed Services and Ingresses are owned by their TinyNode with blockOwnerDeletion (OwnerReferencesPermissionEnforcement)",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinysignals",
         verbs: &["get", "list", "watch", "create"],
         why: "signal controller (watch; a claim read back); _client create_signal",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinysignals/status",
         verbs: &["patch"],
         why: "signal controller: claim, reply, error",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinymodules",
         verbs: &["list", "watch", "create"],
         why: "module registration (create), discovery of other modules (watch)",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinymodules/status",
         verbs: &["patch"],
-        why: "the leader publishes components and its gRPC address",
+        why: "the leader publishes components and its gRPC address, in its own TinyModule only",
+        names: &[MODULE],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinytrackers",
         verbs: &["list", "watch"],
         why: "tracker controller: which flows to track",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinytrackers/status",
         verbs: &["patch"],
         why: "tracker controller: recorded hops",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinyflows",
         verbs: &["get", "create"],
         why: "_client create_node (owner flow) and create_flow",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinyprojects",
         verbs: &["get"],
         why: "_client create_flow (owner project)",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: "coordination.k8s.io",
         resource: "leases",
-        verbs: &["get", "create", "patch"],
-        why: "leader election on `<module>-lock`",
+        verbs: &["create"],
+        why: "leader election: the first replica creates `<module>-lock`",
+        names: &[],
+        when: When::Always,
+    },
+    Need {
+        group: "coordination.k8s.io",
+        resource: "leases",
+        verbs: &["get", "patch"],
+        why: "leader election: renews or takes over its own `<module>-lock`, no other module's",
+        names: &[LEASE],
+        when: When::Always,
     },
     Need {
         group: "events.k8s.io",
         resource: "events",
         verbs: &["create", "patch"],
         why: "node error Events",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: "",
         resource: "services",
         verbs: &["create", "patch", "delete"],
         why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete)",
+        names: &[],
+        when: When::ExposesPorts,
     },
     Need {
         group: "networking.k8s.io",
         resource: "ingresses",
         verbs: &["create", "patch", "delete"],
         why: "_client expose_port (server-side apply: patch, and create for a new object), unexpose_port (delete)",
+        names: &[],
+        when: When::ExposesPorts,
     },
 ];
+
+/// What the runtime reads outside its namespace (a ClusterRole, as namespaces are not
+/// namespaced): its own namespace, by name.
+pub const NAMESPACE_NEEDS: &[Need] = &[Need {
+    group: "",
+    resource: "namespaces",
+    verbs: &["get"],
+    why: "whether its namespace terminates: then it removes tiny's finalizer from nodes whose module is gone",
+    names: &[NAMESPACE],
+    when: When::Always,
+}];
 
 /// What `<module> pre-delete` calls: the chart's cleanup
 /// hook runs it, after the module is gone, with a ServiceAccount of its own.
@@ -177,44 +275,78 @@ pub const CLEANUP_NEEDS: &[Need] = &[
         resource: "tinymodules",
         verbs: &["delete"],
         why: "the module's TinyModule",
+        names: &[MODULE],
+        when: When::Always,
     },
     Need {
         group: "coordination.k8s.io",
         resource: "leases",
         verbs: &["get", "delete"],
         why: "waits until the module's Lease is free, then deletes it",
+        names: &[LEASE],
+        when: When::Always,
     },
     Need {
         group: GROUP,
         resource: "tinynodes",
         verbs: &["list", "patch"],
         why: "removes the module's finalizer from its TinyNodes",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: "",
         resource: "services",
         verbs: &["list", "delete"],
         why: "Services exposed for the module's nodes",
+        names: &[],
+        when: When::Always,
     },
     Need {
         group: "networking.k8s.io",
         resource: "ingresses",
         verbs: &["list", "delete"],
         why: "Ingresses exposed for the module's nodes",
+        names: &[],
+        when: When::Always,
     },
 ];
 
-/// `needs` as rules: one per resource, in order.
+/// `needs` as rules: one per need, in order.
 pub fn rules_of(needs: &[Need]) -> Vec<Rule> {
     needs
         .iter()
-        .map(|n| Rule::new(n.group, &[n.resource], n.verbs))
+        .map(|n| Rule::new(n.group, &[n.resource], n.verbs).named(n.names))
         .collect()
 }
 
-/// The runtime's needs as rules: one per resource, in [`RUNTIME_NEEDS`] order.
+/// The runtime's needs for a module with `requirements`: [`RUNTIME_NEEDS`] in order,
+/// without Services and Ingresses unless it [exposes ports](Requirements::exposes_ports).
+pub fn runtime_needs(requirements: &Requirements) -> Vec<Need> {
+    RUNTIME_NEEDS
+        .iter()
+        .filter(|n| match n.when {
+            When::Always => true,
+            When::ExposesPorts => requirements.exposes_ports,
+        })
+        .copied()
+        .collect()
+}
+
+/// The runtime's rules of a module that exposes no port (the chart's default values):
+/// one per need, in [`RUNTIME_NEEDS`] order.
 pub fn runtime_rules() -> Vec<Rule> {
-    rules_of(RUNTIME_NEEDS)
+    runtime_rules_for(&Requirements::none())
+}
+
+/// The runtime's rules of a module with `requirements` ([`runtime_needs`]).
+pub fn runtime_rules_for(requirements: &Requirements) -> Vec<Rule> {
+    rules_of(&runtime_needs(requirements))
+}
+
+/// The runtime's rules outside its namespace ([`NAMESPACE_NEEDS`]).
+pub fn namespace_rules() -> Vec<Rule> {
+    rules_of(NAMESPACE_NEEDS)
 }
 
 /// The cleanup hook's needs as rules, in [`CLEANUP_NEEDS`] order.
@@ -237,6 +369,10 @@ pub struct Requirements {
     /// may name (Go's `Requirements.Secrets.Names`): granted `get` on these names only.
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// A component exposes ports (`expose_port`): the module may create, patch and
+    /// delete Services and Ingresses of its namespace. Without it, it may not touch them.
+    #[serde(default)]
+    pub exposes_ports: bool,
 }
 
 impl Requirements {
@@ -259,6 +395,14 @@ impl Requirements {
         if !self.secrets.iter().any(|s| s == name) {
             self.secrets.push(name.to_owned());
         }
+        self
+    }
+
+    /// Declares that a component exposes ports (`expose_port`, as `http_server` does):
+    /// the runtime's rules then include Services and Ingresses.
+    #[must_use]
+    pub fn exposes_ports(mut self) -> Self {
+        self.exposes_ports = true;
         self
     }
 
@@ -330,6 +474,9 @@ pub enum RbacError {
 pub struct Values {
     /// The runtime's own rules (a Role).
     pub rules: Vec<Rule>,
+    /// The runtime's rules on its own namespace object (a ClusterRole).
+    #[serde(default)]
+    pub namespace_rules: Vec<Rule>,
     /// The cleanup hook's rules (a Role of the hook's own ServiceAccount).
     pub cleanup_rules: Vec<Rule>,
     /// The components' rules in the namespace (the same Role).
@@ -347,7 +494,8 @@ impl Values {
     pub fn new(requirements: &Requirements) -> Result<Self, RbacError> {
         requirements.check()?;
         Ok(Self {
-            rules: runtime_rules(),
+            rules: runtime_rules_for(requirements),
+            namespace_rules: namespace_rules(),
             cleanup_rules: cleanup_rules(),
             extra_rules: requirements.rules.clone(),
             extra_cluster_rules: requirements.cluster_rules.clone(),
@@ -368,11 +516,13 @@ pub fn values_yaml(requirements: &Requirements) -> Result<String, RbacError> {
     // Annotate the generated rules: the n-th `- apiGroups:` of a list is needs[n].
     let mut out =
         String::from("# RBAC of a tiny module: `<module> rbac` prints it; pass it to the tiny-module chart.\n");
+    let runtime = runtime_needs(requirements);
     let (mut needs, mut n): (&[Need], usize) = (&[], 0);
     for line in yaml.lines() {
         if line.starts_with("  ") && !line.starts_with("   ") && !line.starts_with("  -") {
             needs = match line.trim_end() {
-                "  rules:" => RUNTIME_NEEDS,
+                "  rules:" => &runtime,
+                "  namespaceRules:" => NAMESPACE_NEEDS,
                 "  cleanupRules:" => CLEANUP_NEEDS,
                 _ => &[],
             };
@@ -396,15 +546,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_runtime_rules_are_least_privilege_and_one_per_resource() {
-        for rules in [runtime_rules(), cleanup_rules()] {
+    fn the_runtime_rules_are_least_privilege_and_one_per_resource_and_names() {
+        let exposing = runtime_rules_for(&Requirements::none().exposes_ports());
+        for rules in [runtime_rules(), exposing, cleanup_rules()] {
             let mut seen = std::collections::BTreeSet::new();
             for r in &rules {
                 assert_eq!(r.wildcard(), None, "{r:?}");
-                assert!(seen.insert((r.api_groups.clone(), r.resources.clone())), "{r:?} twice");
+                let key = (r.api_groups.clone(), r.resources.clone(), r.resource_names.clone());
+                assert!(seen.insert(key), "{r:?} twice");
             }
         }
         assert!(Requirements::none().check().is_ok());
+    }
+
+    #[test]
+    fn a_module_may_write_only_its_own_lease_and_status_and_services_only_when_it_exposes() {
+        let named = |rules: &[Rule], resource: &str| -> Vec<(Vec<String>, Vec<String>)> {
+            rules
+                .iter()
+                .filter(|r| r.resources == [resource])
+                .map(|r| (r.verbs.clone(), r.resource_names.clone()))
+                .collect()
+        };
+        let rules: Vec<Rule> = runtime_rules()
+            .into_iter()
+            .map(|r| r.for_module("a-v0", "ns"))
+            .collect();
+        let s = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            named(&rules, "leases"),
+            [(s(&["create"]), vec![]), (s(&["get", "patch"]), s(&["a-v0-lock"]))]
+        );
+        assert_eq!(named(&rules, "tinymodules/status"), [(s(&["patch"]), s(&["a-v0"]))]);
+        for resource in ["services", "ingresses"] {
+            assert!(named(&rules, resource).is_empty(), "{resource} without exposes_ports");
+            let exposing = runtime_rules_for(&Requirements::none().exposes_ports());
+            assert_eq!(named(&exposing, resource).len(), 1, "{resource} with exposes_ports");
+        }
+        let cleanup: Vec<Rule> = cleanup_rules()
+            .into_iter()
+            .map(|r| r.for_module("a-v0", "ns"))
+            .collect();
+        assert_eq!(named(&cleanup, "tinymodules"), [(s(&["delete"]), s(&["a-v0"]))]);
+        let namespace: Vec<Rule> = namespace_rules()
+            .into_iter()
+            .map(|r| r.for_module("a-v0", "ns"))
+            .collect();
+        assert_eq!(named(&namespace, "namespaces"), [(s(&["get"]), s(&["ns"]))]);
     }
 
     #[test]
@@ -437,7 +625,9 @@ mod tests {
 
     #[test]
     fn values_yaml_round_trips_and_names_each_runtime_rule() {
-        let req = Requirements::none().rule(Rule::new("", &["configmaps"], &["get"]));
+        let req = Requirements::none()
+            .rule(Rule::new("", &["configmaps"], &["get"]))
+            .exposes_ports();
         let yaml = values_yaml(&req).unwrap();
         #[derive(Deserialize)]
         struct Top {
@@ -445,7 +635,7 @@ mod tests {
         }
         let back: Top = serde_yaml::from_str(&yaml).unwrap();
         assert_eq!(back.rbac, Values::new(&req).unwrap());
-        for need in RUNTIME_NEEDS.iter().chain(CLEANUP_NEEDS) {
+        for need in RUNTIME_NEEDS.iter().chain(CLEANUP_NEEDS).chain(NAMESPACE_NEEDS) {
             assert!(yaml.contains(&format!("# {}", need.why)), "{}", need.why);
         }
     }

@@ -86,7 +86,7 @@ impl Transport {
         let Some(url) = nats_url.map(str::trim).filter(|u| !u.is_empty()) else {
             return Self::grpc(module, grpc_addr);
         };
-        match Link::connect(url).await {
+        match Link::connect_as(url, module).await {
             Ok(link) => {
                 if link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
                     // What the broker takes, read once at connect: components whose

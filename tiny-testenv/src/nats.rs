@@ -125,6 +125,14 @@ impl NatsServer {
         Self::start_with(&extra).await
     }
 
+    /// A broker configured by the `nats-server` configuration file `config` (users and
+    /// their subject permissions, say) instead of a token; the address and port are
+    /// this crate's, as for [`start`](Self::start). [`token`](Self::token) is empty.
+    pub async fn start_with_config(config: &Path) -> Result<Self, Error> {
+        let config = config.display().to_string();
+        Self::launch(None, "", &["--config", &config]).await
+    }
+
     /// A broker on a port and token chosen before it starts: for a test of a module
     /// that is told a broker's URL before the broker runs ([`reserve`](Self::reserve)).
     pub async fn start_on(port: u16, token: &str) -> Result<Self, Error> {
@@ -155,10 +163,12 @@ impl NatsServer {
                 None => free_ports::<1>()?[0],
             };
             let mut cmd = Command::new(&bin);
-            cmd.args(["--addr", "127.0.0.1", "--port", &port.to_string()])
-                .arg("--auth")
-                .arg(&token)
-                .args(["--store_dir", &dir.path().join("store").display().to_string()])
+            cmd.args(["--addr", "127.0.0.1", "--port", &port.to_string()]);
+            // No token beside a configuration's users: the broker refuses both at once.
+            if !token.is_empty() {
+                cmd.arg("--auth").arg(&token);
+            }
+            cmd.args(["--store_dir", &dir.path().join("store").display().to_string()])
                 .args(["--server_name", &name])
                 .args(extra)
                 .current_dir(dir.path());

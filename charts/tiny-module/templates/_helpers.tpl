@@ -19,6 +19,16 @@
 {{- .Values.module.version | default .Values.image.tag | default .Chart.AppVersion | trimPrefix "v" -}}
 {{- end -}}
 
+{{/* The module's name as the runtime sanitises it (Go's GetNameSanitised): its TinyModule's name, and its Lease's as `<name>-lock`. */}}
+{{- define "tiny-module.sanitisedName" -}}
+{{- regexReplaceAll "[^a-z0-9]+" (include "tiny-module.moduleName" . | lower) "-" | trunc -48 | trimAll "-" -}}
+{{- end -}}
+
+{{/* RBAC rules with `$(MODULE)` in resourceNames replaced by the module's sanitised name, `$(NAMESPACE)` by the release namespace. */}}
+{{- define "tiny-module.rules" -}}
+{{- toYaml .rules | replace "$(MODULE)" (include "tiny-module.sanitisedName" .root) | replace "$(NAMESPACE)" .root.Release.Namespace -}}
+{{- end -}}
+
 {{/* The module's name as a label value (a name may be an image repository: `ghcr.io/x/y`). */}}
 {{- define "tiny-module.nameLabel" -}}
 {{- regexReplaceAll "[^a-z0-9]+" (include "tiny-module.moduleName" . | lower) "-" | trimAll "-" | trunc 63 | trimAll "-" -}}

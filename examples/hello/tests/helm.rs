@@ -30,7 +30,7 @@ use tiny_example_hello::GREET_FLOW;
 use tiny_runtime::{
     config::ModuleConfig,
     crd::{SignalPhase, TinyModule, TinyNode, TinySignal, TinySignalSpec},
-    rbac::{Rule, cleanup_rules, runtime_rules},
+    rbac::{Requirements, Rule, cleanup_rules, namespace_rules, runtime_rules, runtime_rules_for},
 };
 use tiny_sdk::{ResourceManager as _, client::ExposePortRequest, contract::NODE_FINALIZER, flow::RawJson};
 use tiny_testenv::TestEnv;
@@ -123,8 +123,12 @@ fn both_charts_lint_and_render_and_the_rendered_manifests_are_snapshotted() {
         role_rules.last(),
         Some(&json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}))
     );
+    let cluster_role = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "tinysystems-hello-tiny-module")
+        .expect("the components' ClusterRole");
     assert_eq!(
-        find(&docs, "ClusterRole")["rules"],
+        cluster_role["rules"],
         json!([{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
     );
 
@@ -301,7 +305,11 @@ fn the_charts_rbac_is_the_codes_and_least_privilege() {
     let values: Value =
         serde_yaml::from_str(&std::fs::read_to_string(repo("charts/tiny-module/values.yaml")).expect("values.yaml"))
             .expect("values.yaml parses");
-    for (key, code) in [("rules", runtime_rules()), ("cleanupRules", cleanup_rules())] {
+    for (key, code) in [
+        ("rules", runtime_rules()),
+        ("cleanupRules", cleanup_rules()),
+        ("namespaceRules", namespace_rules()),
+    ] {
         let code = serde_json::to_value(code).expect("rules");
         assert_eq!(printed["rbac"][key], code, "`hello-module rbac` {key}");
         assert_eq!(
@@ -318,14 +326,217 @@ fn the_charts_rbac_is_the_codes_and_least_privilege() {
             .unwrap_or_else(|| panic!("no Role {name}"));
         serde_json::from_value(doc["rules"].clone()).expect("rules")
     };
-    assert_eq!(role("hello-tiny-module"), runtime_rules());
-    assert_eq!(role("hello-tiny-module-cleanup"), cleanup_rules());
+    // The module's own Lease and TinyModule by name: `$(MODULE)` is its sanitised name
+    // (the release's here), `$(NAMESPACE)` the release's namespace.
+    let ours = |rules: Vec<Rule>| -> Vec<Rule> {
+        rules
+            .into_iter()
+            .map(|r| r.for_module("hello", "tinysystems"))
+            .collect()
+    };
+    assert_eq!(role("hello-tiny-module"), ours(runtime_rules()));
+    assert_eq!(role("hello-tiny-module-cleanup"), ours(cleanup_rules()));
+    let namespace = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "tinysystems-hello-tiny-module-namespace")
+        .expect("the namespace ClusterRole");
+    let namespace: Vec<Rule> = serde_json::from_value(namespace["rules"].clone()).expect("rules");
+    assert_eq!(namespace, ours(namespace_rules()));
+    assert!(
+        namespace.iter().all(|r| r.resource_names == ["tinysystems"]),
+        "{namespace:?}"
+    );
+    // A module name the runtime sanitises is sanitised the same way by the chart.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let odd = write(
+        dir.path(),
+        "odd.yaml",
+        "module: {name: 'ghcr.io/Tiny/Common_Module:v0'}\n",
+    );
+    let docs_odd = documents(&render(&[&odd]));
+    let role_odd = docs_odd
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "hello-tiny-module")
+        .expect("Role");
+    let sanitised = tiny_runtime::config::sanitize("ghcr.io/Tiny/Common_Module:v0");
+    let rules_odd: Vec<Rule> = serde_json::from_value(role_odd["rules"].clone()).expect("rules");
+    assert_eq!(
+        rules_odd,
+        runtime_rules()
+            .into_iter()
+            .map(|r| r.for_module(&sanitised, "tinysystems"))
+            .collect::<Vec<_>>()
+    );
     for doc in &docs {
         for rule in doc["rules"].as_array().into_iter().flatten() {
             let rule: Rule = serde_json::from_value(rule.clone()).expect("rule");
             assert_eq!(rule.wildcard(), None, "{} {}", doc["kind"], doc["metadata"]["name"]);
         }
     }
+}
+
+#[test]
+fn the_network_policy_lets_only_module_peers_reach_grpc_and_the_cleanup_hook_retries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Off by default.
+    let docs = documents(&render(&[]));
+    assert!(docs.iter().all(|d| d["kind"] != "NetworkPolicy"));
+    // The cleanup Job is retried: a failed cleanup leaves finalizers behind.
+    let cleanup = docs
+        .iter()
+        .find(|d| d["kind"] == "Job" && d["metadata"]["name"] == "hello-tiny-module-cleanup")
+        .expect("the cleanup Job");
+    assert!(
+        cleanup["spec"]["backoffLimit"].as_u64().is_some_and(|n| n > 0),
+        "{}",
+        cleanup["spec"]
+    );
+
+    let on = write(
+        dir.path(),
+        "on.yaml",
+        "networkPolicy: {enabled: true}\ngrpc: {port: 9000}\n",
+    );
+    let report = helm(&[
+        "lint",
+        repo("charts/tiny-module").to_str().expect("utf-8"),
+        "-f",
+        on.to_str().expect("utf-8"),
+    ]);
+    assert!(report.contains("0 problem(s)"), "{report}");
+    let docs = documents(&render(&[&on]));
+    let policy = find(&docs, "NetworkPolicy");
+    let pod_labels = &find(&docs, "Deployment")["spec"]["template"]["metadata"]["labels"];
+    // It selects this module's pods; they carry the label its default peers select.
+    assert_eq!(
+        policy["spec"]["podSelector"]["matchLabels"],
+        find(&docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(pod_labels["tinysystems.io/module"], "true");
+    assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress"]));
+    let rules = policy["spec"]["ingress"].as_array().expect("ingress rules");
+    assert_eq!(
+        rules[0],
+        json!({
+            "from": [{"podSelector": {"matchLabels": {"tinysystems.io/module": "true"}}}],
+            "ports": [{"port": 9000, "protocol": "TCP"}],
+        })
+    );
+    // Every other port stays open, and no range includes gRPC's.
+    assert_eq!(
+        rules[1],
+        json!({"ports": [
+            {"port": 1, "endPort": 8999, "protocol": "TCP"},
+            {"port": 9001, "endPort": 65535, "protocol": "TCP"},
+            {"protocol": "UDP"},
+        ]})
+    );
+    assert_eq!(rules.len(), 2);
+
+    // Peers of one's own choosing; other ports closed.
+    let peers = write(
+        dir.path(),
+        "peers.yaml",
+        "networkPolicy:\n  enabled: true\n  otherPortsOpen: false\n  grpcFrom:\n  - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: tinysystems}}\n    podSelector: {matchLabels: {app: platform}}\n",
+    );
+    let docs = documents(&render(&[&peers]));
+    let rules = find(&docs, "NetworkPolicy")["spec"]["ingress"].clone();
+    assert_eq!(
+        rules,
+        json!([{
+            "from": [{
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "tinysystems"}},
+                "podSelector": {"matchLabels": {"app": "platform"}},
+            }],
+            "ports": [{"port": 8483, "protocol": "TCP"}],
+        }])
+    );
+
+    // No peers would let every pod in: refused, saying which value.
+    let empty = write(
+        dir.path(),
+        "empty.yaml",
+        "networkPolicy: {enabled: true, grpcFrom: []}\n",
+    );
+    let out = Command::new(repo("tools/helm/helm"))
+        .args([
+            "template",
+            repo("charts/tiny-module").to_str().expect("utf-8"),
+            "--name",
+            "x",
+            "--namespace",
+            "y",
+            "-f",
+        ])
+        .arg(&empty)
+        .output()
+        .expect("helm runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("networkPolicy.grpcFrom is empty"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_module_on_nats_may_connect_as_its_own_user_from_a_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let own = write(
+        dir.path(),
+        "own.yaml",
+        "nats: {url: 'nats://old@nats:4222', userSecret: {name: alpha-nats, passwordKey: pw}}\n",
+    );
+    let docs = documents(&render(&[&own]));
+    let env = find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"].clone();
+    let var = |name: &str| {
+        env.as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {env}"))
+    };
+    assert_eq!(
+        var("TINY_NATS_USER")["valueFrom"],
+        json!({"secretKeyRef": {"name": "alpha-nats", "key": "user"}})
+    );
+    assert_eq!(
+        var("TINY_NATS_PASSWORD")["valueFrom"],
+        json!({"secretKeyRef": {"name": "alpha-nats", "key": "pw"}})
+    );
+    // The URL keeps no user info: the credentials come from the Secret only.
+    assert_eq!(var("TINY_NATS_URL")["value"], "nats://nats:4222");
+    assert!(
+        env.as_array()
+            .into_iter()
+            .flatten()
+            .all(|v| v["name"] != "TINY_NATS_TOKEN"),
+        "{env}"
+    );
+    // Both a user and the shared token: refused, naming both.
+    let both = write(
+        dir.path(),
+        "both.yaml",
+        "nats: {url: 'nats://nats:4222', userSecret: {name: a}, tokenSecret: {name: b}}\n",
+    );
+    let out = Command::new(repo("tools/helm/helm"))
+        .args([
+            "template",
+            repo("charts/tiny-module").to_str().expect("utf-8"),
+            "--name",
+            "x",
+            "--namespace",
+            "y",
+            "-f",
+        ])
+        .arg(&both)
+        .output()
+        .expect("helm runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("nats.userSecret and nats.tokenSecret"),
+        "{err}"
+    );
 }
 
 /// The unpacked root filesystem of the module image, built by `tools/image/build.sh`.
@@ -554,7 +765,8 @@ struct Installed {
 
 impl Installed {
     /// With `jobs`, the chart's hooks are on and their Jobs run from that image.
-    async fn new(ns: &str, jobs: Option<&Image>) -> Installed {
+    /// `requirements`: what the module declares beyond `hello-module rbac` (exposed ports).
+    async fn new(ns: &str, jobs: Option<&Image>, requirements: &Requirements) -> Installed {
         let env = TestEnv::builder()
             // Owner references that block deletion need `update` on the owner's finalizers.
             .apiserver_arg("--enable-admission-plugins=OwnerReferencesPermissionEnforcement")
@@ -612,6 +824,12 @@ impl Installed {
         assert!(rbac.status.success());
         let rbac_values = dir.path().join("rbac.yaml");
         std::fs::write(&rbac_values, &rbac.stdout).expect("rbac.yaml");
+        // The rules of a module with `requirements`, as its own `rbac` would print them.
+        let declared = write(
+            dir.path(),
+            "declared.yaml",
+            &serde_json::to_string(&json!({ "rbac": { "rules": runtime_rules_for(requirements) } })).expect("JSON"),
+        );
         let chart = repo("charts/tiny-module");
         let args = [
             "install",
@@ -621,6 +839,8 @@ impl Installed {
             ns,
             "-f",
             rbac_values.to_str().expect("utf-8"),
+            "-f",
+            declared.to_str().expect("utf-8"),
             "-f",
             values.to_str().expect("utf-8"),
             "--kubeconfig",
@@ -688,7 +908,8 @@ impl Installed {
 async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninstall_leaves_nothing() {
     let image = Image::build();
     let ns = "hello-helm";
-    let it = Installed::new(ns, Some(&image)).await;
+    // A module that exposes ports, as `http_server` does: its Role may make Services.
+    let it = Installed::new(ns, Some(&image), &Requirements::none().exposes_ports()).await;
     // The chart's objects exist.
     let deployment = it.deployment().await;
     let name = format!("{RELEASE}-tiny-module");
@@ -980,14 +1201,24 @@ async fn helm_running_jobs(env: &TestEnv, ns: &str, image: &Image, args: &[&str]
     }
 }
 
-/// The Role with `resource`'s rule removed.
+/// The module's rules as the chart renders them for the installed module.
+fn installed_rules(it: &Installed) -> Vec<Rule> {
+    runtime_rules()
+        .into_iter()
+        .map(|r| r.for_module(&module_name(), &it.ns))
+        .collect()
+}
+
+/// The Role with `resource`'s rules removed.
 async fn without_rule(it: &Installed, resource: &str) {
     let roles: Api<Role> = it.api();
-    let rules: Vec<Rule> = runtime_rules()
-        .into_iter()
+    let all = installed_rules(it);
+    let rules: Vec<Rule> = all
+        .iter()
         .filter(|r| r.resources != [resource.to_owned()])
+        .cloned()
         .collect();
-    assert_eq!(rules.len() + 1, runtime_rules().len(), "{resource} is a rule");
+    assert!(rules.len() < all.len(), "{resource} is a rule");
     roles
         .patch(
             &format!("{RELEASE}-tiny-module"),
@@ -1004,7 +1235,7 @@ async fn without_rule(it: &Installed, resource: &str) {
 async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden() {
     let image = Image::build();
     let ns = "hello-rbac";
-    let it = Installed::new(ns, None).await;
+    let it = Installed::new(ns, None, &Requirements::none()).await;
     let deployment = it.deployment().await;
     image.mount_token(&it.env, &it.token().await, ns);
     let user = format!("system:serviceaccount:{ns}:{RELEASE}-tiny-module");
@@ -1131,7 +1362,7 @@ async fn removing_any_one_of_these_rules_fails_a_named_operation_with_forbidden(
         .patch(
             &format!("{RELEASE}-tiny-module"),
             &PatchParams::default(),
-            &Patch::Merge(json!({ "rules": runtime_rules() })),
+            &Patch::Merge(json!({ "rules": installed_rules(&it) })),
         )
         .await
         .expect("Role restored");

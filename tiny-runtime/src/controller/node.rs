@@ -109,7 +109,7 @@ async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Reconciling>) -> 
         Err(bad) => return undecodable(&object, bad, &shared).await,
     };
     if !owns(&shared.config, &node.name_any(), Some(&node.spec.module)) {
-        return Ok(Action::await_change());
+        return release_if_namespace_terminates(&node, &shared).await;
     }
     Metrics::inc(&shared.metrics.reconciles);
     let api: Api<TinyNode> = shared.api();
@@ -140,6 +140,54 @@ async fn reconcile(object: Arc<Decoded<TinyNode>>, shared: Arc<Reconciling>) -> 
         }
         ReconcileError::Finalizer(Box::new(e))
     })
+}
+
+/// How often another module's node that is being deleted, and still holds tiny's
+/// finalizer, is looked at again: its namespace may start terminating later.
+const STUCK_RECHECK: Duration = Duration::from_secs(60);
+
+/// Another module's node, deleted while the namespace terminates, loses tiny's
+/// finalizer here: its module may be gone (uninstalled without its cleanup hook, or
+/// the hook failed), and nothing else would remove it, so the namespace would stay
+/// Terminating for ever. Outside a terminating namespace the node's own module (or its
+/// cleanup hook) removes it, after its cleanup.
+async fn release_if_namespace_terminates(node: &TinyNode, shared: &Reconciling) -> Result<Action, ReconcileError> {
+    let held = node.finalizers().iter().any(|f| f == NODE_FINALIZER);
+    if node.metadata.deletion_timestamp.is_none() || !held {
+        return Ok(Action::await_change());
+    }
+    if !namespace_terminates(shared).await {
+        return Ok(Action::requeue(STUCK_RECHECK));
+    }
+    let name = node.name_any();
+    let rest: Vec<&String> = node.finalizers().iter().filter(|f| *f != NODE_FINALIZER).collect();
+    // Conditional on the resourceVersion: another controller's finalizer added meanwhile
+    // is not lost (a conflict is retried by the controller).
+    let patch = json!({ "metadata": { "finalizers": rest, "resourceVersion": node.resource_version() } });
+    let api: Api<TinyNode> = shared.api();
+    match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => {
+            tracing::info!(node = %name, namespace = %shared.config.namespace, "the namespace terminates: removed tiny's finalizer from another module's node");
+            Ok(Action::await_change())
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(Action::await_change()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the module's namespace is being deleted. Read when a node of another module
+/// waits on tiny's finalizer, not watched: a `get` of one named namespace. A module
+/// whose ServiceAccount may not read it (a chart from before this rule) says so in the
+/// log and leaves the finalizer to the cleanup hook.
+async fn namespace_terminates(shared: &Reconciling) -> bool {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(shared.client.clone());
+    match namespaces.get_opt(&shared.config.namespace).await {
+        Ok(ns) => ns.is_some_and(|ns| ns.metadata.deletion_timestamp.is_some()),
+        Err(e) => {
+            tracing::warn!(namespace = %shared.config.namespace, error = %e, "reading the namespace, to learn whether it terminates");
+            false
+        }
+    }
 }
 
 /// Runs the node's spec and, on the leader, writes its status when it changed.

@@ -150,14 +150,37 @@ pub(crate) fn parse_url(url: &str) -> Result<Target, LinkError> {
 /// );
 /// ```
 pub fn with_token(url: &str, token: &str) -> String {
-    let mut encoded = String::with_capacity(token.len());
-    for b in token.bytes() {
+    with_userinfo(url, &encode(token))
+}
+
+/// `url` with `user` and `password` as the user info of each of its servers (any user
+/// info it had replaced), each percent-encoded as [`with_token`] does: the module's own
+/// NATS user (`TINY_NATS_USER`, `TINY_NATS_PASSWORD`), which the broker gives subject
+/// permissions of its own.
+///
+/// ```
+/// use tiny_runtime::nats::with_user;
+/// assert_eq!(with_user("nats://nats:4222", "a-v0", "p:w@d"), "nats://a-v0:p%3Aw%40d@nats:4222");
+/// ```
+pub fn with_user(url: &str, user: &str, password: &str) -> String {
+    with_userinfo(url, &format!("{}:{}", encode(user), encode(password)))
+}
+
+/// Percent-encoding of everything but URL-safe characters.
+fn encode(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for b in text.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
             encoded.push(char::from(b));
         } else {
             encoded.push_str(&format!("%{b:02X}"));
         }
     }
+    encoded
+}
+
+/// `url` with `encoded` as the user info of each server.
+fn with_userinfo(url: &str, encoded: &str) -> String {
     url.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
@@ -168,6 +191,11 @@ pub fn with_token(url: &str, token: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The inbox prefix of module `module` (its sanitised name): `_INBOX.<module>`.
+pub fn inbox_prefix(module: &str) -> String {
+    format!("_INBOX.{module}")
 }
 
 /// Percent-decoding of URL user info (a token with `@` or `:` must be escaped).
@@ -200,6 +228,18 @@ impl Link {
     /// sent and subscribed until the broker answers. [`wait_up`](Self::wait_up)
     /// waits for the first connection.
     pub async fn connect(url: &str) -> Result<Link, LinkError> {
+        Self::connect_with(url, None).await
+    }
+
+    /// [`connect`](Self::connect) for module `module`: its reply inboxes are
+    /// `_INBOX.<module>.>`, so that a broker can let each module subscribe to its own
+    /// inboxes only (a module that could subscribe to `_INBOX.>` would read every other
+    /// module's answers). The inbox is opaque to whoever answers: the wire is Go's.
+    pub async fn connect_as(url: &str, module: &str) -> Result<Link, LinkError> {
+        Self::connect_with(url, Some(inbox_prefix(module))).await
+    }
+
+    async fn connect_with(url: &str, inbox: Option<String>) -> Result<Link, LinkError> {
         let target = parse_url(url)?;
         let (tx, state) = watch::channel(LinkState::Connecting);
         let mut opts = ConnectOptions::new()
@@ -214,6 +254,9 @@ impl Link {
                 let tx = tx.clone();
                 async move { on_event(&tx, event) }
             });
+        if let Some(prefix) = inbox {
+            opts = opts.custom_inbox_prefix(prefix);
+        }
         if let Some(token) = target.token.clone() {
             opts = opts.token(token);
         }

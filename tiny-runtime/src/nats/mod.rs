@@ -26,7 +26,7 @@ pub(crate) mod serve;
 pub(crate) mod trace;
 pub mod wire;
 
-pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT, with_token};
+pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT, inbox_prefix, with_token, with_user};
 pub use receiver::{Receiver, listen};
 pub use router::NatsRouter;
 pub(crate) use send::envelope;
