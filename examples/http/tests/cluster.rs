@@ -148,12 +148,11 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
     let grpc_addr = format!("127.0.0.1:{}", grpc.port());
     config.grpc_addr = Some(grpc_addr.clone());
     let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats).await);
-    let routes = Arc::new(Routes::for_transport(grpc.pool(), &transport));
+    let routes = Arc::new(Routes::for_transport(grpc.pool(), &transport).advertising(transport.clone()));
     let runtime = Runtime::start(
         client.clone(),
         Options {
             carrier: Some(routes),
-            transport: Some(transport.clone()),
             ..Options::new(config, tiny_example_common::registry())
         },
     )
@@ -366,17 +365,37 @@ async fn http_requests_get_the_flows_answers_across_two_modules() {
 
     // A flow that does not answer in time: 504, and the delay in the other module is
     // abandoned (it never emits what it would have sent after 3 s).
+    let received = |node: &TinyNode| view(node).and_then(|v| v["received"].as_u64());
+    let received_before = received(&nodes.get(DEBUG).await.expect("debug")).expect("a count");
     let started = Instant::now();
     let (status, _, got) = call(&http, port, "GET", "/slow", "").await;
     assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
     assert_eq!(got, r#"{"message":"Gateway Timeout"}"#.as_bytes());
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let debug = nodes.get(DEBUG).await.expect("debug");
-    assert_ne!(
-        view(&debug).map(|v| v["context"]["context"].clone()),
-        Some(json!("/slow")),
-        "the slow route ran on"
+    // Read against a marker, not a guessed time: the same 3 s delay, started after the
+    // slow one, whose answer the signal waits for. Had the slow one run on, it would
+    // have reached the debug node first, and the count would show both.
+    signal(
+        &kube,
+        "marker",
+        DELAY,
+        "in",
+        json!({"context": "marker", "delay": 3000}),
+    )
+    .await;
+    let debug = eventually("the marker at the debug node", Duration::from_secs(30), || {
+        let nodes = nodes.clone();
+        async move {
+            let n = nodes.get(DEBUG).await.ok()?;
+            (view(&n)?["context"]["context"] == "marker").then_some(n)
+        }
+    })
+    .await;
+    assert_eq!(
+        received(&debug),
+        Some(received_before + 1),
+        "the slow route ran on: {:?}",
+        view(&debug)
     );
 
     // Deleting the node garbage-collects its Service.
