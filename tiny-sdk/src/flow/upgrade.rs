@@ -885,132 +885,97 @@ fn inputs(u: &Use<'_>, old: &ComponentSchema, new: &ComponentSchema, changes: &[
         out.push(f);
     };
     let start = out.len();
-    let mine = changes
-        .iter()
-        .filter(|c| c.component == old.name && c.port.as_deref() == Some(old_port.name.as_str()));
     let empty = Value::Object(Map::new());
     let config = u.config.unwrap_or(&empty);
-    for c in mine {
-        let Some(field) = c.field.clone().filter(|f| !f.is_empty()) else {
-            if c.kind == ChangeKind::PortRemoved {
-                push(
-                    out,
-                    None,
-                    c.kind,
-                    Verdict::Breaking,
-                    format!("{}; {place} leads to it", c.message),
-                );
-            } else if c.field.is_some() {
-                // A change of the whole message (`TypeNarrowed` at the root).
-                root_change(c, config, place, &push, out);
+    let mut changed = false;
+    for c in changes
+        .iter()
+        .filter(|c| c.component == old.name && c.port.as_deref() == Some(old_port.name.as_str()))
+    {
+        changed = true;
+        let met = match &c.field {
+            None if c.kind == ChangeKind::PortRemoved => {
+                Some((Verdict::Breaking, format!("{}; {place} leads to it", c.message)))
             }
-            continue;
+            None => None,
+            Some(field) => meets(c, field, config, place),
         };
-        let w = written(config, &field);
-        match c.kind {
-            ChangeKind::FieldRemoved | ChangeKind::SettingsKeyRemoved => match w {
-                Written::Literal(_) | Written::Expression => push(
-                    out,
-                    Some(field),
-                    c.kind,
-                    Verdict::Breaking,
-                    format!("{place} writes the field, which the new build does not have"),
-                ),
-                Written::Nothing | Written::Unknown => {}
-            },
-            ChangeKind::MadeRequired => {
-                let parent_written =
-                    parent(&field).is_empty() || matches!(written(config, parent(&field)), Written::Literal(_));
-                if parent_written && matches!(w, Written::Nothing) {
-                    push(
-                        out,
-                        Some(field),
-                        c.kind,
-                        Verdict::Breaking,
-                        format!("{} in the new build; {place} does not write it", c.message),
-                    );
-                }
-            }
-            ChangeKind::TypeNarrowed | ChangeKind::EnumValueRemoved => {
-                let fits = |v: &Value| match c.kind {
-                    ChangeKind::TypeNarrowed => c
-                        .types
-                        .as_ref()
-                        .is_none_or(|ts| covered(type_of(v), &ts.iter().cloned().collect())),
-                    _ => c.allowed.as_ref().is_none_or(|a| a.contains(v)),
-                };
-                match w {
-                    Written::Expression => push(
-                        out,
-                        Some(field),
-                        c.kind,
-                        Verdict::Breaking,
-                        format!(
-                            "{}; {place} writes an expression whose result fitted the old schema",
-                            c.message
-                        ),
-                    ),
-                    Written::Literal(values) if values.iter().any(|v| !fits(v)) => {
-                        let bad: Vec<String> = values.iter().filter(|v| !fits(v)).map(|v| v.to_string()).collect();
-                        push(
-                            out,
-                            Some(field),
-                            c.kind,
-                            Verdict::Breaking,
-                            format!("{}; {place} writes {}", c.message, bad.join(", ")),
-                        );
-                    }
-                    Written::Literal(_) => push(
-                        out,
-                        Some(field),
-                        c.kind,
-                        Verdict::Compatible,
-                        format!("{}; what {place} writes still fits", c.message),
-                    ),
-                    Written::Nothing | Written::Unknown => {}
-                }
-            }
-            ChangeKind::FieldAdded => push(out, Some(field), c.kind, Verdict::Compatible, c.message.clone()),
-            ChangeKind::MadeOptional | ChangeKind::TypeWidened | ChangeKind::EnumValueAdded
-                if !matches!(w, Written::Nothing) =>
-            {
-                push(out, Some(field), c.kind, Verdict::Compatible, c.message.clone());
-            }
-            _ => {}
+        if let Some((verdict, message)) = met {
+            push(out, c.field.clone().filter(|f| !f.is_empty()), c.kind, verdict, message);
         }
     }
     // A literal that fitted the old schema and does not fit the new one, where no
     // change above said why (an `additionalProperties` closed, a `const`).
-    let changed = changes
-        .iter()
-        .any(|c| c.component == old.name && c.port.as_deref() == Some(old_port.name.as_str()));
     if let (Some(config), Some(new_port), true) = (u.config, new_port(new, old_port), changed) {
         no_longer_fits(&old_port.schema, &new_port.schema, config, place, start, &push, out);
     }
 }
 
-/// A change of the whole message of a port.
-fn root_change(
-    c: &Change,
-    config: &Value,
-    place: &str,
-    push: &impl Fn(&mut Vec<Finding>, Option<String>, ChangeKind, Verdict, String),
-    out: &mut Vec<Finding>,
-) {
-    if matches!(c.kind, ChangeKind::TypeNarrowed | ChangeKind::EnumValueRemoved) {
-        let verdict = if is_expression(config) {
-            Verdict::Breaking
-        } else {
-            let fits = match c.kind {
-                ChangeKind::TypeNarrowed => c
-                    .types
-                    .as_ref()
-                    .is_none_or(|ts| covered(type_of(config), &ts.iter().cloned().collect())),
-                _ => c.allowed.as_ref().is_none_or(|a| a.contains(config)),
-            };
-            if fits { Verdict::Compatible } else { Verdict::Breaking }
-        };
-        push(out, None, c.kind, verdict, format!("{} ({place})", c.message));
+/// The verdict on a configuration (`place`) that meets change `c` at `field` (`""`:
+/// the whole message), and why; `None` when the change does not concern it.
+fn meets(c: &Change, field: &str, config: &Value, place: &str) -> Option<(Verdict, String)> {
+    let w = written(config, field);
+    match c.kind {
+        ChangeKind::FieldRemoved | ChangeKind::SettingsKeyRemoved => {
+            matches!(w, Written::Literal(_) | Written::Expression).then(|| {
+                (
+                    Verdict::Breaking,
+                    format!("{place} writes the field, which the new build does not have"),
+                )
+            })
+        }
+        ChangeKind::MadeRequired => {
+            // A required field inside an object the configuration does not write
+            // literally is not its to write.
+            let parent_written =
+                parent(field).is_empty() || matches!(written(config, parent(field)), Written::Literal(_));
+            (parent_written && matches!(w, Written::Nothing)).then(|| {
+                (
+                    Verdict::Breaking,
+                    format!("{} in the new build; {place} does not write it", c.message),
+                )
+            })
+        }
+        ChangeKind::TypeNarrowed | ChangeKind::EnumValueRemoved => match w {
+            Written::Expression => Some((
+                Verdict::Breaking,
+                format!(
+                    "{}; {place} writes an expression whose result fitted the old schema",
+                    c.message
+                ),
+            )),
+            Written::Literal(values) => {
+                let bad: Vec<String> = values.iter().filter(|v| !fits(c, v)).map(|v| v.to_string()).collect();
+                Some(if bad.is_empty() {
+                    (
+                        Verdict::Compatible,
+                        format!("{}; what {place} writes still fits", c.message),
+                    )
+                } else {
+                    (
+                        Verdict::Breaking,
+                        format!("{}; {place} writes {}", c.message, bad.join(", ")),
+                    )
+                })
+            }
+            Written::Nothing | Written::Unknown => None,
+        },
+        ChangeKind::FieldAdded => Some((Verdict::Compatible, c.message.clone())),
+        ChangeKind::MadeOptional | ChangeKind::TypeWidened | ChangeKind::EnumValueAdded => {
+            (!matches!(w, Written::Nothing)).then(|| (Verdict::Compatible, c.message.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a literal `v` still fits a narrowed type or enumeration `c`.
+fn fits(c: &Change, v: &Value) -> bool {
+    match c.kind {
+        ChangeKind::TypeNarrowed => c
+            .types
+            .as_ref()
+            .is_none_or(|ts| covered(type_of(v), &ts.iter().cloned().collect())),
+        _ => c.allowed.as_ref().is_none_or(|a| a.contains(v)),
     }
 }
 
@@ -1214,13 +1179,13 @@ mod tests {
             "mode": {"enum": ["a", "b"]},
             "note": {"type": ["string", "null"]}
         });
-        fields.as_object_mut().unwrap().remove(field);
+        fields.as_object_mut().expect("an object").remove(field);
         fields
     }
 
     fn with(field: &str, schema: Value) -> Value {
         let mut fields = without(field);
-        fields.as_object_mut().unwrap().insert(field.into(), schema);
+        fields.as_object_mut().expect("an object").insert(field.into(), schema);
         fields
     }
 
@@ -1468,6 +1433,37 @@ mod tests {
                 && f.kind == ChangeKind::NoLongerFits
                 && f.field.as_deref() == Some("/context/trace")),
             "{f:#?}"
+        );
+    }
+
+    #[test]
+    fn a_whole_message_of_fewer_types_breaks_an_edge_that_passes_one_on() {
+        let port = |schema: Value| {
+            vec![ComponentSchema {
+                name: "greet".into(),
+                ports: vec![PortSchema::new("in", false, schema)],
+            }]
+        };
+        let old = port(json!({"type": ["object", "string"]}));
+        let new = port(json!({"type": "object"}));
+        let nodes = |mapping: Value| {
+            FlowBuilder::new()
+                .node("f.other-v0.sender-1", "sender")
+                .node("f.qa.greet-1", "greet")
+                .edge("f.other-v0.sender-1:out", "f.qa.greet-1:in", mapping)
+                .build()
+                .nodes
+        };
+        let f = check_upgrade(&nodes(json!("{{$.text}}")), "qa", &old, &new);
+        assert_eq!(
+            brief(&f),
+            [(Verdict::Breaking, ChangeKind::TypeNarrowed, String::new())]
+        );
+        assert!(f[0].field.is_none());
+        let f = check_upgrade(&nodes(json!({"a": 1})), "qa", &old, &new);
+        assert_eq!(
+            brief(&f),
+            [(Verdict::Compatible, ChangeKind::TypeNarrowed, String::new())]
         );
     }
 
