@@ -327,6 +327,14 @@ struct RunArgs {
     /// shown on the node.
     #[arg(long, env = "TINY_STRICT_EXPRESSIONS")]
     strict_expressions: bool,
+    /// How many messages from other modules (NATS, JetStream, gRPC together) the module handles at
+    /// once; more wait on the broker or in the client's buffer (docs/limits.md).
+    #[arg(long, env = "TINY_MAX_IN_FLIGHT", default_value_t = tiny_sdk::engine::MAX_IN_FLIGHT, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_in_flight: usize,
+    /// How many hops one root message may cause in all, across every branch and module it reaches
+    /// (docs/limits.md).
+    #[arg(long, env = "TINY_HOP_BUDGET", default_value_t = tiny_sdk::engine::HOP_BUDGET, value_parser = clap::value_parser!(u32).range(1..))]
+    hop_budget: u32,
     /// Secrets `[[secret:<name>/<key>]]` placeholders may name, beyond those the module declares
     /// (comma-separated; the chart sets it from `rbac.secrets`, which it grants `get` on).
     #[arg(long, env = "TINY_SECRETS", value_delimiter = ',')]
@@ -596,6 +604,8 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
     config.ingress_class.clone_from(&args.ingress_class);
     config.hostname_suffix.clone_from(&args.ingress_hostname_suffix);
     config.strict_expressions = args.strict_expressions;
+    config.max_in_flight = args.max_in_flight;
+    config.hop_budget = args.hop_budget;
     config.secrets = requirements.secrets.clone();
     for name in args.secrets.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         if !config.secrets.iter().any(|d| d == name) {

@@ -32,6 +32,12 @@ pub struct ModuleConfig {
     /// Fail a hop whose edge expression fails, instead of going on with `null` as the
     /// Go SDK does (see [`tiny_sdk::engine::EngineBuilder::strict_expressions`]).
     pub strict_expressions: bool,
+    /// How many messages from other modules are handled at once (see
+    /// [`tiny_sdk::engine::EngineBuilder::max_in_flight`]).
+    pub max_in_flight: usize,
+    /// The hops one root message may cause (see
+    /// [`tiny_sdk::engine::EngineBuilder::hop_budget`]).
+    pub hop_budget: u32,
     /// The Secrets `[[secret:<name>/<key>]]` placeholders may name (the module's
     /// declared ones; see [`crate::secrets`]).
     pub secrets: Vec<String>,
@@ -59,6 +65,8 @@ impl ModuleConfig {
             ingress_class: None,
             hostname_suffix: None,
             strict_expressions: false,
+            max_in_flight: tiny_sdk::engine::MAX_IN_FLIGHT,
+            hop_budget: tiny_sdk::engine::HOP_BUDGET,
             secrets: Vec::new(),
             secret_ttl: crate::secrets::DEFAULT_TTL,
         }

@@ -4,7 +4,7 @@
 //! its own way; what is refused, and why, is decided here once.
 
 use tiny_sdk::{
-    Error, Hop, Msg, Reply,
+    Budget, Error, Hop, Msg, Reply,
     contract::port,
     engine::{Delivery, Engine, MAX_DEPTH},
     error::code,
@@ -25,6 +25,11 @@ pub(crate) struct Inbound<'a> {
     pub depth: u32,
     /// Which attempt of the sender's edge this is.
     pub attempt: u32,
+    /// Hops the message's root made before it came here (tiny's `x-message-hops`).
+    pub hops: u32,
+    /// When the sender stops waiting, Unix ms (Go's `x-reply-deadline`): past it,
+    /// the message is dropped unrun.
+    pub deadline_unix_ms: Option<u64>,
     /// The payload's JSON bytes (none is `null`).
     pub payload: Vec<u8>,
     /// Cancelled when the sender goes away or the server stops.
@@ -42,6 +47,8 @@ pub(crate) enum Refusal {
     Invalid,
     /// Past the cycle guard.
     Cycle,
+    /// Arrived after its sender's deadline.
+    Expired,
     /// For a node of another module, or one this module does not have.
     NotHere,
     /// Delivered, and the chain failed.
@@ -77,6 +84,19 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
         return Err((cycle(msg.depth), Refusal::Cycle));
     }
     let (node, port) = split_target(msg.to).map_err(|e| (e, Refusal::Invalid))?;
+    if let Some(deadline) = msg.deadline_unix_ms {
+        let now = unix_ms();
+        if now >= deadline {
+            crate::metrics::expired();
+            let e = Error::permanent(format!(
+                "the message for `{}` arrived {} ms after its sender's deadline (`x-reply-deadline`): dropped unrun",
+                msg.to,
+                now - deadline
+            ))
+            .with_code(code::EXPIRED);
+            return Err((e, Refusal::Expired));
+        }
+    }
     // The Go SDK swallows these from the wire (its scheduler drops `_reconcile`; the other
     // two are its in-process hand-overs): a platform message to one runs nothing.
     if SWALLOWED.contains(&port) {
@@ -110,6 +130,8 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
         cancel: msg.cancel.into(),
         leader: msg.leader,
         run: msg.run,
+        budget: Budget::spent_already(msg.hops),
+        deadline_unix_ms: msg.deadline_unix_ms,
     };
     engine
         .deliver(Delivery::new(node, port, source, data).hop(hop).attempt(msg.attempt))
@@ -124,4 +146,11 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
             };
             (e, refusal)
         })
+}
+
+/// Now, in Unix milliseconds (0 before 1970: a clock that far off expires nothing).
+pub(crate) fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

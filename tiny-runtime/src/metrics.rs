@@ -149,7 +149,19 @@ impl Metrics {
                 &self.hop_errors,
             ),
         ];
-        for (name, kind, help, v) in rows {
+        let process = [
+            (
+                "tiny_nats_slow_consumer_drops_total",
+                "Messages the NATS client or broker dropped because this module took them too slowly.",
+                &SLOW_CONSUMER_DROPS,
+            ),
+            (
+                "tiny_messages_expired_total",
+                "Messages from other modules dropped unrun past their sender's deadline.",
+                &EXPIRED,
+            ),
+        ];
+        for (name, kind, help, v) in rows.into_iter().chain(process.map(|(n, h, v)| (n, "counter", h, v))) {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {}", v.load(Ordering::Relaxed));
         }
@@ -390,6 +402,37 @@ impl WireMetrics {
 pub(crate) fn grpc() -> &'static WireMetrics {
     static GRPC: WireMetrics = WireMetrics::new("grpc");
     &GRPC
+}
+
+/// Messages the NATS client dropped because the module did not take them fast
+/// enough (its subscription buffer was full: the in-flight cap held them back), and
+/// slow-consumer errors the broker reported (it dropped messages for this client).
+static SLOW_CONSUMER_DROPS: AtomicU64 = AtomicU64::new(0);
+
+/// Messages from other modules dropped unrun because their sender's deadline had
+/// passed.
+static EXPIRED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one message the NATS client or the broker dropped for a slow consumer.
+pub(crate) fn slow_consumer_drop() {
+    SLOW_CONSUMER_DROPS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts one message dropped past its deadline.
+pub(crate) fn expired() {
+    EXPIRED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Messages this process's NATS client (or the broker, for it) dropped because the
+/// module took them too slowly (`tiny_nats_slow_consumer_drops_total`).
+pub fn slow_consumer_drops() -> u64 {
+    SLOW_CONSUMER_DROPS.load(Ordering::Relaxed)
+}
+
+/// Messages from other modules this process dropped unrun because their sender's
+/// deadline had passed (`tiny_messages_expired_total`).
+pub fn expired_messages() -> u64 {
+    EXPIRED.load(Ordering::Relaxed)
 }
 
 /// The process's NATS counters.

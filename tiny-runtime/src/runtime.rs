@@ -128,6 +128,8 @@ impl Runtime {
             })
             .module(opts.config.name.clone())
             .strict_expressions(opts.config.strict_expressions)
+            .max_in_flight(opts.config.max_in_flight)
+            .hop_budget(opts.config.hop_budget)
             .registry(opts.registry)
             .client_factory(Arc::new(
                 move |id: &tiny_sdk::NodeIdentity| -> Arc<dyn tiny_sdk::ResourceManager> {

@@ -19,7 +19,7 @@ use crate::{
 };
 pub use crate::{
     author::Ctx,
-    hop::{Cancel, Hop},
+    hop::{Budget, Cancel, Hop},
     node::NodeIdentity,
 };
 
@@ -143,6 +143,7 @@ impl<C: Component> Ctx<C> {
                 cancel: token.clone().into(),
                 leader: node.leads(),
                 run: None,
+                ..Hop::default()
             },
         };
         let fut = work(ctx);
@@ -174,8 +175,8 @@ impl<C: Component> Ctx<C> {
     /// Runs `work` on its own, fire and forget (Go's `go Emit(...)`): the call returns
     /// at once and `work`'s result is logged, not returned. Unlike [`spawn`](Self::spawn)
     /// the work has no name, so many may run at once; they all stop with the node.
-    /// The message depth carries over, so a loop through detached work still meets
-    /// the cycle guard.
+    /// The message depth and hop budget carry over, so a loop through detached work
+    /// still meets the cycle guard and the budget.
     pub fn detach<F, Fut>(&self, work: F)
     where
         F: FnOnce(Ctx<C>) -> Fut,
@@ -190,6 +191,9 @@ impl<C: Component> Ctx<C> {
                 cancel: node.stopped.child_token().into(),
                 leader: node.leads(),
                 run: None,
+                // The same root's work: a loop through detached work spends its budget.
+                budget: self.hop.budget.clone(),
+                deadline_unix_ms: None,
             },
         };
         let fut = work(ctx);
@@ -226,6 +230,8 @@ impl<C: Component> Ctx<C> {
                 cancel: cancel.clone().into(),
                 leader: self.hop.leader,
                 run: self.hop.run.clone(),
+                budget: self.hop.budget.clone(),
+                deadline_unix_ms: self.hop.deadline_unix_ms,
             },
         };
         (ctx, cancel)

@@ -214,6 +214,12 @@ pub mod code {
     pub const MAPPING: &str = "MAPPING";
     /// The cycle guard stopped the message.
     pub const CYCLE: &str = "CYCLE";
+    /// The message's root had made as many hops as its budget allows (see
+    /// [`HOP_BUDGET`](crate::hop::HOP_BUDGET)).
+    pub const HOP_BUDGET: &str = "HOP_BUDGET";
+    /// A message from another module arrived after its sender's deadline: dropped,
+    /// unrun.
+    pub const EXPIRED: &str = "EXPIRED";
     /// A component panicked.
     pub const PANIC: &str = "PANIC";
     /// The node's `spec.component` is not a component of the module (or an agent-tool

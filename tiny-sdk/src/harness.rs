@@ -168,6 +168,13 @@ impl HarnessBuilder {
         self
     }
 
+    /// The hops one root message may cause (see [`EngineBuilder::hop_budget`]).
+    #[must_use]
+    pub fn hop_budget(mut self, hops: u32) -> Self {
+        self.engine = self.engine.hop_budget(hops);
+        self
+    }
+
     /// Starts every node; fails on the first node whose spec is wrong, as a cluster
     /// would refuse it, or whose wiring does not hold: a mapping for an edge the flow
     /// does not have, an edge to an input port its target does not have (a typo a

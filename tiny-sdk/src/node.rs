@@ -147,6 +147,7 @@ impl NodeContext {
             cancel: self.stopped.child_token().into(),
             leader: self.leads(),
             run: None,
+            ..Hop::default()
         }
     }
 

@@ -284,6 +284,7 @@ impl Pool {
         let mut request = Request::new(message);
         wire::write_depth(request.metadata_mut(), hop.depth);
         wire::write_attempt(request.metadata_mut(), attempt);
+        wire::write_limits(request.metadata_mut(), hop);
         // The call's span, child of the sending hop's; the receiving hop continues
         // from it (W3C trace context in the metadata, as the Go SDK's otelgrpc).
         let span = tracing::info_span!(

@@ -38,7 +38,15 @@ pub struct ServerOptions {
     pub keepalive_timeout: Duration,
     /// Whether this replica leads, read per message (default: never).
     pub leader: Option<LeaderFn>,
+    /// The most requests one connection has in flight (default
+    /// [`CONCURRENCY_PER_CONNECTION`]); past it the connection's next stream waits.
+    /// All connections together are held to the engine's
+    /// [`max_in_flight`](tiny_sdk::engine::EngineBuilder::max_in_flight).
+    pub concurrency_per_connection: usize,
 }
+
+/// How many requests one connection may have in flight, by default.
+pub const CONCURRENCY_PER_CONNECTION: usize = 256;
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -47,6 +55,7 @@ impl Default for ServerOptions {
             keepalive_interval: Duration::from_secs(10),
             keepalive_timeout: Duration::from_secs(3),
             leader: None,
+            concurrency_per_connection: CONCURRENCY_PER_CONNECTION,
         }
     }
 }
@@ -58,6 +67,7 @@ impl fmt::Debug for ServerOptions {
             .field("keepalive_interval", &self.keepalive_interval)
             .field("keepalive_timeout", &self.keepalive_timeout)
             .field("leader", &self.leader.is_some())
+            .field("concurrency_per_connection", &self.concurrency_per_connection)
             .finish()
     }
 }
@@ -75,7 +85,11 @@ struct Handler {
 impl Handler {
     async fn handle(&self, request: Request<MessageRequest>) -> Result<MessageResponse, (Error, Code)> {
         let depth = wire::read_depth(request.metadata()).map_err(|e| (e, Code::InvalidArgument))?;
+        let (hops, deadline_unix_ms) = wire::read_limits(request.metadata()).map_err(|e| (e, Code::InvalidArgument))?;
         let attempt = wire::read_attempt(request.metadata());
+        // The module's turn, held until the answer is made: tonic has started this
+        // stream's task already, but no handler runs past the module's cap.
+        let _turn = self.engine.admit().await;
         let mut msg = request.into_inner();
         // Cancelled when the caller goes away (this future is dropped) or the server stops.
         let cancel = self.stopping.child_token();
@@ -86,6 +100,8 @@ impl Handler {
             edge_id: &msg.edge_id,
             depth,
             attempt,
+            hops,
+            deadline_unix_ms,
             payload: std::mem::take(&mut msg.payload),
             cancel,
             leader: self.leader.as_ref().is_some_and(|f| f()),
@@ -95,6 +111,7 @@ impl Handler {
             let code = match refusal {
                 Refusal::Invalid => Code::InvalidArgument,
                 Refusal::Cycle => Code::FailedPrecondition,
+                Refusal::Expired => Code::DeadlineExceeded,
                 Refusal::NotHere => Code::NotFound,
                 Refusal::Failed => wire::default_code(&e),
             };
@@ -169,6 +186,7 @@ pub async fn serve(
         stopping.cancel();
     };
     Server::builder()
+        .concurrency_limit_per_connection(opts.concurrency_per_connection.max(1))
         .http2_keepalive_interval(Some(opts.keepalive_interval))
         .http2_keepalive_timeout(Some(opts.keepalive_timeout))
         .add_service(health)

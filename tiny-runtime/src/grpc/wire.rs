@@ -9,6 +9,8 @@
 //! | --- | --- |
 //! | `x-message-depth` | the hop depth, on requests (as the Go SDK) |
 //! | `x-hop-attempt` | which attempt of the sender's edge retries this is, on requests (absent: 1) |
+//! | `x-message-hops` | the hops the message's root made so far, on requests (absent: 0; tiny's, for the hop budget) |
+//! | `x-reply-deadline` | when the sender stops waiting, Unix ms, on requests over an edge with a timeout (Go's NATS header name); a later arrival is dropped unrun |
 //! | `traceparent`, `tracestate`, `baggage` | W3C trace context, on requests while traces are exported |
 //! | `x-error-kind` | `transient` or `permanent`, on error statuses |
 //! | `x-error-code` | the error's code, on error statuses (the Go SDK's NATS header name) |
@@ -34,6 +36,10 @@ pub const DEPTH_KEY: &str = "x-message-depth";
 /// Metadata key of the attempt of the sender's edge retries (1 for the first, absent
 /// from Go peers), on requests: the receiver's spans and retry counts show it.
 pub const ATTEMPT_KEY: &str = "x-hop-attempt";
+/// Metadata key of the hops the message's root made so far (tiny's).
+pub const HOPS_KEY: &str = "x-message-hops";
+/// Metadata key of the sender's deadline, Unix ms (the Go SDK's NATS header name).
+pub const DEADLINE_KEY: &str = "x-reply-deadline";
 /// Metadata key of an error's kind: `transient` or `permanent`.
 pub const ERROR_KIND_KEY: &str = "x-error-kind";
 /// Metadata key of an error's code.
@@ -147,6 +153,40 @@ pub fn read_depth(metadata: &MetadataMap) -> Result<u32> {
     text.trim()
         .parse()
         .map_err(|_| Error::permanent(format!("metadata `{DEPTH_KEY}` is `{text}`, not a hop count")))
+}
+
+/// Puts the root's hops so far and the hop's deadline into request metadata (each
+/// only when there is one).
+pub fn write_limits(metadata: &mut MetadataMap, hop: &tiny_sdk::Hop) {
+    let spent = hop.budget.spent();
+    if spent > 0 {
+        metadata.insert(HOPS_KEY, MetadataValue::from(spent));
+    }
+    if let Some(ms) = hop.deadline_unix_ms {
+        metadata.insert(DEADLINE_KEY, MetadataValue::from(ms));
+    }
+}
+
+/// A number in request metadata under `key`: absent is `None`, anything but a
+/// number is refused, naming the key.
+fn read_number<T: std::str::FromStr>(metadata: &MetadataMap, key: &str, what: &str) -> Result<Option<T>> {
+    let Some(value) = metadata.get(key) else {
+        return Ok(None);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| Error::permanent(format!("metadata `{key}` is not text")))?;
+    text.trim()
+        .parse()
+        .map(Some)
+        .map_err(|_| Error::permanent(format!("metadata `{key}` is `{text}`, not {what}")))
+}
+
+/// The root's hops so far of a request (absent: 0) and its deadline, Unix ms.
+pub fn read_limits(metadata: &MetadataMap) -> Result<(u32, Option<u64>)> {
+    let hops = read_number(metadata, HOPS_KEY, "a hop count")?.unwrap_or(0);
+    let deadline = read_number(metadata, DEADLINE_KEY, "Unix milliseconds")?.filter(|ms| *ms > 0);
+    Ok((hops, deadline))
 }
 
 /// The gRPC code an error travels with when the server has no better one: transient

@@ -100,9 +100,16 @@ async fn consume(shared: &Arc<Consuming>) -> Result<()> {
     tracing::info!(module = %module, consumer = %module, system = %system_name, "JetStream consumers bound");
     let mut health = tokio::time::interval(config::HEALTH_EVERY);
     health.tick().await;
+    // The turn the next business message will take, had before it is pulled: a
+    // module at its cap leaves the rest on the broker.
+    let mut turn = None;
     loop {
         let (message, is_system) = tokio::select! {
-            m = business_messages.next() => (m, false),
+            permit = shared.listening.engine.admit(), if turn.is_none() => {
+                turn = Some(permit);
+                continue;
+            }
+            m = business_messages.next(), if turn.is_some() => (m, false),
             m = system_messages.next() => (m, true),
             _ = health.tick() => {
                 // A consumer deleted under us (or a broker that lost its state) is
@@ -126,7 +133,8 @@ async fn consume(shared: &Arc<Consuming>) -> Result<()> {
         };
         match message {
             Some(Ok(message)) => {
-                tokio::spawn(handle(shared.clone(), message, is_system));
+                let permit = if is_system { None } else { turn.take() };
+                tokio::spawn(handle(shared.clone(), message, is_system, permit));
             }
             Some(Err(e)) => {
                 // Heartbeats missed and the like: the stream goes on, or ends.
@@ -139,7 +147,13 @@ async fn consume(shared: &Arc<Consuming>) -> Result<()> {
 
 /// One message: delivered (kept in progress meanwhile), answered when a sender
 /// waits, then acked, nak'ed (a retryable failure nobody waits for) or terminated.
-async fn handle(shared: Arc<Consuming>, message: Message, is_system: bool) {
+/// Its turn (`_turn`) is held until the message is acked.
+async fn handle(
+    shared: Arc<Consuming>,
+    message: Message,
+    is_system: bool,
+    _turn: Option<tokio::sync::OwnedSemaphorePermit>,
+) {
     let headers = message.headers.as_ref();
     let inbox = get(headers, header::REPLY_INBOX)
         .filter(|i| !i.is_empty())

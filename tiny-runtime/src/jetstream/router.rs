@@ -243,8 +243,8 @@ impl RemoteRouter for JetStreamRouter {
         }
         // A blocking hop: Go sends no `Nats-Msg-Id` (a deduplicated copy would leave
         // the sender waiting for an answer that never comes).
-        let headers = request_headers(&to, &source, None, hop.depth, attempt);
-        let mut headers = headers;
+        let mut headers = request_headers(&to, &source, None, hop.depth, attempt);
+        crate::nats::router::limit_headers(&mut headers, &hop);
         crate::nats::trace::inject_nats(&span, &mut headers);
         Box::pin(record(router.blocking(module, to, headers, payload, hop), span))
     }

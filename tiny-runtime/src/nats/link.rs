@@ -319,6 +319,17 @@ enum Closing {
     Lost,
 }
 
+/// Counts a message dropped because the module took its messages too slowly (the
+/// in-flight cap held them back until the subscription's buffer filled); logged at
+/// the 1st, 2nd, 4th, 8th... drop, so that a flood does not flood the log too.
+fn slow_consumer(why: std::fmt::Arguments<'_>) {
+    crate::metrics::slow_consumer_drop();
+    let total = crate::metrics::slow_consumer_drops();
+    if total.is_power_of_two() {
+        tracing::warn!(dropped = total, "NATS slow consumer: a message was dropped ({why})");
+    }
+}
+
 fn on_event(tx: &watch::Sender<LinkState>, event: Event) {
     let event_kind = if matches!(event, Event::Closed) {
         Closing::Closed
@@ -331,6 +342,14 @@ fn on_event(tx: &watch::Sender<LinkState>, event: Event) {
         Event::Closed => LinkState::Down("the connection was closed".to_owned()),
         Event::ClientError(e) => {
             tracing::debug!(error = %e, "NATS client error");
+            return;
+        }
+        Event::SlowConsumer(sid) => {
+            slow_consumer(format_args!("the client's buffer of subscription {sid} was full"));
+            return;
+        }
+        Event::ServerError(async_nats::ServerError::SlowConsumer(sid)) => {
+            slow_consumer(format_args!("the broker dropped messages for subscription {sid}"));
             return;
         }
         Event::ServerError(e) => {

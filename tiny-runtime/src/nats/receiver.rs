@@ -6,7 +6,11 @@
 //! (`_control`, `_settings`, ...) on `tinymodule.<module>.sysmsg`, which every
 //! replica hears, with the handler told whether its replica leads. Every message is
 //! handled on its own task: a handler that sends to its own module and waits does not
-//! block the one that will answer it.
+//! block the one that will answer it. A business message is taken from the
+//! subscription only once the engine gives it a turn
+//! ([`Engine::admit`](tiny_sdk::engine::Engine::admit)): under a flood the backlog
+//! waits in the client's buffer (and past it, is dropped and counted as a slow
+//! consumer), not in tasks.
 
 use std::sync::Arc;
 
@@ -71,17 +75,25 @@ pub async fn listen(client: Client, engine: Engine, leader: Option<LeaderFn>) ->
     let stop = listening.stopping.clone();
     let shared = Arc::new(Subscribed { client, listening });
     let task = tokio::spawn(async move {
+        // The turn the next business message will take: had before it is read, so
+        // that a module at its cap leaves the rest in the subscription's buffer.
+        let mut turn = None;
         loop {
             let (msg, is_system) = tokio::select! {
-                Some(m) = business.next() => (m, false),
+                permit = shared.listening.engine.admit(), if turn.is_none() => {
+                    turn = Some(permit);
+                    continue;
+                }
+                Some(m) = business.next(), if turn.is_some() => (m, false),
                 Some(m) = system.next() => (m, true),
                 () = shared.listening.stopping.cancelled() => break,
                 else => break,
             };
+            let permit = if is_system { None } else { turn.take() };
             // Each on its own task, from the start: a handler that computes before its
             // first wait must not hold up the module's other messages (measured: polling
             // each inline first would save a wake-up, 14% of throughput in the bench).
-            tokio::spawn(handle(shared.clone(), msg, is_system));
+            tokio::spawn(handle(shared.clone(), msg, is_system, permit));
         }
         let _ = business.unsubscribe().await;
         let _ = system.unsubscribe().await;
@@ -89,8 +101,14 @@ pub async fn listen(client: Client, engine: Engine, leader: Option<LeaderFn>) ->
     Ok(Receiver { stop, task })
 }
 
-/// One message: delivered, and answered when the sender waits.
-async fn handle(shared: Arc<Subscribed>, msg: Message, is_system: bool) {
+/// One message: delivered, and answered when the sender waits; its turn (`_turn`)
+/// held until then.
+async fn handle(
+    shared: Arc<Subscribed>,
+    msg: Message,
+    is_system: bool,
+    _turn: Option<tokio::sync::OwnedSemaphorePermit>,
+) {
     let Message {
         subject,
         reply,

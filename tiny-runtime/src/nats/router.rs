@@ -205,6 +205,19 @@ pub(crate) fn request_headers(
     h
 }
 
+/// tiny's `x-message-hops` (the root's hops so far) when above 0, and Go's
+/// `x-reply-deadline` when the hop has one (not on a durable hop: there it is the
+/// run's answer's, written from the run).
+pub(crate) fn limit_headers(h: &mut HeaderMap, hop: &Hop) {
+    let spent = hop.budget.spent();
+    if spent > 0 {
+        h.insert(wire::name(header::HOPS), spent.to_string().as_str());
+    }
+    if let Some(ms) = hop.deadline_unix_ms {
+        h.insert(wire::name(header::REPLY_DEADLINE), ms.to_string().as_str());
+    }
+}
+
 impl RemoteRouter for NatsRouter {
     fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
         let out = Outgoing::from(d);
@@ -212,7 +225,8 @@ impl RemoteRouter for NatsRouter {
             Source::Signal => "",
             Source::Edge { edge_id, .. } => edge_id,
         };
-        let headers = request_headers(&out.to, &out.source, Some(edge_id), out.hop.depth, out.attempt);
+        let mut headers = request_headers(&out.to, &out.source, Some(edge_id), out.hop.depth, out.attempt);
+        limit_headers(&mut headers, &out.hop);
         Box::pin(
             self.clone()
                 .request(module.to_owned(), out.to, headers, out.payload, out.hop),

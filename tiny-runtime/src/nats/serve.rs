@@ -56,6 +56,8 @@ impl Listening {
             edge_id,
             depth,
             attempt,
+            hops,
+            deadline_unix_ms,
         } = hop;
         let inbound = Inbound {
             to,
@@ -63,6 +65,10 @@ impl Listening {
             edge_id,
             depth,
             attempt,
+            hops,
+            // A durable hop's deadline is its run's answer's (Go checks it nowhere):
+            // the run goes on after its origin stops waiting.
+            deadline_unix_ms: if run.is_some() { None } else { deadline_unix_ms },
             payload: payload.into(),
             cancel: self.stopping.child_token(),
             leader: is_system && self.leader.as_ref().is_some_and(|f| f()),

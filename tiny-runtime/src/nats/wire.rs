@@ -21,8 +21,13 @@
 //!
 //! tiny adds, on error replies only, the error's kind, origin and whether it was
 //! relayed (`x-error-kind`, `x-error-origin`, `x-error-relayed`, the names the gRPC
-//! wire uses), and `x-hop-attempt` on retried requests. A Go peer ignores them; a tiny
+//! wire uses), `x-hop-attempt` on retried requests and `x-message-hops` (the hops
+//! the message's root made so far, for the hop budget). A Go peer ignores them; a tiny
 //! sender rebuilds the same [`Error`] from them, so its edge retry policy applies.
+//!
+//! tiny also writes Go's `x-reply-deadline` (Unix ms) on a request whose edge has a
+//! timeout, and drops a request that arrives after it (Go carries the header on
+//! durable hops and checks it nowhere, so a Go peer is unaffected).
 
 use std::time::Duration;
 
@@ -70,6 +75,9 @@ pub mod header {
     pub const ERROR_RELAYED: &str = "x-error-relayed";
     /// tiny's: which attempt of the sender's edge retries a request is (absent: 1).
     pub const ATTEMPT: &str = "x-hop-attempt";
+    /// tiny's: the hops the message's root made so far, in every module (decimal;
+    /// absent for 0). Go has no hop budget, and ignores it.
+    pub const HOPS: &str = "x-message-hops";
     /// W3C trace context, in the canonical MIME case Go's `http.Header` writes.
     pub const TRACEPARENT: &str = "Traceparent";
     /// W3C trace state.
@@ -175,6 +183,10 @@ pub struct HopHeaders<'a> {
     pub depth: u32,
     /// `x-hop-attempt`, 1 when absent or unreadable (a Go sender never sets it).
     pub attempt: u32,
+    /// `x-message-hops`, 0 when absent.
+    pub hops: u32,
+    /// `x-reply-deadline` (Unix ms), when present.
+    pub deadline_unix_ms: Option<u64>,
 }
 
 /// Reads the hop headers of a request that arrived on `subject`: one without `x-to`,
@@ -195,6 +207,22 @@ pub fn hop_headers<'a>(subject: &str, headers: Option<&'a HeaderMap>) -> Result<
             ))
         })?,
     };
+    let hops = match get(headers, header::HOPS).map(str::trim) {
+        None | Some("") => 0,
+        Some(text) => text.parse().map_err(|_| {
+            invalid(format!(
+                "the message for `{to}` has `x-message-hops: {text}`, not a hop count"
+            ))
+        })?,
+    };
+    let deadline_unix_ms = match get(headers, header::REPLY_DEADLINE).map(str::trim) {
+        None | Some("") | Some("0") => None,
+        Some(text) => Some(text.parse().map_err(|_| {
+            invalid(format!(
+                "the message for `{to}` has `x-reply-deadline: {text}`, not Unix milliseconds"
+            ))
+        })?),
+    };
     Ok(HopHeaders {
         to,
         from: get(headers, header::FROM).unwrap_or_default(),
@@ -203,6 +231,8 @@ pub fn hop_headers<'a>(subject: &str, headers: Option<&'a HeaderMap>) -> Result<
         attempt: get(headers, header::ATTEMPT)
             .and_then(|a| a.trim().parse().ok())
             .unwrap_or(1),
+        hops,
+        deadline_unix_ms,
     })
 }
 

@@ -40,6 +40,10 @@ pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: H
         .with_code(crate::error::code::CYCLE)));
     }
     hop.depth += 1;
+    // Each edge is a hop: a fan-out spends one per branch.
+    if hop.budget.spend(outlet.edges.len() as u32) > engine.hop_budget {
+        return Emit::done(Err(over_budget(&outlet.from, engine.hop_budget)));
+    }
     match outlet.edges.len() {
         0 => Emit::done(Ok(Reply::empty())),
         1 => match local(&engine, &outlet, 0, msg, hop, None) {
@@ -48,6 +52,16 @@ pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: H
         },
         _ => Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
     }
+}
+
+/// The refusal of a hop past the root message's budget, from `from`
+/// (`<node>:<port>`). Cold: out of the hop's inline path.
+#[cold]
+fn over_budget(from: &str, budget: u32) -> Error {
+    Error::permanent(format!(
+        "hop budget: the message's root made {budget} hops (the limit) and was stopped at `{from}`"
+    ))
+    .with_code(crate::error::code::HOP_BUDGET)
 }
 
 /// What an emit awaits: its answer already, a hop to a local node, or anything else.
@@ -321,7 +335,8 @@ fn attempts<'a>(
 }
 
 /// Delivers `msg` along `route` once more each time it is called, counting attempts
-/// on from `done` (boxed: only retries and deadlines take this path).
+/// on from `done` (boxed: only retries and deadlines take this path). An edge with a
+/// timeout gives each attempt its deadline, which another module's receiver honours.
 fn again<'a>(
     engine: &'a Inner,
     from: &'a str,
@@ -332,6 +347,19 @@ fn again<'a>(
 ) -> impl FnMut() -> BoxFuture<'a, Result<Reply>> + 'a {
     move || {
         done += 1;
-        Box::pin(engine.deliver(route.delivery(from, msg.clone(), hop.clone(), done)))
+        let mut hop = hop.clone();
+        if let Some(limit) = route.backoff.timeout {
+            hop.deadline_unix_ms = Some(deadline_after(limit, hop.deadline_unix_ms));
+        }
+        Box::pin(engine.deliver(route.delivery(from, msg.clone(), hop, done)))
     }
+}
+
+/// The deadline, in Unix ms, `limit` from now, or `earlier` if that comes first.
+fn deadline_after(limit: std::time::Duration, earlier: Option<u64>) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let at = u64::try_from((now + limit).as_millis()).unwrap_or(u64::MAX);
+    earlier.map_or(at, |e| e.min(at))
 }

@@ -56,10 +56,10 @@ pub use mapping::FAILING_WINDOW;
 pub use observe::{HopEvent, HopKind, Observer, Observers};
 pub use registry::{ComponentEntry, Registry};
 pub use report::{NodeReport, PortReport};
-pub use retry::Backoff;
+pub use retry::{Backoff, MIN_RETRY_DELAY};
 pub use state::ClientFactory;
-pub use table::{Engine, EngineBuilder};
+pub use table::{Engine, EngineBuilder, MAX_IN_FLIGHT};
 pub use trace::{TARGET as TRACE_TARGET, record_outcome};
 
-pub use crate::hop::MAX_DEPTH;
+pub use crate::hop::{HOP_BUDGET, MAX_DEPTH};
 pub(crate) use emitter::NodeEmitter;

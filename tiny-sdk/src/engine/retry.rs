@@ -9,10 +9,18 @@ use crate::{
     flow::RetryPolicy,
 };
 
+/// The shortest wait before a retry, whatever the policy says (`initialDelayMs: 0`
+/// included): a failing target is never hammered in a tight loop.
+pub const MIN_RETRY_DELAY: Duration = Duration::from_millis(10);
+
 /// A compiled [`RetryPolicy`]: parsed and checked once, when the node loads.
 ///
 /// Defaults, when the edge has no policy: 3 attempts, 1 s doubling up to 30 s, no
 /// per-attempt deadline. Permanent errors are never retried.
+///
+/// [`delay`](Self::delay) is the ceiling of a wait, never below [`MIN_RETRY_DELAY`];
+/// the wait itself is drawn at random between the two ("full jitter"), so that the
+/// hops a failure hit at once do not all come back at once.
 ///
 /// ```
 /// use std::time::Duration;
@@ -84,11 +92,26 @@ impl Backoff {
         Ok(b)
     }
 
-    /// The wait after failed attempt `attempt` (1-based).
+    /// The longest wait after failed attempt `attempt` (1-based): the policy's
+    /// exponential delay, capped by its `maxDelayMs`, and never below
+    /// [`MIN_RETRY_DELAY`].
     pub fn delay(&self, attempt: u32) -> Duration {
         let exp = self.coefficient.powi(attempt.saturating_sub(1).min(64) as i32);
         let secs = (self.initial.as_secs_f64() * exp).min(self.max_delay.as_secs_f64());
-        Duration::from_secs_f64(secs.max(0.0))
+        Duration::from_secs_f64(secs.max(0.0)).max(MIN_RETRY_DELAY)
+    }
+
+    /// The wait after failed attempt `attempt` for a draw `unit` in `[0, 1]`: that
+    /// far from [`MIN_RETRY_DELAY`] to [`delay`](Self::delay) (full jitter with a floor).
+    pub fn jittered(&self, attempt: u32, unit: f64) -> Duration {
+        let ceiling = self.delay(attempt);
+        let spread = (ceiling - MIN_RETRY_DELAY).as_secs_f64() * unit.clamp(0.0, 1.0);
+        MIN_RETRY_DELAY + Duration::from_secs_f64(spread)
+    }
+
+    /// The wait after failed attempt `attempt`, drawn at random.
+    fn wait(&self, attempt: u32) -> Duration {
+        self.jittered(attempt, random_unit())
     }
 
     /// Whether `err`, raised by attempt `attempt`, deserves another one.
@@ -158,7 +181,7 @@ impl Backoff {
             }
             tracing::debug!(attempt = n, error = %err, "retrying hop");
             tokio::select! {
-                () = tokio::time::sleep(self.delay(n)) => {}
+                () = tokio::time::sleep(self.wait(n)) => {}
                 () = cancel.cancelled() => {
                     return Err(Error::permanent(format!("cancelled while retrying after: {err}")));
                 }
@@ -168,6 +191,70 @@ impl Backoff {
                 Ok(v) => return Ok(v),
                 Err(e) => err = e,
             }
+        }
+    }
+}
+
+/// A number in `[0, 1]` from the system's generator; `0.5` if it fails (the wait is
+/// then the middle of its range, still above the floor).
+fn random_unit() -> f64 {
+    let mut b = [0u8; 8];
+    match getrandom::fill(&mut b) {
+        Ok(()) => (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64,
+        Err(_) => 0.5,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zero_delay(attempts: u32) -> Backoff {
+        let policy = RetryPolicy {
+            max_attempts: Some(attempts),
+            initial_delay_ms: Some(0),
+            max_delay_ms: Some(0),
+            ..RetryPolicy::default()
+        };
+        Backoff::from_policy(Some(&policy)).expect("a valid policy")
+    }
+
+    #[test]
+    fn the_wait_is_drawn_between_the_floor_and_the_ceiling() {
+        let b = Backoff::default();
+        assert_eq!(b.jittered(1, 0.0), MIN_RETRY_DELAY);
+        assert_eq!(b.jittered(1, 1.0), Duration::from_secs(1));
+        assert_eq!(
+            b.jittered(3, 0.5),
+            MIN_RETRY_DELAY + (Duration::from_secs(4) - MIN_RETRY_DELAY) / 2
+        );
+        // A policy of no delay still waits the floor.
+        assert_eq!(zero_delay(3).delay(1), MIN_RETRY_DELAY);
+        assert_eq!(zero_delay(3).jittered(5, 1.0), MIN_RETRY_DELAY);
+        let waits: std::collections::HashSet<Duration> = (0..32).map(|_| b.wait(4)).collect();
+        assert!(waits.len() > 16, "32 draws gave {} distinct waits", waits.len());
+        assert!(
+            waits
+                .iter()
+                .all(|w| (MIN_RETRY_DELAY..=Duration::from_secs(8)).contains(w))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_delay_policy_waits_the_floor_between_attempts() {
+        let b = zero_delay(100);
+        let start = tokio::time::Instant::now();
+        let mut at = Vec::new();
+        let result: Result<()> = b
+            .run(&CancellationToken::new(), || {
+                at.push(start.elapsed());
+                async { Err(Error::transient("down")) }
+            })
+            .await;
+        assert!(result.is_err());
+        assert_eq!(at.len(), 100);
+        for pair in at.windows(2) {
+            assert_eq!(pair[1] - pair[0], MIN_RETRY_DELAY, "attempts at {at:?}");
         }
     }
 }

@@ -60,6 +60,12 @@ pub(crate) struct Inner {
     /// Per node, the last message it sent that the wire to another module refused
     /// (too large for the broker), for its status.
     pub delivery_failures: std::sync::Mutex<HashMap<String, (std::time::Instant, String)>>,
+    /// The hops one root message may cause.
+    pub hop_budget: u32,
+    /// Turns for messages from other modules ([`Engine::admit`](super::Engine::admit)).
+    pub in_flight: Arc<tokio::sync::Semaphore>,
+    /// How many turns there are.
+    pub in_flight_limit: usize,
 }
 
 impl Inner {

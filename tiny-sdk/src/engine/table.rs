@@ -27,6 +27,10 @@ use super::{
     state::{ClientFactory, Inner, Slot},
 };
 
+/// How many messages from other modules a module handles at once, by default (see
+/// [`EngineBuilder::max_in_flight`]).
+pub const MAX_IN_FLIGHT: usize = 1024;
+
 /// The flow engine of one module.
 ///
 /// ```
@@ -70,6 +74,8 @@ pub struct EngineBuilder {
     secrets: Option<Arc<dyn crate::secret::SecretSource>>,
     runs: Option<Arc<dyn crate::run::RunStore>>,
     answers: Option<Arc<dyn crate::run::AnswerInbox>>,
+    hop_budget: Option<u32>,
+    max_in_flight: Option<usize>,
 }
 
 impl fmt::Debug for EngineBuilder {
@@ -202,6 +208,26 @@ impl EngineBuilder {
         self
     }
 
+    /// The hops one root message may cause in all (default
+    /// [`HOP_BUDGET`](crate::hop::HOP_BUDGET)); the hop past it fails with code
+    /// [`HOP_BUDGET`](crate::error::code::HOP_BUDGET), naming the node and the limit.
+    /// At least 1.
+    #[must_use]
+    pub fn hop_budget(mut self, hops: u32) -> Self {
+        self.hop_budget = Some(hops.max(1));
+        self
+    }
+
+    /// How many messages from other modules the module handles at once (default
+    /// [`MAX_IN_FLIGHT`]): a transport takes a turn ([`Engine::admit`]) before it
+    /// starts a message's task, so a flood waits in the broker's and the client's
+    /// buffers instead of becoming tasks. At least 1.
+    #[must_use]
+    pub fn max_in_flight(mut self, messages: usize) -> Self {
+        self.max_in_flight = Some(messages.max(1));
+        self
+    }
+
     /// The module name.
     pub fn module_name(&self) -> &str {
         &self.module
@@ -209,6 +235,7 @@ impl EngineBuilder {
 
     /// The engine.
     pub fn build(self) -> Engine {
+        let in_flight_limit = self.max_in_flight.unwrap_or(MAX_IN_FLIGHT);
         Engine {
             inner: Arc::new(Inner {
                 module: self.module,
@@ -229,6 +256,9 @@ impl EngineBuilder {
                 answers: self.answers,
                 steps: Default::default(),
                 delivery_failures: std::sync::Mutex::default(),
+                hop_budget: self.hop_budget.unwrap_or(crate::hop::HOP_BUDGET),
+                in_flight: Arc::new(tokio::sync::Semaphore::new(in_flight_limit)),
+                in_flight_limit,
             }),
         }
     }
@@ -247,6 +277,27 @@ impl Engine {
     /// continues that run instead of starting a second one.
     pub async fn starts_run(&self, node: &str, port: &str) -> bool {
         self.inner.starts_run(node, port).await
+    }
+
+    /// A turn to handle one message from another module: waits while
+    /// [`max_in_flight`](EngineBuilder::max_in_flight) messages are being handled.
+    /// Hold the permit until the message is answered.
+    pub async fn admit(&self) -> tokio::sync::OwnedSemaphorePermit {
+        match self.inner.in_flight.clone().acquire_owned().await {
+            Ok(permit) => permit,
+            // Never closed: the engine owns the semaphore and does not close it.
+            Err(_) => unreachable!("the engine's in-flight semaphore is never closed"),
+        }
+    }
+
+    /// The messages from other modules being handled now (taken turns).
+    pub fn in_flight(&self) -> usize {
+        self.max_in_flight_limit() - self.inner.in_flight.available_permits()
+    }
+
+    /// The most messages from other modules handled at once.
+    pub fn max_in_flight_limit(&self) -> usize {
+        self.inner.in_flight_limit
     }
 
     /// Starts configuring an engine.
@@ -472,8 +523,13 @@ impl Engine {
     /// through the router) and waits for the whole chain's reply: the one way in for
     /// signals, other modules' messages and tests that set the hop or send a typed
     /// message (a receiver of its type gets it without JSON in between, see [`Msg`]).
-    pub async fn deliver(&self, delivery: Delivery<'_>) -> Result<Reply> {
+    ///
+    /// A hop with no [`Budget`](crate::Budget) yet is a root message: it gets one here.
+    pub async fn deliver(&self, mut delivery: Delivery<'_>) -> Result<Reply> {
         let attempt = delivery.attempt.max(1);
+        if delivery.hop.budget.is_unset() {
+            delivery.hop.budget = crate::Budget::spent_already(0);
+        }
         self.inner.deliver(delivery.attempt(attempt)).await
     }
 
