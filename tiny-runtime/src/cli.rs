@@ -643,10 +643,11 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         }
         (None, _) => None,
     };
-    let routes = Arc::new(match &jetstream {
+    let routes = match &jetstream {
         Some(js) => Routes::jetstream(pool, crate::jetstream::JetStreamRouter::new(js.clone())),
         None => Routes::for_transport(pool, &transport),
-    });
+    };
+    let routes = Arc::new(routes.advertising(transport.clone()));
     let runtime = Runtime::start(
         client,
         Options {
@@ -659,7 +660,6 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
                     .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
             ),
             carrier: Some(routes),
-            transport: Some(transport.clone()),
             runs: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::RunStore>),
             answers: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::AnswerInbox>),
         },

@@ -23,9 +23,9 @@ use crate::metrics::Metrics;
 pub struct Readiness {
     started: AtomicBool,
     watches: Mutex<BTreeMap<&'static str, WatchState>>,
-    /// The wire to other modules, on a module told to use NATS: not ready while the
-    /// broker does not answer.
-    transport: std::sync::OnceLock<Arc<crate::transport::Transport>>,
+    /// The wire to other modules: not ready while it cannot carry (a module told to
+    /// use NATS, while the broker does not answer).
+    carrier: std::sync::OnceLock<Arc<dyn crate::carrier::Carrier>>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,9 +62,9 @@ impl Readiness {
         self.set(watch, WatchState::Failing(why));
     }
 
-    /// Readiness also depends on `transport` (see [`Transport::check`](crate::transport::Transport::check)).
-    pub fn watch_transport(&self, transport: Arc<crate::transport::Transport>) {
-        let _ = self.transport.set(transport);
+    /// Readiness also depends on `carrier` (see [`Carrier::health`](crate::carrier::Carrier::health)).
+    pub fn watch_carrier(&self, carrier: Arc<dyn crate::carrier::Carrier>) {
+        let _ = self.carrier.set(carrier);
     }
 
     /// `Ok` when ready, else every reason why not.
@@ -82,7 +82,7 @@ impl Readiness {
                 }
             }
         }
-        if let Some(Err(why)) = self.transport.get().map(|t| t.check()) {
+        if let Some(Err(why)) = self.carrier.get().map(|c| c.health()) {
             reasons.push(why);
         }
         if reasons.is_empty() {

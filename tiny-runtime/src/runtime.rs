@@ -45,12 +45,12 @@ pub struct Options {
     /// Address for `/healthz`, `/readyz` and `/metrics`.
     pub probe_addr: Option<SocketAddr>,
     /// How this module reaches other modules: the engine sends their hops through
-    /// it, and the controllers tell it where each module is (a module binary's is
-    /// [`Routes`](crate::transport::Routes)). `None`: no other module is reachable.
+    /// it, the controllers tell it where each module is, and the TinyModule's address,
+    /// `Transport` condition and part of `/readyz` come from it (a module binary's is
+    /// [`Routes`](crate::transport::Routes), [advertising](crate::transport::Routes::advertising)
+    /// its `Transport`). `None`: no other module is reachable, and the module
+    /// advertises `config.grpc_addr`.
     pub carrier: Option<Arc<dyn Carrier>>,
-    /// The wire other modules reach this one on (what the TinyModule advertises, its
-    /// `Transport` condition, and part of `/readyz`). `None`: gRPC at `config.grpc_addr`.
-    pub transport: Option<Arc<crate::transport::Transport>>,
     /// Where durable runs are recorded (the JetStream transport's `TINY_EXEC`):
     /// with it, the engine's runs are durable. `None`: a run's hops are classic ones.
     pub runs: Option<Arc<dyn tiny_sdk::run::RunStore>>,
@@ -70,7 +70,6 @@ impl Options {
             lease_duration: None,
             probe_addr: None,
             carrier: None,
-            transport: None,
             runs: None,
             answers: None,
         }
@@ -171,9 +170,8 @@ impl Runtime {
             tracking.clone(),
         );
         shared.directory = directory;
-        if let Some(transport) = opts.transport {
-            shared.readiness.watch_transport(transport.clone());
-            shared.transport = Some(transport);
+        if let Some(carrier) = &shared.carrier {
+            shared.readiness.watch_carrier(carrier.clone());
         }
         let shared = Arc::new(shared);
         let module = Arc::downgrade(&shared);

@@ -17,7 +17,7 @@ use std::{
     sync::{Arc, Mutex, PoisonError, RwLock},
 };
 
-use futures::future::BoxFuture;
+use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
     jiff::Timestamp,
@@ -208,6 +208,8 @@ impl Transport {
 pub struct Routes {
     direct: Arc<dyn Carrier>,
     broker: Option<Arc<dyn Carrier>>,
+    /// This module's own wire: what it advertises and how it is doing.
+    own: Option<Arc<Transport>>,
     /// Modules whose advertised address no carrier here listens at (a module on NATS,
     /// seen from one that is not), with that address.
     elsewhere: RwLock<HashMap<String, String>>,
@@ -237,8 +239,17 @@ impl Routes {
         Self {
             direct,
             broker,
+            own: None,
             elsewhere: RwLock::default(),
         }
+    }
+
+    /// Tells the cluster what `transport` says of this module's wire: its address,
+    /// its `Transport` condition, its readiness (see [`Carrier::advertised`]).
+    #[must_use]
+    pub fn advertising(mut self, transport: Arc<Transport>) -> Self {
+        self.own = Some(transport);
+        self
     }
 
     fn elsewhere(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, String>> {
@@ -326,7 +337,26 @@ impl Carrier for Routes {
     }
 
     fn health(&self) -> std::result::Result<(), String> {
+        if let Some(own) = &self.own {
+            return own.check();
+        }
         self.direct.health()?;
         self.broker.as_ref().map_or(Ok(()), |b| b.health())
+    }
+
+    fn advertised(&self) -> Option<String> {
+        self.own.as_ref().map(|own| own.advertised())
+    }
+
+    fn condition(&self) -> Option<Condition> {
+        self.own.as_ref()?.condition()
+    }
+
+    fn changes(&self) -> Option<BoxStream<'static, ()>> {
+        let link = self.own.as_ref()?.changes()?;
+        let changed = futures::stream::unfold(link, |mut link| async move {
+            link.changed().await.ok().map(|()| ((), link))
+        });
+        Some(Box::pin(changed))
     }
 }

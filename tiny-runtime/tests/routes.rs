@@ -157,3 +157,34 @@ async fn a_peer_on_a_wire_this_module_lacks_is_refused_by_name() {
     routes.register("b-v0", "tcp://10.0.0.3:50051");
     assert_eq!(carried(&routes, "f.b-v0.x-1", "in").await.expect("carried"), "direct");
 }
+
+#[tokio::test]
+async fn what_the_module_advertises_comes_from_its_carrier() {
+    use tiny_runtime::transport::Transport;
+    // Without a transport of its own, the carrier advertises nothing: the module's
+    // config says its address.
+    let bare = Routes::over(Named::direct("direct", "tcp://"), None);
+    assert_eq!((bare.advertised(), bare.condition().is_none()), (None, true));
+    // On gRPC: its address, no condition, ready.
+    let grpc = Routes::over(Named::direct("direct", "tcp://"), None)
+        .advertising(Arc::new(Transport::grpc("m-v0", "10.0.0.9:50051")));
+    assert_eq!(grpc.advertised().as_deref(), Some("10.0.0.9:50051"));
+    assert!(grpc.condition().is_none() && grpc.health().is_ok());
+    // Told to use NATS with a URL that cannot be used: gRPC's address, and the
+    // condition and readiness say why.
+    let unusable = Routes::over(Named::direct("direct", "tcp://"), None).advertising(Arc::new(
+        Transport::nats_unusable("m-v0", "10.0.0.9:50051", "no host".into()),
+    ));
+    assert_eq!(unusable.advertised().as_deref(), Some("10.0.0.9:50051"));
+    let condition = unusable.condition().expect("a Transport condition");
+    assert_eq!(
+        (
+            condition.type_.as_str(),
+            condition.status.as_str(),
+            condition.reason.as_str()
+        ),
+        ("Transport", "False", "NatsUnusable")
+    );
+    let why = unusable.health().expect_err("not ready");
+    assert!(why.contains("no host") && why.contains("10.0.0.9:50051"), "{why}");
+}

@@ -27,7 +27,6 @@ async fn start_module(client: &Client, ns: &str) -> Runtime {
             lease_duration: None,
             probe_addr: None,
             carrier: None,
-            transport: None,
             runs: None,
             answers: None,
         },

@@ -22,7 +22,8 @@ pub(crate) struct Reconciling {
     pub(crate) metrics: Arc<Metrics>,
     /// Events on TinyNodes.
     pub(crate) recorder: Recorder,
-    /// The way to other modules, whatever the wire: their addresses go here.
+    /// The way to other modules, whatever the wire: their addresses go here, and
+    /// what the TinyModule advertises comes from it (else the config's gRPC address).
     pub(crate) carrier: Option<Arc<dyn Carrier>>,
     /// Hops of tracked flows.
     pub(crate) tracking: Arc<super::tracking::Tracking>,
@@ -35,9 +36,6 @@ pub(crate) struct Reconciling {
     pub(crate) readiness: Arc<crate::health::Readiness>,
     /// The operations the API server refuses now, shown in the TinyModule's status.
     pub(crate) permissions: Arc<crate::permissions::Permissions>,
-    /// The wire to other modules (what the TinyModule advertises), when the binary
-    /// says; else the config's gRPC address.
-    pub(crate) transport: Option<Arc<crate::transport::Transport>>,
     /// Which TinyNodes exist (the node watch's store).
     pub(crate) directory: Arc<super::directory::Directory>,
     /// Failed reconciles, for their backoff.
@@ -73,7 +71,6 @@ impl Reconciling {
             claimed: Mutex::new(HashMap::new()),
             readiness: Arc::default(),
             permissions: Arc::default(),
-            transport: None,
             directory: Arc::default(),
             retries: super::retries::Retries::default(),
         }

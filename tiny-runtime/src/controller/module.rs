@@ -105,7 +105,7 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
         async move {
             let mut leadership = shared.leadership.clone();
             let mut refusals = shared.permissions.subscribe();
-            let mut wire = shared.transport.as_ref().and_then(|t| t.changes());
+            let mut wire = shared.carrier.as_ref().and_then(|c| c.changes());
             // After a failed publish, the next try (doubling, up to 30 s): the platform
             // and other modules read the address and components from it.
             let mut retry: Option<std::time::Duration> = None;
@@ -129,7 +129,7 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
                 };
                 let wire_changed = async {
                     match wire.as_mut() {
-                        Some(w) => w.changed().await.is_ok(),
+                        Some(w) => w.next().await.is_some(),
                         None => std::future::pending().await,
                     }
                 };
@@ -178,9 +178,11 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
 async fn publish(shared: &Reconciling, api: &Api<TinyModule>) -> bool {
     let mut status = module_status(&shared.config, shared.engine.registry());
     status.conditions = vec![shared.permissions.condition(None)];
-    if let Some(transport) = &shared.transport {
-        status.addr = transport.advertised();
-        status.conditions.extend(transport.condition());
+    if let Some(carrier) = &shared.carrier {
+        if let Some(addr) = carrier.advertised() {
+            status.addr = addr;
+        }
+        status.conditions.extend(carrier.condition());
     }
     let patch = Patch::Merge(json!({ "status": status }));
     match api

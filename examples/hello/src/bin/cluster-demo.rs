@@ -51,12 +51,11 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     let config = ModuleConfig::new("examples-v0", "0.1.0", NAMESPACE, "demo-0");
     let module = config.name.clone();
     let transport = Arc::new(Transport::connect(&module, "", Some(&broker.url())).await);
-    let routes = Arc::new(Routes::for_transport(Arc::new(Pool::default()), &transport));
+    let routes = Arc::new(Routes::for_transport(Arc::new(Pool::default()), &transport).advertising(transport.clone()));
     let runtime = Runtime::start(
         client.clone(),
         Options {
             carrier: Some(routes),
-            transport: Some(transport.clone()),
             ..Options::new(config, registry())
         },
     )
