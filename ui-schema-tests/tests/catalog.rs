@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 use tiny_example_common::{
     array_filter::ArrayFilter, array_get::ArrayGet, budget_guard::BudgetGuard, chat::Chat, collect::Collect,
-    display::Display, form::Form, group_by::GroupBy, inject::Inject, retry::Retry, transform::Transform,
+    display::Display, flow_telemetry::FlowTelemetry, form::Form, group_by::GroupBy, inject::Inject, retry::Retry,
+    transform::Transform,
 };
 use tiny_example_http::{
     auth_parse::HttpAuthParse, client::HttpRequest, logql::LogqlQuery, promql::PromqlQuery, server::HttpServer,
@@ -37,6 +38,7 @@ async fn ports(component: &str, settings: Value) -> Value {
         .register::<LogqlQuery>()
         .register::<HttpServer>()
         .register::<HttpRequest>()
+        .register::<FlowTelemetry>()
         .flow(flow.build())
         .build()
         .await
@@ -120,6 +122,17 @@ async fn display_ports() {
 #[tokio::test]
 async fn form_ports() {
     insta::assert_json_snapshot!(ports("form", json!({"context": {"name": ""}})).await);
+}
+
+#[tokio::test]
+async fn flow_telemetry_ports() {
+    insta::assert_json_snapshot!(
+        ports(
+            "flow_telemetry",
+            json!({"otelService": "tinysystems-otel-collector", "otelPort": 2345, "enableErrorPort": true})
+        )
+        .await
+    );
 }
 
 /// With tiny's limits (issue 48): `maxConnections`, `idleTimeout`.

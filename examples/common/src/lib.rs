@@ -1,5 +1,4 @@
-//! `common-module`: the Go common module's components (22 of its 23; not yet
-//! `flow_telemetry`), written with tiny.
+//! `common-module`: the Go common module's components, all 23, written with tiny.
 //!
 //! Names, ports and settings keys are Go's, so a flow built for the Go module loads
 //! unchanged, and the ticker and cron keep what they need on the node under Go's
@@ -31,6 +30,7 @@
 //! | [`display`] | a `_control` view kept in node state, refreshed on reconcile |
 //! | [`form`] | a Submit button, a result line and prefill kept in node state |
 //! | [`inject`] | a value kept in node state (Go's `_state/config`), attached to each message |
+//! | [`flow_telemetry`] | a gRPC client of the platform's otel-collector, settings checked when applied, a bounded paged scan |
 
 pub mod array_filter;
 pub mod array_get;
@@ -43,6 +43,7 @@ pub mod cron;
 pub mod debug;
 pub mod delay;
 pub mod display;
+pub mod flow_telemetry;
 pub mod form;
 pub mod group_by;
 pub mod inject;
@@ -79,6 +80,7 @@ pub fn registry() -> tiny_sdk::engine::Registry {
         .register::<inject::Inject>()
         .register::<display::Display>()
         .register::<form::Form>()
-        .register::<chat::Chat>();
+        .register::<chat::Chat>()
+        .register::<flow_telemetry::FlowTelemetry>();
     r
 }
