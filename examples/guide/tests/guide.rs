@@ -419,6 +419,38 @@ fn the_binary_checks_an_upgrade() {
 /// `--help` names the variables a flag reads, never their values: `TINY_NATS_URL`
 /// holds the broker's token.
 #[test]
+fn a_nats_user_needs_its_password_and_excludes_the_shared_token() {
+    let run = |vars: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
+            .args(["run", "--name", "guide-v0", "--version", "0.1.0"])
+            // Were the flags taken, the module would stop here, at once.
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .envs(vars.iter().copied())
+            .output()
+            .expect("guide-module runs");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Refused before anything starts (clap's usage error), naming the variables' flags.
+    let (code, err) = run(&[("TINY_NATS_USER", "guide-v0")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--nats-password"), "{err}");
+    let (code, err) = run(&[
+        ("TINY_NATS_USER", "guide-v0"),
+        ("TINY_NATS_PASSWORD", "pw"),
+        ("TINY_NATS_TOKEN", "shared"),
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("cannot be used with") && err.contains("--nats-user") && err.contains("--nats-token"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("pw") && !err.contains("shared"),
+        "a value in the error: {err}"
+    );
+}
+
+#[test]
 fn no_help_prints_a_variables_value() {
     const TOKEN: &str = "s3cr3t-t0ken";
     let url = format!("nats://{TOKEN}@127.0.0.1:4222");
@@ -436,6 +468,8 @@ fn no_help_prints_a_variables_value() {
         let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
             .args(&sub)
             .env("TINY_NATS_URL", &url)
+            .env("TINY_NATS_USER", TOKEN)
+            .env("TINY_NATS_PASSWORD", TOKEN)
             .env("SELF_SERVICE_HOST", TOKEN)
             .env("TINY_INGRESS_HOSTNAME_SUFFIX", TOKEN)
             .output()
