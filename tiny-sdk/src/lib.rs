@@ -110,6 +110,11 @@ pub use fast_alloc::FastAlloc;
 /// - `settings = Type`: typed settings on `_settings` (see [`Ctx::settings`]);
 /// - `control = Type`: typed dashboard controls on `_control` ([`Hooks::on_control`]);
 /// - `hooks`: the component implements [`Hooks`] itself.
+/// - `agent_tool(input = "in", output = "out", description = "...")`: a platform agent
+///   may call the component directly ([`AgentTool`], [`engine::Engine::call_tool`]); every
+///   key is optional (Go's defaults `in` and `out`), and a port that does not exist or
+///   points the wrong way is a compile error on its name. The component gets the tag
+///   `agent_tool`, and a description replaces its `info`, as Go's build publishes it.
 /// - `crate = "path"`: the path the generated code names the SDK by, when it is not
 ///   `::tiny_sdk` (a dependency renamed in `Cargo.toml`, a re-export from another
 ///   crate), e.g. `crate = "sdk"` or `crate = "::my_platform::sdk"`.
