@@ -11,9 +11,9 @@ const TOKEN: &str = "s3cr/et@half:two%25";
 
 #[tokio::test]
 async fn a_token_with_url_characters_connects_when_given_on_its_own() {
-    let (port, _, _) = NatsServer::reserve().expect("a port");
-    let broker = NatsServer::start_on(port, TOKEN).await.expect("nats-server starts");
+    let broker = NatsServer::start_with_token(TOKEN).await.expect("nats-server starts");
     assert_eq!(broker.token(), TOKEN);
+    let port = broker.port();
     let url = format!("nats://127.0.0.1:{port}");
 
     let link = Link::connect(&with_token(&url, TOKEN)).await.expect("a URL");

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::{
     error::{Error, io_err},
-    process::{Proc, free_ports, wait_for_port},
+    process::{Proc, wait_for_port},
     token::random_token,
 };
 
@@ -81,6 +81,41 @@ async fn ready(proc: &mut Proc, port: u16, name: &str) -> Result<(), Error> {
     })
 }
 
+/// The client port a broker started with `--port -1 --ports_file_dir dir` bound: read
+/// from the ports file it writes there once it listens.
+async fn bound_port(proc: &mut Proc, dir: &Path) -> Result<u16, Error> {
+    let limit = Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(port) = ports_file_port(dir) {
+            return Ok(port);
+        }
+        if let Some(status) = proc.exited() {
+            return Err(Error::Io {
+                context: "starting nats-server".into(),
+                source: std::io::Error::other(format!("it exited with {status} before writing its ports file")),
+            });
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::Timeout {
+                what: format!("the ports file of nats-server in {}", dir.display()),
+                after: limit,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The port of the `nats` address in a ports file in `dir` (`{"nats":["nats://127.0.0.1:PORT"]}`).
+fn ports_file_port(dir: &Path) -> Option<u16> {
+    let file = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .find(|e| e.path().extension().is_some_and(|x| x == "ports"))?;
+    let ports: serde_json::Value = serde_json::from_slice(&std::fs::read(file.path()).ok()?).ok()?;
+    ports["nats"][0].as_str()?.rsplit(':').next()?.parse().ok()
+}
+
 /// Connects to the broker on `127.0.0.1:port` and reads the `INFO` line it opens with.
 async fn open(port: u16) -> Result<(tokio::io::BufReader<tokio::net::TcpStream>, String), Error> {
     use tokio::io::AsyncBufReadExt as _;
@@ -133,19 +168,16 @@ impl NatsServer {
         Self::launch(None, "", &["--config", &config]).await
     }
 
-    /// A broker on a port and token chosen before it starts: for a test of a module
-    /// that is told a broker's URL before the broker runs ([`reserve`](Self::reserve)).
+    /// A broker on `port`, one a broker had before (a restart in another process), and
+    /// `token`.
     pub async fn start_on(port: u16, token: &str) -> Result<Self, Error> {
         Self::launch(Some(port), token, &[]).await
     }
 
-    /// A free port and a random token for [`start_on`](Self::start_on), and the URL a
-    /// module will reach the broker at.
-    pub fn reserve() -> Result<(u16, String, String), Error> {
-        let [port] = free_ports::<1>()?;
-        let token = random_token()?;
-        let url = format!("nats://{token}@127.0.0.1:{port}");
-        Ok((port, token, url))
+    /// [`start`](Self::start) with the token `token` (one a URL cannot hold as it is,
+    /// say) instead of a random one.
+    pub async fn start_with_token(token: &str) -> Result<Self, Error> {
+        Self::launch(None, token, &[]).await
     }
 
     async fn launch(fixed_port: Option<u16>, token: &str, extra: &[&str]) -> Result<Self, Error> {
@@ -157,13 +189,15 @@ impl NatsServer {
         let token = token.to_owned();
         let name = format!("tiny-test-{}", random_token()?);
         let mut last = None;
+        // The broker binds a free port itself (`-1`) and writes the one it got to a
+        // ports file: no port is chosen by binding and releasing it first, which
+        // another process could take in between.
+        let ports_dir = dir.path().join("ports");
+        std::fs::create_dir_all(&ports_dir).map_err(io_err("creating the ports file folder"))?;
         for _ in 0..3 {
-            let port = match fixed_port {
-                Some(p) => p,
-                None => free_ports::<1>()?[0],
-            };
+            let port_arg = fixed_port.map_or_else(|| "-1".to_owned(), |p| p.to_string());
             let mut cmd = Command::new(&bin);
-            cmd.args(["--addr", "127.0.0.1", "--port", &port.to_string()]);
+            cmd.args(["--addr", "127.0.0.1", "--port", &port_arg]);
             // No token beside a configuration's users: the broker refuses both at once.
             if !token.is_empty() {
                 cmd.arg("--auth").arg(&token);
@@ -172,7 +206,19 @@ impl NatsServer {
                 .args(["--server_name", &name])
                 .args(extra)
                 .current_dir(dir.path());
+            if fixed_port.is_none() {
+                cmd.arg("--ports_file_dir").arg(&ports_dir);
+            }
             let mut proc = Proc::spawn("nats-server", cmd, dir.path().join("nats-server.log"))?;
+            let port = match fixed_port {
+                Some(port) => port,
+                None => {
+                    let port = bound_port(&mut proc, &ports_dir).await?;
+                    // A restart takes the same port, as a broker's clients expect.
+                    proc.replace_arg("-1", &port.to_string());
+                    port
+                }
+            };
             match ready(&mut proc, port, &name).await {
                 Ok(()) => {
                     return Ok(Self {
@@ -183,7 +229,7 @@ impl NatsServer {
                         _dir: dir,
                     });
                 }
-                // Another process took the port between choosing and binding it.
+                // Another process holds the fixed port (a restart's, say).
                 Err(e) => last = Some(e),
             }
         }

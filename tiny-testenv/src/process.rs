@@ -68,6 +68,15 @@ impl Proc {
         Ok(())
     }
 
+    /// From now on, [`restart`](Self::restart) starts it with `new` for the first
+    /// argument that was `old`: a process that chose its own port starts again on the
+    /// one it got.
+    pub(crate) fn replace_arg(&mut self, old: &str, new: &str) {
+        if let Some(arg) = self.recipe.args.iter_mut().find(|a| *a == old) {
+            *arg = new.into();
+        }
+    }
+
     /// Stops the process (`SIGSTOP`), returning once every thread has stopped: a hung
     /// peer, not a dead one.
     pub(crate) fn pause(&self) -> Result<(), Error> {

@@ -358,7 +358,11 @@ async fn a_module_started_before_its_broker_serves_grpc_until_the_broker_answers
     let client = env.client();
     let ns = "early";
     env.create_namespace(ns).await.expect("namespace");
-    let (port, token, url) = NatsServer::reserve().expect("a port");
+    // The broker holds its port from the start but answers nothing until resumed:
+    // to the module, a broker not there yet (no port reserved and released for it).
+    let broker = NatsServer::start().await.expect("nats-server starts");
+    broker.pause().expect("SIGSTOP");
+    let (token, url) = (broker.token().to_owned(), broker.url());
     let mut beta = hello(&env, ns, "beta-0", "beta-v0").nats(&url).start();
     // Go would fall back to gRPC in silence; tiny says so.
     let (code, body) = eventually(
@@ -376,8 +380,8 @@ async fn a_module_started_before_its_broker_serves_grpc_until_the_broker_answers
         .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Transport"));
     assert_eq!(condition.map(|c| c.reason).as_deref(), Some("NatsUnreachable"));
 
-    // The broker starts: the module moves to NATS by itself and the condition clears.
-    let broker = NatsServer::start_on(port, &token).await.expect("nats-server starts");
+    // The broker answers: the module moves to NATS by itself and the condition clears.
+    broker.resume().expect("SIGCONT");
     module_says(&client, ns, "beta-v0", |a| a == "nats://tinymodule.beta-v0.msg", "True").await;
     eventually("/readyz ready", Duration::from_secs(30), || async {
         beta.probe("/readyz").await.filter(|(code, _)| *code == 200)
