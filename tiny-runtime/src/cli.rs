@@ -866,8 +866,12 @@ fn check_upgrade(args: &CheckUpgradeArgs, registry: &Registry) -> ExitCode {
         crate::upgrade::Deployed {
             old: None,
             nodes: Vec::new(),
+            undecodable: Vec::new(),
         }
     };
+    for why in &deployed.undecodable {
+        eprintln!("not checked: {why}");
+    }
     let Some(old) = old.or(deployed.old) else {
         // Nothing published: a first install, or a module that never ran.
         eprintln!(

@@ -14,7 +14,7 @@ use tiny_sdk::{
 
 use crate::{
     config::ModuleConfig,
-    crd::{ModuleComponent, TinyModule, TinyModuleStatus, TinyNode},
+    crd::{Decoded, ModuleComponent, TinyModule, TinyModuleStatus, TinyNode},
 };
 
 /// Why the check could not be made (exit status 2).
@@ -52,6 +52,9 @@ pub(crate) enum CheckError {
 pub(crate) struct Deployed {
     pub old: Option<Vec<ComponentSchema>>,
     pub nodes: Vec<Node>,
+    /// Why each node that does not decode was left out: it runs under no build, so
+    /// an upgrade changes nothing for it.
+    pub undecodable: Vec<String>,
 }
 
 /// The components `<module> components` printed (a snapshot of a build), as the
@@ -129,19 +132,27 @@ pub(crate) async fn from_cluster(
     } else {
         None
     };
-    let nodes = if nodes {
-        let api: Api<TinyNode> = Api::namespaced(client, namespace);
-        api.list(&ListParams::default())
+    let (mut decoded, mut undecodable) = (Vec::new(), Vec::new());
+    if nodes {
+        // One at a time: a malformed node fails alone, not the whole list.
+        let api: Api<Decoded<TinyNode>> = Api::namespaced(client, namespace);
+        for node in api
+            .list(&ListParams::default())
             .await
             .map_err(failed("TinyNodes"))?
             .items
-            .iter()
-            .map(crate::controller::node::to_flow_node)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    Ok(Deployed { old, nodes })
+        {
+            match node.object() {
+                Ok(n) => decoded.push(crate::controller::node::to_flow_node(n)),
+                Err(e) => undecodable.push(e.to_string()),
+            }
+        }
+    }
+    Ok(Deployed {
+        old,
+        nodes: decoded,
+        undecodable,
+    })
 }
 
 /// What `check-upgrade` found.

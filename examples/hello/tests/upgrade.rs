@@ -147,8 +147,27 @@ async fn a_removed_field_an_edge_writes_fails_the_check_and_an_added_one_passes(
     )
     .await;
     common::create_flow(&env.client(), ns, &flow("shop", r#"{ name: "{{$.who}}", title: Dr }"#)).await;
+    // A node whose settings are base64 of something that is not JSON: the API server
+    // takes it; it runs under no build, so it is said and left out, not a failed check.
+    let malformed: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "operator.tinysystems.io/v1alpha1",
+        "kind": "TinyNode",
+        "metadata": {"name": "shop.examples-v0.hello-2"},
+        "spec": {"module": "examples-v0", "component": "hello",
+                 "ports": [{"port": "_settings", "configuration": "bm90IGpzb24="}]}
+    }))
+    .expect("a TinyNode");
+    let resource = kube::api::ApiResource::erase::<tiny_runtime::crd::TinyNode>(&());
+    Api::<kube::api::DynamicObject>::namespaced_with(env.client(), ns, &resource)
+        .create(&PostParams::default(), &malformed)
+        .await
+        .expect("the malformed node created");
     let (code, stdout, stderr) = check(ns, "text");
     assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("not checked: TinyNode `shop.examples-v0.hello-2` does not decode"),
+        "{stderr}"
+    );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(
         lines,
