@@ -463,6 +463,7 @@ fn no_help_prints_a_variables_value() {
         "render",
         "pre-install",
         "pre-delete",
+        "check-upgrade",
     ];
     for sub in subcommands.iter().map(|s| vec![*s, "--help"]).chain([vec!["--help"]]) {
         let out = Command::new(env!("CARGO_BIN_EXE_guide-module"))
