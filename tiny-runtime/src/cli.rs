@@ -208,6 +208,17 @@ struct SendArgs {
     /// Secret): any characters, none of them escaped; it replaces the URL's user info.
     #[arg(long, env = "TINY_NATS_TOKEN")]
     nats_token: Option<String>,
+    /// A NATS user of one's own instead of the shared token (see `run`).
+    #[arg(
+        long,
+        env = "TINY_NATS_USER",
+        conflicts_with = "nats_token",
+        requires = "nats_password"
+    )]
+    nats_user: Option<String>,
+    /// The password of `TINY_NATS_USER`.
+    #[arg(long, env = "TINY_NATS_PASSWORD", requires = "nats_user")]
+    nats_password: Option<String>,
 }
 
 /// `TINY_NATS_TRANSPORT`.
@@ -418,19 +429,12 @@ fn nats_url(url: Option<&str>, token: Option<&str>) -> Option<String> {
     }
 }
 
-/// [`nats_url`] of a module that may have a NATS user of its own (`TINY_NATS_USER`,
-/// `TINY_NATS_PASSWORD`; clap refuses it beside a token).
-fn module_nats_url(args: &RunArgs) -> Option<String> {
-    match (
-        args.nats_url.as_deref(),
-        args.nats_user.as_deref().filter(|u| !u.is_empty()),
-    ) {
-        (Some(url), Some(user)) => Some(crate::nats::with_user(
-            url,
-            user,
-            args.nats_password.as_deref().unwrap_or_default(),
-        )),
-        (url, _) => nats_url(url, args.nats_token.as_deref()),
+/// [`nats_url`] for a NATS user of one's own (`TINY_NATS_USER`, `TINY_NATS_PASSWORD`;
+/// clap refuses it beside a token).
+fn user_nats_url(url: Option<&str>, token: Option<&str>, user: Option<&str>, password: Option<&str>) -> Option<String> {
+    match (url, user.filter(|u| !u.is_empty())) {
+        (Some(url), Some(user)) => Some(crate::nats::with_user(url, user, password.unwrap_or_default())),
+        (url, _) => nats_url(url, token),
     }
 }
 
@@ -627,7 +631,12 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
             .unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())),
     );
     let grpc_addr = config.grpc_addr.clone().unwrap_or_default();
-    let nats_url = module_nats_url(&args);
+    let nats_url = user_nats_url(
+        args.nats_url.as_deref(),
+        args.nats_token.as_deref(),
+        args.nats_user.as_deref(),
+        args.nats_password.as_deref(),
+    );
     let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats_url.as_deref()).await);
     tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();
@@ -957,7 +966,13 @@ async fn send(args: SendArgs) -> Result<(), String> {
     }
     // A target that cannot be sent to is said before connecting.
     crate::nats::envelope(&args.node, &args.port, &opts).map_err(|e| e.to_string())?;
-    let url = nats_url(Some(&args.nats_url), args.nats_token.as_deref()).unwrap_or_default();
+    let url = user_nats_url(
+        Some(&args.nats_url),
+        args.nats_token.as_deref(),
+        args.nats_user.as_deref(),
+        args.nats_password.as_deref(),
+    )
+    .unwrap_or_default();
     let link = crate::nats::Link::connect(&url).await.map_err(|e| e.to_string())?;
     if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
         return Err(format!(

@@ -431,6 +431,26 @@ async fn modules_with_nats_users_of_their_own_answer_and_cannot_subscribe_to_eac
     assert_eq!(got.ok().flatten().map(|m| m.payload.to_vec()), Some(b"probe".to_vec()));
     // And the modules' own traffic goes on, none of it refused by the broker.
     assert_eq!(greet("bob").await, Some(json!({ "answer": "HELLO, BOB!" })));
+    // The command line sends as a user of its own too (here the platform's).
+    let out = std::process::Command::new(common::HELLO)
+        .args([
+            "send",
+            &format!("{ns}.alpha-v0.hello-1"),
+            "input",
+            r#"{"name":"cy"}"#,
+            "--wait",
+        ])
+        .env("TINY_NATS_URL", &url)
+        .env("TINY_NATS_USER", "platform")
+        .env("TINY_NATS_PASSWORD", "platform-pass")
+        .output()
+        .expect("hello-module send");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && printed.contains("HELLO, CY!"),
+        "{printed}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for (module, _) in users {
         let log = std::fs::read_to_string(logs(module)).expect("the module's log");
         assert!(
