@@ -130,8 +130,7 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
         cancel: msg.cancel.into(),
         leader: msg.leader,
         run: msg.run,
-        budget: Budget::spent_already(msg.hops),
-        deadline_unix_ms: msg.deadline_unix_ms,
+        budget: Budget::from_wire(msg.hops, msg.deadline_unix_ms),
     };
     engine
         .deliver(Delivery::new(node, port, source, data).hop(hop).attempt(msg.attempt))

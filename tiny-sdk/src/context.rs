@@ -191,9 +191,9 @@ impl<C: Component> Ctx<C> {
                 cancel: node.stopped.child_token().into(),
                 leader: node.leads(),
                 run: None,
-                // The same root's work: a loop through detached work spends its budget.
-                budget: self.hop.budget.clone(),
-                deadline_unix_ms: None,
+                // The same root's work: a loop through detached work spends its budget;
+                // nobody waits for it, so no deadline.
+                budget: self.hop.budget.without_deadline(),
             },
         };
         let fut = work(ctx);
@@ -231,7 +231,6 @@ impl<C: Component> Ctx<C> {
                 leader: self.hop.leader,
                 run: self.hop.run.clone(),
                 budget: self.hop.budget.clone(),
-                deadline_unix_ms: self.hop.deadline_unix_ms,
             },
         };
         (ctx, cancel)

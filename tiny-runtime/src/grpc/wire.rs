@@ -162,7 +162,7 @@ pub fn write_limits(metadata: &mut MetadataMap, hop: &tiny_sdk::Hop) {
     if spent > 0 {
         metadata.insert(HOPS_KEY, MetadataValue::from(spent));
     }
-    if let Some(ms) = hop.deadline_unix_ms {
+    if let Some(ms) = hop.budget.deadline_unix_ms() {
         metadata.insert(DEADLINE_KEY, MetadataValue::from(ms));
     }
 }

@@ -213,7 +213,7 @@ pub(crate) fn limit_headers(h: &mut HeaderMap, hop: &Hop) {
     if spent > 0 {
         h.insert(wire::name(header::HOPS), spent.to_string().as_str());
     }
-    if let Some(ms) = hop.deadline_unix_ms {
+    if let Some(ms) = hop.budget.deadline_unix_ms() {
         h.insert(wire::name(header::REPLY_DEADLINE), ms.to_string().as_str());
     }
 }

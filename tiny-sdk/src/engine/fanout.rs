@@ -349,17 +349,16 @@ fn again<'a>(
         done += 1;
         let mut hop = hop.clone();
         if let Some(limit) = route.backoff.timeout {
-            hop.deadline_unix_ms = Some(deadline_after(limit, hop.deadline_unix_ms));
+            hop.budget = hop.budget.with_deadline(deadline_after(limit));
         }
         Box::pin(engine.deliver(route.delivery(from, msg.clone(), hop, done)))
     }
 }
 
-/// The deadline, in Unix ms, `limit` from now, or `earlier` if that comes first.
-fn deadline_after(limit: std::time::Duration, earlier: Option<u64>) -> u64 {
+/// The deadline, in Unix ms, `limit` from now.
+fn deadline_after(limit: std::time::Duration) -> u64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let at = u64::try_from((now + limit).as_millis()).unwrap_or(u64::MAX);
-    earlier.map_or(at, |e| e.min(at))
+    u64::try_from((now + limit).as_millis()).unwrap_or(u64::MAX)
 }
