@@ -166,17 +166,24 @@ async fn promql_queries_a_real_prometheus_at_an_instant_and_over_a_range() {
         "an instant query has no points: {series}"
     );
 
-    // A range: points oldest first, the value the newest point's.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    h.send(
-        "n:request",
-        json!({"query": "up{job=\"self\"}", "rangeMinutes": 1, "stepSeconds": 1}),
-    )
-    .await
-    .expect("queried");
-    let out = h.emitted("n:result").pop().expect("a result");
+    // A range: points oldest first, the value the newest point's. Asked until
+    // Prometheus holds two scrapes of itself (one a second), not after a guessed wait.
+    let out = tiny_testkit::eventually("a range of two points", Duration::from_secs(30), || {
+        let h = &h;
+        async move {
+            h.send(
+                "n:request",
+                json!({"query": "up{job=\"self\"}", "rangeMinutes": 1, "stepSeconds": 1}),
+            )
+            .await
+            .expect("queried");
+            let out = h.emitted("n:result").pop().expect("a result");
+            let points = out["series"][0]["points"].as_array().map_or(0, Vec::len);
+            (points >= 2).then_some(out)
+        }
+    })
+    .await;
     let points = out["series"][0]["points"].as_array().expect("points");
-    assert!(points.len() >= 2, "{out}");
     assert!(
         points
             .iter()
