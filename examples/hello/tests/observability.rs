@@ -397,7 +397,28 @@ async fn a_flow_run_across_two_modules_is_one_trace() {
         async move { found }
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await; // anything late would show now
+    // Anything late would show before a later run's spans: each module exports its
+    // spans in the order they end. So a second run, and the first read again after it.
+    let after = signal(
+        &client,
+        "t",
+        "traced-after",
+        "t.alpha-v0.hello-1",
+        "input",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    assert_eq!(
+        after.status.and_then(|s| s.signal_phase()),
+        Some(SignalPhase::Delivered)
+    );
+    eventually("the later run's spans to be exported", Duration::from_secs(30), || {
+        let found = receiver
+            .trace_of_signal("traced-after")
+            .filter(|(_, trace)| trace.len() >= 6);
+        async move { found }
+    })
+    .await;
     let (root, trace) = receiver.trace_of_signal("traced").unwrap_or((root, trace));
     let describe = || {
         trace
