@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tiny_example_http::{client::FORBIDDEN_ADDRESS, client::HttpRequest, server::HttpServer};
-use tiny_sdk::{flow::FlowBuilder, harness::Harness};
+use tiny_sdk::{flow::FlowBuilder, harness::Harness, prelude::*};
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
     net::TcpStream,
@@ -18,8 +18,26 @@ use tokio_util::sync::CancellationToken;
 /// Generous: only a broken feature waits this long.
 const WAIT: Duration = Duration::from_secs(30);
 
+/// Answers after a pause longer than the idle timeout of the test that uses it.
+#[derive(Component, Default, Debug)]
+#[component(name = "late")]
+struct Late {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+#[handlers]
+impl Late {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        // The component's behaviour under test (a slow flow), not a wait for a fact.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        self.out.emit(ctx, msg).await
+    }
+}
+
 async fn harness(flow: tiny_sdk::flow::Flow) -> Harness {
     Harness::builder()
+        .register::<Late>()
         .register::<HttpServer>()
         .register::<HttpRequest>()
         .register::<tiny_example_http::auth_parse::HttpAuthParse>()
@@ -140,6 +158,32 @@ async fn an_idle_connection_is_closed_after_the_idle_timeout() {
     assert_eq!(until_closed(&mut conn).await, "");
     // Not at once: the idle time (1 s) passed first.
     assert!(asked.elapsed() >= Duration::from_millis(900), "{:?}", asked.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_under_way_is_not_idle() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .settings(json!({"idleTimeout": 1}))
+        .edge("srv:request", "late:input", json!("{{$}}"))
+        .node("late", "late")
+        .edge("late:out", "srv:response", json!({"statusCode": 200, "body": "late"}))
+        .build();
+    let h = harness(flow).await;
+    let addr = start(&h, "srv").await;
+    let mut conn = TcpStream::connect(&addr).await.expect("connects");
+    // The flow takes 2.5 s, past the 1 s idle timeout: answered all the same.
+    let answer = request(&mut conn).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("late"),
+        "{answer:?}"
+    );
+    // And the connection was not marked for closing meanwhile: it takes the next one.
+    let again = request(&mut conn).await;
+    assert!(
+        again.starts_with("HTTP/1.1 200") && again.ends_with("late"),
+        "{again:?}"
+    );
 }
 
 #[test]
