@@ -118,8 +118,8 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
     );
 
     // Its own tests: the harness runs the flow file, the schema matches its snapshot.
-    let tested = cargo(&dir, &["test"]);
-    let report = String::from_utf8_lossy(&tested.stdout);
+    let tested = cargo(&dir, &["test", "--message-format", "json"]);
+    let (test_build, report) = artifacts(&String::from_utf8_lossy(&tested.stdout));
     for test in [
         "greets_with_the_word_the_settings_name",
         "the_editor_schema_is_the_reviewed_one",
@@ -132,9 +132,25 @@ async fn a_module_from_the_template_builds_tests_and_runs_its_flow_on_the_contro
     // As `cargo fmt` leaves it, whatever the name's length.
     cargo(&dir, &["fmt", "--check"]);
 
-    // Each component beside the node name a flow gives it.
-    let names = cargo(&dir, &["run", "--", "components", "--names"]);
-    let names = String::from_utf8_lossy(&names.stdout);
+    // Each component beside the node name a flow gives it. The first `cargo run` after
+    // `cargo test` reuses the test build: it compiles no crate but the binary (the
+    // features the dev-dependencies turn on agree with the normal ones: see
+    // tiny-runtime's Cargo.toml). A crate compiled again into the very file the test
+    // build made is not that (a source of tiny's edited in between, as when another
+    // change is under way in this checkout); one compiled into another is.
+    let run = cargo(
+        &dir,
+        &["run", "--message-format", "json", "--", "components", "--names"],
+    );
+    let (run_build, names) = artifacts(&String::from_utf8_lossy(&run.stdout));
+    let again: Vec<&Artifact> = run_build
+        .iter()
+        .filter(|a| !a.fresh && a.target != "my-module" && !test_build.iter().any(|t| t.made_any_of(a)))
+        .collect();
+    assert!(
+        again.is_empty(),
+        "`cargo run` after `cargo test` compiled these again, with other features: {again:#?}"
+    );
     assert!(
         names.contains("show_last\t{flow}.{module}.show-last-{suffix}"),
         "{names}"
@@ -339,6 +355,54 @@ spec:
         stderr.contains("delivered; no reply: `demo.my-module-v0.greet-2` handled the message and answered nothing"),
         "{stderr}"
     );
+}
+
+/// A crate `cargo --message-format json` built (`compiler-artifact`).
+#[derive(Debug)]
+struct Artifact {
+    #[expect(dead_code, reason = "shown by the assertion's message, through `Debug`")]
+    package: String,
+    target: String,
+    /// Compiled by this build (not `fresh`).
+    fresh: bool,
+    /// The files it made, whose names carry the hash of its features and dependencies.
+    files: Vec<String>,
+}
+
+impl Artifact {
+    /// Whether `other` is this crate compiled as this build compiled it: one of the files
+    /// it made is one this build made (`deps/lib<name>-<hash>.rmeta`; a library the
+    /// binary's package is also copied to `lib<name>.rlib`, by one build, not another).
+    fn made_any_of(&self, other: &Artifact) -> bool {
+        other.files.iter().any(|f| self.files.contains(f))
+    }
+}
+
+/// What `cargo --message-format json` built, and the rest of its output: the program's
+/// (or the tests').
+fn artifacts(stdout: &str) -> (Vec<Artifact>, String) {
+    let mut built = Vec::new();
+    let mut rest = String::new();
+    for line in stdout.lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            rest.push_str(line);
+            rest.push('\n');
+            continue;
+        };
+        if message["reason"] == "compiler-artifact" {
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+            built.push(Artifact {
+                package: text(&message["package_id"]),
+                target: text(&message["target"]["name"]),
+                fresh: message["fresh"] == true,
+                files: message["filenames"]
+                    .as_array()
+                    .map(|f| f.iter().map(text).collect())
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    (built, rest)
 }
 
 /// The commands of the guide's section that starts with `heading` that run in the crate
