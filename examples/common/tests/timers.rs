@@ -8,7 +8,9 @@ use support::*;
 // ---------------------------------------------------------------------------------
 // ticker
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Paused time: a `sleep` here returns once every other task is parked, so "no tick
+// after Stop" is read after the ticker's own timers had their turn, not after a guess.
+#[tokio::test(start_paused = true)]
 async fn ticker_starts_from_control_counts_ticks_and_stops() {
     let h = ticker(json!({"delay": 30, "countTicks": true, "context": {"from": "settings"}})).await;
 
@@ -65,7 +67,7 @@ async fn ticker_starts_from_control_counts_ticks_and_stops() {
         .await
         .expect("Stop is pressed");
     let seen = ticks(&h);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_millis(100)).await; // three delays of paused time
     assert_eq!(ticks(&h), seen, "no tick after Stop");
     let expected: Vec<u64> = (1..=seen.len() as u64).collect();
     assert_eq!(seen, expected, "every tick once, in order");
