@@ -31,7 +31,6 @@
 //! and field (`--output json` for machines); exit status 1 when any is breaking, 2 when
 //! the check could not be made. The tiny-module chart runs it as a `pre-upgrade` hook.
 
-
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
 
 use clap::{Parser, Subcommand};
