@@ -38,8 +38,8 @@ pub struct ServerOptions {
     pub keepalive_timeout: Duration,
     /// Whether this replica leads, read per message (default: never).
     pub leader: Option<LeaderFn>,
-    /// The most requests one connection has in flight (default
-    /// [`CONCURRENCY_PER_CONNECTION`]); past it the connection's next stream waits.
+    /// The most requests one connection has in flight (default 256); past it the
+    /// connection's next stream waits.
     /// All connections together are held to the engine's
     /// [`max_in_flight`](tiny_sdk::engine::EngineBuilder::max_in_flight).
     pub concurrency_per_connection: usize,
