@@ -173,7 +173,19 @@ impl EdgeMapping {
     }
 
     /// The target's input for `data`, with the expressions that failed on the way.
+    ///
+    /// Inlined: most edges have no mapping, and that hop should not pay a call into
+    /// the large function that evaluates one (callgrind: about 30 instructions a hop).
+    #[inline]
     pub fn apply(&self, data: Msg, policy: &Policy, site: &Site<'_>) -> Result<(Msg, Failed)> {
+        if matches!(self.mapping, Mapping::Identity) {
+            return Ok((data, None));
+        }
+        self.evaluate(data, policy, site)
+    }
+
+    /// [`apply`](Self::apply) for an edge with a mapping.
+    fn evaluate(&self, data: Msg, policy: &Policy, site: &Site<'_>) -> Result<(Msg, Failed)> {
         let (template, fills) = match &self.mapping {
             Mapping::Identity => return Ok((data, None)),
             Mapping::Template(t) => (t, None),
