@@ -22,12 +22,12 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "cd ../my-module && cargo test",
         "examples/guide/tests/template.rs",
-        r#"let tested = cargo(&dir, &["test"]);"#,
+        r#"let tested = cargo(&dir, &["test", "--message-format", "json"]);"#,
     ),
     (
         "cargo run -- components --names",
         "examples/guide/tests/template.rs",
-        r#"cargo(&dir, &["run", "--", "components", "--names"]);"#,
+        r#"&["run", "--message-format", "json", "--", "components", "--names"],"#,
     ),
     (
         "cargo new --lib my-module",
@@ -118,6 +118,8 @@ const COMMANDS: &[(&str, &str, &str)] = &[
             ns,
             "-f",
             rbac_values.to_str().expect("utf-8"),
+            "-f",
+            declared.to_str().expect("utf-8"),
             "-f",
             values.to_str().expect("utf-8"),"#,
     ),
