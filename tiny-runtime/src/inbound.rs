@@ -130,7 +130,8 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
         cancel: msg.cancel.into(),
         leader: msg.leader,
         run: msg.run,
-        budget: Budget::from_wire(msg.hops, msg.deadline_unix_ms),
+        // A root's hops are at least its depth; senders leave the header out when equal.
+        budget: Budget::from_wire(msg.hops.max(msg.depth), msg.deadline_unix_ms),
     };
     engine
         .deliver(Delivery::new(node, port, source, data).hop(hop).attempt(msg.attempt))

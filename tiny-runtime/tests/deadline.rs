@@ -113,7 +113,10 @@ async fn an_edge_timeout_sends_its_deadline_and_the_root_s_hops() {
     let flow = FlowBuilder::new()
         .module("a")
         .node("f.a.first-1", "relay")
+        .node("f.a.side-1", "relay")
         .node("f.a.ask-1", "relay")
+        // A branch: the root's hops pass its depth, so they travel in `x-message-hops`.
+        .edge("f.a.first-1:out", "f.a.side-1:input", json!("{{$}}"))
         .edge("f.a.first-1:out", "f.a.ask-1:input", json!("{{$}}"))
         .module("b")
         .node("f.b.answer-1", "answer")
@@ -140,8 +143,9 @@ async fn an_edge_timeout_sends_its_deadline_and_the_root_s_hops() {
         (before + 5_000..=after + 5_000).contains(&deadline),
         "deadline {deadline}, sent between {before} and {after}"
     );
-    // The root made two hops by then: first -> ask, ask -> b.
-    assert_eq!(header(&msg, "x-message-hops"), Some("2"));
+    // Two hops deep (first -> ask -> b), three made by then (first -> side as well).
+    assert_eq!(header(&msg, "x-message-depth"), Some("2"));
+    assert_eq!(header(&msg, "x-message-hops"), Some("3"));
     let reply = msg.reply.clone().expect("a request has a reply subject");
     raw.client().publish(reply, "\"ok\"".into()).await.expect("answered");
     let answer = sent.await.expect("joins").expect("a's send gets b's answer");

@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | `x-message-depth` | the hop depth, on requests (as the Go SDK) |
 //! | `x-hop-attempt` | which attempt of the sender's edge retries this is, on requests (absent: 1) |
-//! | `x-message-hops` | the hops the message's root made so far, on requests (absent: 0; tiny's, for the hop budget) |
+//! | `x-message-hops` | the hops the message's root made so far, on requests when more than the depth (absent: the depth; tiny's, for the hop budget) |
 //! | `x-reply-deadline` | when the sender stops waiting, Unix ms, on requests over an edge with a timeout (Go's NATS header name); a later arrival is dropped unrun |
 //! | `traceparent`, `tracestate`, `baggage` | W3C trace context, on requests while traces are exported |
 //! | `x-error-kind` | `transient` or `permanent`, on error statuses |
@@ -155,11 +155,11 @@ pub fn read_depth(metadata: &MetadataMap) -> Result<u32> {
         .map_err(|_| Error::permanent(format!("metadata `{DEPTH_KEY}` is `{text}`, not a hop count")))
 }
 
-/// Puts the root's hops so far and the hop's deadline into request metadata (each
-/// only when there is one).
+/// Puts the root's hops so far (when they pass the depth, which the receiver takes
+/// otherwise) and the hop's deadline (when there is one) into request metadata.
 pub fn write_limits(metadata: &mut MetadataMap, hop: &tiny_sdk::Hop) {
     let spent = hop.budget.spent();
-    if spent > 0 {
+    if spent > hop.depth {
         metadata.insert(HOPS_KEY, MetadataValue::from(spent));
     }
     if let Some(ms) = hop.budget.deadline_unix_ms() {

@@ -205,12 +205,14 @@ pub(crate) fn request_headers(
     h
 }
 
-/// tiny's `x-message-hops` (the root's hops so far) when above 0, and Go's
+/// tiny's `x-message-hops` (the root's hops so far) when they pass the depth, and Go's
 /// `x-reply-deadline` when the hop has one (not on a durable hop: there it is the
-/// run's answer's, written from the run).
+/// run's answer's, written from the run). A chain without branches has made as many
+/// hops as its depth says, so it sends Go's headers alone; the receiver takes the
+/// larger of the two.
 pub(crate) fn limit_headers(h: &mut HeaderMap, hop: &Hop) {
     let spent = hop.budget.spent();
-    if spent > 0 {
+    if spent > hop.depth {
         h.insert(wire::name(header::HOPS), spent.to_string().as_str());
     }
     if let Some(ms) = hop.budget.deadline_unix_ms() {

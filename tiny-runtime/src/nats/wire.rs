@@ -22,7 +22,7 @@
 //! tiny adds, on error replies only, the error's kind, origin and whether it was
 //! relayed (`x-error-kind`, `x-error-origin`, `x-error-relayed`, the names the gRPC
 //! wire uses), `x-hop-attempt` on retried requests and `x-message-hops` (the hops
-//! the message's root made so far, for the hop budget). A Go peer ignores them; a tiny
+//! the message's root made so far, for the hop budget, when more than its depth). A Go peer ignores them; a tiny
 //! sender rebuilds the same [`Error`] from them, so its edge retry policy applies.
 //!
 //! tiny also writes Go's `x-reply-deadline` (Unix ms) on a request whose edge has a
@@ -183,7 +183,7 @@ pub struct HopHeaders<'a> {
     pub depth: u32,
     /// `x-hop-attempt`, 1 when absent or unreadable (a Go sender never sets it).
     pub attempt: u32,
-    /// `x-message-hops`, 0 when absent.
+    /// `x-message-hops`, 0 when absent (the receiver then counts from the depth).
     pub hops: u32,
     /// `x-reply-deadline` (Unix ms), when present.
     pub deadline_unix_ms: Option<u64>,
