@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::TinyNode,
+    crd::{TinyModule, TinyNode},
     runtime::{Options, Runtime},
 };
 use tiny_testkit::{
@@ -242,5 +242,42 @@ async fn stateful_components_keep_gos_state_keys_across_a_module_restart() {
     })
     .await;
     assert!(state(&done, "run-1").is_none());
+    module.stop().await;
+}
+
+/// The components an agent may call are published as Go's build publishes them: the
+/// TinyModule's status tags them `agent_tool`, and only them.
+#[tokio::test]
+async fn the_tinymodule_tags_the_agent_tools() {
+    let env = env().await;
+    let client = env.client();
+    let ns = "tools";
+    env.create_namespace(ns).await.expect("namespace");
+    let module = start_module(&client, ns).await;
+    let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
+    let status = eventually("the module to publish its components", Duration::from_secs(30), || {
+        let modules = modules.clone();
+        async move {
+            modules
+                .get(MODULE)
+                .await
+                .ok()?
+                .status
+                .filter(|s| !s.components.is_empty())
+        }
+    })
+    .await;
+    let mut tagged: Vec<&str> = status
+        .components
+        .iter()
+        .filter(|c| c.tags.iter().any(|t| t == "agent_tool"))
+        .map(|c| c.name.as_str())
+        .collect();
+    tagged.sort_unstable();
+    assert_eq!(
+        tagged,
+        ["array_filter", "array_get", "group_by"],
+        "tagged agent_tool: {tagged:?}"
+    );
     module.stop().await;
 }
