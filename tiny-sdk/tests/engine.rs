@@ -519,7 +519,10 @@ async fn non_retryable_codes_stop_retries() {
     assert_eq!(failures_at(&h, "f:input"), 1);
 }
 
-#[tokio::test]
+/// Paused time: the sleep returns once every other task is parked, so the first
+/// attempt has failed and the edge sits in its ten-minute retry wait when the test
+/// cancels (a sleep of wall time would only make that likely).
+#[tokio::test(start_paused = true)]
 async fn cancellation_stops_a_retry_wait_at_once() {
     let policy = Some(RetryPolicy {
         max_attempts: Some(5),
@@ -532,20 +535,26 @@ async fn cancellation_stops_a_retry_wait_at_once() {
         cancel: cancel.clone().into(),
         ..Hop::default()
     };
-    let canceller = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        canceller.cancel();
+    let engine = h.engine().clone();
+    let sent = tokio::spawn(async move {
+        engine
+            .deliver(
+                Delivery::to("a:input", Msg::from_json(json!("x")))
+                    .expect("an address")
+                    .hop(hop),
+            )
+            .await
     });
-    let sent = h.engine().deliver(
-        Delivery::to("a:input", Msg::from_json(json!("x")))
-            .expect("an address")
-            .hop(hop),
-    );
-    // Bounded only so that a regression fails instead of hanging for ten minutes.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(failures_at(&h, "f:input"), 1, "the first attempt failed");
+    assert!(!sent.is_finished(), "the edge waits to retry");
+    cancel.cancel();
+    // Paused time: a wait that ignores the cancel runs to this bound (before the
+    // retry's ten minutes) and fails, instead of hanging.
     let result = tokio::time::timeout(Duration::from_secs(30), sent)
         .await
-        .expect("cancel ends the wait");
+        .expect("cancel ends the wait")
+        .expect("no panic");
     let err = result.expect_err("cancelled");
     assert!(err.to_string().contains("cancelled while retrying"), "{err}");
     assert_eq!(failures_at(&h, "f:input"), 1);
@@ -826,7 +835,9 @@ impl Stuck {
     }
 }
 
-#[tokio::test]
+/// Paused time: the sleep returns once every other task is parked, so the handler
+/// is under way (parked in its endless wait) when the node is removed.
+#[tokio::test(start_paused = true)]
 async fn a_node_removed_while_its_handler_runs_stops_the_handler() {
     for component in ["stuck", "slow"] {
         let h = harness()
