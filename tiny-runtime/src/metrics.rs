@@ -16,6 +16,7 @@
 //! | `tiny_leader` | gauge | 1 while this replica leads |
 //! | `tiny_hops_total`, `tiny_hop_errors_total` | counter | all messages handled, and failed |
 //! | `tiny_status_writes_total`, `tiny_node_reconciles_total` | counter | TinyNode status writes, node reconciles |
+//! | `tiny_tasks_alive` | gauge | tasks alive in the module's tokio runtime (tokio's `num_alive_tasks`): Go's goroutine count |
 //!
 //! Labels never carry message data, and every labelled family is capped
 //! (10,000 node/port pairs, 16 codes and 16 edges per port, 256 peer modules): past a cap, counts go to a series labelled `_other`, so a flow
@@ -169,6 +170,17 @@ impl Metrics {
             header(&mut out, "tiny_nodes", "gauge", "Nodes of this module by state.");
             let _ = writeln!(out, "tiny_nodes{{state=\"running\"}} {running}");
             let _ = writeln!(out, "tiny_nodes{{state=\"failed\"}} {failed}");
+        }
+        // Read from the runtime that serves `/metrics`, the module's own: a task leak
+        // shows here long before it shows in memory.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            header(
+                &mut out,
+                "tiny_tasks_alive",
+                "gauge",
+                "Tasks alive in this module's tokio runtime (Go's goroutine count).",
+            );
+            let _ = writeln!(out, "tiny_tasks_alive {}", handle.metrics().num_alive_tasks());
         }
         self.ports.render(&mut out);
         grpc().render(&mut out);
@@ -594,6 +606,26 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
         }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_live_task_count_follows_the_runtime() {
+        let tasks = |text: &str| -> Option<u64> {
+            text.lines()
+                .find_map(|l| l.strip_prefix("tiny_tasks_alive "))
+                .and_then(|v| v.parse().ok())
+        };
+        let m = Metrics::default();
+        let before = tasks(&m.render()).expect("the gauge inside a runtime");
+        let parked: Vec<_> = (0..3).map(|_| tokio::spawn(std::future::pending::<()>())).collect();
+        assert_eq!(tasks(&m.render()), Some(before + 3), "{}", m.render());
+        for task in &parked {
+            task.abort();
+        }
+        for task in parked {
+            let _ = task.await;
+        }
+        assert_eq!(tasks(&m.render()), Some(before));
     }
 
     #[test]
