@@ -1,13 +1,16 @@
 //! One shape for every transport to other modules, on the ground floor: gRPC, NATS
-//! and JetStream implement [`Carrier`] as siblings, and
-//! [`Routes`](crate::transport::Routes) chooses among trait objects, so that a later
-//! transport is one more implementation and touches none of the others.
+//! and JetStream implement [`Carrier`] (the sending half) and [`Listen`] (the
+//! receiving half) as siblings; [`Routes`](crate::transport::Routes) chooses among
+//! carriers as trait objects and the module binary starts listeners as trait objects,
+//! so that a later transport is one more implementation and touches none of the others.
 
-use futures::stream::BoxStream;
+use std::{future::Future, task::Poll};
+
+use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use tiny_sdk::engine::{Delivery, RemoteRouter};
+use tiny_sdk::engine::{Delivery, Engine, RemoteRouter};
 
-use crate::discovery::Discovery;
+use crate::{discovery::Discovery, leader::Leadership};
 
 /// Carries hops to other modules' nodes and their replies back: send to a node's
 /// port and await the reply ([`RemoteRouter::route`]), learn where modules are
@@ -55,4 +58,138 @@ pub trait Carrier: RemoteRouter + Discovery + std::fmt::Debug {
     fn changes(&self) -> Option<BoxStream<'static, ()>> {
         None
     }
+}
+
+/// The receiving half of a transport: hands what other modules and the platform send
+/// this one to its engine. gRPC ([`Grpc`](crate::grpc::Grpc)), core NATS
+/// ([`nats::Subscriptions`](crate::nats::Subscriptions)) and JetStream
+/// ([`jetstream::Consumers`](crate::jetstream::Consumers)) implement it as siblings;
+/// the module binary starts the ones it is configured with through this trait alone
+/// ([`listen_all`]).
+pub trait Listen: Send + std::fmt::Debug {
+    /// `grpc`, `nats` or `jetstream`: for logs.
+    fn name(&self) -> &'static str;
+
+    /// Starts handing what arrives to `engine`, each handler told by `leadership`
+    /// whether this replica leads; it goes on until [`Serving::stop`].
+    fn listen(
+        self: Box<Self>,
+        engine: Engine,
+        leadership: Leadership,
+    ) -> BoxFuture<'static, Result<Serving, crate::Error>>;
+}
+
+/// Started listeners ([`Listen::listen`], [`listen_all`]): serve until one ends
+/// ([`until`](Self::until)), then [`stop`](Self::stop).
+#[derive(Default)]
+#[must_use = "a listener whose serving future is never polled serves nothing"]
+pub struct Serving {
+    parts: Vec<Part>,
+}
+
+/// One started listener.
+struct Part {
+    name: &'static str,
+    /// Serving that runs as the caller's future (gRPC's server): polled by
+    /// [`Serving::until`], stopped by being dropped; it ends only when serving does.
+    serve: Option<BoxFuture<'static, Result<(), crate::Error>>>,
+    /// Stops what runs on tasks of its own (a broker's receiver).
+    stop: Option<BoxFuture<'static, ()>>,
+}
+
+impl Serving {
+    /// A listener whose serving is the future `serve`, which ends only when it stops
+    /// serving (`Err` on failure); dropping it stops it.
+    pub fn future(name: &'static str, serve: impl Future<Output = Result<(), crate::Error>> + Send + 'static) -> Self {
+        Self {
+            parts: vec![Part {
+                name,
+                serve: Some(Box::pin(serve)),
+                stop: None,
+            }],
+        }
+    }
+
+    /// A listener that runs on tasks of its own, ended by `stop`.
+    pub fn tasks(name: &'static str, stop: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self {
+            parts: vec![Part {
+                name,
+                serve: None,
+                stop: Some(Box::pin(stop)),
+            }],
+        }
+    }
+
+    /// These listeners and `other`'s, stopped in the reverse order.
+    pub fn and(mut self, other: Serving) -> Self {
+        self.parts.extend(other.parts);
+        self
+    }
+
+    /// The listeners' names, in the order they started.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.parts.iter().map(|p| p.name)
+    }
+
+    /// Serves until `shutdown` resolves (`Ok`) or a listener stops serving of itself:
+    /// `Ok` when it ended, its error when it failed.
+    pub async fn until(&mut self, shutdown: impl Future<Output = ()>) -> Result<(), crate::Error> {
+        let ended = std::future::poll_fn(|cx| {
+            for part in &mut self.parts {
+                if let Some(serve) = part.serve.as_mut()
+                    && let Poll::Ready(result) = serve.as_mut().poll(cx)
+                {
+                    // A finished future is not polled again.
+                    part.serve = None;
+                    return Poll::Ready(result);
+                }
+            }
+            Poll::Pending
+        });
+        tokio::select! {
+            result = ended => result,
+            () = shutdown => Ok(()),
+        }
+    }
+
+    /// Stops every listener: first the ones served as futures (dropped), then the
+    /// others, the last started first.
+    pub async fn stop(self) {
+        let mut parts = self.parts;
+        for part in &mut parts {
+            part.serve = None;
+        }
+        for part in parts.into_iter().rev() {
+            if let Some(stop) = part.stop {
+                stop.await;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+/// Starts every one of `listeners` on `engine`, in order; the first that cannot
+/// start is the error, and the ones started before it are stopped.
+pub async fn listen_all(
+    listeners: Vec<Box<dyn Listen>>,
+    engine: &Engine,
+    leadership: &Leadership,
+) -> Result<Serving, crate::Error> {
+    let mut serving = Serving::default();
+    for listener in listeners {
+        match listener.listen(engine.clone(), leadership.clone()).await {
+            Ok(started) => serving = serving.and(started),
+            Err(e) => {
+                serving.stop().await;
+                return Err(e);
+            }
+        }
+    }
+    Ok(serving)
 }

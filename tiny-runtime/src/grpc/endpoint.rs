@@ -3,12 +3,17 @@
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
+use futures::future::BoxFuture;
 use tiny_sdk::engine::Engine;
 use tokio::net::TcpListener;
 
 use super::{
     pool::{Pool, PoolOptions},
     server::{self, LeaderFn, ServerOptions},
+};
+use crate::{
+    carrier::{Listen, Serving},
+    leader::Leadership,
 };
 
 /// A bound gRPC listener and the pool to other modules.
@@ -78,5 +83,21 @@ impl Grpc {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), tonic::transport::Error> {
         server::serve(engine, self.listener, self.server, shutdown).await
+    }
+}
+
+/// The server is the serving future itself: dropping it stops it at once, in-flight
+/// calls with it.
+impl Listen for Grpc {
+    fn name(&self) -> &'static str {
+        "grpc"
+    }
+
+    fn listen(self: Box<Self>, engine: Engine, leadership: Leadership) -> BoxFuture<'static, Result<Serving, crate::Error>> {
+        let server = self
+            .with_leader(std::sync::Arc::new(move || leadership.is_leader()))
+            .serve(engine);
+        let serve = async move { server.await.map_err(crate::Error::Serve) };
+        Box::pin(std::future::ready(Ok(Serving::future("grpc", serve))))
     }
 }

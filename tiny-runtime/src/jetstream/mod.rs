@@ -12,16 +12,20 @@
 //! - [`config`]: Go's streams, consumers and bucket, field for field.
 //! - [`JetStream`]: the connection's JetStream side, and the run ledger
 //!   ([`RunStore`](tiny_sdk::run::RunStore)) on `TINY_EXEC`.
-//! - [`listen`]: the receiving side (consumers, in-progress, ack/nak/term).
+//! - [`listen`]: the receiving side (consumers, in-progress, ack/nak/term);
+//!   [`Consumers`] starts it, and the reconciler, as a
+//!   [`Listen`](crate::carrier::Listen)er.
 //! - [`JetStreamRouter`]: the sending side.
 //! - [`reconciler`]: the leader's pass over stuck runs.
 
 pub mod config;
+mod consumers;
 mod receiver;
 pub mod reconciler;
 mod router;
 mod stream;
 
+pub use consumers::Consumers;
 pub use receiver::listen;
 pub use router::JetStreamRouter;
 use stream::broker;
