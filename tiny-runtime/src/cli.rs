@@ -38,7 +38,6 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tiny_sdk::engine::Registry;
 
 use crate::{
-    carrier::{Listen, listen_all},
     config::ModuleConfig,
     rbac::Requirements,
     runtime::{LEASE_DURATION, Options, Runtime},
@@ -219,6 +218,45 @@ struct SendArgs {
     /// The password of `TINY_NATS_USER`.
     #[arg(long, env = "TINY_NATS_PASSWORD", requires = "nats_user")]
     nats_password: Option<String>,
+    #[command(flatten)]
+    nkey: NkeyArgs,
+}
+
+/// An nkey or `.creds` file of one's own, instead of a token or a user (`run`, `send`).
+#[derive(Debug, clap::Args)]
+struct NkeyArgs {
+    /// The module's own nkey: a user seed (`SU...`) whose public key the broker gives
+    /// subject permissions (README, "Security"). Never shown.
+    #[arg(
+        long,
+        env = "TINY_NATS_NKEY_SEED",
+        conflicts_with_all = ["nats_token", "nats_user", "nats_nkey_seed_file", "nats_creds"]
+    )]
+    nats_nkey_seed: Option<String>,
+    /// A file holding the nkey user seed (a mounted Secret), instead of `TINY_NATS_NKEY_SEED`.
+    #[arg(
+        long,
+        env = "TINY_NATS_NKEY_SEED_FILE",
+        conflicts_with_all = ["nats_token", "nats_user", "nats_creds"]
+    )]
+    nats_nkey_seed_file: Option<PathBuf>,
+    /// A `.creds` file (a user JWT and its nkey seed, as `nsc` writes them) for a broker
+    /// in operator mode.
+    #[arg(long, env = "TINY_NATS_CREDS", conflicts_with_all = ["nats_token", "nats_user"])]
+    nats_creds: Option<PathBuf>,
+}
+
+impl NkeyArgs {
+    /// What the arguments say about the module's own credentials, read and checked.
+    fn credentials(&self) -> Result<crate::nats::Credentials, crate::nats::LinkError> {
+        use crate::nats::Credentials;
+        match (&self.nats_nkey_seed, &self.nats_nkey_seed_file, &self.nats_creds) {
+            (Some(seed), _, _) => Credentials::nkey("TINY_NATS_NKEY_SEED", seed),
+            (None, Some(path), _) => Credentials::nkey_file(path),
+            (None, None, Some(path)) => Credentials::creds_file(path),
+            (None, None, None) => Ok(Credentials::Url),
+        }
+    }
 }
 
 /// `TINY_NATS_TRANSPORT`.
@@ -315,6 +353,8 @@ struct RunArgs {
     /// The password of `TINY_NATS_USER`.
     #[arg(long, env = "TINY_NATS_PASSWORD", requires = "nats_user")]
     nats_password: Option<String>,
+    #[command(flatten)]
+    nkey: NkeyArgs,
     /// How modules talk over NATS: `core` (request/reply, at most once) or `jetstream` (every hop
     /// stored in Go's streams; durable runs that survive a crash, recorded in the KV `TINY_EXEC`).
     /// Every module on one broker must use the same.
@@ -637,11 +677,10 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         args.nats_user.as_deref(),
         args.nats_password.as_deref(),
     );
-    let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats_url.as_deref()).await);
+    let transport =
+        Arc::new(Transport::connect_with(&config.name, &grpc_addr, nats_url.as_deref(), args.nkey.credentials()).await);
     tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();
-    // The transports configured: gRPC always, a broker beside it when there is one.
-    let mut listeners: Vec<Box<dyn Listen>> = vec![Box::new(grpc)];
     let jetstream = match (transport.link(), args.nats_transport) {
         (Some(link), NatsMode::JetStream) => Some(crate::jetstream::JetStream::new(
             link.clone(),
@@ -654,19 +693,6 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         }
         (None, _) => None,
     };
-    match (transport.link(), &jetstream) {
-        (Some(_), Some(js)) => {
-            let reconcile = tiny_sdk::run::ReconcileSettings {
-                interval: Duration::from_secs(args.run_reconcile_interval.max(1)),
-                stale: Duration::from_secs(args.run_stale_after),
-                gc_after: Duration::from_secs(args.run_gc_after),
-                max_redrives: args.run_max_redrives,
-            };
-            listeners.push(Box::new(crate::jetstream::Consumers::new(js.clone(), reconcile)));
-        }
-        (Some(link), None) => listeners.push(Box::new(crate::nats::Subscriptions::new(link.client().clone()))),
-        (None, _) => {}
-    }
     let routes = match &jetstream {
         Some(js) => Routes::jetstream(pool, crate::jetstream::JetStreamRouter::new(js.clone())),
         None => Routes::for_transport(pool, &transport),
@@ -689,19 +715,50 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         },
     )
     .await?;
-    // The broker's subscriptions wait in the client until the broker answers.
-    let mut serving = listen_all(listeners, runtime.engine(), &runtime.leadership()).await?;
+    let leadership = runtime.leadership();
+    let leader: crate::remote::LeaderFn = Arc::new(move || leadership.is_leader());
+    // Beside gRPC: the subscriptions wait in the client until the broker answers.
+    let receiver = match (transport.link(), &jetstream) {
+        (Some(_), Some(js)) => Some(crate::jetstream::listen(
+            js.clone(),
+            runtime.engine().clone(),
+            Some(leader.clone()),
+        )),
+        (Some(link), None) => Some(
+            crate::nats::listen(link.client().clone(), runtime.engine().clone(), Some(leader.clone()))
+                .await
+                .map_err(crate::Error::Nats)?,
+        ),
+        (None, _) => None,
+    };
+    let reconciler = jetstream.as_ref().map(|js| {
+        let settings = tiny_sdk::run::ReconcileSettings {
+            interval: Duration::from_secs(args.run_reconcile_interval.max(1)),
+            stale: Duration::from_secs(args.run_stale_after),
+            gc_after: Duration::from_secs(args.run_gc_after),
+            max_redrives: args.run_max_redrives,
+        };
+        crate::jetstream::reconciler::spawn(js.clone(), runtime.leadership(), settings)
+    });
+    let server = grpc.with_leader(leader).serve(runtime.engine().clone());
     if let Some(addr) = runtime.probe_addr {
         tracing::info!(%addr, "probes and metrics");
         println!("probe-addr {addr}");
     }
-    serving
-        .until(async {
-            shutdown_signal().await;
-            tracing::info!("shutting down");
-        })
-        .await?;
-    serving.stop().await;
+    tokio::select! {
+        r = server => {
+            if let Err(e) = r {
+                return Err(crate::Error::Serve(e));
+            }
+        }
+        _ = shutdown_signal() => tracing::info!("shutting down"),
+    }
+    if let Some(reconciler) = reconciler {
+        reconciler.abort();
+    }
+    if let Some(receiver) = receiver {
+        receiver.stop().await;
+    }
     runtime.stop().await;
     Ok(())
 }
@@ -957,7 +1014,10 @@ async fn send(args: SendArgs) -> Result<(), String> {
         args.nats_password.as_deref(),
     )
     .unwrap_or_default();
-    let link = crate::nats::Link::connect(&url).await.map_err(|e| e.to_string())?;
+    let credentials = args.nkey.credentials().map_err(|e| e.to_string())?;
+    let link = crate::nats::Link::connect_with_credentials(&url, None, &credentials)
+        .await
+        .map_err(|e| e.to_string())?;
     if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
         return Err(format!(
             "the NATS broker at {} did not answer within {} s",

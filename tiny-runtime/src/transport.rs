@@ -33,7 +33,7 @@ use crate::{
     discovery::Discovery,
     grpc::Pool,
     jetstream::JetStreamRouter,
-    nats::{Link, LinkState, NatsRouter, wire},
+    nats::{Credentials, Link, LinkError, LinkState, NatsRouter, wire},
 };
 
 /// The TinyModule condition that says whether the module is on the wire it was told
@@ -83,10 +83,26 @@ impl Transport {
     /// (on gRPC while the broker does not answer); a URL that cannot be used is logged
     /// and shown. No URL: gRPC.
     pub async fn connect(module: &str, grpc_addr: &str, nats_url: Option<&str>) -> Self {
+        Self::connect_with(module, grpc_addr, nats_url, Ok(Credentials::Url)).await
+    }
+
+    /// [`connect`](Self::connect) proving who the module is with `credentials` (its
+    /// own nkey or `.creds` file); credentials that could not be read make NATS
+    /// unusable, as a bad URL does, and say why.
+    pub async fn connect_with(
+        module: &str,
+        grpc_addr: &str,
+        nats_url: Option<&str>,
+        credentials: Result<Credentials, LinkError>,
+    ) -> Self {
         let Some(url) = nats_url.map(str::trim).filter(|u| !u.is_empty()) else {
             return Self::grpc(module, grpc_addr);
         };
-        match Link::connect_as(url, module).await {
+        let link = match credentials {
+            Ok(c) => Link::connect_with_credentials(url, Some(module), &c).await,
+            Err(e) => Err(e),
+        };
+        match link {
             Ok(link) => {
                 if link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
                     // What the broker takes, read once at connect: components whose

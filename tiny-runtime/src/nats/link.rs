@@ -48,6 +48,22 @@ pub enum LinkError {
         /// What is wrong.
         reason: String,
     },
+    /// An nkey seed or `.creds` file that cannot be used; the seed itself is never
+    /// in the message.
+    #[error("{what}: {reason}")]
+    Credentials {
+        /// Where the credentials came from: the variable, or the file's path.
+        what: String,
+        /// What is wrong with them.
+        reason: CredentialsProblem,
+    },
+    /// The URL carries a token or a user beside an nkey or `.creds` file: one way of
+    /// saying who the module is, not two the broker would choose between.
+    #[error("TINY_NATS_URL `{url}` carries credentials beside an nkey or a .creds file: give one of them")]
+    TwoCredentials {
+        /// The URL, its credentials masked.
+        url: String,
+    },
     /// The client could not be made.
     #[error("connecting to {url}: {source}")]
     Connect {
@@ -57,6 +73,126 @@ pub enum LinkError {
         #[source]
         source: async_nats::ConnectError,
     },
+}
+
+/// What is wrong with an nkey seed or a `.creds` file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CredentialsProblem {
+    /// The file could not be read.
+    #[error("cannot be read")]
+    Unreadable,
+    /// Empty, or only white space.
+    #[error("is empty")]
+    Empty,
+    /// Not an nkey seed (`SU...`, as `nk -gen user` or the `nkeys` crate writes one).
+    #[error("is not an nkey seed (a user seed starts with `SU`)")]
+    NotASeed,
+    /// A seed, but of an operator, account or server, not of a user.
+    #[error("is the seed of an operator, account or server key, not of a user (`SU...`)")]
+    NotAUserSeed,
+    /// Not a `.creds` file: no user JWT and nkey seed between their `-----BEGIN` lines.
+    #[error("is not a .creds file (a user JWT and its nkey seed, as `nsc` writes them)")]
+    NotCreds,
+}
+
+/// How the module proves to the broker who it is, beside what the URL carries: an
+/// nkey of its own (the broker knows its public key and gives it subject permissions)
+/// or a `.creds` file (a user JWT and its seed, for a broker in operator mode). The
+/// seed stays in memory only: `Debug` shows which kind and the public key, never the
+/// seed.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum Credentials {
+    /// What the URL carries (a token, a user and password), or nothing.
+    #[default]
+    Url,
+    /// An nkey user seed (`SU...`).
+    Nkey {
+        /// The seed.
+        seed: String,
+        /// Its public key (`U...`), the name the broker knows it by.
+        public: String,
+    },
+    /// The text of a `.creds` file.
+    Creds {
+        /// The text (a JWT and a seed).
+        text: String,
+        /// Where it was read, for messages.
+        path: String,
+    },
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credentials::Url => f.write_str("Credentials::Url"),
+            Credentials::Nkey { public, .. } => f
+                .debug_struct("Credentials::Nkey")
+                .field("public", public)
+                .finish_non_exhaustive(),
+            Credentials::Creds { path, .. } => f
+                .debug_struct("Credentials::Creds")
+                .field("path", path)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+impl Credentials {
+    /// An nkey user seed given in `what` (a variable's name, for messages), checked
+    /// now: a bad seed is an error naming `what`, not a connection that never comes up.
+    pub fn nkey(what: &str, seed: &str) -> Result<Self, LinkError> {
+        let problem = |reason| LinkError::Credentials {
+            what: what.to_owned(),
+            reason,
+        };
+        let seed = seed.trim();
+        if seed.is_empty() {
+            return Err(problem(CredentialsProblem::Empty));
+        }
+        let pair = nkeys::KeyPair::from_seed(seed).map_err(|_| problem(CredentialsProblem::NotASeed))?;
+        if pair.key_pair_type() != nkeys::KeyPairType::User {
+            return Err(problem(CredentialsProblem::NotAUserSeed));
+        }
+        Ok(Credentials::Nkey {
+            seed: seed.to_owned(),
+            public: pair.public_key(),
+        })
+    }
+
+    /// An nkey user seed read from the file at `path` (a mounted Secret).
+    pub fn nkey_file(path: &std::path::Path) -> Result<Self, LinkError> {
+        let what = format!("the nkey seed file {}", path.display());
+        let text = std::fs::read_to_string(path).map_err(|_| LinkError::Credentials {
+            what: what.clone(),
+            reason: CredentialsProblem::Unreadable,
+        })?;
+        Self::nkey(&what, &text)
+    }
+
+    /// The `.creds` file at `path` (a user JWT and its seed), read and checked now.
+    pub fn creds_file(path: &std::path::Path) -> Result<Self, LinkError> {
+        let shown = path.display().to_string();
+        let problem = |reason| LinkError::Credentials {
+            what: format!("the .creds file {shown}"),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|_| problem(CredentialsProblem::Unreadable))?;
+        if text.trim().is_empty() {
+            return Err(problem(CredentialsProblem::Empty));
+        }
+        // The client's own reading, so that what is checked is what will be sent.
+        ConnectOptions::new()
+            .credentials(&text)
+            .map_err(|_| problem(CredentialsProblem::NotCreds))?;
+        Ok(Credentials::Creds { text, path: shown })
+    }
+
+    /// `true` unless the URL alone says who the module is.
+    pub fn is_own(&self) -> bool {
+        !matches!(self, Credentials::Url)
+    }
 }
 
 /// A connection to the broker that reconnects by itself.
@@ -228,7 +364,7 @@ impl Link {
     /// sent and subscribed until the broker answers. [`wait_up`](Self::wait_up)
     /// waits for the first connection.
     pub async fn connect(url: &str) -> Result<Link, LinkError> {
-        Self::connect_with(url, None).await
+        Self::connect_with(url, None, &Credentials::Url).await
     }
 
     /// [`connect`](Self::connect) for module `module`: its reply inboxes are
@@ -236,11 +372,25 @@ impl Link {
     /// inboxes only (a module that could subscribe to `_INBOX.>` would read every other
     /// module's answers). The inbox is opaque to whoever answers: the wire is Go's.
     pub async fn connect_as(url: &str, module: &str) -> Result<Link, LinkError> {
-        Self::connect_with(url, Some(inbox_prefix(module))).await
+        Self::connect_with(url, Some(inbox_prefix(module)), &Credentials::Url).await
     }
 
-    async fn connect_with(url: &str, inbox: Option<String>) -> Result<Link, LinkError> {
+    /// [`connect`](Self::connect), or [`connect_as`](Self::connect_as) when `module`
+    /// is given, proving who it is with `credentials` (an nkey or a `.creds` file);
+    /// the URL must then carry no token or user of its own.
+    pub async fn connect_with_credentials(
+        url: &str,
+        module: Option<&str>,
+        credentials: &Credentials,
+    ) -> Result<Link, LinkError> {
+        Self::connect_with(url, module.map(inbox_prefix), credentials).await
+    }
+
+    async fn connect_with(url: &str, inbox: Option<String>, credentials: &Credentials) -> Result<Link, LinkError> {
         let target = parse_url(url)?;
+        if credentials.is_own() && (target.token.is_some() || target.user.is_some()) {
+            return Err(LinkError::TwoCredentials { url: target.shown });
+        }
         let (tx, state) = watch::channel(LinkState::Connecting);
         let mut opts = ConnectOptions::new()
             .name("tiny-module")
@@ -262,6 +412,16 @@ impl Link {
         }
         if let Some((user, pass)) = target.user.clone() {
             opts = opts.user_and_password(user, pass);
+        }
+        match credentials {
+            Credentials::Url => {}
+            Credentials::Nkey { seed, .. } => opts = opts.nkey(seed.clone()),
+            Credentials::Creds { text, path } => {
+                opts = opts.credentials(text).map_err(|_| LinkError::Credentials {
+                    what: format!("the .creds file {path}"),
+                    reason: CredentialsProblem::NotCreds,
+                })?;
+            }
         }
         let servers: Vec<async_nats::ServerAddr> = target
             .servers
@@ -412,6 +572,73 @@ mod tests {
         assert!(e.contains("has no host:port") && !e.contains("tok"), "{e}");
         assert!(parse_url(" , ").is_err());
         assert!(parse_url("nats:///path").is_err());
+    }
+
+    #[test]
+    fn an_nkey_seed_is_checked_and_never_shown() {
+        let user = nkeys::KeyPair::new_user();
+        let seed = user.seed().unwrap();
+        let c = Credentials::nkey("TINY_NATS_NKEY_SEED", &format!(" {seed}\n")).unwrap();
+        let shown = format!("{c:?}");
+        assert!(shown.contains(&user.public_key()) && !shown.contains(&seed), "{shown}");
+        let e = Credentials::nkey("TINY_NATS_NKEY_SEED", "SUnotaseed").unwrap_err();
+        assert!(matches!(
+            &e,
+            LinkError::Credentials {
+                reason: CredentialsProblem::NotASeed,
+                ..
+            }
+        ));
+        assert!(e.to_string().starts_with("TINY_NATS_NKEY_SEED: ") && !e.to_string().contains("SUnotaseed"));
+        let account = nkeys::KeyPair::new_account().seed().unwrap();
+        let e = Credentials::nkey("X", &account).unwrap_err();
+        assert!(matches!(
+            e,
+            LinkError::Credentials {
+                reason: CredentialsProblem::NotAUserSeed,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_creds_file_that_is_not_one_is_refused_naming_it() {
+        let dir = std::env::temp_dir().join(format!("tiny-creds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("module.creds");
+        std::fs::write(&path, "SUsomething that is no creds file").unwrap();
+        let e = Credentials::creds_file(&path).unwrap_err();
+        assert!(matches!(
+            e,
+            LinkError::Credentials {
+                reason: CredentialsProblem::NotCreds,
+                ..
+            }
+        ));
+        assert!(
+            e.to_string().contains("module.creds") && !e.to_string().contains("SUsomething"),
+            "{e}"
+        );
+        let e = Credentials::creds_file(&dir.join("missing.creds")).unwrap_err();
+        assert!(matches!(
+            e,
+            LinkError::Credentials {
+                reason: CredentialsProblem::Unreadable,
+                ..
+            }
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_nkey_beside_a_token_in_the_url_is_refused() {
+        let seed = nkeys::KeyPair::new_user().seed().unwrap();
+        let c = Credentials::nkey("TINY_NATS_NKEY_SEED", &seed).unwrap();
+        let e = Link::connect_with_credentials("nats://tok@127.0.0.1:1", None, &c)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, LinkError::TwoCredentials { .. }), "{e}");
+        assert!(!e.to_string().contains("tok@"), "{e}");
     }
 
     #[test]

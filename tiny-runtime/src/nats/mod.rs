@@ -9,8 +9,7 @@
 //! - [`wire`]: subjects, header names, replies.
 //! - [`Link`]: the connection (Go's options; reconnects by itself; says whether the
 //!   broker answers).
-//! - [`listen`]: the receiving side, over an [`Engine`](tiny_sdk::engine::Engine);
-//!   [`Subscriptions`] starts it as a [`Listen`](crate::carrier::Listen)er.
+//! - [`listen`]: the receiving side, over an [`Engine`](tiny_sdk::engine::Engine).
 //! - [`NatsRouter`]: the sending side, the engine's
 //!   [`RemoteRouter`](tiny_sdk::engine::RemoteRouter).
 //! - [`send`]: a message into a node from outside a flow (Go's `wire.Publish`; the
@@ -24,13 +23,14 @@ mod receiver;
 pub(crate) mod router;
 mod send;
 pub(crate) mod serve;
-mod subscriptions;
 pub(crate) mod trace;
 pub mod wire;
 
-pub use link::{CONNECT_TIMEOUT, Link, LinkError, LinkState, RECONNECT_WAIT, inbox_prefix, with_token, with_user};
+pub use link::{
+    CONNECT_TIMEOUT, Credentials, CredentialsProblem, Link, LinkError, LinkState, RECONNECT_WAIT, inbox_prefix,
+    with_token, with_user,
+};
 pub use receiver::{Receiver, listen};
 pub use router::NatsRouter;
 pub(crate) use send::envelope;
 pub use send::{SendOptions, send};
-pub use subscriptions::Subscriptions;

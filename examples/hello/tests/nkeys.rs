@@ -1,0 +1,171 @@
+//! A module is who it says it is, by nkey (issue 48), on a real control plane and a real
+//! `nats-server` whose users are nkeys with the subject permissions the README's
+//! "Security" gives: alpha reads its seed from `TINY_NATS_NKEY_SEED`, beta from a file
+//! (`TINY_NATS_NKEY_SEED_FILE`, as the chart mounts it); a hop goes alpha -> beta ->
+//! alpha, and a client holding alpha's seed is refused beta's subject by the broker.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{create_flow, env, eventually, hello, nodes_ready, round_trip};
+use kube::Api;
+use serde_json::json;
+use tiny_runtime::{
+    crd::TinyModule,
+    nats::{Link, SendOptions, send, with_user},
+};
+use tiny_testenv::NatsServer;
+
+/// The broker's side: the platform a user with a password and every subject; each module
+/// an nkey (its public key) allowed its own subjects and inboxes only.
+fn broker_config(modules: &[(&str, String)], platform: &str) -> String {
+    let mut out = String::from("authorization {\n  users = [\n");
+    out.push_str(&format!(
+        "    {{ user: \"platform\", password: \"{platform}\", permissions: {{ publish: \">\", subscribe: \">\" }} }}\n"
+    ));
+    for (module, public) in modules {
+        out.push_str(&format!(
+            r#"    {{ nkey: "{public}", permissions: {{
+        publish: {{ allow: ["tinymodule.*.msg", "$JS.API.STREAM.INFO.module-edges"] }}
+        subscribe: {{ allow: ["tinymodule.{module}.msg {module}", "tinymodule.{module}.sysmsg", "_INBOX.{module}.>"] }}
+        allow_responses: true
+    }} }}
+"#
+        ));
+    }
+    out.push_str("  ]\n}\n");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_other() {
+    let env = env().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alpha = nkeys::KeyPair::new_user();
+    let beta = nkeys::KeyPair::new_user();
+    let alpha_seed = alpha.seed().expect("alpha's seed");
+    let beta_seed = beta.seed().expect("beta's seed");
+    let beta_seed_file = dir.path().join("beta.nk");
+    std::fs::write(&beta_seed_file, format!("{beta_seed}\n")).expect("seed file");
+    let config = dir.path().join("nats.conf");
+    let keys = [("alpha-v0", alpha.public_key()), ("beta-v0", beta.public_key())];
+    std::fs::write(&config, broker_config(&keys, "platform-pass")).expect("config");
+    let broker = NatsServer::start_with_config(&config)
+        .await
+        .expect("nats-server starts");
+    let url = format!("nats://127.0.0.1:{}", broker.port());
+    let ns = "own-nkeys";
+    env.create_namespace(ns).await.expect("namespace");
+    let client = env.client();
+    let logs = |module: &str| dir.path().join(format!("{module}.log"));
+    let seed_file = beta_seed_file.display().to_string();
+    let _modules = [
+        hello(&env, ns, "alpha-v0-0", "alpha-v0")
+            .nats(&url)
+            .env("TINY_NATS_NKEY_SEED", &alpha_seed)
+            .env("RUST_LOG", "info")
+            .logs(logs("alpha-v0"))
+            .start(),
+        hello(&env, ns, "beta-v0-0", "beta-v0")
+            .nats(&url)
+            .env("TINY_NATS_NKEY_SEED_FILE", &seed_file)
+            .env("RUST_LOG", "info")
+            .logs(logs("beta-v0"))
+            .start(),
+    ];
+    let flow = create_flow(&client, ns, &round_trip(ns, None)).await;
+    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
+    nodes_ready(&client, ns, &names).await;
+    // Both advertise NATS: the broker took each one's nkey.
+    let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
+    for (module, _) in &keys {
+        eventually(
+            &format!("{module} to advertise NATS"),
+            Duration::from_secs(60),
+            || async {
+                let m = modules.get(module).await.ok()?;
+                m.status.filter(|s| s.addr.starts_with("nats://")).map(|_| ())
+            },
+        )
+        .await;
+    }
+
+    let platform = Link::connect(&with_user(&url, "platform", "platform-pass"))
+        .await
+        .expect("a URL");
+    assert!(platform.wait_up(Duration::from_secs(10)).await, "the platform connects");
+    let greet = |name: &'static str| {
+        let nats = platform.client().clone();
+        let node = format!("{ns}.alpha-v0.hello-1");
+        async move {
+            send(
+                &nats,
+                &node,
+                "input",
+                serde_json::to_vec(&json!({ "name": name })).unwrap_or_default(),
+                &SendOptions::default().wait(),
+            )
+            .await
+            .expect("answers")
+            .and_then(|r| r.into_value())
+        }
+    };
+    // alpha -> beta -> alpha, each hop under its module's nkey and permissions.
+    assert_eq!(greet("ada").await, Some(json!({ "answer": "HELLO, ADA!" })));
+
+    // A client holding alpha's seed: beta's subject is refused by the broker (a
+    // permissions violation, sent as the subscription is made).
+    let (events, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let spy = async_nats::ConnectOptions::with_nkey(alpha_seed.clone())
+        .event_callback(move |event| {
+            let events = events.clone();
+            async move {
+                let _ = events.send(event);
+            }
+        })
+        .connect(&url)
+        .await
+        .expect("alpha's nkey connects");
+    let _theirs = spy.subscribe("tinymodule.beta-v0.msg").await.expect("SUB sent");
+    let refused = eventually(
+        "the broker to refuse alpha's subscription to beta's subject",
+        Duration::from_secs(10),
+        || {
+            let event = seen.try_recv().ok();
+            async move {
+                match event {
+                    Some(async_nats::Event::ServerError(async_nats::ServerError::Other(text))) => Some(text),
+                    _ => None,
+                }
+            }
+        },
+    )
+    .await;
+    assert!(
+        refused.to_lowercase().contains("permissions violation") && refused.contains("tinymodule.beta-v0.msg"),
+        "{refused}"
+    );
+    // A key the broker does not know is not let in at all.
+    let stranger = async_nats::ConnectOptions::with_nkey(nkeys::KeyPair::new_user().seed().expect("seed"))
+        .connect(&url)
+        .await;
+    assert!(
+        matches!(&stranger, Err(e) if e.kind() == async_nats::ConnectErrorKind::AuthorizationViolation),
+        "{:?}",
+        stranger.err()
+    );
+    // The modules' own traffic goes on, and the seeds are in no log.
+    assert_eq!(greet("bob").await, Some(json!({ "answer": "HELLO, BOB!" })));
+    for (module, _) in &keys {
+        let log = std::fs::read_to_string(logs(module)).expect("the module's log");
+        assert!(
+            !log.contains("Permissions Violation") && log.contains("NATS broker connected"),
+            "{module}:\n{log}"
+        );
+        assert!(
+            !log.contains(&alpha_seed) && !log.contains(&beta_seed),
+            "{module}'s log shows a seed"
+        );
+    }
+}
