@@ -1,18 +1,20 @@
 //! TinySignal: deliver `data` to `node:port` once, from the leader, then mark it.
 //!
-//! Only the leader delivers, and it delivers as soon as the watch shows it a new signal
-//! for a node it has loaded ([`deliver_on_sight`]): the handler does not wait for the
-//! API server. The claim (`Delivering`, by whom) is written beside the delivery, guarded
-//! by the `resourceVersion` the watch showed, and the outcome after it. The uid of every
-//! signal this process delivers is kept in memory until its status says it finished,
-//! so a signal is delivered once while leadership is stable. A signal claimed by a
-//! replica that stopped leading before it wrote the outcome is marked `Failed`
-//! (interrupted) by the next leader rather than delivered again; one whose claim had not
-//! landed yet is delivered again. `docs/delivery.md` states the guarantee.
+//! Only the leader delivers, and only after the API server confirmed its claim: the
+//! claim (`Delivering`, by whom) is a status write guarded by the `resourceVersion` the
+//! replica read, so of two replicas that both believe they lead (a lease handover) one
+//! wins and the other gets 409 and does not run the flow ([`after_claim`] decides). A
+//! new signal for a node the leader has loaded is claimed the moment the watch shows it
+//! ([`deliver_on_sight`]), without the reconciler's queue; the outcome is written after
+//! the run. The uid of every signal this process delivers is kept in memory until its
+//! status says it finished. A signal claimed by a replica that stopped leading (or died)
+//! before it wrote the outcome is marked `Failed` (interrupted) by the next leader
+//! rather than delivered again, so a signal runs at most once. `docs/delivery.md`
+//! states the guarantee.
 //!
 //! Signals the leader cannot deliver on sight (it was not leading yet, the node was not
 //! loaded yet, the node is not its own) go through the reconciler, which claims first
-//! and delivers after.
+//! and delivers after, the same way.
 
 use std::{sync::Arc, time::Duration};
 
@@ -170,7 +172,13 @@ async fn reconcile(object: Arc<Decoded<TinySignal>>, shared: Arc<Reconciling>) -
     // Claim: fails if anyone changed the signal since we read it.
     let claim = json!({ "phase": phase::DELIVERING, "claimedBy": shared.config.identity });
     match write_if_unchanged(&api, &shared.permissions, &signal, claim).await {
-        Ok(true) => {}
+        Ok(true) if after_claim(&Claimed::Us, shared.leadership.is_leader()) == AfterClaim::Run => {}
+        // Ours, but this replica stopped leading during the write: the next leader
+        // marks it interrupted.
+        Ok(true) => {
+            release(&shared, &uid);
+            return Ok(Action::await_change());
+        }
         // Not ours to deliver, or not known to be: released (a claim whose answer was
         // lost reads back as claimed by us and not held, so it is marked interrupted).
         Ok(false) => {
@@ -245,34 +253,38 @@ fn deliver_on_sight(shared: Arc<Reconciling>) -> impl Fn(&watcher::Event<Decoded
     }
 }
 
-/// Delivers `signal` now, and writes the claim beside it and the outcome after it.
+/// Claims `signal` at once and, once the API server confirmed the claim, delivers it and
+/// writes the outcome after it.
 async fn deliver_at_once(shared: Arc<Reconciling>, writes: Arc<Semaphore>, signal: TinySignal, uid: String) {
     let api: Api<TinySignal> = shared.api();
     let name = signal.name_any();
-    let claim = tokio::spawn({
-        let (api, writes, signal) = (api.clone(), writes.clone(), signal.clone());
-        let identity = shared.config.identity.clone();
-        let permissions = shared.permissions.clone();
-        async move {
-            let _permit = writes.acquire_owned().await;
-            claim_beside(&api, &permissions, signal, &identity).await
+    let claimed = {
+        let _permit = writes.acquire().await;
+        claim(&api, &shared.permissions, signal.clone(), &shared.config.identity).await
+    };
+    match after_claim(&claimed, shared.leadership.is_leader()) {
+        AfterClaim::Run => {}
+        AfterClaim::Abandon => {
+            // Ours, but no longer ours to run: released, so the reconciler of whoever
+            // leads next (this replica too) marks it interrupted.
+            release(&shared, &uid);
+            return;
         }
-    });
-    let outcome = run_flow(&shared, &signal).await;
-    match claim.await {
-        Ok(Claimed::Us) => {}
-        Ok(Claimed::Gone) | Err(_) => return,
-        Ok(Claimed::Other(by)) => {
+        AfterClaim::Yield => {
             // Two replicas led at once (a lease handed over while this one still
-            // thought it held it): the other's claim and outcome stand.
-            tracing::warn!(
-                signal = %name,
-                claimed_by = by.as_deref().unwrap_or("nobody: it had finished"),
-                "signal delivered here while another replica claimed it; its status stands"
-            );
+            // thought it held it) and the other's claim landed first: the uid stays
+            // taken, so this replica's reconciler leaves the signal to its holder.
+            if let Claimed::Other(by) = &claimed {
+                tracing::info!(
+                    signal = %name,
+                    claimed_by = by.as_deref().unwrap_or("nobody: it had finished"),
+                    "signal claimed by another replica; not delivered here"
+                );
+            }
             return;
         }
     }
+    let outcome = run_flow(&shared, &signal).await;
     let _permit = writes.acquire().await;
     let mut pause = Duration::from_millis(200);
     loop {
@@ -298,7 +310,33 @@ async fn deliver_at_once(shared: Arc<Reconciling>, writes: Arc<Semaphore>, signa
     }
 }
 
-/// Who holds a signal's claim, as [`claim_beside`] found it.
+/// What a replica does with a signal once it knows who holds the claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterClaim {
+    /// Deliver it: the claim is this replica's, confirmed by the API server, and this
+    /// replica still leads.
+    Run,
+    /// Do not deliver it, and forget it: the claim is this replica's but it stopped
+    /// leading before the run, so the next leader marks it interrupted.
+    Abandon,
+    /// Do not deliver it, and keep it taken: another replica holds it (or finished it,
+    /// or it was deleted).
+    Yield,
+}
+
+/// The one place that decides whether a claimed signal runs: only a claim the API server
+/// confirmed as this replica's, and only while this replica leads. A second replica that
+/// believes it leads loses the guarded write (409) and so never runs the flow.
+fn after_claim(claim: &Claimed, leading: bool) -> AfterClaim {
+    match claim {
+        Claimed::Us if leading => AfterClaim::Run,
+        Claimed::Us => AfterClaim::Abandon,
+        Claimed::Other(_) | Claimed::Gone => AfterClaim::Yield,
+    }
+}
+
+/// Who holds a signal's claim, as [`claim`] found it.
+#[derive(Debug)]
 enum Claimed {
     /// This replica.
     Us,
@@ -311,12 +349,7 @@ enum Claimed {
 /// Writes this replica's claim on `signal`, guarded by the version read (retried over
 /// newer versions that still have no phase, and through API server outages, reading
 /// the signal back to learn whether a claim whose answer was lost landed).
-async fn claim_beside(
-    api: &Api<TinySignal>,
-    permissions: &Permissions,
-    mut signal: TinySignal,
-    identity: &str,
-) -> Claimed {
+async fn claim(api: &Api<TinySignal>, permissions: &Permissions, mut signal: TinySignal, identity: &str) -> Claimed {
     let claim = json!({ "phase": phase::DELIVERING, "claimedBy": identity });
     let mut pause = Duration::from_millis(200);
     loop {
@@ -519,4 +552,28 @@ async fn undecodable(
 fn error_policy(signal: Arc<Decoded<TinySignal>>, error: &ReconcileError, shared: Arc<Reconciling>) -> Action {
     tracing::debug!(%error, "signal reconcile; retrying");
     Action::requeue(shared.retries.failed(WATCH, signal.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AfterClaim, Claimed, after_claim};
+
+    #[test]
+    fn only_a_confirmed_claim_of_a_leader_runs() {
+        let cases = [
+            (Claimed::Us, true, AfterClaim::Run),
+            // Won the claim, then lost the lease: the next leader marks it interrupted.
+            (Claimed::Us, false, AfterClaim::Abandon),
+            // Two replicas believed they led; the other's claim landed first (409 here).
+            (Claimed::Other(Some("b".into())), true, AfterClaim::Yield),
+            (Claimed::Other(Some("b".into())), false, AfterClaim::Yield),
+            // It finished (or was deleted) before this replica's claim.
+            (Claimed::Other(None), true, AfterClaim::Yield),
+            (Claimed::Gone, true, AfterClaim::Yield),
+            (Claimed::Gone, false, AfterClaim::Yield),
+        ];
+        for (claim, leading, expected) in cases {
+            assert_eq!(after_claim(&claim, leading), expected, "{claim:?}, leading: {leading}");
+        }
+    }
 }
