@@ -31,6 +31,17 @@ pub enum Error {
         /// The last lines of its log.
         log_tail: String,
     },
+    /// A server that cannot choose its own port found each port it was started on taken
+    /// by another process.
+    #[error("{component}: port {port} was in use, as were the others of {tries} tries")]
+    PortTaken {
+        /// The server, e.g. `kube-apiserver`.
+        component: &'static str,
+        /// The last port tried.
+        port: u16,
+        /// How many ports were tried.
+        tries: u32,
+    },
     /// The generated kubeconfig could not be loaded.
     #[error("kubeconfig: {0}")]
     Kubeconfig(#[from] kube::config::KubeconfigError),

@@ -60,11 +60,17 @@ pub use binaries::{
 pub use error::Error;
 use error::io_err;
 pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
-use process::{Proc, free_ports, not_ready, wait_for_port};
+pub use process::listening_ports;
+use process::{Proc, bind_failed, not_ready, random_port, wait_for_listening_port, wait_for_port};
 use token::random_token;
 
 /// Field manager used for server-side apply by this crate.
 pub const FIELD_MANAGER: &str = "tiny-testenv";
+
+/// How many ports [`TestEnvBuilder::start`] tries for kube-apiserver before it gives up
+/// with [`Error::PortTaken`]: each is random among some 20 000, so a second collision
+/// means something holds ports wholesale.
+pub const API_SERVER_PORT_TRIES: u32 = 5;
 
 const ADMIN_USER: &str = "tiny-testenv-admin";
 const CONTEXT: &str = "tiny-testenv";
@@ -78,6 +84,9 @@ pub struct TestEnvBuilder {
     ready_timeout: Duration,
     keep_dir: bool,
     apiserver_args: Vec<String>,
+    /// The API server's first port, instead of a random one: a test takes it first to
+    /// see the next try go elsewhere.
+    first_api_port: Option<u16>,
 }
 
 impl Default for TestEnvBuilder {
@@ -89,6 +98,7 @@ impl Default for TestEnvBuilder {
             ready_timeout: Duration::from_secs(60),
             keep_dir: std::env::var_os("TINY_TESTENV_KEEP").is_some_and(|v| !v.is_empty() && v != "0"),
             apiserver_args: Vec::new(),
+            first_api_port: None,
         }
     }
 }
@@ -141,22 +151,17 @@ impl TestEnvBuilder {
 
     /// Starts the control plane.
     ///
-    /// Ports are picked free at run time; if another process takes one in the short window
-    /// before a server binds it, the start is tried again (three times in all).
+    /// No port is reserved by binding and releasing it. etcd binds port 0 itself (its
+    /// peer listener is a unix socket) and the port it got is read from the kernel;
+    /// kube-controller-manager serves no port. kube-apiserver cannot choose its own
+    /// port: it starts on a random one below the kernel's ephemeral range, and if that
+    /// is taken ([`Error::PortTaken`]) on another, [`API_SERVER_PORT_TRIES`] times in all.
     pub async fn start(self) -> Result<TestEnv, Error> {
         let bins = match &self.binaries_dir {
             Some(dir) => Binaries::in_dir(dir)?,
             None => Binaries::locate_or_build().await?,
         };
-        let mut attempt = 1;
-        loop {
-            match self.start_once(&bins).await {
-                Err(Error::NotReady { log_tail, .. }) if attempt < 3 && log_tail.contains("address already in use") => {
-                    attempt += 1;
-                }
-                result => return result,
-            }
-        }
+        self.start_once(&bins).await
     }
 
     async fn start_once(&self, bins: &Binaries) -> Result<TestEnv, Error> {
@@ -166,27 +171,34 @@ impl TestEnvBuilder {
             .map_err(io_err("creating a temporary folder"))?;
         dir.disable_cleanup(self.keep_dir);
         let root = dir.path().to_path_buf();
-        let [etcd_port, etcd_peer_port, api_port, kcm_port] = free_ports::<4>()?;
         // Before 1.24 both servers also listen on an insecure port unless told not to; from
         // 1.24 on the flags that say so are gone and would stop them.
         let insecure_port_flags = bins.apiserver_minor().await? < 24;
 
         // --- etcd -------------------------------------------------------------------
         let mut etcd_cmd = Command::new(&bins.etcd);
-        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
-        let peer_url = format!("http://127.0.0.1:{etcd_peer_port}");
+        // Port 0: etcd binds a port itself, read from the kernel below. (Its gRPC gateway
+        // dials the advertised `:0` and logs that it cannot; the API server speaks gRPC to
+        // the real port.) The peer listener, never dialled in a one-member cluster, is a
+        // unix socket named `peer:1` in the folder, so that etcd listens on one TCP port.
+        let (any_port, peer_url) = ("http://127.0.0.1:0", "unix://peer:1");
         etcd_cmd
             .arg("--name=default")
             .arg(format!("--data-dir={}", root.join("etcd").display()))
-            .arg(format!("--listen-client-urls={etcd_url}"))
-            .arg(format!("--advertise-client-urls={etcd_url}"))
+            .arg(format!("--listen-client-urls={any_port}"))
+            .arg(format!("--advertise-client-urls={any_port}"))
             .arg(format!("--listen-peer-urls={peer_url}"))
             .arg(format!("--initial-advertise-peer-urls={peer_url}"))
             .arg(format!("--initial-cluster=default={peer_url}"))
             .arg("--log-level=warn")
             .current_dir(&root);
         let mut etcd = Proc::spawn("etcd", etcd_cmd, root.join("etcd.log"))?;
-        wait_for_port(&mut etcd, etcd_port, self.ready_timeout).await?;
+        let etcd_port = wait_for_listening_port(&mut etcd, self.ready_timeout).await?;
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        // A restart takes the same port, as the API server's `--etcd-servers` expects.
+        for flag in ["--listen-client-urls", "--advertise-client-urls"] {
+            etcd.replace_arg(&format!("{flag}={any_port}"), &format!("{flag}={etcd_url}"));
+        }
 
         // --- kube-apiserver -----------------------------------------------------------
         let token = random_token()?;
@@ -207,7 +219,6 @@ impl TestEnvBuilder {
             .arg(format!("--etcd-servers={etcd_url}"))
             .arg("--bind-address=127.0.0.1")
             .arg("--advertise-address=127.0.0.1")
-            .arg(format!("--secure-port={api_port}"))
             .arg(format!("--cert-dir={}", certs.display()))
             .arg("--service-account-issuer=https://kubernetes.default.svc")
             .arg(format!("--service-account-key-file={}", sa_pub.display()))
@@ -218,12 +229,40 @@ impl TestEnvBuilder {
             .args(insecure_port_flags.then_some("--insecure-port=0"))
             .args(&self.apiserver_args)
             .current_dir(&root);
-        let mut apiserver = Proc::spawn("kube-apiserver", api_cmd, root.join("kube-apiserver.log"))?;
-
-        let server = format!("https://127.0.0.1:{api_port}");
         let ca_file = certs.join("apiserver.crt");
-        let (kubeconfig, config, client) =
-            wait_for_apiserver(&mut apiserver, &server, &ca_file, &token, self.ready_timeout).await?;
+        // kube-apiserver refuses `--secure-port=0`: it starts on a chosen port, and on
+        // another if that one is taken, a bounded number of times.
+        let mut tries = 0;
+        let (apiserver, server, (kubeconfig, config, client)) = loop {
+            tries += 1;
+            let api_port = match (tries, self.first_api_port) {
+                (1, Some(port)) => port,
+                _ => random_port()?,
+            };
+            let mut cmd = Command::new(&bins.kube_apiserver);
+            cmd.args(api_cmd.get_args())
+                .arg(format!("--secure-port={api_port}"))
+                .current_dir(&root);
+            let log = root.join("kube-apiserver.log");
+            let mut apiserver = if tries == 1 {
+                Proc::spawn("kube-apiserver", cmd, log)?
+            } else {
+                Proc::spawn_appending("kube-apiserver", cmd, log)?
+            };
+            let server = format!("https://127.0.0.1:{api_port}");
+            match wait_for_apiserver(&mut apiserver, &server, &ca_file, &token, self.ready_timeout).await {
+                Ok(ready) => break (apiserver, server, ready),
+                Err(_) if bind_failed(&mut apiserver, api_port) && tries < API_SERVER_PORT_TRIES => {}
+                Err(_) if bind_failed(&mut apiserver, api_port) => {
+                    return Err(Error::PortTaken {
+                        component: apiserver.name,
+                        port: api_port,
+                        tries,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let kubeconfig_path = root.join("kubeconfig");
         let kubeconfig_text =
             serde_yaml::to_string(&kubeconfig_json(&server, &ca_file, &token)?).map_err(|e| Error::Io {
@@ -242,8 +281,9 @@ impl TestEnvBuilder {
                 .arg(format!("--root-ca-file={}", ca_file.display()))
                 .arg("--controllers=*")
                 .arg("--leader-elect=false")
-                .arg("--bind-address=127.0.0.1")
-                .arg(format!("--secure-port={kcm_port}"))
+                // No port (0 turns it off; it cannot choose its own): nothing here calls
+                // it. Ready is read from what it does.
+                .arg("--secure-port=0")
                 .args(insecure_port_flags.then_some("--port=0"))
                 .arg(format!("--cert-dir={}", root.join("kcm-certs").display()))
                 .current_dir(&root);
@@ -252,7 +292,7 @@ impl TestEnvBuilder {
                 kcm_cmd,
                 root.join("kube-controller-manager.log"),
             )?;
-            wait_for_port(&mut kcm, kcm_port, self.ready_timeout).await?;
+            wait_for_controller_manager(&mut kcm, &client, self.ready_timeout).await?;
             Some(kcm)
         } else {
             None
@@ -607,6 +647,28 @@ fn read_crds(path: &Path) -> Result<Vec<serde_json::Value>, Error> {
     Ok(crds)
 }
 
+/// Waits until kube-controller-manager runs its controllers: its ServiceAccount controller
+/// has made the `default` ServiceAccount of namespace `default`. It serves no port to
+/// probe, and this is what the tests count on it for.
+async fn wait_for_controller_manager(kcm: &mut Proc, client: &kube::Client, timeout: Duration) -> Result<(), Error> {
+    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = kcm.exited() {
+            return Err(not_ready(kcm, format!("exited with {status}")));
+        }
+        let last = match api.get_opt("default").await {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => "no ServiceAccount default/default yet".to_owned(),
+            Err(e) => format!("reading ServiceAccount default/default: {e}"),
+        };
+        if Instant::now() >= deadline {
+            return Err(not_ready(kcm, format!("not ready after {timeout:?}; last: {last}")));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Waits until the API server wrote its serving certificate and answers `/readyz` with `ok`.
 async fn wait_for_apiserver(
     proc: &mut Proc,
@@ -809,12 +871,19 @@ mod tests {
         assert!(cluster.certificate_authority_data.is_some());
     }
 
-    #[test]
-    fn free_ports_are_distinct() {
-        let ports = free_ports::<4>().unwrap();
-        let mut sorted = ports.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), 4);
+    /// The retry of a taken API server port, with the real binaries: the test holds
+    /// the first port the API server is started on.
+    #[tokio::test]
+    async fn a_taken_api_server_port_is_given_up_for_another() {
+        let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = held.local_addr().unwrap().port();
+        let mut builder = TestEnv::builder().controller_manager(false);
+        builder.first_api_port = Some(taken);
+        let env = builder.start().await.unwrap();
+        assert_ne!(env.server_url(), format!("https://127.0.0.1:{taken}"));
+        // The first try did meet the held port (the log is appended to on each try).
+        let log = std::fs::read_to_string(env.dir().join("kube-apiserver.log")).unwrap();
+        assert!(process::says_address_in_use(&log, taken), "{log}");
+        env.client().apiserver_version().await.unwrap();
     }
 }

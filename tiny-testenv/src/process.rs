@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io;
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -51,8 +50,17 @@ impl Recipe {
 impl Proc {
     /// Starts `cmd` with stdout and stderr going to `log`.
     pub(crate) fn spawn(name: &'static str, cmd: Command, log: PathBuf) -> Result<Self, Error> {
+        Self::spawn_to(name, cmd, log, false)
+    }
+
+    /// As [`spawn`](Self::spawn), appending to `log`: a second try keeps the first's story.
+    pub(crate) fn spawn_appending(name: &'static str, cmd: Command, log: PathBuf) -> Result<Self, Error> {
+        Self::spawn_to(name, cmd, log, true)
+    }
+
+    fn spawn_to(name: &'static str, cmd: Command, log: PathBuf, append: bool) -> Result<Self, Error> {
         let recipe = Recipe::of(&cmd);
-        let child = start(name, cmd, &log, false)?;
+        let child = start(name, cmd, &log, append)?;
         Ok(Self {
             name,
             child,
@@ -213,25 +221,131 @@ pub(crate) fn log_tail(path: &Path, lines: usize) -> String {
     }
 }
 
-/// `N` distinct free TCP ports on 127.0.0.1 (bound to port 0, then released).
-pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
-    let mut listeners = Vec::with_capacity(N);
-    let mut ports = [0u16; N];
-    for port in &mut ports {
-        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|source| Error::Io {
-            context: "binding a free port on 127.0.0.1".into(),
+/// The TCP ports a process listens on, read from the kernel: the `socket:[inode]` links
+/// of `/proc/<pid>/fd`, matched against the listening sockets of `/proc/<pid>/net/tcp`
+/// and `tcp6`. A child told to listen on port 0 binds once and keeps the socket; this is
+/// how its parent learns the port, with no window in which another process could take it.
+///
+/// Empty until the process has bound; on Linux only (`/proc`).
+pub fn listening_ports(pid: u32) -> io::Result<Vec<u16>> {
+    let mut inodes = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        // An fd closed while we read the folder is not an error: it was not a listener we
+        // are waiting for.
+        let Ok(target) = std::fs::read_link(fd?.path()) else {
+            continue;
+        };
+        if let Some(inode) = target
+            .to_str()
+            .and_then(|t| t.strip_prefix("socket:["))
+            .and_then(|t| t.strip_suffix(']'))
+            .and_then(|t| t.parse::<u64>().ok())
+        {
+            inodes.push(inode);
+        }
+    }
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        match std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) {
+            Ok(text) => ports.extend(listeners_in(&text, &inodes)),
+            // A kernel without IPv6 has no `tcp6`.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    Ok(ports)
+}
+
+/// The local ports of the listening sockets (state `0A`) of a `/proc/net/tcp` table
+/// whose inode is one of `inodes`.
+fn listeners_in(table: &str, inodes: &[u64]) -> Vec<u16> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
+            if *state != "0A" || !inodes.contains(&inode.parse().ok()?) {
+                return None;
+            }
+            u16::from_str_radix(local.rsplit_once(':')?.1, 16).ok()
+        })
+        .collect()
+}
+
+/// Waits until `proc`, started to listen on port 0, listens on exactly one TCP port, and
+/// returns it; fails early if it exits.
+pub(crate) async fn wait_for_listening_port(proc: &mut Proc, timeout: Duration) -> Result<u16, Error> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = proc.exited() {
+            return Err(not_ready(proc, format!("exited with {status}")));
+        }
+        let ports = listening_ports(proc.child.id()).map_err(|source| Error::Io {
+            context: format!("reading the sockets of {} (pid {})", proc.name, proc.child.id()),
             source,
         })?;
-        *port = l
-            .local_addr()
-            .map_err(|source| Error::Io {
-                context: "reading a bound port".into(),
-                source,
-            })?
-            .port();
-        listeners.push(l);
+        match ports[..] {
+            [port] => return Ok(port),
+            [] if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+            [] => return Err(not_ready(proc, format!("listening on no TCP port after {timeout:?}"))),
+            _ => {
+                return Err(not_ready(
+                    proc,
+                    format!("listening on TCP ports {ports:?}, expected one"),
+                ));
+            }
+        }
     }
-    Ok(ports)
+}
+
+/// A port for a child that cannot choose its own (kube-apiserver refuses
+/// `--secure-port=0`): random, from below the kernel's ephemeral range
+/// (`ip_local_port_range`), which port-0 binds and outgoing connections never take. It is
+/// not reserved by binding and releasing it (another process could take it in between);
+/// the caller starts the child on it and, if the child says the address is in use
+/// ([`bind_failed`]), tries another.
+pub(crate) fn random_port() -> Result<u16, Error> {
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<u16>().ok());
+    let (low, high) = port_range(ephemeral_start);
+    let mut bytes = [0u8; 2];
+    {
+        use std::io::Read as _;
+        File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut bytes))
+            .map_err(|source| Error::Io {
+                context: "reading /dev/urandom".into(),
+                source,
+            })?;
+    }
+    Ok(low + u16::from_le_bytes(bytes) % (high - low))
+}
+
+/// The ports `[low, high)` to choose from: 10000 up to the start of the ephemeral range,
+/// or, if that range starts too low to leave room (or is unknown), all unprivileged ports.
+fn port_range(ephemeral_start: Option<u16>) -> (u16, u16) {
+    match ephemeral_start {
+        Some(start) if start >= 11_000 => (10_000, start),
+        _ => (1024, u16::MAX),
+    }
+}
+
+/// Whether `proc` exited because `port` was taken: a Go server that cannot bind logs
+/// `listen tcp 127.0.0.1:PORT: bind: address already in use` and exits. Only a process
+/// that has exited counts, and only that exact address.
+pub(crate) fn bind_failed(proc: &mut Proc, port: u16) -> bool {
+    proc.exited().is_some()
+        && std::fs::read(&proc.log).is_ok_and(|log| says_address_in_use(&String::from_utf8_lossy(&log), port))
+}
+
+pub(crate) fn says_address_in_use(log: &str, port: u16) -> bool {
+    let needle = format!("listen tcp 127.0.0.1:{port}: bind: address already in use");
+    log.lines().any(|line| line.contains(&needle))
 }
 
 type SpawnRequest = (Command, mpsc::Sender<io::Result<Child>>);
@@ -328,5 +442,58 @@ pub(crate) fn not_ready(proc: &Proc, reason: String) -> Error {
         reason,
         log: proc.log.clone(),
         log_tail: proc.log_tail(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_ports_a_process_listens_on_are_read_from_the_kernel() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // A connected socket of ours is not a listener.
+        let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let ports = listening_ports(std::process::id()).unwrap();
+        assert!(ports.contains(&port), "{port} not in {ports:?}");
+        drop(listener);
+        let ports = listening_ports(std::process::id()).unwrap();
+        assert!(!ports.contains(&port), "{port} still in {ports:?}");
+    }
+
+    #[test]
+    fn only_listening_sockets_of_the_process_count() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:937F 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1510683 1 0 100 0 0 10 0
+   1: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1508 1 0 100 0 0 10 0
+   2: 0100007F:A427 0100007F:937F 01 00000000:00000000 00:00000000 00000000     0        0 1510690 1 0 100 0 0 10 0
+";
+        // 1508 listens, but in another process; 1510690 is ours but connected.
+        assert_eq!(listeners_in(table, &[1_510_683, 1_510_690]), vec![0x937F]);
+    }
+
+    #[test]
+    fn a_chosen_port_stays_below_the_ephemeral_range() {
+        assert_eq!(port_range(Some(32768)), (10_000, 32768));
+        assert_eq!(port_range(Some(1024)), (1024, u16::MAX));
+        assert_eq!(port_range(None), (1024, u16::MAX));
+        for _ in 0..100 {
+            let port = random_port().unwrap();
+            assert!(port >= 1024, "{port}");
+        }
+    }
+
+    #[test]
+    fn address_in_use_is_recognised_for_that_port_only() {
+        let log = "E1128 12:00:00.000000 1 run.go:72] \"command failed\" err=\"failed to create listener: \
+                   failed to listen on 127.0.0.1:23456: listen tcp 127.0.0.1:23456: bind: address already in use\"\n";
+        assert!(says_address_in_use(log, 23456));
+        assert!(!says_address_in_use(log, 2345));
+        assert!(!says_address_in_use(
+            "listen tcp 127.0.0.1:23456: bind: permission denied",
+            23456
+        ));
     }
 }
