@@ -26,7 +26,7 @@ mod router;
 mod stream;
 
 pub use consumers::Consumers;
-pub use receiver::listen;
+pub use receiver::{listen, receive_message};
 pub use router::JetStreamRouter;
 use stream::broker;
 pub use stream::{JetStream, refuse_core_beside_jetstream};

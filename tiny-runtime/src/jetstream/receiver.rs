@@ -168,7 +168,14 @@ async fn handle(
             i.published.unix_timestamp_nanos()
         )
     });
-    let delivery = receive(&shared, &subject, headers, message.payload.clone(), is_system, seed);
+    let delivery = receive(
+        &shared.listening,
+        &subject,
+        headers,
+        message.payload.clone(),
+        is_system,
+        seed,
+    );
     let outcome = {
         let mut delivery = std::pin::pin!(delivery);
         // First due one period in. (Awaiting an interval's immediate first tick
@@ -230,10 +237,10 @@ fn run_step(headers: Option<&HeaderMap>) -> Option<Arc<RunStep>> {
 /// comes again because its replica died before the run's first step was recorded,
 /// the step is the same one (skipped if recorded meanwhile, its hops deduplicated by
 /// their keys) rather than the first of a second run.
-async fn minted(shared: &Consuming, to: &str, seed: Option<String>) -> Option<Arc<RunStep>> {
+async fn minted(listening: &Listening, to: &str, seed: Option<String>) -> Option<Arc<RunStep>> {
     let seed = seed?;
     let (node, port) = inbound::split_target(to).ok()?;
-    if !shared.listening.engine.starts_run(node, port).await {
+    if !listening.engine.starts_run(node, port).await {
         return None;
     }
     let run_id = run::run_id_from(&seed);
@@ -244,8 +251,41 @@ async fn minted(shared: &Consuming, to: &str, seed: Option<String>) -> Option<Ar
     )))
 }
 
+/// Handles one message as the receiver of [`listen`] does once its consumer has
+/// delivered it: the hop headers read and checked
+/// ([`hop_headers`](crate::nats::wire::hop_headers): a message without `x-to`, or
+/// with a hop count that is no number, is refused with code `INVALID_MESSAGE` naming
+/// the header), an agent-tool call (`x-mode: rpc`) told from a hop, the durable run
+/// the hop continues read from `x-run-id`, `x-step-key` and `x-reply-*`, or, for a
+/// business message without one to a node that starts runs, a run minted from `seed`
+/// (the stored message's place, `<stream>:<sequence>:<published ns>`), and the hop
+/// run on `engine`. `system` says whether it came through the system consumer. The
+/// outcome decides the answer and the ack.
+///
+/// Public so that this decoding runs without a broker: the `nats` fuzz target feeds
+/// it arbitrary subjects, header blocks and payloads.
+pub async fn receive_message(
+    engine: &Engine,
+    subject: &str,
+    headers: Option<&HeaderMap>,
+    payload: bytes::Bytes,
+    system: bool,
+    seed: Option<&str>,
+) -> Result<Reply> {
+    let listening = Listening::new(engine.clone(), None);
+    receive(
+        &listening,
+        &Subject::from(subject),
+        headers,
+        payload,
+        system,
+        seed.map(str::to_owned),
+    )
+    .await
+}
+
 async fn receive(
-    shared: &Consuming,
+    listening: &Listening,
     subject: &Subject,
     headers: Option<&HeaderMap>,
     payload: bytes::Bytes,
@@ -256,14 +296,14 @@ async fn receive(
     if serve::is_tool_call(headers, is_system) {
         // Outside any flow, so outside any run.
         let span = serve::server_span(serve::Broker::JetStream, subject, &hop, None);
-        return shared.listening.call_tool(hop.to, payload, span).await;
+        return listening.call_tool(hop.to, payload, span).await;
     }
     let run = match run_step(headers) {
         Some(step) => Some(step),
         // System ports never run in a run (Go's rule).
-        None if !is_system => minted(shared, hop.to, seed).await,
+        None if !is_system => minted(listening, hop.to, seed).await,
         None => None,
     };
     let span = serve::server_span(serve::Broker::JetStream, subject, &hop, run.as_deref());
-    shared.listening.deliver(hop, payload, is_system, run, span).await
+    listening.deliver(hop, payload, is_system, run, span).await
 }

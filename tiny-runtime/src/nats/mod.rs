@@ -30,7 +30,7 @@ pub use link::{
     CONNECT_TIMEOUT, Credentials, CredentialsProblem, Link, LinkError, LinkState, RECONNECT_WAIT, inbox_prefix,
     with_token, with_user,
 };
-pub use receiver::{Receiver, listen};
+pub use receiver::{Receiver, listen, receive_message};
 pub use router::NatsRouter;
 pub(crate) use send::envelope;
 pub use send::{SendOptions, send};

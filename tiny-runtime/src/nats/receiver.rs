@@ -122,11 +122,11 @@ async fn handle(
     let outcome = if crate::telemetry::tracing_enabled() {
         use opentelemetry::context::FutureExt as _;
         let parent = crate::nats::trace::extract_nats(headers.as_ref());
-        receive(&shared, &subject, headers.as_ref(), payload, is_system)
+        receive(&shared.listening, &subject, headers.as_ref(), payload, is_system)
             .with_context(parent)
             .await
     } else {
-        receive(&shared, &subject, headers.as_ref(), payload, is_system).await
+        receive(&shared.listening, &subject, headers.as_ref(), payload, is_system).await
     };
     serve::count(&outcome);
     let Some(to) = answer_to else {
@@ -151,9 +151,30 @@ async fn handle(
     }
 }
 
+/// Handles one message as the receiver of [`listen`] does once the client has read
+/// its frame: the hop headers read and checked ([`wire::hop_headers`]: a message
+/// without `x-to`, or with a hop count that is no number, is refused with code
+/// `INVALID_MESSAGE` naming the header), an agent-tool call (`x-mode: rpc`) told from
+/// a hop, and either one run on `engine`. `system` says whether it came on the
+/// system subject (the handler then hears that this replica does not lead). The
+/// outcome is what [`wire::reply`] writes back to a sender that waits.
+///
+/// Public so that this decoding runs without a broker: the `nats` fuzz target feeds
+/// it arbitrary subjects, header blocks and payloads.
+pub async fn receive_message(
+    engine: &Engine,
+    subject: &str,
+    headers: Option<&HeaderMap>,
+    payload: Bytes,
+    system: bool,
+) -> Result<Reply> {
+    let listening = Listening::new(engine.clone(), None);
+    receive(&listening, &Subject::from(subject), headers, payload, system).await
+}
+
 /// Reads the headers, checks them and delivers.
 async fn receive(
-    shared: &Subscribed,
+    listening: &Listening,
     subject: &Subject,
     headers: Option<&HeaderMap>,
     payload: Bytes,
@@ -164,7 +185,7 @@ async fn receive(
     if serve::is_tool_call(headers, is_system) {
         // Go's core receiver answers only a native reply subject, which its RPC
         // caller does not set; tiny answers `x-reply-inbox` here too (`handle`).
-        return shared.listening.call_tool(hop.to, payload, span).await;
+        return listening.call_tool(hop.to, payload, span).await;
     }
-    shared.listening.deliver(hop, payload, is_system, None, span).await
+    listening.deliver(hop, payload, is_system, None, span).await
 }
