@@ -58,21 +58,41 @@ fn helm(args: &[&str]) -> String {
     stdout
 }
 
-/// `helm template` of the tiny-module chart with extra values files.
-fn render(values: &[&Path]) -> String {
+/// The arguments of `helm template` of the tiny-module chart with extra values files.
+fn template_args(values: &[&Path]) -> Vec<String> {
     let chart = repo("charts/tiny-module");
-    let mut args = vec![
+    let mut args: Vec<String> = [
         "template",
         chart.to_str().expect("utf-8 path"),
         "--name",
         RELEASE,
         "--namespace",
         "tinysystems",
-    ];
+    ]
+    .map(str::to_owned)
+    .to_vec();
     for v in values {
-        args.extend(["-f", v.to_str().expect("utf-8 path")]);
+        args.extend(["-f".to_owned(), v.to_str().expect("utf-8 path").to_owned()]);
     }
-    helm(&args)
+    args
+}
+
+/// `helm template` of the tiny-module chart with extra values files.
+fn render(values: &[&Path]) -> String {
+    let args = template_args(values);
+    helm(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// `helm template` of the tiny-module chart with `values`, which the chart must
+/// refuse: what Helm said on standard error.
+fn refused(values: &Path) -> String {
+    let out = Command::new(repo("tools/helm/helm"))
+        .args(template_args(&[values]))
+        .output()
+        .expect("helm runs");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "the chart took {}:\n{err}", values.display());
+    err
 }
 
 fn documents(yaml: &str) -> Vec<Value> {
@@ -166,21 +186,8 @@ fn both_charts_lint_and_render_and_the_rendered_manifests_are_snapshotted() {
         "bad.yaml",
         "rbac:\n  extraRules:\n  - {apiGroups: [batch], resources: [jobs], verbs: ['*']}\n",
     );
-    let out = Command::new(repo("tools/helm/helm"))
-        .args([
-            "template",
-            repo("charts/tiny-module").to_str().expect("utf-8"),
-            "--name",
-            "x",
-            "--namespace",
-            "y",
-            "-f",
-        ])
-        .arg(&bad)
-        .output()
-        .expect("helm runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("extraRules"), "{err}");
+    let err = refused(&bad);
+    assert!(err.contains("extraRules"), "{err}");
 }
 
 #[test]
@@ -244,23 +251,9 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
     );
     // values.schema.json refuses what is not a NATS URL, and a transport it does not
     // know, naming the field.
-    let chart = repo("charts/tiny-module");
     let refuses = |file: &str, values: &str, field: &str| {
-        let bad = write(dir.path(), file, values);
-        let out = Command::new(repo("tools/helm/helm"))
-            .args([
-                "template",
-                chart.to_str().expect("utf-8"),
-                "--name",
-                RELEASE,
-                "--namespace",
-                "x",
-            ])
-            .args(["-f", bad.to_str().expect("utf-8")])
-            .output()
-            .expect("helm runs");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains(field), "{err}");
+        let err = refused(&write(dir.path(), file, values));
+        assert!(err.contains(field), "{err}");
     };
     refuses(
         "bad-nats.yaml",
@@ -458,24 +451,8 @@ fn the_network_policy_lets_only_module_peers_reach_grpc_and_the_cleanup_hook_ret
         "empty.yaml",
         "networkPolicy: {enabled: true, grpcFrom: []}\n",
     );
-    let out = Command::new(repo("tools/helm/helm"))
-        .args([
-            "template",
-            repo("charts/tiny-module").to_str().expect("utf-8"),
-            "--name",
-            "x",
-            "--namespace",
-            "y",
-            "-f",
-        ])
-        .arg(&empty)
-        .output()
-        .expect("helm runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("networkPolicy.grpcFrom is empty"),
-        "{err}"
-    );
+    let err = refused(&empty);
+    assert!(err.contains("networkPolicy.grpcFrom is empty"), "{err}");
 }
 
 #[test]
@@ -519,24 +496,8 @@ fn a_module_on_nats_may_connect_as_its_own_user_from_a_secret() {
         "both.yaml",
         "nats: {url: 'nats://nats:4222', userSecret: {name: a}, tokenSecret: {name: b}}\n",
     );
-    let out = Command::new(repo("tools/helm/helm"))
-        .args([
-            "template",
-            repo("charts/tiny-module").to_str().expect("utf-8"),
-            "--name",
-            "x",
-            "--namespace",
-            "y",
-            "-f",
-        ])
-        .arg(&both)
-        .output()
-        .expect("helm runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("nats.userSecret and nats.tokenSecret"),
-        "{err}"
-    );
+    let err = refused(&both);
+    assert!(err.contains("nats.userSecret and nats.tokenSecret"), "{err}");
 }
 
 /// The unpacked root filesystem of the module image, built by `tools/image/build.sh`.
