@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tiny_runtime::grpc::{Pool, PoolOptions, ServerHandle, ServerOptions, spawn};
 use tiny_sdk::{
     ErrorKind, Hop,
-    engine::{Engine, Source},
+    engine::{Delivery, Engine, RemoteRouter, Source},
     flow::{Flow, FlowBuilder, PortAddress, RetryPolicy},
     harness::Relay,
     prelude::*,
@@ -36,11 +36,33 @@ impl Double {
     }
 }
 
+/// A module's pool that counts the hops it failed to deliver: a test waits on the
+/// count for "the sender's edge has failed and is retrying", not for time.
+struct Counted {
+    pool: Arc<Pool>,
+    failed: tokio::sync::watch::Sender<u32>,
+}
+
+impl RemoteRouter for Counted {
+    fn route(&self, module: &str, delivery: Delivery<'_>) -> futures::future::BoxFuture<'static, Result<Reply>> {
+        let (call, failed) = (self.pool.route(module, delivery), self.failed.clone());
+        Box::pin(async move {
+            let result = call.await;
+            if result.is_err() {
+                failed.send_modify(|n| *n += 1);
+            }
+            result
+        })
+    }
+}
+
 /// Two modules wired to each other over gRPC.
 struct Modules {
     a: Engine,
     b: Engine,
     pool_a: Arc<Pool>,
+    /// How many of a's hops to b failed.
+    failed_a: tokio::sync::watch::Receiver<u32>,
     server_a: ServerHandle,
     server_b: ServerHandle,
 }
@@ -48,7 +70,7 @@ struct Modules {
 /// How long an engine waits for a node of its own module that has not loaded yet.
 const NODE_WAIT: Duration = Duration::from_millis(100);
 
-fn engine(module: &str, pool: Arc<Pool>) -> Engine {
+fn engine(module: &str, pool: Arc<dyn RemoteRouter>) -> Engine {
     Engine::builder()
         .module(module)
         .node_wait(NODE_WAIT)
@@ -68,7 +90,12 @@ const LOCALHOST: ([u8; 4], u16) = ([127, 0, 0, 1], 0);
 /// Starts modules `a` and `b` and loads each one's nodes of `flow`.
 async fn modules(flow: Flow, pool: PoolOptions) -> Modules {
     let (pool_a, pool_b) = (Arc::new(Pool::new(pool.clone())), Arc::new(Pool::new(pool)));
-    let (a, b) = (engine("a", pool_a.clone()), engine("b", pool_b.clone()));
+    let (failed, failed_a) = tokio::sync::watch::channel(0);
+    let counted = Arc::new(Counted {
+        pool: pool_a.clone(),
+        failed,
+    });
+    let (a, b) = (engine("a", counted), engine("b", pool_b.clone()));
     let server_a = spawn(a.clone(), LOCALHOST.into(), ServerOptions::default())
         .await
         .expect("a binds");
@@ -85,6 +112,7 @@ async fn modules(flow: Flow, pool: PoolOptions) -> Modules {
         a,
         b,
         pool_a,
+        failed_a,
         server_a,
         server_b,
     }
@@ -250,6 +278,7 @@ async fn a_module_that_goes_away_is_unreachable_and_is_reached_again_when_it_is_
         a,
         b,
         pool_a,
+        mut failed_a,
         server_a: _server_a,
         server_b,
     } = modules(flow, PoolOptions::default()).await;
@@ -272,10 +301,14 @@ async fn a_module_that_goes_away_is_unreachable_and_is_reached_again_when_it_is_
         "{text}"
     );
 
-    // b comes back on the same port while a's edge keeps retrying.
-    let started = Instant::now();
+    // b comes back on the same port while a's edge keeps retrying: once a's edge has
+    // failed to reach it (a hop failed after the one above), not after a guessed pause.
+    let failed_before = *failed_a.borrow_and_update();
     let restart = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        failed_a
+            .wait_for(|n| *n > failed_before)
+            .await
+            .expect("a's pool is there");
         spawn(b, addr, ServerOptions::default())
             .await
             .expect("b binds its old port again")
@@ -284,7 +317,6 @@ async fn a_module_that_goes_away_is_unreachable_and_is_reached_again_when_it_is_
         .send("f.a.ask-1:input", json!(3))
         .await
         .expect("reached once b is back");
-    assert!(started.elapsed() >= Duration::from_millis(300));
     assert_eq!(reply.into_value().map(|v| v["msg"].clone()), Some(json!(3)));
     let server_b = restart.await.expect("restarted");
     assert_eq!(server_b.addr(), addr);

@@ -96,9 +96,11 @@ fn control(h: &Harness) -> Value {
     port(&report(h), "_control").configuration
 }
 
+/// Whether `done` holds within `within`, asked every 5 ms. Tokio's clock, so that
+/// under paused time the bound is the test's own time, not a busy loop's.
 async fn eventually(within: Duration, done: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + within;
-    while Instant::now() < end {
+    let end = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < end {
         if done() {
             return true;
         }
@@ -808,7 +810,9 @@ async fn display_shows_the_settings_text_until_a_message_and_keeps_it() {
 // ---------------------------------------------------------------------------------
 // form
 
-#[tokio::test]
+/// Paused time: the last sleep returns once every task is parked, so a detached emit
+/// of the press without Submit would have happened when the test counts.
+#[tokio::test(start_paused = true)]
 async fn form_submit_emits_the_values_and_the_result_shows_in_place() {
     let h = harness(one("form", json!({"context": {"account": ""}}), &["out"])).await;
     let r = report(&h);
@@ -846,7 +850,7 @@ async fn form_submit_emits_the_values_and_the_result_shows_in_place() {
         .await
         .expect("ignored");
     assert!(eventually(Duration::from_secs(2), || h.emitted("n:out").len() == 2).await);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await; // paused: once every task is parked
     assert_eq!(h.emitted("n:out").len(), 2);
 }
 
@@ -857,7 +861,8 @@ fn thread(h: &Harness) -> Vec<ThreadEntry> {
     h.state("n", "thread").expect("readable").unwrap_or_default()
 }
 
-#[tokio::test]
+/// Paused time, so that "no message emitted" is read once every task is parked.
+#[tokio::test(start_paused = true)]
 async fn chat_carries_a_message_out_and_the_reply_closes_it() {
     let h = harness(one(
         "chat",
@@ -917,11 +922,12 @@ async fn chat_carries_a_message_out_and_the_reply_closes_it() {
         .await
         .expect("ignored");
     assert_eq!(thread(&h).len(), 3);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await; // paused: once every task is parked
     assert_eq!(h.emitted("n:message").len(), 1);
 }
 
-#[tokio::test]
+/// Paused time, so that "no answer emitted" is read once every task is parked.
+#[tokio::test(start_paused = true)]
 async fn chat_questions_queue_and_only_the_head_is_answered() {
     let h = harness(one("chat", json!({}), &["message", "answer"])).await;
     h.send("n:ask", json!({"context": {"deploy": 1}})).await.expect("asked");
@@ -948,7 +954,7 @@ async fn chat_questions_queue_and_only_the_head_is_answered() {
     )
     .await
     .expect("ignored");
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await; // paused: once every task is parked
     assert!(h.emitted("n:answer").is_empty());
 
     h.send(
