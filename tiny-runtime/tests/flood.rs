@@ -5,21 +5,16 @@
 //! and, past it, are dropped and counted as a slow consumer. Every message that was
 //! answered was handled, once.
 
-use std::{
-    collections::HashSet,
-    sync::{
-        Mutex, OnceLock,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
-};
+mod support;
+
+use std::{collections::HashSet, sync::atomic::Ordering, time::Duration};
 
 use async_nats::HeaderMap;
 use futures::StreamExt as _;
+use support::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
 use tiny_runtime::nats::{Link, listen};
-use tiny_sdk::{engine::Engine, flow::FlowBuilder, prelude::*};
+use tiny_sdk::{engine::Engine, flow::FlowBuilder};
 use tiny_testkit::NatsServer;
-use tokio::sync::watch;
 
 /// How many messages the module handles at once.
 const CAP: usize = 64;
@@ -27,43 +22,6 @@ const CAP: usize = 64;
 const FLOOD: i64 = 100_000;
 /// A bound on waiting for what must happen (a hang fails instead of blocking CI).
 const WAIT: Duration = Duration::from_secs(120);
-
-/// Opened by the test: until then every handler waits (a slow handler, without a clock).
-fn gate() -> &'static watch::Sender<bool> {
-    static GATE: OnceLock<watch::Sender<bool>> = OnceLock::new();
-    GATE.get_or_init(|| watch::channel(false).0)
-}
-
-/// Handlers running now.
-fn live() -> &'static watch::Sender<usize> {
-    static LIVE: OnceLock<watch::Sender<usize>> = OnceLock::new();
-    LIVE.get_or_init(|| watch::channel(0).0)
-}
-
-/// The most handlers that ran at once.
-static MOST_LIVE: AtomicUsize = AtomicUsize::new(0);
-/// The numbers every handler call got.
-static HANDLED: Mutex<Vec<i64>> = Mutex::new(Vec::new());
-
-/// `gate`: waits for the test's gate, then answers its number.
-#[derive(Debug, Component, Default)]
-#[component(name = "gate")]
-struct Gate {
-    input: Input<i64>,
-}
-
-impl Gate {
-    async fn on_input(&self, _: &Ctx<Self>, n: i64) -> Reply {
-        live().send_modify(|l| {
-            *l += 1;
-            MOST_LIVE.fetch_max(*l, Ordering::SeqCst);
-        });
-        HANDLED.lock().expect("lock").push(n);
-        let _ = gate().subscribe().wait_for(|open| *open).await;
-        live().send_modify(|l| *l -= 1);
-        Reply::value(serde_json::json!(n))
-    }
-}
 
 /// This process's resident memory, KiB (`VmRSS` of `/proc/self/status`).
 fn rss_kib() -> u64 {
@@ -86,6 +44,8 @@ fn headers(n: i64) -> HeaderMap {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_at_a_slow_module_keeps_its_tasks_under_the_cap() {
+    // Every message taken counts, answered or not: the answers are checked against them.
+    record_at(Recorded::BeforeTheGate);
     let broker = NatsServer::start().await.expect("nats-server starts");
     let link = Link::connect(&broker.url()).await.expect("a NATS URL");
     assert!(link.wait_up(WAIT).await, "connects");

@@ -4,23 +4,18 @@
 //! the rest wait on the broker; once the handler is fast again every stored message
 //! is handled exactly once and acked (the work-queue stream is empty).
 
-use std::{
-    collections::HashSet,
-    sync::{
-        Mutex, OnceLock,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
-};
+mod support;
+
+use std::{collections::HashSet, sync::atomic::Ordering, time::Duration};
 
 use async_nats::HeaderMap;
+use support::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
 use tiny_runtime::{
     jetstream::{self, JetStream, config::EDGES_STREAM},
     nats::Link,
 };
-use tiny_sdk::{engine::Engine, flow::FlowBuilder, prelude::*};
+use tiny_sdk::{engine::Engine, flow::FlowBuilder};
 use tiny_testkit::{NatsServer, eventually};
-use tokio::sync::watch;
 
 /// How many messages the module handles at once.
 const CAP: usize = 16;
@@ -29,41 +24,10 @@ const FLOOD: i64 = 5_000;
 /// A bound on waiting for what must happen.
 const WAIT: Duration = Duration::from_secs(120);
 
-fn gate() -> &'static watch::Sender<bool> {
-    static GATE: OnceLock<watch::Sender<bool>> = OnceLock::new();
-    GATE.get_or_init(|| watch::channel(false).0)
-}
-
-fn live() -> &'static watch::Sender<usize> {
-    static LIVE: OnceLock<watch::Sender<usize>> = OnceLock::new();
-    LIVE.get_or_init(|| watch::channel(0).0)
-}
-
-static MOST_LIVE: AtomicUsize = AtomicUsize::new(0);
-static HANDLED: Mutex<Vec<i64>> = Mutex::new(Vec::new());
-
-/// `gate`: waits for the test's gate, then takes its number.
-#[derive(Debug, Component, Default)]
-#[component(name = "gate")]
-struct Gate {
-    input: Input<i64>,
-}
-
-impl Gate {
-    async fn on_input(&self, _: &Ctx<Self>, n: i64) -> Reply {
-        live().send_modify(|l| {
-            *l += 1;
-            MOST_LIVE.fetch_max(*l, Ordering::SeqCst);
-        });
-        let _ = gate().subscribe().wait_for(|open| *open).await;
-        HANDLED.lock().expect("lock").push(n);
-        live().send_modify(|l| *l -= 1);
-        Reply::empty()
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_flood_waits_on_the_broker_and_every_message_is_handled_once() {
+    // Handled to the end: every stored message is counted once it is through.
+    record_at(Recorded::AfterTheGate);
     let broker = NatsServer::start_jetstream(None).await.expect("nats-server starts");
     let link = Link::connect(&broker.url()).await.expect("a NATS URL");
     assert!(link.wait_up(WAIT).await, "connects");
