@@ -5,7 +5,6 @@
 //! Loki is packaged in Debian or on PyPI; Debian's `loki` is another program).
 
 use std::{
-    net::TcpListener as StdListener,
     process::{Child, Command, Stdio},
     sync::{Arc, Mutex},
     time::{Duration, Instant},
@@ -22,11 +21,14 @@ use tiny_sdk::{
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-fn free_port() -> u16 {
-    StdListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+/// A loopback port nobody listens on, held for as long as the socket lives: bound but
+/// not listening, so a connection is refused, and no other process can bind it meanwhile
+/// (a port bound and released could be taken and answer).
+fn refusing_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.bind(([127, 0, 0, 1], 0).into()).expect("bound");
+    let port = socket.local_addr().expect("an address").port();
+    (socket, port)
 }
 
 /// A Prometheus on loopback, scraping itself every second; killed on drop.
@@ -66,32 +68,55 @@ impl Prometheus {
             std::path::Path::new(&bin).exists(),
             "no Prometheus at {bin} (TINY_PROMETHEUS)"
         );
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("tiny-prom-{}-{port}", std::process::id()));
+        static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let nth = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("tiny-prom-{}-{nth}", std::process::id()));
         std::fs::create_dir_all(dir.join("data")).expect("a data dir");
         let config = dir.join("prometheus.yml");
+        let targets = dir.join("targets.json");
+        // Its own port is not known before it starts: it binds port 0, and the scrape
+        // target comes from a file written once the port is read from the kernel
+        // (file-based discovery watches the file).
         std::fs::write(
             &config,
             format!(
-                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: self\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: self\n    file_sd_configs:\n      - files: ['{}']\n",
+                targets.display()
             ),
         )
         .expect("the config");
         let child = Command::new(&bin)
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--web.listen-address=127.0.0.1:0")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("prometheus starts");
-        let prom = Prometheus {
+        let mut prom = Prometheus {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            url: String::new(),
             _dir: tempdir::Dir(dir),
         };
-        // Ready once its own `up` has been scraped.
         let end = Instant::now() + Duration::from_secs(30);
+        let port = loop {
+            assert!(
+                prom.child.try_wait().expect("its status").is_none(),
+                "Prometheus exited"
+            );
+            match tiny_testenv::listening_ports(prom.child.id()).expect("its sockets")[..] {
+                [port] => break port,
+                [] => assert!(Instant::now() < end, "Prometheus did not listen within 30 s"),
+                ref ports => panic!("Prometheus listens on {ports:?}, expected one port"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        prom.url = format!("http://127.0.0.1:{port}");
+        // Written whole, then renamed: discovery never reads half a file.
+        let partial = targets.with_extension("json.partial");
+        std::fs::write(&partial, format!("[{{\"targets\": [\"127.0.0.1:{port}\"]}}]")).expect("the targets");
+        std::fs::rename(&partial, &targets).expect("the targets");
+        // Ready once its own `up` has been scraped.
         loop {
             let answered = query_up(port).await;
             if answered {
@@ -221,7 +246,8 @@ async fn promql_failures_go_to_the_error_port_with_their_class() {
     assert_eq!(h.emitted("n:error").pop().expect("error")["error"], "query is required");
 
     // Nobody listening: retryable.
-    let gone = format!("http://127.0.0.1:{}", free_port());
+    let (_held, port) = refusing_port();
+    let gone = format!("http://127.0.0.1:{port}");
     let h = harness("promql_query", json!({"baseURL": gone, "timeoutSeconds": 5})).await;
     let err = h.send("n:request", json!({"query": "up"})).await.expect_err("refused");
     assert!(err.is_retryable(), "{err}");
