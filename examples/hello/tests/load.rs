@@ -32,11 +32,7 @@ fn cpu_secs(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 use futures::{StreamExt as _, TryStreamExt as _};
-use kube::{
-    Api, Client, ResourceExt as _,
-    api::PostParams,
-    runtime::{WatchStreamExt as _, watcher},
-};
+use kube::{Api, Client, ResourceExt as _, api::PostParams, runtime::watcher};
 use serde_json::json;
 use tiny_runtime::{
     config::ModuleConfig,
@@ -71,6 +67,33 @@ impl Stamp {
             s.push((msg.id, now));
         }
     }
+}
+
+/// Follows `api` with a watch in a task, handing `seen` each object it applies, and
+/// returns once the watch has listed what exists: what is created after is an event
+/// it sees, so that its timings start from a live watch rather than a guessed pause.
+async fn follow<K>(api: Api<K>, mut seen: impl FnMut(K) + Send + 'static) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let (listed, is_listed) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut listed = Some(listed);
+        let mut events = watcher(api, watcher::Config::default()).boxed();
+        while let Ok(Some(event)) = events.try_next().await {
+            match event {
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => seen(o),
+                watcher::Event::InitDone => {
+                    if let Some(listed) = listed.take() {
+                        let _ = listed.send(());
+                    }
+                }
+                watcher::Event::Delete(_) | watcher::Event::Init => {}
+            }
+        }
+    });
+    is_listed.await.expect("the watch lists the objects (it ended first)");
+    task
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -121,18 +144,15 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
     let signals: Api<TinySignal> = Api::namespaced(client.clone(), ns);
     let seen: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let watch = {
-        let (signals, seen) = (signals.clone(), seen.clone());
-        tokio::spawn(async move {
-            let mut events = watcher(signals, watcher::Config::default()).applied_objects().boxed();
-            while let Ok(Some(s)) = events.try_next().await {
-                let now = Instant::now();
-                if let Ok(mut seen) = seen.lock() {
-                    seen.entry(s.name_any()).or_insert(now);
-                }
+        let seen = seen.clone();
+        follow(signals.clone(), move |s: TinySignal| {
+            let now = Instant::now();
+            if let Ok(mut seen) = seen.lock() {
+                seen.entry(s.name_any()).or_insert(now);
             }
         })
+        .await
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
 
     let created: Arc<Mutex<HashMap<u64, Instant>>> = Arc::default();
     let started = Instant::now();
@@ -167,8 +187,6 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
         },
     )
     .await;
-    // Let a late duplicate show itself, if there is one.
-    tokio::time::sleep(Duration::from_secs(2)).await;
     watch.abort();
     // The status still says how each delivery ended: every one Delivered, by us.
     eventually(
@@ -195,10 +213,29 @@ async fn a_burst_of_signals_is_handled_exactly_once_beside_a_bare_watch() {
         },
     )
     .await;
+    // A late duplicate would come from an event before this signal's (the status
+    // writes above): once this one is handled, the module's ordered watch has passed
+    // them all.
+    let marker = n as u64;
+    let spec = TinySignalSpec {
+        node: node.into(),
+        port: "input".into(),
+        data: Some(RawJson(json!({ "id": marker }))),
+        ..Default::default()
+    };
+    signals
+        .create(&PostParams::default(), &TinySignal::new("sig-marker", spec))
+        .await
+        .expect("created");
+    eventually("the marker signal to be handled", Duration::from_secs(60), || async {
+        let stamps = STAMPS.lock().ok()?;
+        stamps.iter().any(|(id, _)| *id == marker).then_some(())
+    })
+    .await;
 
     let stamps = STAMPS.lock().map(|s| s.clone()).unwrap_or_default();
     let mut per_id: HashMap<u64, Vec<Instant>> = HashMap::new();
-    for (id, t) in stamps {
+    for (id, t) in stamps.into_iter().filter(|(id, _)| *id != marker) {
         per_id.entry(id).or_default().push(t);
     }
     assert_eq!(per_id.len(), n, "every signal reached the handler");
@@ -235,19 +272,16 @@ async fn nodes_to_ready(client: &Client, ns: &str, n: usize) -> Duration {
     let nodes: Api<TinyNode> = Api::namespaced(client.clone(), ns);
     let ready: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
     let watch = {
-        let (nodes, ready) = (nodes.clone(), ready.clone());
-        tokio::spawn(async move {
-            let mut events = watcher(nodes, watcher::Config::default()).applied_objects().boxed();
-            while let Ok(Some(node)) = events.try_next().await {
-                if common::ready(&node) == Some(true)
-                    && let Ok(mut r) = ready.lock()
-                {
-                    r.insert(node.name_any());
-                }
+        let ready = ready.clone();
+        follow(nodes.clone(), move |node: TinyNode| {
+            if common::ready(&node) == Some(true)
+                && let Ok(mut r) = ready.lock()
+            {
+                r.insert(node.name_any());
             }
         })
+        .await
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let started = Instant::now();
     futures::stream::iter(0..n)
         .for_each_concurrent(32, |i| {
@@ -277,7 +311,8 @@ async fn nodes_to_ready(client: &Client, ns: &str, n: usize) -> Duration {
     took
 }
 
-/// The baseline controller as a process; its first line says it watches.
+/// The baseline controller as a process, once its first line says its watch has
+/// listed the namespace.
 fn bare_controller(env: &tiny_testenv::TestEnv, ns: &str) -> Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_bare-controller"))
         .arg(ns)
@@ -304,7 +339,6 @@ async fn many_nodes_reach_ready_beside_a_bare_controller() {
     }
     // The baseline first, alone on the control plane.
     let mut bare = bare_controller(&env, "bare");
-    tokio::time::sleep(Duration::from_secs(1)).await;
     let bare_rss0 = rss_kib(bare.id()).unwrap_or(0);
     let bare_cpu0 = cpu_secs(bare.id());
     let bare_time = nodes_to_ready(&client, "bare", n).await;
