@@ -28,6 +28,13 @@ fn hello(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// `hello-module check-upgrade --name examples-v0 <args>`: exit status, stdout, stderr.
+fn check_upgrade(args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["check-upgrade", "--name", "examples-v0"];
+    all.extend_from_slice(args);
+    hello(&all)
+}
+
 /// This build's components, as `hello-module components` prints them.
 fn this_build() -> Vec<ModuleComponent> {
     let (code, stdout, stderr) = hello(&["components"]);
@@ -51,6 +58,14 @@ fn older(change: impl Fn(&mut serde_json::Map<String, Value>)) -> Vec<ModuleComp
         .expect("HelloIn's properties");
     change(defs);
     components
+}
+
+/// The older build that took a `title` on `hello`'s input, which this build no
+/// longer has: breaking for a deployed edge that writes it.
+fn with_title() -> Vec<ModuleComponent> {
+    older(|fields| {
+        fields.insert("title".into(), json!({"type": "string"}));
+    })
 }
 
 /// The flow deployed: another module's `sender` sends to hello's `input` along edge
@@ -120,10 +135,7 @@ async fn a_removed_field_an_edge_writes_fails_the_check_and_an_added_one_passes(
     let env = common::env().await;
     let kubeconfig = env.kubeconfig_path().to_str().expect("utf-8").to_owned();
     let check = |ns: &str, output: &str| {
-        hello(&[
-            "check-upgrade",
-            "--name",
-            "examples-v0",
+        check_upgrade(&[
             "--version",
             "0.2.0",
             "--kubeconfig",
@@ -139,13 +151,7 @@ async fn a_removed_field_an_edge_writes_fails_the_check_and_an_added_one_passes(
     // build has no such field.
     let ns = "upgrade-breaking";
     env.create_namespace(ns).await.expect("namespace");
-    publish(
-        &Api::namespaced(env.client(), ns),
-        older(|fields| {
-            fields.insert("title".into(), json!({"type": "string"}));
-        }),
-    )
-    .await;
+    publish(&Api::namespaced(env.client(), ns), with_title()).await;
     common::create_flow(&env.client(), ns, &flow("shop", r#"{ name: "{{$.who}}", title: Dr }"#)).await;
     // A node whose settings are base64 of something that is not JSON: the API server
     // takes it; it runs under no build, so it is said and left out, not a failed check.
@@ -231,13 +237,7 @@ async fn a_removed_field_an_edge_writes_fails_the_check_and_an_added_one_passes(
     assert!(stderr.contains("nothing deployed to check"), "{stderr}");
 
     // A cluster that cannot be read: exit status 2, saying why.
-    let (code, _, stderr) = hello(&[
-        "check-upgrade",
-        "--name",
-        "examples-v0",
-        "--kubeconfig",
-        "/nonexistent/kubeconfig",
-    ]);
+    let (code, _, stderr) = check_upgrade(&["--kubeconfig", "/nonexistent/kubeconfig"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
 }
@@ -246,48 +246,22 @@ async fn a_removed_field_an_edge_writes_fails_the_check_and_an_added_one_passes(
 fn offline_a_components_snapshot_and_a_flow_file_are_checked_alike() {
     let dir = tempfile::tempdir().expect("tempdir");
     let snapshot = dir.path().join("components.json");
-    let old = older(|fields| {
-        fields.insert("title".into(), json!({"type": "string"}));
-    });
+    let old = with_title();
     std::fs::write(&snapshot, serde_json::to_string(&old).expect("JSON")).expect("write");
     let breaking = dir.path().join("breaking.yaml");
     std::fs::write(&breaking, flow("shop", r#"{ name: "{{$.who}}", title: Dr }"#)).expect("write");
     let fine = dir.path().join("fine.yaml");
     std::fs::write(&fine, flow("shop", r#"{ name: "{{$.who}}" }"#)).expect("write");
     let path = |p: &std::path::Path| p.to_str().expect("utf-8").to_owned();
-    let (code, stdout, stderr) = hello(&[
-        "check-upgrade",
-        "--name",
-        "examples-v0",
-        "--from",
-        &path(&snapshot),
-        "--flow",
-        &path(&breaking),
-    ]);
+    let (code, stdout, stderr) = check_upgrade(&["--from", &path(&snapshot), "--flow", &path(&breaking)]);
     assert_eq!(code, Some(1), "{stdout}\n{stderr}");
     assert!(stdout.starts_with("breaking: flow `shop`"), "{stdout}");
     assert!(stdout.contains("field `/title`"), "{stdout}");
-    let (code, stdout, stderr) = hello(&[
-        "check-upgrade",
-        "--name",
-        "examples-v0",
-        "--from",
-        &path(&snapshot),
-        "--flow",
-        &path(&fine),
-    ]);
+    let (code, stdout, stderr) = check_upgrade(&["--from", &path(&snapshot), "--flow", &path(&fine)]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.is_empty(), "{stdout}");
     // A snapshot that is not `components` output: exit status 2, naming the file.
-    let (code, _, stderr) = hello(&[
-        "check-upgrade",
-        "--name",
-        "examples-v0",
-        "--from",
-        &path(&breaking),
-        "--flow",
-        &path(&fine),
-    ]);
+    let (code, _, stderr) = check_upgrade(&["--from", &path(&breaking), "--flow", &path(&fine)]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("breaking.yaml: not the JSON array `components` prints"),
@@ -310,14 +284,11 @@ fn helm(args: &[&str]) -> (bool, String, String) {
     )
 }
 
-/// The tiny-module chart rendered as release `hello` in `ns` with `values` (YAML).
-fn render(ns: &str, values: &str) -> Vec<Value> {
-    use serde::Deserialize as _;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("values.yaml");
-    std::fs::write(&file, values).expect("write");
+/// `helm template` of the tiny-module chart as release `hello` in `ns` with the values
+/// file `values`: whether it succeeded, stdout, stderr.
+fn template(ns: &str, values: &std::path::Path) -> (bool, String, String) {
     let chart = format!("{REPO}/charts/tiny-module");
-    let (ok, stdout, stderr) = helm(&[
+    helm(&[
         "template",
         &chart,
         "--name",
@@ -325,8 +296,17 @@ fn render(ns: &str, values: &str) -> Vec<Value> {
         "--namespace",
         ns,
         "-f",
-        file.to_str().expect("utf-8"),
-    ]);
+        values.to_str().expect("utf-8"),
+    ])
+}
+
+/// The tiny-module chart rendered as release `hello` in `ns` with `values` (YAML).
+fn render(ns: &str, values: &str) -> Vec<Value> {
+    use serde::Deserialize as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("values.yaml");
+    std::fs::write(&file, values).expect("write");
+    let (ok, stdout, stderr) = template(ns, &file);
     assert!(ok, "{stderr}");
     serde_yaml::Deserializer::from_str(&stdout)
         .map(|d| Value::deserialize(d).expect("rendered YAML parses"))
@@ -339,6 +319,11 @@ fn hook(docs: &[Value]) -> Vec<&Value> {
     docs.iter()
         .filter(|d| d["metadata"]["name"] == "hello-tiny-module-upgrade-check")
         .collect()
+}
+
+/// The first container of a rendered Job's pod.
+fn container(job: &Value) -> &Value {
+    &job["spec"]["template"]["spec"]["containers"][0]
 }
 
 fn of_kind<'a>(docs: &[&'a Value], kind: &str) -> &'a Value {
@@ -383,13 +368,13 @@ fn the_chart_renders_the_upgrade_check_hook_only_when_asked_with_read_only_right
     let job = of_kind(&hook, "Job");
     let pod = &job["spec"]["template"]["spec"];
     assert_eq!(pod["serviceAccountName"], "hello-tiny-module-upgrade-check");
-    let container = &pod["containers"][0];
+    let first = container(job);
     assert_eq!(
-        container["args"],
+        first["args"],
         json!(["check-upgrade", "--name=examples-v0", "--version=0.2.0"])
     );
     assert_eq!(
-        container["env"],
+        first["env"],
         json!([{"name": "RELEASE_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}])
     );
     assert_eq!(job["spec"]["backoffLimit"], 0);
@@ -401,7 +386,7 @@ fn the_chart_renders_the_upgrade_check_hook_only_when_asked_with_read_only_right
     );
     let job = of_kind(&self::hook(&docs), "Job").clone();
     assert_eq!(
-        job["spec"]["template"]["spec"]["containers"][0]["args"],
+        container(&job)["args"],
         json!([
             "check-upgrade",
             "--name=examples-v0",
@@ -413,16 +398,7 @@ fn the_chart_renders_the_upgrade_check_hook_only_when_asked_with_read_only_right
     // values.schema.json holds the block to its two switches.
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "upgradeCheck: {enabled: true, allowBreaking: \"yes\"}\n").expect("write");
-    let (ok, _, stderr) = helm(&[
-        "template",
-        &chart,
-        "--name",
-        "hello",
-        "--namespace",
-        "tinysystems",
-        "-f",
-        bad.to_str().expect("utf-8"),
-    ]);
+    let (ok, _, stderr) = template("tinysystems", &bad);
     assert!(!ok && stderr.contains("allowBreaking"), "{stderr}");
 }
 
@@ -455,13 +431,7 @@ async fn the_rendered_hook_refuses_a_breaking_upgrade_with_only_its_own_rights()
     let env = common::env().await;
     let ns = "upgrade-hook";
     env.create_namespace(ns).await.expect("namespace");
-    publish(
-        &Api::namespaced(env.client(), ns),
-        older(|fields| {
-            fields.insert("title".into(), json!({"type": "string"}));
-        }),
-    )
-    .await;
+    publish(&Api::namespaced(env.client(), ns), with_title()).await;
     common::create_flow(&env.client(), ns, &flow("shop", r#"{ name: "{{$.who}}", title: Dr }"#)).await;
 
     let docs = render(ns, &format!("{MODULE_VALUES}upgradeCheck: {{enabled: true}}\n"));
@@ -489,7 +459,7 @@ async fn the_rendered_hook_refuses_a_breaking_upgrade_with_only_its_own_rights()
     )
     .expect("write");
     let run = |job: &Value| {
-        let args: Vec<String> = job["spec"]["template"]["spec"]["containers"][0]["args"]
+        let args: Vec<String> = container(job)["args"]
             .as_array()
             .expect("args")
             .iter()
