@@ -10,7 +10,7 @@ LOCK := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))tools/target-lock/run.sh
 override CARGO := $(LOCK) $(CARGO)
 CRATE ?= tiny-example-hello
 
-.PHONY: help up run demo test test-k8s-oldest lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load durable ci
+.PHONY: help up run demo test test-k8s-oldest lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load durable soak ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -35,7 +35,7 @@ CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-e
 	-p tiny-example-common -p tiny-example-guide \
 	--test control_plane --test crds --test resources --test secrets --test cluster --test cross_module \
 	--test durable --test faults --test flows --test helm --test nats --test observability --test poison \
-	--test validate --test load --test template --test fresh_flow --test catalog_cluster
+	--test validate --test load --test template --test fresh_flow --test catalog_cluster --test soak
 
 test-k8s-oldest: export TINY_K8S_VERSION = 1.20
 test-k8s-oldest: ## the cluster tests on the oldest Kubernetes tiny supports (1.20.2, from Debian's source package; not part of CI)
@@ -106,5 +106,9 @@ load: ## 1,000 signals and 5,000 nodes on the local control plane beside bare ku
 
 durable: ## durable runs on a real control plane and nats-server: a module SIGKILLed 3 times and the broker restarted under TINY_CRASH_RUNS (default 200) runs, a stuck run; prints the figures
 	$(CARGO) test -p tiny-example-hello --test durable --locked -- --nocapture --test-threads 1
+
+soak: export SOAK_SECONDS ?= 1800
+soak: ## not CI: SOAK_SECONDS (default 1800) of core NATS hops, durable runs and signals across 5 module processes, a leader kill, an API server pause or a broker kill every SOAK_FAULT_EVERY s (default 180), niced; prints RSS, live tasks and lost work per interval and fails on any loss or memory past its ceiling (docs/testing.md, "The soak"). CI runs its 60 s form
+	nice -n 10 $(CARGO) test -p tiny-example-hello --test soak --locked -- --nocapture
 
 ci: lint test ## what .ci/run does
