@@ -505,7 +505,7 @@ async fn runs_complete_and_steps_run_once_while_a_module_is_sigkilled_three_time
             incarnation += 1;
             alpha = Some(scene.module("alpha-v0", &format!("alpha-{incarnation}"), &[]));
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await; // paces the load; waits for nothing
     }
     let sent = started.elapsed();
     let mut logs: Vec<String> = (0..=incarnation).map(|i| format!("alpha-{i}")).collect();
@@ -552,11 +552,17 @@ async fn runs_complete_and_steps_run_once_across_a_broker_restart() {
     for n in 0..runs {
         scene.start_run_stored(n).await;
         if n == runs / 3 {
-            // The broker dies with runs in flight, and comes back 2 s later (on the same
-            // store). Runs are sent again once both modules are back.
+            // The broker dies with runs in flight, and comes back (on the same store)
+            // once both modules say they have lost it. Runs are sent again once both
+            // modules are back.
             let down = now_ms();
             scene.broker.kill();
-            tokio::time::sleep(Duration::from_secs(2)).await;
+            for r in [&alpha, &beta] {
+                eventually("/readyz to say the broker is gone", Duration::from_secs(30), || async {
+                    r.probe("/readyz").await.filter(|(code, _)| *code == 503)
+                })
+                .await;
+            }
             scene.broker.restart().await.expect("the broker restarts");
             assert!(scene.link.wait_up(Duration::from_secs(30)).await);
             for r in [&alpha, &beta] {
@@ -567,7 +573,7 @@ async fn runs_complete_and_steps_run_once_across_a_broker_restart() {
             }
             outage = Some((down, now_ms()));
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await; // paces the load; waits for nothing
     }
     let sent = started.elapsed();
     let (down, up) = outage.expect("the broker was restarted");
