@@ -500,6 +500,70 @@ fn a_module_on_nats_may_connect_as_its_own_user_from_a_secret() {
     assert!(err.contains("nats.userSecret and nats.tokenSecret"), "{err}");
 }
 
+#[test]
+fn a_module_on_nats_may_connect_with_its_own_nkey_or_creds_file_from_a_secret() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let deployment = |values: &str| {
+        let file = write(dir.path(), "values.yaml", values);
+        let path = file.to_str().expect("utf-8");
+        let report = helm(&["lint", repo("charts/tiny-module").to_str().expect("utf-8"), "-f", path]);
+        assert!(report.contains("0 problem(s)"), "{report}");
+        let docs = documents(&render(&[&file]));
+        find(&docs, "Deployment")["spec"]["template"]["spec"].clone()
+    };
+    let var = |pod: &Value, name: &str| {
+        pod["containers"][0]["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["name"] == name)
+            .cloned()
+    };
+    // An nkey: the seed from the Secret's key, the URL without user info, no volume.
+    let pod = deployment("nats: {url: 'nats://old@nats:4222', nkeySecret: {name: alpha-nkey}}\n");
+    assert_eq!(
+        var(&pod, "TINY_NATS_NKEY_SEED").map(|v| v["valueFrom"].clone()),
+        Some(json!({"secretKeyRef": {"name": "alpha-nkey", "key": "seed"}}))
+    );
+    assert_eq!(
+        var(&pod, "TINY_NATS_URL").map(|v| v["value"].clone()),
+        Some(json!("nats://nats:4222"))
+    );
+    assert_eq!(var(&pod, "TINY_NATS_TOKEN"), None);
+    assert!(pod["volumes"].is_null(), "{pod}");
+    // A .creds file: mounted read-only from the Secret, its path in TINY_NATS_CREDS; the
+    // file's text is in no variable.
+    let pod = deployment("nats: {url: 'tls://nats:4222', credsSecret: {name: alpha-creds, key: alpha.creds}}\n");
+    assert_eq!(
+        var(&pod, "TINY_NATS_CREDS").map(|v| v["value"].clone()),
+        Some(json!("/var/run/secrets/tinysystems.io/nats/alpha.creds"))
+    );
+    assert_eq!(
+        var(&pod, "TINY_NATS_URL").map(|v| v["value"].clone()),
+        Some(json!("tls://nats:4222"))
+    );
+    assert_eq!(
+        pod["volumes"],
+        json!([{"name": "nats-creds", "secret": {"secretName": "alpha-creds", "defaultMode": 256,
+            "items": [{"key": "alpha.creds", "path": "alpha.creds"}]}}])
+    );
+    assert_eq!(
+        pod["containers"][0]["volumeMounts"],
+        json!([{"name": "nats-creds", "mountPath": "/var/run/secrets/tinysystems.io/nats", "readOnly": true}])
+    );
+    // Two ways at once: refused, naming them.
+    let two = write(
+        dir.path(),
+        "two.yaml",
+        "nats: {url: 'nats://nats:4222', nkeySecret: {name: a}, credsSecret: {name: b}, tokenSecret: {name: c}}\n",
+    );
+    let err = refused(&two);
+    assert!(
+        err.contains("nats.nkeySecret, nats.credsSecret and nats.tokenSecret are set together"),
+        "{err}"
+    );
+}
+
 /// The unpacked root filesystem of the module image, built by `tools/image/build.sh`.
 struct Image {
     dir: tempfile::TempDir,
