@@ -17,6 +17,7 @@ use std::{
 use common::{create_flow, eventually, ready, signal};
 use k8s_openapi::api::{
     apps::v1::Deployment,
+    authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
     coordination::v1::Lease,
     core::v1::{Namespace, Pod as PodObject, PodSpec, Service, ServiceAccount},
     rbac::v1::{Role, RoleBinding},
@@ -1243,6 +1244,11 @@ async fn without_rule(it: &Installed, resource: &str) {
         .filter(|r| r.resources != [resource.to_owned()])
         .cloned()
         .collect();
+    let removed: Vec<Rule> = all
+        .iter()
+        .filter(|r| r.resources == [resource.to_owned()])
+        .cloned()
+        .collect();
     assert!(rules.len() < all.len(), "{resource} is a rule");
     roles
         .patch(
@@ -1252,8 +1258,58 @@ async fn without_rule(it: &Installed, resource: &str) {
         )
         .await
         .expect("Role patched");
-    // The authorizer watches Roles; give it a moment.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The authorizer follows Roles through a watch: the patch is in force once it
+    // refuses the module a removed verb (the whole Role changes at once, so the rule
+    // the last call removed is back by then too).
+    eventually(
+        &format!("the authorizer to refuse {resource}"),
+        Duration::from_secs(30),
+        || async {
+            for rule in &removed {
+                for verb in &rule.verbs {
+                    if allowed(it, rule, verb).await == Some(false) {
+                        return Some(());
+                    }
+                }
+            }
+            None
+        },
+    )
+    .await;
+}
+
+/// Whether the API server's authorizer lets the module's ServiceAccount do `verb` on
+/// `rule`'s first group, resource and name in the release's namespace (a
+/// SubjectAccessReview); `None` when the review cannot be made now.
+async fn allowed(it: &Installed, rule: &Rule, verb: &str) -> Option<bool> {
+    let (resource, subresource) = match rule.resources.first()?.split_once('/') {
+        Some((r, sub)) => (r.to_owned(), Some(sub.to_owned())),
+        None => (rule.resources.first()?.clone(), None),
+    };
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(format!("system:serviceaccount:{}:{RELEASE}-tiny-module", it.ns)),
+            groups: Some(vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{}", it.ns),
+                "system:authenticated".into(),
+            ]),
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some(it.ns.clone()),
+                verb: Some(verb.to_owned()),
+                group: rule.api_groups.first().cloned(),
+                resource: Some(resource),
+                subresource,
+                name: rule.resource_names.first().cloned(),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    };
+    let reviews: Api<SubjectAccessReview> = Api::all(it.client.clone());
+    let review = reviews.create(&PostParams::default(), &review).await.ok()?;
+    review.status.map(|s| s.allowed)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
