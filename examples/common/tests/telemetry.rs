@@ -248,10 +248,11 @@ async fn bad_requests_and_an_unreachable_collector_fail_clearly() {
         (json!({"ask": 2}), json!("project is required"))
     );
     // Nothing listening: transient, naming where it looked.
-    let gone = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
-        l.local_addr().expect("an address").port()
-    };
+    // A port held bound but not listening: refused, and no other process can take it
+    // meanwhile (as one bound and released could be, and answer).
+    let held = tokio::net::TcpSocket::new_v4().expect("a socket");
+    held.bind(([127, 0, 0, 1], 0).into()).expect("bound");
+    let gone = held.local_addr().expect("an address").port();
     let h = reading(gone, false).await;
     let e = h
         .send("tel:request", json!({"project": "shop"}))
