@@ -95,7 +95,10 @@ fn request(headers: &[u8], body: Vec<u8>) -> Option<http::Request<Full<Bytes>>> 
     builder.body(Full::new(Bytes::from(body))).ok()
 }
 
-async fn call(request: http::Request<Full<Bytes>>) -> Answer {
+/// The engine of module `fuzz` every request of this target (and of `nats`) goes to:
+/// [`flow::engine`](crate::flow::engine) with `fuzz-answer` taking the whole message
+/// from `fuzz-relay`, `fuzz-relay` wired to it, and `fuzz-knob`.
+pub async fn wired_engine() -> tiny_sdk::engine::Engine {
     let engine = crate::flow::engine().await;
     let node = |name: &str, component: &str, ports: Vec<PortConfig>, edges: Vec<Edge>| Node {
         name: name.into(),
@@ -130,6 +133,11 @@ async fn call(request: http::Request<Full<Bytes>>) -> Answer {
             panic!("a fixed node does not apply: {e}");
         }
     }
+    engine
+}
+
+async fn call(request: http::Request<Full<Bytes>>) -> Answer {
+    let engine = wired_engine().await;
     let opts = ServerOptions {
         max_message_size: MAX_MESSAGE_SIZE,
         ..ServerOptions::default()

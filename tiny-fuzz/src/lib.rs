@@ -9,6 +9,8 @@
 //! - [`flow`]: a TinyNode spec through [`Engine::apply`](tiny_sdk::engine::Engine::apply)
 //!   to a runner, then messages sent to it.
 //! - [`grpc`]: a raw gRPC request through the module server's service.
+//! - [`nats`]: a raw NATS delivery (subject, header block, payload) through the core
+//!   and JetStream receivers' decoding to the engine, and its reply back.
 //! - [`schema`]: the editor-shape rewrite of a JSON Schema.
 //!
 //! Inputs with two parts (template and message, spec and message...) split them at
@@ -17,6 +19,7 @@
 pub mod expr;
 pub mod flow;
 pub mod grpc;
+pub mod nats;
 pub mod schema;
 
 mod input;
@@ -26,9 +29,10 @@ pub use input::{json_or_yaml, runtime, split};
 pub type Target = fn(&[u8]);
 
 /// The fuzz targets by name, with their function, as `fuzz/fuzz_targets/` has them.
-pub const TARGETS: [(&str, Target); 4] = [
+pub const TARGETS: [(&str, Target); 5] = [
     ("expr", expr::run),
     ("flow", flow::run),
     ("grpc", grpc::run),
+    ("nats", nats::run),
     ("schema", schema::run),
 ];

@@ -65,6 +65,11 @@ fn grpc_corpus_and_regressions() {
 }
 
 #[test]
+fn nats_corpus_and_regressions() {
+    replay("nats");
+}
+
+#[test]
 fn schema_corpus_and_regressions() {
     replay("schema");
 }

@@ -89,3 +89,84 @@ fn expr_takes_templates_that_change_between_renders() {
     // Without such a call the ways of rendering are still compared (and agree).
     tiny_fuzz::expr::run(br#"{"u": "{{$.user}}", "n": "{{$.user.name}}", "a": "{{$.a + 1}}"}"#);
 }
+
+/// A `nats` input: flags, subject, header block and payload.
+fn nats_frame(flags: u8, headers: &str, payload: &str) -> Vec<u8> {
+    let mut out = vec![flags];
+    out.extend_from_slice(b"tinymodule.fuzz.msg\0NATS/1.0\r\n");
+    out.extend_from_slice(headers.as_bytes());
+    out.extend_from_slice(b"\r\n\0");
+    out.extend_from_slice(payload.as_bytes());
+    out
+}
+
+#[test]
+fn nats_frames_reach_the_engine_through_both_receivers() {
+    use tiny_fuzz::nats::deliver;
+    for flags in [0, 2, 2 | 8] {
+        let reply = deliver(&nats_frame(
+            flags,
+            "x-to: fuzz-relay:input\r\nx-from: signal\r\n",
+            r#"{"a":1}"#,
+        ));
+        let value = reply
+            .as_ref()
+            .ok()
+            .and_then(|r| r.as_ref().ok())
+            .and_then(|r| r.as_value().cloned());
+        assert_eq!(value, Some(serde_json::json!({"a": 1})), "flags {flags}: {reply:?}");
+    }
+    // A value continued on the next line is joined as the client joins it: as it is.
+    let port = match deliver(&nats_frame(0, "x-to: fuzz-relay:\r\n input\r\n", "2")) {
+        Ok(Err(e)) => e.to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert!(port.contains("no input port ` input`"), "{port}");
+}
+
+#[test]
+fn nats_refusals_are_typed() {
+    use tiny_fuzz::nats::{FrameError, deliver};
+    let code = |data: Vec<u8>| match deliver(&data) {
+        Ok(Err(e)) => e.code().map(str::to_owned),
+        other => panic!("not a refusal: {other:?}"),
+    };
+    let invalid = Some(tiny_sdk::error::code::INVALID_MESSAGE.to_owned());
+    assert_eq!(code(nats_frame(0, "x-from: signal\r\n", "1")), invalid);
+    assert_eq!(
+        code(nats_frame(
+            0,
+            "x-to: fuzz-answer:input\r\nx-message-depth: many\r\n",
+            "1"
+        )),
+        invalid
+    );
+    assert_eq!(code(nats_frame(0, "x-to: fuzz-answer:input\r\n", "{")), invalid);
+    assert_eq!(
+        code(nats_frame(
+            0,
+            "x-to: fuzz-answer:input\r\nx-message-depth: 300\r\n",
+            "1"
+        )),
+        Some(tiny_sdk::error::code::CYCLE.to_owned())
+    );
+    // What the client itself refuses never reaches the receiver.
+    let frame_error = |data: Vec<u8>| deliver(&data).err();
+    assert_eq!(
+        frame_error(nats_frame(0, "x-to: fuzz-answer:input\r\nx-from: a\rb\r\n", "1")),
+        Some(FrameError::Value { line: 2 })
+    );
+    assert_eq!(
+        frame_error(nats_frame(0, "no colon\r\n", "1")),
+        Some(FrameError::NoColon { line: 1 })
+    );
+    assert_eq!(
+        frame_error(nats_frame(0, "bad name: v\r\n", "1")),
+        Some(FrameError::Name { line: 1 })
+    );
+    assert_eq!(
+        frame_error(b"\0tinymodule.fuzz.msg\0HTTP/1.1\r\n\r\n\0".to_vec()),
+        Some(FrameError::Version)
+    );
+    assert_eq!(frame_error(b"\0a b\0".to_vec()), Some(FrameError::Subject));
+}
