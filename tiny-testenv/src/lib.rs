@@ -60,8 +60,8 @@ pub use binaries::{
 pub use error::Error;
 use error::io_err;
 pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
-pub use process::listening_ports;
-use process::{Proc, bind_failed, not_ready, random_port, wait_for_listening_port, wait_for_port};
+use process::{Proc, bind_failed, not_ready, wait_for_listening_port, wait_for_port};
+pub use process::{listening_ports, random_port};
 use token::random_token;
 
 /// Field manager used for server-side apply by this crate.

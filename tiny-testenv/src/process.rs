@@ -302,13 +302,14 @@ pub(crate) async fn wait_for_listening_port(proc: &mut Proc, timeout: Duration) 
     }
 }
 
-/// A port for a child that cannot choose its own (kube-apiserver refuses
-/// `--secure-port=0`): random, from below the kernel's ephemeral range
-/// (`ip_local_port_range`), which port-0 binds and outgoing connections never take. It is
-/// not reserved by binding and releasing it (another process could take it in between);
-/// the caller starts the child on it and, if the child says the address is in use
-/// ([`bind_failed`]), tries another.
-pub(crate) fn random_port() -> Result<u16, Error> {
+/// A port to name before anything listens on it, for a program that cannot choose its
+/// own (kube-apiserver refuses `--secure-port=0`) or a test of a port recorded earlier:
+/// random, from below the kernel's ephemeral range (`ip_local_port_range`), which port-0
+/// binds and outgoing connections never take, so only a process that names this very
+/// port can collide. It is not reserved by binding and releasing it (another process
+/// could take it in between); the caller starts the program on it and, if that says
+/// the address is in use, tries another.
+pub fn random_port() -> Result<u16, Error> {
     let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|text| text.split_whitespace().next()?.parse::<u16>().ok());
