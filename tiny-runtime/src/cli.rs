@@ -372,6 +372,28 @@ struct RunArgs {
     /// JetStream: seconds after its last step a finished run's records are removed.
     #[arg(long, env = "TINY_RUN_GC_AFTER", default_value_t = 86_400)]
     run_gc_after: u64,
+    /// JetStream: bytes the stream `module-edges` may hold (0: no limit). A full stream refuses a hop
+    /// (code STREAM_FULL) rather than drop stored work. Applied where the broker's stream has no
+    /// limit of its own (docs/limits.md).
+    #[arg(long, env = "TINY_JETSTREAM_EDGES_MAX_BYTES", default_value_t = JS_LIMITS.edges.max_bytes, value_parser = clap::value_parser!(i64).range(0..))]
+    jetstream_edges_max_bytes: i64,
+    /// JetStream: messages the stream `module-edges` may hold (0: no limit).
+    #[arg(long, env = "TINY_JETSTREAM_EDGES_MAX_MSGS", default_value_t = JS_LIMITS.edges.max_msgs, value_parser = clap::value_parser!(i64).range(0..))]
+    jetstream_edges_max_msgs: i64,
+    /// JetStream: bytes the stream `module-sysmsgs` may hold (0: no limit); the oldest go first.
+    #[arg(long, env = "TINY_JETSTREAM_SYSMSGS_MAX_BYTES", default_value_t = JS_LIMITS.sysmsgs.max_bytes, value_parser = clap::value_parser!(i64).range(0..))]
+    jetstream_sysmsgs_max_bytes: i64,
+    /// JetStream: messages the stream `module-sysmsgs` may hold (0: no limit); the oldest go first.
+    #[arg(long, env = "TINY_JETSTREAM_SYSMSGS_MAX_MSGS", default_value_t = JS_LIMITS.sysmsgs.max_msgs, value_parser = clap::value_parser!(i64).range(0..))]
+    jetstream_sysmsgs_max_msgs: i64,
+    /// JetStream: bytes the run ledger bucket `TINY_EXEC` may hold (0: no limit); a full bucket
+    /// refuses ledger writes.
+    #[arg(long, env = "TINY_JETSTREAM_EXEC_MAX_BYTES", default_value_t = JS_LIMITS.exec.max_bytes, value_parser = clap::value_parser!(i64).range(0..))]
+    jetstream_exec_max_bytes: i64,
+    /// JetStream: bytes of one message in either stream, or of one value in `TINY_EXEC` (0: no limit
+    /// but the broker's max_payload).
+    #[arg(long, env = "TINY_JETSTREAM_MAX_MSG_SIZE", default_value_t = crate::jetstream::config::MAX_MSG_SIZE, value_parser = clap::value_parser!(i32).range(0..))]
+    jetstream_max_msg_size: i32,
     /// Fail a message whose edge expression fails (a missing field, a wrong type) with code
     /// MAPPING. Default, as the Go SDK: the field becomes null (inside a longer string, nothing for a
     /// missing field, else its `{{...}}` text), the hop goes on, and the failure is logged, counted and
@@ -394,6 +416,32 @@ struct RunArgs {
     /// often, so a rotated Secret reaches the component within it (Go's 60 s).
     #[arg(long, env = "TINY_SECRET_TTL", default_value_t = crate::secrets::DEFAULT_TTL.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     secret_ttl: u64,
+}
+
+/// The default JetStream limits, for the flags' defaults.
+const JS_LIMITS: crate::jetstream::config::JetStreamLimits = crate::jetstream::config::JetStreamLimits::DEFAULT;
+
+/// The JetStream limits the flags give.
+fn jetstream_limits(args: &RunArgs) -> crate::jetstream::config::JetStreamLimits {
+    use crate::jetstream::config::{JetStreamLimits, StoreLimits};
+    let size = args.jetstream_max_msg_size;
+    JetStreamLimits {
+        edges: StoreLimits {
+            max_bytes: args.jetstream_edges_max_bytes,
+            max_msgs: args.jetstream_edges_max_msgs,
+            max_msg_size: size,
+        },
+        sysmsgs: StoreLimits {
+            max_bytes: args.jetstream_sysmsgs_max_bytes,
+            max_msgs: args.jetstream_sysmsgs_max_msgs,
+            max_msg_size: size,
+        },
+        exec: StoreLimits {
+            max_bytes: args.jetstream_exec_max_bytes,
+            max_msgs: -1,
+            max_msg_size: size,
+        },
+    }
 }
 
 /// One of `T`'s values, in any case; empty (a variable set to `""`) is the default, as a
@@ -681,11 +729,14 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         Arc::new(Transport::connect_with(&config.name, &grpc_addr, nats_url.as_deref(), args.nkey.credentials()).await);
     tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
     let pool = grpc.pool();
+    // The transports configured: gRPC always, a broker beside it when there is one.
+    let mut listeners: Vec<Box<dyn Listen>> = vec![Box::new(grpc)];
     let jetstream = match (transport.link(), args.nats_transport) {
-        (Some(link), NatsMode::JetStream) => Some(crate::jetstream::JetStream::new(
+        (Some(link), NatsMode::JetStream) => Some(crate::jetstream::JetStream::with_limits(
             link.clone(),
             &config.name,
             &config.identity,
+            jetstream_limits(&args),
         )),
         (Some(link), NatsMode::Core) => {
             crate::jetstream::refuse_core_beside_jetstream(link, &config.name).await?;

@@ -282,6 +282,10 @@ pub mod code {
     /// Run-scoped state was asked for outside a durable run, or where runs are not
     /// durable (no JetStream transport).
     pub const NO_RUN: &str = "NO_RUN";
+    /// The broker refused to store a message: its JetStream stream or bucket is at a
+    /// limit (`max_bytes`, `max_msgs`, `max_msg_size`; docs/limits.md). Transient: the
+    /// stream drains as its consumers take their messages.
+    pub const STREAM_FULL: &str = "STREAM_FULL";
 }
 
 /// Foreign errors are not retried unless marked: as in the Go SDK, an unmarked failure

@@ -151,14 +151,75 @@ pub(super) async fn store(
         .publish_with_headers(subject, headers, payload)
         .await
         .map_err(|e| broker(format_args!("sending to module `{module}`"), e))?;
-    let ack = ack
-        .await
-        .map_err(|e| broker(format_args!("storing the message for module `{module}`"), e))?;
+    let ack = match ack.await {
+        Ok(ack) => ack,
+        Err(e) => {
+            return Err(match refusal(&e) {
+                Some(refused) => limit_error(js, refused, module).await,
+                None => broker(format_args!("storing the message for module `{module}`"), e),
+            });
+        }
+    };
     if ack.duplicate {
         // A redelivered handler re-emitting a hop it emitted before: dropped.
         tracing::debug!(stream = %ack.stream, seq = ack.sequence, "duplicate hop dropped by the broker");
     }
     Ok(())
+}
+
+/// Why the broker refused to store a message, when a limit of its stream did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The stream is at `max_bytes` or `max_msgs` (or its store failed).
+    Full,
+    /// The message is over `max_msg_size`.
+    TooLarge,
+}
+
+/// The broker's refusal in `e`, read from its JetStream error code.
+fn refusal(e: &async_nats::jetstream::context::PublishError) -> Option<Refusal> {
+    use async_nats::jetstream::ErrorCode;
+    let code = std::error::Error::source(e)?
+        .downcast_ref::<async_nats::jetstream::Error>()?
+        .error_code();
+    match code {
+        ErrorCode::STREAM_STORE_FAILED => Some(Refusal::Full),
+        ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM => Some(Refusal::TooLarge),
+        _ => None,
+    }
+}
+
+/// The hop's error for a message `module-edges` refused: transient, code
+/// [`STREAM_FULL`](code::STREAM_FULL), naming the stream and the limit it is at (read
+/// from the stream, since the broker's error names neither).
+async fn limit_error(js: &JetStream, refused: Refusal, module: &str) -> Error {
+    let stream = super::config::EDGES_STREAM;
+    let info = match js.jetstream().get_stream(stream).await {
+        Ok(s) => Some(s.cached_info().clone()),
+        Err(_) => None,
+    };
+    let what = match (refused, info) {
+        (Refusal::TooLarge, Some(info)) => format!(
+            "the message is larger than the stream's max_msg_size of {} bytes",
+            info.config.max_message_size
+        ),
+        (Refusal::TooLarge, None) => "the message is larger than the stream's max_msg_size".to_owned(),
+        (Refusal::Full, Some(info))
+            if info.config.max_messages > 0 && info.state.messages >= info.config.max_messages.unsigned_abs() =>
+        {
+            format!("the stream holds {} messages, its max_msgs limit", info.state.messages)
+        }
+        (Refusal::Full, Some(info)) if info.config.max_bytes > 0 => format!(
+            "the stream holds {} bytes and its max_bytes limit is {}",
+            info.state.bytes, info.config.max_bytes
+        ),
+        (Refusal::Full, _) => "the broker could not store it (the stream's store failed or is full)".to_owned(),
+    };
+    Error::transient(format!(
+        "the message for module `{module}` was refused by the NATS JetStream stream `{stream}`: {what} \
+         (docs/limits.md); it goes through once the module's consumers take stored messages"
+    ))
+    .with_code(code::STREAM_FULL)
 }
 
 /// Go's headers of a durable hop: `x-from`, `x-to`, `x-edge-id`, `x-run-id`,

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock, RwLock};
 
-use async_nats::jetstream::{self, kv};
+use async_nats::jetstream::{self, kv, stream};
 use bytes::Bytes;
 use futures::{TryStreamExt as _, future::BoxFuture};
 use tiny_sdk::{Error, Result, error::code, run::RunStore};
@@ -22,17 +22,26 @@ pub struct JetStream {
     /// `TINY_EXEC`, once [`ensure`](Self::ensure) made or found it (shared: a
     /// handle holds the stream's whole configuration, too much to copy per step).
     pub(super) bucket: RwLock<Option<Arc<kv::Store>>>,
+    /// What the streams and the bucket may hold, when this module creates them.
+    pub(super) limits: config::JetStreamLimits,
 }
 
 impl JetStream {
     /// For `module` on `link`; `hostname` names this replica's system consumer.
     pub fn new(link: Link, module: &str, hostname: &str) -> Arc<Self> {
+        Self::with_limits(link, module, hostname, config::JetStreamLimits::default())
+    }
+
+    /// As [`new`](Self::new), giving the streams and the bucket `limits` where the
+    /// broker has none (see [`config::JetStreamLimits::merge`]).
+    pub fn with_limits(link: Link, module: &str, hostname: &str, limits: config::JetStreamLimits) -> Arc<Self> {
         Arc::new(Self {
             link,
             module: module.to_owned(),
             hostname: hostname.to_owned(),
             context: OnceLock::new(),
             bucket: RwLock::new(None),
+            limits,
         })
     }
 
@@ -58,21 +67,61 @@ impl JetStream {
         self.context.get_or_init(|| context(&self.link))
     }
 
-    /// Creates or updates the two streams and the bucket with Go's configurations.
+    /// Creates or updates the two streams and the bucket with Go's configurations
+    /// and this module's limits, keeping the limits the broker already has (a kept
+    /// limit that differs from this module's is logged).
     pub async fn ensure(&self) -> Result<()> {
         let js = self.jetstream();
-        for config in [config::edges_stream(), config::sysmsgs_stream()] {
-            let name = config.name.clone();
+        for wanted in [
+            config::edges_stream(&self.limits.edges),
+            config::sysmsgs_stream(&self.limits.sysmsgs),
+        ] {
+            let name = wanted.name.clone();
+            let config = self.merged(wanted).await?;
             js.create_or_update_stream(config)
                 .await
                 .map_err(|e| broker(format_args!("creating the stream `{name}`"), e))?;
         }
+        // The bucket's limits are its stream's: merged as a stream's, written as a bucket's.
+        let mut bucket = config::exec_bucket(&self.limits.exec);
+        let as_stream = async_nats::jetstream::stream::Config {
+            name: config::EXEC_BUCKET_STREAM.to_owned(),
+            max_bytes: bucket.max_bytes,
+            max_messages: -1,
+            max_message_size: bucket.max_value_size,
+            ..Default::default()
+        };
+        let merged = self.merged(as_stream).await?;
+        bucket.max_bytes = merged.max_bytes;
+        bucket.max_value_size = merged.max_message_size;
         let bucket = js
-            .create_or_update_key_value(config::exec_bucket())
+            .create_or_update_key_value(bucket)
             .await
             .map_err(|e| broker(format_args!("creating the bucket `{}`", config::EXEC_BUCKET), e))?;
         *self.bucket.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(bucket));
         Ok(())
+    }
+
+    /// `wanted` with the limits the broker's stream of that name already has (none
+    /// if there is no such stream yet).
+    async fn merged(&self, wanted: stream::Config) -> Result<stream::Config> {
+        let name = wanted.name.clone();
+        let existing = match self.jetstream().get_stream(&name).await {
+            Ok(stream) => stream.cached_info().config.clone(),
+            Err(e) if is_stream_not_found(&e) => return Ok(wanted),
+            Err(e) => return Err(broker(format_args!("reading the stream `{name}`"), e)),
+        };
+        let (config, kept) = config::JetStreamLimits::merge(wanted, &existing);
+        for k in kept {
+            tracing::warn!(
+                stream = %k.stream,
+                field = k.field,
+                broker = k.kept,
+                configured = k.configured,
+                "the stream has another limit than this module's: kept as the broker has it (docs/limits.md)"
+            );
+        }
+        Ok(config)
     }
 
     pub(super) fn bucket(&self) -> Result<Arc<kv::Store>> {
@@ -89,6 +138,12 @@ impl JetStream {
                 .with_code(code::RUN_STORE)
             })
     }
+}
+
+/// Whether `e` says the stream does not exist (the broker's error code, not its text).
+fn is_stream_not_found(e: &async_nats::jetstream::context::GetStreamError) -> bool {
+    use async_nats::jetstream::{ErrorCode, context::GetStreamErrorKind};
+    matches!(e.kind(), GetStreamErrorKind::JetStream(j) if j.error_code() == ErrorCode::STREAM_NOT_FOUND)
 }
 
 /// A JetStream context on `link` whose API requests give up after

@@ -54,7 +54,7 @@ pub use ledger_key::{
     LedgerKey, LedgerKind, exec_prefix, parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key,
     step_records_prefix,
 };
-pub use reconcile::{Plan, ReconcileSettings, Redrive};
+pub use reconcile::{LedgerScan, Plan, ReconcileSettings, Redrive};
 pub use state::RunState;
 pub use status::{RunStatus, StepSummary, frontier};
 pub use step::{AnswerInbox, ReplyAddress, RunAnswer, RunStep};

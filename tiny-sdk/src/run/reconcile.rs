@@ -15,7 +15,10 @@
 //! [`Plan::compute`] is pure: the runtime reads the bucket, publishes the re-drives,
 //! writes the counters and records, and deletes the keys.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
 
 use bytes::Bytes;
 
@@ -84,68 +87,135 @@ pub struct Plan {
     pub fail: Vec<(String, String, StepRecord)>,
     /// Keys to delete: the step records and re-drive counters of finished runs.
     pub delete: Vec<String>,
+    /// The revision each re-drive counter and each key to delete had when it was
+    /// read (see [`LedgerScan::add`]); a counter not here was not there: a writer
+    /// that checks revisions then never overwrites a newer value.
+    pub revisions: BTreeMap<String, u64>,
 }
 
-/// One run's ledger as the pass reads it.
-#[derive(Default)]
+/// One run's ledger as the pass reads it: what the plan needs of it, not the
+/// records themselves.
+#[derive(Debug, Default)]
 struct Ledger {
-    /// By step key, so that the pass goes through it in a stable order.
-    records: BTreeMap<String, StepRecord>,
-    /// Its step record and re-drive counter keys, to delete once it is old.
-    keys: Vec<String>,
+    /// The step keys that have a record.
+    recorded: BTreeSet<String>,
+    /// The hops emitted by the steps whose records are this scan's to act on, by
+    /// the emitting step's key (a stable order).
+    owned_emits: BTreeMap<String, Vec<EmitRecord>>,
+    /// The step keys of the other hops: only whether they are pending matters.
+    other_emits: Vec<String>,
+    /// Its step record and re-drive counter keys, to delete once it is old, with
+    /// their revisions.
+    keys: Vec<(String, u64)>,
     latest: Timestamp,
+    /// Whether one of its steps ran in this scan's module.
+    touched: bool,
 }
 
-impl Plan {
-    /// The pass over the bucket's `(key, value)` pairs at time `now`. Keys other
-    /// than step records and re-drive counters are left alone; a step record that
-    /// does not read is skipped (as Go's pass does: one bad record must not stop the
-    /// others), and so is never deleted either.
-    pub fn compute<I, K, V>(entries: I, now: Timestamp, settings: &ReconcileSettings) -> Plan
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: AsRef<str>,
-        V: AsRef<[u8]>,
-    {
-        let mut runs: BTreeMap<String, Ledger> = BTreeMap::new();
-        let mut counters: BTreeMap<String, i64> = BTreeMap::new();
-        for (key, value) in entries {
-            let (key, value) = (key.as_ref(), value.as_ref());
-            let Some(parsed) = parse_ledger_key(key) else {
-                continue;
-            };
-            match parsed.kind {
-                LedgerKind::Redrive => {
-                    counters.insert(key.to_owned(), redrive_count(value));
-                    runs.entry(parsed.run_id).or_default().keys.push(key.to_owned());
+/// The reconciler's reading of the store, one `(key, value, revision)` at a time,
+/// so that a pass streams the bucket rather than holding all of it. With
+/// [`of_module`](Self::of_module), the plan covers only that module's part of
+/// the runs:
+/// - a pending hop is re-driven, or failed, only by the module whose step emitted
+///   it (the step record's `node`): every module's leader reads the one shared
+///   bucket, and one hop must not be re-driven by each;
+/// - a finished run is deleted by every module that ran a step of it (deleting is
+///   idempotent, and the run is gone once any of them did).
+///
+/// The keys carry no module (Go's layout, `exec/<runID>/...`), so every step
+/// record is read; of another module's records only their step keys are kept.
+/// Re-drive counters left of a run with no step record are deleted by anyone.
+#[derive(Debug)]
+pub struct LedgerScan {
+    module: Option<String>,
+    runs: BTreeMap<String, Ledger>,
+    counters: BTreeMap<String, (i64, u64)>,
+}
+
+impl LedgerScan {
+    /// A scan that acts on every run, as Go's pass does.
+    pub fn all() -> Self {
+        Self {
+            module: None,
+            runs: BTreeMap::new(),
+            counters: BTreeMap::new(),
+        }
+    }
+
+    /// A scan that acts only on module `module`'s part of the runs (see [`LedgerScan`]).
+    pub fn of_module(module: &str) -> Self {
+        Self {
+            module: Some(module.to_owned()),
+            ..Self::all()
+        }
+    }
+
+    /// Whether a step that ran at `node` (`<node>` or `<node>:<port>`) is this
+    /// scan's.
+    fn owns(&self, node: &str) -> bool {
+        let Some(module) = &self.module else { return true };
+        let node = node.rsplit_once(':').map_or(node, |(n, _)| n);
+        crate::flow::parse_node_name(node).is_some_and(|(m, _)| crate::flow::module_matches(m, module))
+    }
+
+    /// Takes in the store's `value` at `key`, of `revision` (0 if unknown). Keys
+    /// other than step records and re-drive counters are left alone; a step record
+    /// that does not read is skipped (as Go's pass does: one bad record must not
+    /// stop the others), and so is never deleted either.
+    pub fn add(&mut self, key: &str, value: &[u8], revision: u64) {
+        let Some(parsed) = parse_ledger_key(key) else {
+            return;
+        };
+        match parsed.kind {
+            LedgerKind::Redrive => {
+                self.counters.insert(key.to_owned(), (redrive_count(value), revision));
+                self.runs
+                    .entry(parsed.run_id)
+                    .or_default()
+                    .keys
+                    .push((key.to_owned(), revision));
+            }
+            LedgerKind::Step => {
+                let Ok(record) = StepRecord::from_json_slice(value) else {
+                    return;
+                };
+                let owned = self.owns(&record.node);
+                let ledger = self.runs.entry(parsed.run_id).or_default();
+                ledger.latest = ledger.latest.max(record.completed_at);
+                ledger.touched |= owned;
+                if owned {
+                    ledger.owned_emits.insert(parsed.step_key.clone(), record.emits);
+                } else {
+                    ledger.other_emits.extend(record.emits.into_iter().map(|e| e.step_key));
                 }
-                LedgerKind::Step => {
-                    let Ok(record) = StepRecord::from_json_slice(value) else {
-                        continue;
-                    };
-                    let ledger = runs.entry(parsed.run_id).or_default();
-                    ledger.latest = ledger.latest.max(record.completed_at);
-                    ledger.records.insert(parsed.step_key, record);
-                    ledger.keys.push(key.to_owned());
-                }
+                ledger.recorded.insert(parsed.step_key);
+                ledger.keys.push((key.to_owned(), revision));
             }
         }
+    }
 
+    /// What to do at time `now`.
+    pub fn plan(self, now: Timestamp, settings: &ReconcileSettings) -> Plan {
         let mut plan = Plan::default();
-        for (run_id, ledger) in runs {
+        for (run_id, ledger) in self.runs {
             let age = now.nanos_since(ledger.latest);
+            let pending = |step_key: &String| !ledger.recorded.contains(step_key);
             let frontier: Vec<&EmitRecord> = ledger
-                .records
+                .owned_emits
                 .values()
-                .flat_map(|record| &record.emits)
-                .filter(|hop| !ledger.records.contains_key(&hop.step_key))
+                .flatten()
+                .filter(|hop| pending(&hop.step_key))
                 .collect();
 
-            if frontier.is_empty() {
-                if age > nanos(settings.gc_after) {
+            if frontier.is_empty() && !ledger.other_emits.iter().any(pending) {
+                let anyones = self.module.is_none() || ledger.recorded.is_empty();
+                if (ledger.touched || anyones) && age > nanos(settings.gc_after) {
                     let mut keys = ledger.keys;
                     keys.sort();
-                    plan.delete.extend(keys);
+                    for (key, revision) in keys {
+                        plan.revisions.insert(key.clone(), revision);
+                        plan.delete.push(key);
+                    }
                 }
                 continue;
             }
@@ -154,7 +224,8 @@ impl Plan {
             }
 
             for hop in frontier {
-                let done = counters.get(&redrive_key(&run_id, &hop.step_key)).copied().unwrap_or(0);
+                let counter = redrive_key(&run_id, &hop.step_key);
+                let (done, revision) = self.counters.get(&counter).copied().unwrap_or((0, 0));
                 if done >= i64::from(settings.max_redrives) {
                     let record = StepRecord {
                         node: hop.to.clone(),
@@ -170,6 +241,9 @@ impl Plan {
                     };
                     plan.fail.push((run_id.clone(), hop.step_key.clone(), record));
                 } else {
+                    if revision > 0 {
+                        plan.revisions.insert(counter, revision);
+                    }
                     plan.redrive.push(Redrive {
                         run_id: run_id.clone(),
                         hop: hop.clone(),
@@ -179,6 +253,24 @@ impl Plan {
             }
         }
         plan
+    }
+}
+
+impl Plan {
+    /// The pass over the bucket's `(key, value)` pairs at time `now`, acting on
+    /// every run (see [`LedgerScan::all`]; the runtime's pass streams a
+    /// [`LedgerScan::of_module`] instead).
+    pub fn compute<I, K, V>(entries: I, now: Timestamp, settings: &ReconcileSettings) -> Plan
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<[u8]>,
+    {
+        let mut scan = LedgerScan::all();
+        for (key, value) in entries {
+            scan.add(key.as_ref(), value.as_ref(), 0);
+        }
+        scan.plan(now, settings)
     }
 
     /// Whether the pass has nothing to do.
