@@ -250,6 +250,21 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
         var(&env, "TINY_RUN_MAX_REDRIVES").map(|v| v["value"].clone()),
         Some(json!("3"))
     );
+    // JetStream's limits (docs/limits.md): the defaults, written out whole (not as
+    // floats), and a value given beside them.
+    assert_eq!(
+        var(&env, "TINY_JETSTREAM_EDGES_MAX_BYTES").map(|v| v["value"].clone()),
+        Some(json!("1073741824"))
+    );
+    let env = env_of("nats: {url: 'nats://n:4222', transport: jetstream, limits: {edgesMaxMsgs: 5000}}");
+    assert_eq!(
+        var(&env, "TINY_JETSTREAM_EDGES_MAX_MSGS").map(|v| v["value"].clone()),
+        Some(json!("5000"))
+    );
+    assert_eq!(
+        var(&env, "TINY_JETSTREAM_MAX_MSG_SIZE").map(|v| v["value"].clone()),
+        Some(json!("1048576"))
+    );
     // values.schema.json refuses what is not a NATS URL, and a transport it does not
     // know, naming the field.
     let refuses = |file: &str, values: &str, field: &str| {
@@ -565,6 +580,23 @@ fn a_module_on_nats_may_connect_with_its_own_nkey_or_creds_file_from_a_secret() 
     );
 }
 
+#[test]
+fn system_ports_from_reaches_the_module_and_a_bad_value_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let platform = write(dir.path(), "platform.yaml", "systemPortsFrom: platform\n");
+    let docs = documents(&render(&[&platform]));
+    let env = &find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"];
+    let var = env
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == "TINY_SYSTEM_PORTS_FROM");
+    assert_eq!(var.map(|v| v["value"].clone()), Some(json!("platform")), "{env}");
+    let bad = write(dir.path(), "bad.yaml", "systemPortsFrom: modules\n");
+    let err = refused(&bad);
+    assert!(err.contains("systemPortsFrom"), "{err}");
+}
+
 /// The unpacked root filesystem of the module image, built by `tools/image/build.sh`.
 struct Image {
     dir: tempfile::TempDir,
@@ -688,7 +720,11 @@ impl Pod {
             s
         };
         let command: Vec<String> = container.command.iter().flatten().map(expand).collect();
-        let args: Vec<String> = args.unwrap_or_else(|| container.args.iter().flatten().map(expand).collect());
+        let args: Vec<String> = args
+            .unwrap_or_else(|| container.args.iter().flatten().map(expand).collect())
+            .into_iter()
+            .map(any_port)
+            .collect();
         let url = url_port(env.server_url());
         let log = image.dir.path().join(format!("{pod_name}.log"));
         let mut child = Command::new(chroot())
@@ -773,11 +809,18 @@ fn url_port(url: &str) -> u16 {
         .expect("port in the server URL")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+/// `arg` with port 0 if it is a bind address of the module's listeners. A Pod has a
+/// network namespace of its own, where the chart's fixed ports are free; the module
+/// processes here share one with each other and the host, where they may not be. So the
+/// process binds port 0 and reports the probe address it got (`probe-addr`): no port is
+/// picked for it beforehand, which another process could take first.
+fn any_port(arg: String) -> String {
+    for flag in ["--grpc-server-bind-address=", "--health-probe-bind-address="] {
+        if let Some((host, _port)) = arg.strip_prefix(flag).and_then(|addr| addr.rsplit_once(':')) {
+            return format!("{flag}{host}:0");
+        }
+    }
+    arg
 }
 
 /// A control plane with the charts installed as the README says, in namespace `ns`.
@@ -836,10 +879,8 @@ impl Installed {
             dir.path(),
             "values.yaml",
             &format!(
-                "module: {{name: {MODULE}, version: {VERSION}}}\nhooks: {{enabled: {}}}\nleaseSeconds: 4\ngrpc: {{port: {}}}\nprobes: {{port: {}}}\nlogLevel: info\n",
+                "module: {{name: {MODULE}, version: {VERSION}}}\nhooks: {{enabled: {}}}\nleaseSeconds: 4\nlogLevel: info\n",
                 jobs.is_some(),
-                free_port(),
-                free_port()
             ),
         );
         // `hello-module rbac > rbac.yaml`: the module's RBAC, from its code.
