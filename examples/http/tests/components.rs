@@ -290,11 +290,10 @@ async fn an_idle_server_shows_no_listen_address_as_go() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_ran_under_go_listens_again_on_its_port() {
-    // A port free right now, as Go's server would have recorded it.
-    let free = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    // A port Go's server would have recorded. Named before anything listens, so not
+    // one bound and released (another process's port-0 bind could take it in between):
+    // one below the ephemeral range, which only a process naming this very port takes.
+    let free = tiny_testenv::random_port().expect("a port");
     let mut flow = FlowBuilder::new()
         .node("srv", "http_server")
         .edge(
@@ -349,9 +348,12 @@ async fn stop_closes_the_listener_and_start_reopens_it_on_the_same_port() {
     let base = start(&h, "srv", json!({})).await;
     assert_eq!(call(&format!("{base}/x"), "GET", "").await.0, StatusCode::CREATED);
     h.send("srv:stop", json!({})).await.expect("stopped");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let refused = client().get(format!("{base}/x").parse().expect("uri")).await;
-    assert!(refused.is_err(), "the listener is closed");
+    // Stop cancels the server's work; its listener closes as that task ends.
+    tiny_testkit::eventually("the listener to close", Duration::from_secs(10), || async {
+        let refused = client().get(format!("{base}/x").parse().expect("uri")).await;
+        refused.is_err().then_some(())
+    })
+    .await;
     assert_eq!(view(&h, "srv"), json!({"status": "Not running", "listenAddr": null}));
     let again = start(&h, "srv", json!({})).await;
     assert_eq!(again, base, "the same port");
@@ -707,6 +709,9 @@ async fn a_restarted_server_keeps_every_setting() {
     assert_eq!(h.emitted("srv:status")[1]["isRunning"], true);
     // enableStopPort: the restarted node has its stop port, and it stops the server.
     h.send("srv:stop", json!({})).await.expect("stopped");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(client().get(format!("{base}/").parse().expect("uri")).await.is_err());
+    tiny_testkit::eventually("the listener to close", Duration::from_secs(10), || async {
+        let refused = client().get(format!("{base}/").parse().expect("uri")).await;
+        refused.is_err().then_some(())
+    })
+    .await;
 }
