@@ -250,21 +250,6 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
         var(&env, "TINY_RUN_MAX_REDRIVES").map(|v| v["value"].clone()),
         Some(json!("3"))
     );
-    // JetStream's limits (docs/limits.md): the defaults, written out whole (not as
-    // floats), and a value given beside them.
-    assert_eq!(
-        var(&env, "TINY_JETSTREAM_EDGES_MAX_BYTES").map(|v| v["value"].clone()),
-        Some(json!("1073741824"))
-    );
-    let env = env_of("nats: {url: 'nats://n:4222', transport: jetstream, limits: {edgesMaxMsgs: 5000}}");
-    assert_eq!(
-        var(&env, "TINY_JETSTREAM_EDGES_MAX_MSGS").map(|v| v["value"].clone()),
-        Some(json!("5000"))
-    );
-    assert_eq!(
-        var(&env, "TINY_JETSTREAM_MAX_MSG_SIZE").map(|v| v["value"].clone()),
-        Some(json!("1048576"))
-    );
     // values.schema.json refuses what is not a NATS URL, and a transport it does not
     // know, naming the field.
     let refuses = |file: &str, values: &str, field: &str| {
@@ -578,23 +563,6 @@ fn a_module_on_nats_may_connect_with_its_own_nkey_or_creds_file_from_a_secret() 
         err.contains("nats.nkeySecret, nats.credsSecret and nats.tokenSecret are set together"),
         "{err}"
     );
-}
-
-#[test]
-fn system_ports_from_reaches_the_module_and_a_bad_value_is_refused() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let platform = write(dir.path(), "platform.yaml", "systemPortsFrom: platform\n");
-    let docs = documents(&render(&[&platform]));
-    let env = &find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"];
-    let var = env
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|v| v["name"] == "TINY_SYSTEM_PORTS_FROM");
-    assert_eq!(var.map(|v| v["value"].clone()), Some(json!("platform")), "{env}");
-    let bad = write(dir.path(), "bad.yaml", "systemPortsFrom: modules\n");
-    let err = refused(&bad);
-    assert!(err.contains("systemPortsFrom"), "{err}");
 }
 
 /// The unpacked root filesystem of the module image, built by `tools/image/build.sh`.
