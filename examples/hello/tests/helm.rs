@@ -250,6 +250,21 @@ fn a_module_on_nats_gets_its_url_or_its_token_from_the_brokers_secret() {
         var(&env, "TINY_RUN_MAX_REDRIVES").map(|v| v["value"].clone()),
         Some(json!("3"))
     );
+    // JetStream's limits (docs/limits.md): the defaults, written out whole (not as
+    // floats), and a value given beside them.
+    assert_eq!(
+        var(&env, "TINY_JETSTREAM_EDGES_MAX_BYTES").map(|v| v["value"].clone()),
+        Some(json!("1073741824"))
+    );
+    let env = env_of("nats: {url: 'nats://n:4222', transport: jetstream, limits: {edgesMaxMsgs: 5000}}");
+    assert_eq!(
+        var(&env, "TINY_JETSTREAM_EDGES_MAX_MSGS").map(|v| v["value"].clone()),
+        Some(json!("5000"))
+    );
+    assert_eq!(
+        var(&env, "TINY_JETSTREAM_MAX_MSG_SIZE").map(|v| v["value"].clone()),
+        Some(json!("1048576"))
+    );
     // values.schema.json refuses what is not a NATS URL, and a transport it does not
     // know, naming the field.
     let refuses = |file: &str, values: &str, field: &str| {
