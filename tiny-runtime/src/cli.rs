@@ -355,6 +355,12 @@ struct RunArgs {
     nats_password: Option<String>,
     #[command(flatten)]
     nkey: NkeyArgs,
+    /// Whom messages from the wire (NATS or gRPC) to a system port (`_settings`,
+    /// `_control`, ...) are taken from: `any` (as the Go SDK), `platform`, or `self` (the
+    /// platform and this module's own nodes); others get a FORBIDDEN error. See the
+    /// README's "Security" for what the sender's word is worth.
+    #[arg(long, env = "TINY_SYSTEM_PORTS_FROM", value_parser = lenient::<crate::config::SystemPortsFrom>, default_value = "any", value_name = "any|platform|self")]
+    system_ports_from: crate::config::SystemPortsFrom,
     /// How modules talk over NATS: `core` (request/reply, at most once) or `jetstream` (every hop
     /// stored in Go's streams; durable runs that survive a crash, recorded in the KV `TINY_EXEC`).
     /// Every module on one broker must use the same.
@@ -705,6 +711,8 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         }
     }
     config.secret_ttl = Duration::from_secs(args.secret_ttl);
+    // Before any receiver listens: each reads it per message.
+    args.system_ports_from.install();
     let grpc_bind = grpc_bind_address(&args);
     let grpc = crate::grpc::Grpc::bind(grpc_bind)
         .await

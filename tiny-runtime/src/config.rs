@@ -5,6 +5,56 @@ use std::collections::BTreeMap;
 /// The version of tiny this module was built with (`status.module.sdkVersion`).
 pub const SDK_VERSION: &str = concat!("tiny-", env!("CARGO_PKG_VERSION"));
 
+/// Whom a message to a system port (`_settings`, `_control`, ...) from the wire
+/// (NATS, JetStream or gRPC) is taken from (`--system-ports-from`). Who sent it is
+/// read from what the message says: the platform sends with `x-from` empty or
+/// `signal`, over NATS on the module's system subject (`tinymodule.<module>.sysmsg`);
+/// a module sends along an edge, `x-from` naming its node. The header is the sender's
+/// word: see the README's "Security" for what this is worth with shared credentials
+/// and with a NATS user per module.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[non_exhaustive]
+pub enum SystemPortsFrom {
+    /// From anyone, as the Go SDK takes them.
+    #[default]
+    Any,
+    /// From the platform only.
+    Platform,
+    /// From the platform and this module's own nodes.
+    #[value(name = "self")]
+    PlatformOrSelf,
+}
+
+/// The process's [`SystemPortsFrom`]: one module runs in a module process, and every
+/// receiver (NATS, JetStream, gRPC) reads it per message.
+static SYSTEM_PORTS_FROM: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+impl SystemPortsFrom {
+    /// Makes `self` what every receiver of this process checks from now on (`run` sets
+    /// it from `--system-ports-from` before it listens).
+    pub fn install(self) {
+        SYSTEM_PORTS_FROM.store(self as u8, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// What the receivers of this process check now.
+    pub fn current() -> Self {
+        match SYSTEM_PORTS_FROM.load(std::sync::atomic::Ordering::Relaxed) {
+            1 => SystemPortsFrom::Platform,
+            2 => SystemPortsFrom::PlatformOrSelf,
+            _ => SystemPortsFrom::Any,
+        }
+    }
+
+    /// The flag's value, for messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SystemPortsFrom::Any => "any",
+            SystemPortsFrom::Platform => "platform",
+            SystemPortsFrom::PlatformOrSelf => "self",
+        }
+    }
+}
+
 /// The module's identity and where it runs.
 #[derive(Debug, Clone)]
 pub struct ModuleConfig {

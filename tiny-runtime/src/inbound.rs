@@ -12,6 +12,8 @@ use tiny_sdk::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::config::SystemPortsFrom;
+
 /// One message from another module.
 #[derive(Debug)]
 pub(crate) struct Inbound<'a> {
@@ -38,6 +40,10 @@ pub(crate) struct Inbound<'a> {
     pub leader: bool,
     /// The durable run step the message is (JetStream's `x-run-id`/`x-step-key`).
     pub run: Option<std::sync::Arc<tiny_sdk::run::RunStep>>,
+    /// Over NATS, whether it came on the module's system subject (`.sysmsg`), where
+    /// the platform sends system ports and a module's own user may not publish; `None`
+    /// where the wire has no such subject (gRPC).
+    pub on_system_subject: Option<bool>,
 }
 
 /// Why a message was not delivered, for transports that classify (gRPC codes).
@@ -53,6 +59,8 @@ pub(crate) enum Refusal {
     NotHere,
     /// Delivered, and the chain failed.
     Failed,
+    /// A system port's message from a sender `--system-ports-from` does not allow.
+    Forbidden,
 }
 
 /// `x-to` / `To` as node and port, checked as [`PortAddress::parse`] does without
@@ -78,12 +86,85 @@ pub(crate) fn cycle(depth: u32) -> Error {
 /// System ports a message from the wire reaches in vain, as in the Go SDK.
 const SWALLOWED: [&str; 3] = [port::RECONCILE, port::CLIENT, port::IDENTITY];
 
+/// Who sent a message, by what it says (`x-from`, and over NATS its subject).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sender<'a> {
+    /// The platform: no sender node (`x-from` empty or `signal`), over NATS on the
+    /// system subject.
+    Platform,
+    /// A node of module `.0` (`x-from` is `<node>:<port>`).
+    Module(&'a str),
+    /// A claim the wire contradicts (the platform's `x-from` on the business subject,
+    /// where modules publish) or an `x-from` that names no node.
+    Unknown,
+}
+
+fn sender<'a>(from: &'a str, on_system_subject: Option<bool>) -> Sender<'a> {
+    if from.is_empty() || from == crate::remote::FROM_SIGNAL {
+        return match on_system_subject {
+            Some(false) => Sender::Unknown,
+            Some(true) | None => Sender::Platform,
+        };
+    }
+    match from.rsplit_once(':').and_then(|(node, _)| parse_node_name(node)) {
+        Some((module, _)) => Sender::Module(module),
+        None => Sender::Unknown,
+    }
+}
+
+/// Whether `policy` lets a message from `from` reach system port `port` of module
+/// `module`; the refusal names the port, the sender and the setting.
+fn check_system_port(
+    policy: SystemPortsFrom,
+    module: &str,
+    to: &str,
+    from: &str,
+    on_system_subject: Option<bool>,
+) -> Result<(), Error> {
+    let allowed = match (policy, sender(from, on_system_subject)) {
+        (SystemPortsFrom::Any, _) | (_, Sender::Platform) => true,
+        (SystemPortsFrom::PlatformOrSelf, Sender::Module(m)) => m == module,
+        _ => false,
+    };
+    if allowed {
+        return Ok(());
+    }
+    crate::metrics::system_port_refused();
+    let who = match sender(from, on_system_subject) {
+        Sender::Module(m) => format!("`{from}` (module `{m}`)"),
+        Sender::Platform | Sender::Unknown if on_system_subject == Some(false) => {
+            format!("`{from}` on the business subject, where modules publish")
+        }
+        Sender::Platform | Sender::Unknown => format!("`{from}`, which names no node"),
+    };
+    let whom = match policy {
+        SystemPortsFrom::PlatformOrSelf => "the platform and its own nodes",
+        _ => "the platform",
+    };
+    Err(Error::permanent(format!(
+        "module `{module}` takes system port messages from {whom} only (system-ports-from: {}): \
+         refused a message for `{to}` from {who}",
+        policy.as_str()
+    ))
+    .with_code(code::FORBIDDEN))
+}
+
 /// Checks `msg` and delivers it to the engine; the reply of the chain behind it.
 pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, (Error, Refusal)> {
     if msg.depth > MAX_DEPTH {
         return Err((cycle(msg.depth), Refusal::Cycle));
     }
     let (node, port) = split_target(msg.to).map_err(|e| (e, Refusal::Invalid))?;
+    if port::is_system(port) {
+        check_system_port(
+            SystemPortsFrom::current(),
+            engine.module(),
+            msg.to,
+            msg.from,
+            msg.on_system_subject,
+        )
+        .map_err(|e| (e, Refusal::Forbidden))?;
+    }
     if let Some(deadline) = msg.deadline_unix_ms {
         let now = unix_ms();
         if now >= deadline {
@@ -153,4 +234,35 @@ pub(crate) fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn who_sent_a_system_port_message_and_whether_it_is_taken() {
+        use SystemPortsFrom::{Any, Platform, PlatformOrSelf};
+        let to = "f.b-v0.tag-1:_settings";
+        let ok = |policy, from, subject| check_system_port(policy, "b-v0", to, from, subject).is_ok();
+        // The platform: `signal` or nothing, on the system subject or over gRPC.
+        for policy in [Any, Platform, PlatformOrSelf] {
+            assert!(ok(policy, "signal", Some(true)) && ok(policy, "", None));
+        }
+        // Another module's node: only with `any`.
+        assert!(ok(Any, "f.a-v0.x-1:out", Some(false)));
+        assert!(!ok(Platform, "f.a-v0.x-1:out", Some(false)) && !ok(PlatformOrSelf, "f.a-v0.x-1:out", None));
+        // Its own node: with `self`.
+        assert!(ok(PlatformOrSelf, "f.b-v0.x-1:out", Some(false)) && !ok(Platform, "f.b-v0.x-1:out", None));
+        // The platform's word on the business subject, where modules publish: refused.
+        assert!(!ok(Platform, "signal", Some(false)) && ok(Any, "signal", Some(false)));
+        let e = check_system_port(Platform, "b-v0", to, "f.a-v0.x-1:out", Some(false)).unwrap_err();
+        assert_eq!(e.code(), Some(code::FORBIDDEN));
+        let text = e.to_string();
+        assert!(
+            text.contains(to) && text.contains("`f.a-v0.x-1:out` (module `a-v0`)"),
+            "{text}"
+        );
+    }
 }

@@ -161,6 +161,11 @@ impl Metrics {
                 "Messages from other modules dropped unrun past their sender's deadline.",
                 &EXPIRED,
             ),
+            (
+                "tiny_system_port_refused_total",
+                "Messages to a system port refused: their sender is not one --system-ports-from allows.",
+                &SYSTEM_PORT_REFUSED,
+            ),
         ];
         for (name, kind, help, v) in rows.into_iter().chain(process.map(|(n, h, v)| (n, "counter", h, v))) {
             header(&mut out, name, kind, help);
@@ -424,6 +429,18 @@ static SLOW_CONSUMER_DROPS: AtomicU64 = AtomicU64::new(0);
 /// Messages from other modules dropped unrun because their sender's deadline had
 /// passed.
 static EXPIRED: AtomicU64 = AtomicU64::new(0);
+static SYSTEM_PORT_REFUSED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one system port message refused by `--system-ports-from`.
+pub(crate) fn system_port_refused() {
+    SYSTEM_PORT_REFUSED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Messages to a system port this process refused because `--system-ports-from` does
+/// not allow their sender (`tiny_system_port_refused_total`).
+pub fn system_port_refusals() -> u64 {
+    SYSTEM_PORT_REFUSED.load(Ordering::Relaxed)
+}
 
 /// Counts one message the NATS client or the broker dropped for a slow consumer.
 pub(crate) fn slow_consumer_drop() {

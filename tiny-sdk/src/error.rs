@@ -269,6 +269,9 @@ pub mod code {
     /// [`ResourceManager`](crate::ResourceManager): the API server refused the object as invalid.
     pub const INVALID: &str = "INVALID";
     /// [`ResourceManager`](crate::ResourceManager): the module's RBAC does not allow the call.
+    /// Also a message from the wire to a system port (`_settings`, `_control`, ...) from a
+    /// sender the receiving module does not take them from (tiny-runtime's
+    /// `--system-ports-from`).
     pub const FORBIDDEN: &str = "FORBIDDEN";
     /// A `[[secret:<name>/<key>]]` placeholder of the node has no value (no such
     /// Secret or key, not declared, not readable): see [`crate::secret`].

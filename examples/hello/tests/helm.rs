@@ -580,6 +580,23 @@ fn a_module_on_nats_may_connect_with_its_own_nkey_or_creds_file_from_a_secret() 
     );
 }
 
+#[test]
+fn system_ports_from_reaches_the_module_and_a_bad_value_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let platform = write(dir.path(), "platform.yaml", "systemPortsFrom: platform\n");
+    let docs = documents(&render(&[&platform]));
+    let env = &find(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["env"];
+    let var = env
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == "TINY_SYSTEM_PORTS_FROM");
+    assert_eq!(var.map(|v| v["value"].clone()), Some(json!("platform")), "{env}");
+    let bad = write(dir.path(), "bad.yaml", "systemPortsFrom: modules\n");
+    let err = refused(&bad);
+    assert!(err.contains("systemPortsFrom"), "{err}");
+}
+
 /// The unpacked root filesystem of the module image, built by `tools/image/build.sh`.
 struct Image {
     dir: tempfile::TempDir,

@@ -106,6 +106,7 @@ impl Handler {
             cancel,
             leader: self.leader.as_ref().is_some_and(|f| f()),
             run: None,
+            on_system_subject: None,
         };
         let reply = inbound::deliver(&self.engine, inbound).await.map_err(|(e, refusal)| {
             let code = match refusal {
@@ -113,6 +114,7 @@ impl Handler {
                 Refusal::Cycle => Code::FailedPrecondition,
                 Refusal::Expired => Code::DeadlineExceeded,
                 Refusal::NotHere => Code::NotFound,
+                Refusal::Forbidden => Code::PermissionDenied,
                 Refusal::Failed => wire::default_code(&e),
             };
             (e, code)

@@ -73,6 +73,7 @@ impl Listening {
             cancel: self.stopping.child_token(),
             leader: is_system && self.leader.as_ref().is_some_and(|f| f()),
             run: if is_system { None } else { run },
+            on_system_subject: Some(is_system),
         };
         inbound::deliver(&self.engine, inbound)
             .instrument(span)
