@@ -54,6 +54,7 @@ async fn a_full_edges_stream_refuses_the_hop_naming_the_stream_and_limit_and_the
     let small = JetStreamLimits {
         edges: StoreLimits {
             max_msgs: 3,
+            max_msg_size: 2048,
             ..JetStreamLimits::DEFAULT.edges
         },
         ..JetStreamLimits::DEFAULT
@@ -128,6 +129,23 @@ async fn a_full_edges_stream_refuses_the_hop_naming_the_stream_and_limit_and_the
         .send("full.d.ask-1:input", json!(3))
         .await
         .expect("the module serves again: the hop is stored and answered");
+
+    // One message over the stream's size limit is refused, naming it; the next fits.
+    let refused = d
+        .engine
+        .send("full.d.ask-1:input", json!("x".repeat(4096)))
+        .await
+        .expect_err("over max_msg_size");
+    assert_eq!(refused.code(), Some(code::STREAM_FULL), "{refused}");
+    let text = refused.to_string();
+    assert!(
+        text.contains("`module-edges`") && text.contains("max_msg_size of 2048 bytes"),
+        "{text}"
+    );
+    d.engine
+        .send("full.d.ask-1:input", json!(4))
+        .await
+        .expect("a message under the limit goes through");
     d.receiver.stop().await;
     e.receiver.stop().await;
 }
@@ -217,6 +235,45 @@ async fn limits_are_added_where_the_broker_has_none_and_kept_where_it_has_its_ow
             defaults.edges.max_msg_size
         )
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_ledger_refuses_a_record_naming_the_bucket_and_keeps_what_it_holds() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let js = JetStream::with_limits(
+        connect(&broker).await,
+        "p",
+        "p-0",
+        JetStreamLimits {
+            exec: StoreLimits {
+                max_bytes: 4096,
+                ..JetStreamLimits::DEFAULT.exec
+            },
+            ..JetStreamLimits::DEFAULT
+        },
+    );
+    js.ensure().await.expect("streams and bucket");
+    let value = Bytes::from(vec![b'x'; 500]);
+    let mut written = Vec::new();
+    let refused = loop {
+        let key = format!("exec/r/step/r.{}", written.len());
+        match js.put(&key, value.clone()).await {
+            Ok(()) => written.push(key),
+            Err(e) => break e,
+        }
+        assert!(written.len() < 100, "4 KiB hold no 100 values of 500 bytes");
+    };
+    assert!(!written.is_empty(), "the bucket took values until it was full");
+    assert_eq!(refused.code(), Some(code::STREAM_FULL), "{refused}");
+    assert!(refused.is_retryable(), "{refused}");
+    let text = refused.to_string();
+    assert!(
+        text.contains("`KV_TINY_EXEC`") && text.contains("max_bytes limit is 4096"),
+        "names the bucket's stream and the limit: {text}"
+    );
+    for key in &written {
+        assert_eq!(js.get(key).await.expect("read"), Some(value.clone()), "{key} was kept");
+    }
 }
 
 /// Passes that treat every run as stale, and every finished run as old, at once.

@@ -155,7 +155,11 @@ pub(super) async fn store(
         Ok(ack) => ack,
         Err(e) => {
             return Err(match refusal(&e) {
-                Some(refused) => limit_error(js, refused, module).await,
+                Some(refused) => {
+                    let what = format!("the message for module `{module}`");
+                    let after = "it goes through once the module's consumers take stored messages";
+                    limit_error(js, refused, super::config::EDGES_STREAM, &what, after).await
+                }
                 None => broker(format_args!("storing the message for module `{module}`"), e),
             });
         }
@@ -169,41 +173,45 @@ pub(super) async fn store(
 
 /// Why the broker refused to store a message, when a limit of its stream did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refusal {
+pub(super) enum Refusal {
     /// The stream is at `max_bytes` or `max_msgs` (or its store failed).
     Full,
     /// The message is over `max_msg_size`.
     TooLarge,
 }
 
-/// The broker's refusal in `e`, read from its JetStream error code.
-fn refusal(e: &async_nats::jetstream::context::PublishError) -> Option<Refusal> {
+/// The broker's refusal in `e` or the errors under it, read from its JetStream
+/// error code.
+pub(super) fn refusal(e: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
     use async_nats::jetstream::ErrorCode;
-    let code = std::error::Error::source(e)?
-        .downcast_ref::<async_nats::jetstream::Error>()?
-        .error_code();
-    match code {
-        ErrorCode::STREAM_STORE_FAILED => Some(Refusal::Full),
-        ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM => Some(Refusal::TooLarge),
-        _ => None,
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(js) = e.downcast_ref::<async_nats::jetstream::Error>() {
+            return match js.error_code() {
+                ErrorCode::STREAM_STORE_FAILED => Some(Refusal::Full),
+                ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM => Some(Refusal::TooLarge),
+                _ => None,
+            };
+        }
+        next = e.source();
     }
+    None
 }
 
-/// The hop's error for a message `module-edges` refused: transient, code
-/// [`STREAM_FULL`](code::STREAM_FULL), naming the stream and the limit it is at (read
-/// from the stream, since the broker's error names neither).
-async fn limit_error(js: &JetStream, refused: Refusal, module: &str) -> Error {
-    let stream = super::config::EDGES_STREAM;
+/// The error for a message `stream` refused (`what`: the message, for whom):
+/// transient, code [`STREAM_FULL`](code::STREAM_FULL), naming the stream and the
+/// limit it is at (read from the stream, since the broker's error names neither).
+pub(super) async fn limit_error(js: &JetStream, refused: Refusal, stream: &str, what: &str, after: &str) -> Error {
     let info = match js.jetstream().get_stream(stream).await {
         Ok(s) => Some(s.cached_info().clone()),
         Err(_) => None,
     };
-    let what = match (refused, info) {
+    let why = match (refused, info) {
         (Refusal::TooLarge, Some(info)) => format!(
-            "the message is larger than the stream's max_msg_size of {} bytes",
+            "it is larger than the stream's max_msg_size of {} bytes",
             info.config.max_message_size
         ),
-        (Refusal::TooLarge, None) => "the message is larger than the stream's max_msg_size".to_owned(),
+        (Refusal::TooLarge, None) => "it is larger than the stream's max_msg_size".to_owned(),
         (Refusal::Full, Some(info))
             if info.config.max_messages > 0 && info.state.messages >= info.config.max_messages.unsigned_abs() =>
         {
@@ -216,8 +224,7 @@ async fn limit_error(js: &JetStream, refused: Refusal, module: &str) -> Error {
         (Refusal::Full, _) => "the broker could not store it (the stream's store failed or is full)".to_owned(),
     };
     Error::transient(format!(
-        "the message for module `{module}` was refused by the NATS JetStream stream `{stream}`: {what} \
-         (docs/limits.md); it goes through once the module's consumers take stored messages"
+        "{what} was refused by the NATS JetStream stream `{stream}`: {why} (docs/limits.md); {after}"
     ))
     .with_code(code::STREAM_FULL)
 }

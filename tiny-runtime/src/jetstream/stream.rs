@@ -176,11 +176,17 @@ impl RunStore for JetStream {
 
     fn put<'a>(&'a self, key: &'a str, value: Bytes) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            self.bucket()?
-                .put(key, value)
-                .await
-                .map(drop)
-                .map_err(|e| ledger(format_args!("writing `{key}`"), e))
+            match self.bucket()?.put(key, value).await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(match super::router::refusal(&e) {
+                    Some(refused) => {
+                        let what = format!("the run record `{key}` of `{}`", config::EXEC_BUCKET);
+                        let after = "it goes in once finished runs are removed (TINY_RUN_GC_AFTER)";
+                        super::router::limit_error(self, refused, config::EXEC_BUCKET_STREAM, &what, after).await
+                    }
+                    None => ledger(format_args!("writing `{key}`"), e),
+                }),
+            }
         })
     }
 
