@@ -34,7 +34,8 @@ test: ## run every test (what CI runs)
 CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-example-http \
 	-p tiny-example-common -p tiny-example-guide \
 	--test control_plane --test crds --test resources --test secrets --test cluster --test cross_module \
-	--test durable --test faults --test flows --test helm --test nats --test observability --test poison \
+	--test durable --test faults --test flows --test helm --test nats --test observability_traces \
+	--test observability_metrics --test observability_secrets --test poison \
 	--test validate --test load --test template --test fresh_flow --test catalog_cluster --test soak
 
 test-k8s-oldest: export TINY_K8S_VERSION = 1.20
