@@ -499,11 +499,10 @@ async fn a_server_that_ran_under_go_listens_on_its_port_when_this_module_takes_o
         .await
         .expect("node created");
     // What Go's http_server leaves on a node it ran: the start message as JSON text and
-    // the port in decimal. The port is one free now.
-    let free = std::net::TcpListener::bind("0.0.0.0:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    // the port in decimal. Named before anything listens, so not one bound and released
+    // (another process's port-0 bind could take it in between): one below the ephemeral
+    // range, which only a process naming this very port takes.
+    let free = tiny_testenv::random_port().expect("a port");
     let metadata = json!({
         "http-start": r#"{"context":{"from":"go"},"autoHostName":true,"readTimeout":60,"writeTimeout":10}"#,
         "port": free.to_string(),
