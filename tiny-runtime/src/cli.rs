@@ -1187,6 +1187,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_module_says_who_it_is_one_way_and_takes_system_ports_as_told() {
+        let run = |extra: &[&str]| {
+            let mut argv = vec!["m", "run", "--name=hello", "--version=0.1.0"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv)
+        };
+        for two in [
+            &["--nats-nkey-seed=SU", "--nats-token=t"][..],
+            &["--nats-nkey-seed=SU", "--nats-creds=/c"],
+            &["--nats-nkey-seed=SU", "--nats-nkey-seed-file=/s"],
+            &["--nats-creds=/c", "--nats-user=u", "--nats-password=p"],
+            &["--nats-nkey-seed-file=/s", "--nats-token=t"],
+        ] {
+            let kind = run(two).err().map(|e| e.kind());
+            assert_eq!(kind, Some(clap::error::ErrorKind::ArgumentConflict), "{two:?}");
+        }
+        let from = |extra: &[&str]| match run(extra).unwrap().command {
+            Command::Run(args) => args.system_ports_from,
+            _ => panic!("not run"),
+        };
+        use crate::config::SystemPortsFrom;
+        assert_eq!(from(&[]), SystemPortsFrom::Any);
+        assert_eq!(from(&["--system-ports-from=Platform"]), SystemPortsFrom::Platform);
+        assert_eq!(from(&["--system-ports-from=self"]), SystemPortsFrom::PlatformOrSelf);
+        let e = run(&["--system-ports-from=modules"]).err().unwrap().to_string();
+        assert!(e.contains("any, platform, self"), "{e}");
+        // No credential's value in `--help`, whichever variable holds it.
+        let cmd = cli_command();
+        for sub in ["run", "send"] {
+            let sub = cmd.find_subcommand(sub).unwrap();
+            for id in ["nats_nkey_seed", "nats_nkey_seed_file", "nats_creds"] {
+                let arg = sub.get_arguments().find(|a| a.get_id() == id).unwrap();
+                assert!(arg.is_hide_env_values_set(), "{id}");
+            }
+        }
+    }
+
+    #[test]
     fn grpc_listens_on_every_address_only_where_others_are_sent() {
         let run = |extra: &[&str]| {
             let mut argv = vec!["m", "run", "--name=hello", "--version=0.1.0"];
