@@ -317,10 +317,10 @@ async fn replicas_share_messages_and_the_edge_retry_recovers_a_killed_one() {
                 .await
         })
     };
-    let started = Instant::now();
-    while done.load(Ordering::SeqCst) < total / 4 && started.elapsed() < Duration::from_secs(60) {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("a quarter of the load answered", Duration::from_secs(60), || async {
+        (done.load(Ordering::SeqCst) >= total / 4).then_some(())
+    })
+    .await;
     let killed = betas.remove(1);
     let handled_before_kill = killed
         .metric(r#"tiny_nats_server_calls_total{outcome="OK"}"#)
