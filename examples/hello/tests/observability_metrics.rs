@@ -199,6 +199,8 @@ async fn metrics_count_a_known_flow_run_exactly() {
     assert_eq!(sample(&b, "tiny_leader", &[]), Some(1.0));
 }
 
+/// `shout` answers through `respond`, whose edge reads a field `shout` never sends, as
+/// an editor flow built for Go does with an optional field.
 const OPTIONAL_FIELD_FLOW: &str = r#"
 kind: TinyNode
 metadata: { name: x.alpha-v0.shout-1, labels: { tinysystems.io/flow-name: x } }

@@ -186,9 +186,6 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     }
 }
 
-/// `shout` answers through `respond`, whose edge reads a field `shout` never sends, as
-/// an editor flow built for Go does with an optional field.
-
 const TOKEN: &str = "tok3n-Value-5521";
 const ROTATED: &str = "r0tated-Value-8830";
 
