@@ -473,6 +473,9 @@ fn no_help_prints_a_variables_value() {
             .env("TINY_NATS_URL", &url)
             .env("TINY_NATS_USER", TOKEN)
             .env("TINY_NATS_PASSWORD", TOKEN)
+            .env("TINY_NATS_NKEY_SEED", TOKEN)
+            .env("TINY_NATS_NKEY_SEED_FILE", TOKEN)
+            .env("TINY_NATS_CREDS", TOKEN)
             .env("SELF_SERVICE_HOST", TOKEN)
             .env("TINY_INGRESS_HOSTNAME_SUFFIX", TOKEN)
             .output()
@@ -490,6 +493,7 @@ fn no_help_prints_a_variables_value() {
         );
         if matches!(sub[0], "run" | "send") {
             assert!(help.contains("[env: TINY_NATS_URL]"), "{help}");
+            assert!(help.contains("[env: TINY_NATS_NKEY_SEED]"), "{help}");
         }
     }
 }
