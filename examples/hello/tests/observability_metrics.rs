@@ -250,6 +250,19 @@ async fn a_failing_edge_expression_goes_on_and_shows_in_log_metrics_span_tracker
         }
     })
     .await;
+    // One run more, so that "logged once" below is said of two runs at least (with
+    // one, a log line per run would pass it too).
+    runs += 1;
+    let s = signal(
+        &client,
+        "x",
+        &format!("run-{runs}"),
+        shout,
+        "input",
+        json!({"text": "hi"}),
+    )
+    .await;
+    assert_eq!(s.status.and_then(|st| st.signal_phase()), Some(SignalPhase::Delivered));
 
     // Counted by node and edge: two expressions failed on each run.
     let metrics = scrape(&o.alpha).await;
