@@ -3,6 +3,10 @@
 //! "Security" gives: alpha reads its seed from `TINY_NATS_NKEY_SEED`, beta from a file
 //! (`TINY_NATS_NKEY_SEED_FILE`, as the chart mounts it); a hop goes alpha -> beta ->
 //! alpha, and a client holding alpha's seed is refused beta's subject by the broker.
+//! alpha takes system port messages from the platform only (`TINY_SYSTEM_PORTS_FROM`):
+//! beta's user, which may publish only on `.msg` subjects, cannot reach alpha's
+//! `_settings` there (FORBIDDEN, whatever `x-from` says) nor on alpha's `.sysmsg` (the
+//! broker's permissions violation); the platform's `_settings` is taken.
 
 mod common;
 
@@ -13,8 +17,9 @@ use kube::Api;
 use serde_json::json;
 use tiny_runtime::{
     crd::TinyModule,
-    nats::{Link, SendOptions, send, with_user},
+    nats::{Link, SendOptions, send, wire, with_user},
 };
+use tiny_sdk::error::code;
 use tiny_testenv::NatsServer;
 
 /// The broker's side: the platform a user with a password and every subject; each module
@@ -64,6 +69,7 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
         hello(&env, ns, "alpha-v0-0", "alpha-v0")
             .nats(&url)
             .env("TINY_NATS_NKEY_SEED", &alpha_seed)
+            .env("TINY_SYSTEM_PORTS_FROM", "platform")
             .env("RUST_LOG", "info")
             .logs(logs("alpha-v0"))
             .start(),
@@ -155,6 +161,73 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
         "{:?}",
         stranger.err()
     );
+    // alpha's `_settings` from beta's user: on alpha's business subject, refused by alpha
+    // whether `x-from` names beta's node or claims the platform.
+    let (events, mut beta_events) = tokio::sync::mpsc::unbounded_channel();
+    let beta_client = async_nats::ConnectOptions::with_nkey(beta_seed.clone())
+        .custom_inbox_prefix("_INBOX.beta-v0")
+        .event_callback(move |event| {
+            let events = events.clone();
+            async move {
+                let _ = events.send(event);
+            }
+        })
+        .connect(&url)
+        .await
+        .expect("beta's nkey connects");
+    let settings_of_alpha = format!("{ns}.alpha-v0.hello-1:_settings");
+    for from in [format!("{ns}.beta-v0.shout-1:output"), "signal".to_owned()] {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(wire::header::TO, settings_of_alpha.as_str());
+        headers.insert(wire::header::FROM, from.as_str());
+        let answer = tokio::time::timeout(
+            Duration::from_secs(30),
+            beta_client.request_with_headers(
+                wire::subject("alpha-v0"),
+                headers,
+                br#"{"greetingWord":"Bye"}"#.to_vec().into(),
+            ),
+        )
+        .await
+        .expect("answered in time")
+        .expect("answered");
+        assert_eq!(
+            wire::get(answer.headers.as_ref(), wire::header::ERROR_CODE),
+            Some(code::FORBIDDEN),
+            "from {from}"
+        );
+    }
+    // On alpha's system subject, the broker refuses beta's user.
+    beta_client
+        .publish(wire::system_subject("alpha-v0"), b"{}".to_vec().into())
+        .await
+        .expect("PUB sent");
+    let refused = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match beta_events.recv().await {
+                Some(async_nats::Event::ServerError(async_nats::ServerError::Other(text))) => break text,
+                Some(_) => {}
+                None => panic!("beta's client closed"),
+            }
+        }
+    })
+    .await
+    .expect("the broker refuses in time");
+    assert!(
+        refused.to_lowercase().contains("permissions violation") && refused.contains("tinymodule.alpha-v0.sysmsg"),
+        "{refused}"
+    );
+    // The platform's `_settings` is taken.
+    let taken = send(
+        platform.client(),
+        &format!("{ns}.alpha-v0.hello-1"),
+        "_settings",
+        br#"{"greetingWord":"Hello"}"#.to_vec(),
+        &SendOptions::default().wait(),
+    )
+    .await;
+    assert!(taken.is_ok(), "{:?}", taken.err());
+
     // The modules' own traffic goes on, and the seeds are in no log.
     assert_eq!(greet("bob").await, Some(json!({ "answer": "HELLO, BOB!" })));
     for (module, _) in &keys {
