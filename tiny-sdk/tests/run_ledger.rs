@@ -10,8 +10,8 @@ use bytes::Bytes;
 use tiny_sdk::{
     error::code,
     run::{
-        EmitRecord, MemoryRunStore, Plan, ReconcileSettings, RunStatus, RunStore, StepRecord, StepStatus, Timestamp,
-        child_step_key, read_run, redrive_key, root_step_key, run_status, scoped_key, step_record_key,
+        EmitRecord, LedgerScan, MemoryRunStore, Plan, ReconcileSettings, RunStatus, RunStore, StepRecord, StepStatus,
+        Timestamp, child_step_key, read_run, redrive_key, root_step_key, run_status, scoped_key, step_record_key,
     },
 };
 
@@ -472,6 +472,64 @@ fn runs_are_planned_each_on_its_own_and_unreadable_records_are_skipped() {
     assert_eq!(plan.delete, [redrive_key(other, &root_step_key(other))]);
     assert_eq!(plan.redrive.len(), 2);
     assert!(plan.redrive.iter().all(|r| r.run_id == RUN));
+}
+
+#[test]
+fn a_modules_scan_plans_the_hops_its_steps_emitted_and_removes_the_runs_it_ran_a_step_of() {
+    let finished = "0b5e2a10-1111-4222-8333-444455556666";
+    let orphan = "7c0ffee0-1111-4222-8333-444455556666";
+    let mut http_step = done_record();
+    http_step.node = "flow1.http-module.client-cd34".into();
+    http_step.emits.clear();
+    let scan = |module: &str| {
+        let mut scan = LedgerScan::of_module(module);
+        for (n, (key, value)) in stalled_run().iter().enumerate() {
+            scan.add(key, value, 10 + n as u64);
+        }
+        scan.add(&redrive_key(RUN, K0), b"1", 20);
+        scan.add(
+            &step_record_key(finished, &root_step_key(finished)),
+            &http_step.to_json_bytes().expect("writes"),
+            30,
+        );
+        scan.add(&redrive_key(orphan, &root_step_key(orphan)), b"2", 40);
+        scan.plan(at(2 * 86_400, 0), &ReconcileSettings::default())
+    };
+
+    // The module whose step emitted the hops (named with a publisher prefix, as
+    // Go's NameMatches allows): it re-drives them, from the revisions it read.
+    let common = scan("tinysystems-common-module");
+    let hops: Vec<&str> = common.redrive.iter().map(|r| r.hop.step_key.as_str()).collect();
+    assert_eq!(hops, [K0, KU]);
+    assert_eq!(common.revisions.get(&redrive_key(RUN, K0)), Some(&20));
+    assert_eq!(
+        common.revisions.get(&redrive_key(RUN, KU)),
+        None,
+        "no counter yet: created"
+    );
+    // A finished run it ran no step of is not its to remove; counters of no step are anyone's.
+    assert_eq!(common.delete, [redrive_key(orphan, &root_step_key(orphan))]);
+
+    // The module the hops go to ran no step of that run: it leaves the hops alone
+    // and removes the finished run it ran a step of, at the revisions read.
+    let http = scan("http-module");
+    assert!(http.redrive.is_empty() && http.fail.is_empty(), "{http:?}");
+    let finished_key = step_record_key(finished, &root_step_key(finished));
+    assert_eq!(
+        http.delete,
+        [finished_key.clone(), redrive_key(orphan, &root_step_key(orphan))]
+    );
+    assert_eq!(http.revisions.get(&finished_key), Some(&30));
+
+    // Go's pass (every run) does all of it.
+    let all = Plan::compute(
+        stalled_run()
+            .into_iter()
+            .chain([(finished_key, Bytes::from(http_step.to_json_bytes().expect("writes")))]),
+        at(2 * 86_400, 0),
+        &ReconcileSettings::default(),
+    );
+    assert_eq!((all.redrive.len(), all.delete.len()), (2, 1));
 }
 
 /// Does what the runtime does with a plan.
