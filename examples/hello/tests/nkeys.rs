@@ -22,12 +22,16 @@ use tiny_runtime::{
 use tiny_sdk::error::code;
 use tiny_testenv::NatsServer;
 
-/// The broker's side: the platform a user with a password and every subject; each module
-/// an nkey (its public key) allowed its own subjects and inboxes only.
-fn broker_config(modules: &[(&str, String)], platform: &str) -> String {
+/// The broker's side: the platform a user with a password and every subject, and an
+/// nkey (`operator`) with the same; each module an nkey (its public key) allowed its own
+/// subjects and inboxes only.
+fn broker_config(modules: &[(&str, String)], platform: &str, operator: &str) -> String {
     let mut out = String::from("authorization {\n  users = [\n");
     out.push_str(&format!(
         "    {{ user: \"platform\", password: \"{platform}\", permissions: {{ publish: \">\", subscribe: \">\" }} }}\n"
+    ));
+    out.push_str(&format!(
+        "    {{ nkey: \"{operator}\", permissions: {{ publish: \">\", subscribe: \">\" }} }}\n"
     ));
     for (module, public) in modules {
         out.push_str(&format!(
@@ -55,7 +59,8 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
     std::fs::write(&beta_seed_file, format!("{beta_seed}\n")).expect("seed file");
     let config = dir.path().join("nats.conf");
     let keys = [("alpha-v0", alpha.public_key()), ("beta-v0", beta.public_key())];
-    std::fs::write(&config, broker_config(&keys, "platform-pass")).expect("config");
+    let operator = nkeys::KeyPair::new_user();
+    std::fs::write(&config, broker_config(&keys, "platform-pass", &operator.public_key())).expect("config");
     let broker = NatsServer::start_with_config(&config)
         .await
         .expect("nats-server starts");
@@ -227,6 +232,31 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
     )
     .await;
     assert!(taken.is_ok(), "{:?}", taken.err());
+
+    // The command line sends with an nkey of its own too (here a person's, with every
+    // subject), and shows no seed.
+    let operator_seed = operator.seed().expect("seed");
+    let out = std::process::Command::new(common::HELLO)
+        .args([
+            "send",
+            &format!("{ns}.alpha-v0.hello-1"),
+            "input",
+            r#"{"name":"cy"}"#,
+            "--wait",
+        ])
+        .env("TINY_NATS_URL", &url)
+        .env("TINY_NATS_NKEY_SEED", &operator_seed)
+        .output()
+        .expect("hello-module send");
+    let (printed, said) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success() && printed.contains("HELLO, CY!"),
+        "{printed}\n{said}"
+    );
+    assert!(!printed.contains(&operator_seed) && !said.contains(&operator_seed));
 
     // The modules' own traffic goes on, and the seeds are in no log.
     assert_eq!(greet("bob").await, Some(json!({ "answer": "HELLO, BOB!" })));
