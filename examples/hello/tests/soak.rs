@@ -558,6 +558,8 @@ struct SignalOutcomes {
     taken: u64,
     delivered: u64,
     failed: u64,
+    /// The first few failed signals and their errors.
+    failed_examples: Vec<String>,
     pending: Vec<String>,
     wrong: Vec<String>,
 }
@@ -582,7 +584,13 @@ async fn signal_outcomes(client: &kube::Client) -> Option<SignalOutcomes> {
                     out.wrong.push(name);
                 }
             }
-            Some(SignalPhase::Failed) => out.failed += 1,
+            Some(SignalPhase::Failed) => {
+                out.failed += 1;
+                if out.failed_examples.len() < 5 {
+                    out.failed_examples
+                        .push(format!("{name}: {}", status.error.unwrap_or_default()));
+                }
+            }
             _ => out.pending.push(name),
         }
     }
@@ -725,6 +733,9 @@ async fn mixed_traffic_survives_broker_kills_api_server_pauses_and_leader_kills(
     let processes = soak.read_processes().await;
     eprintln!("{} | {processes}", soak.elapsed());
     eprintln!("{} | {}", soak.elapsed(), figures.line(&file, outcomes.as_ref()));
+    for failed in outcomes.iter().flat_map(|o| &o.failed_examples) {
+        eprintln!("failed signal {failed}");
+    }
 
     // The verdict.
     let mut problems = Vec::new();
