@@ -38,6 +38,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tiny_sdk::engine::Registry;
 
 use crate::{
+    carrier::{Listen, listen_all},
     config::ModuleConfig,
     rbac::Requirements,
     runtime::{LEASE_DURATION, Options, Runtime},
@@ -752,6 +753,19 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         }
         (None, _) => None,
     };
+    match (transport.link(), &jetstream) {
+        (Some(_), Some(js)) => {
+            let reconcile = tiny_sdk::run::ReconcileSettings {
+                interval: Duration::from_secs(args.run_reconcile_interval.max(1)),
+                stale: Duration::from_secs(args.run_stale_after),
+                gc_after: Duration::from_secs(args.run_gc_after),
+                max_redrives: args.run_max_redrives,
+            };
+            listeners.push(Box::new(crate::jetstream::Consumers::new(js.clone(), reconcile)));
+        }
+        (Some(link), None) => listeners.push(Box::new(crate::nats::Subscriptions::new(link.client().clone()))),
+        (None, _) => {}
+    }
     let routes = match &jetstream {
         Some(js) => Routes::jetstream(pool, crate::jetstream::JetStreamRouter::new(js.clone())),
         None => Routes::for_transport(pool, &transport),
@@ -774,50 +788,19 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         },
     )
     .await?;
-    let leadership = runtime.leadership();
-    let leader: crate::remote::LeaderFn = Arc::new(move || leadership.is_leader());
-    // Beside gRPC: the subscriptions wait in the client until the broker answers.
-    let receiver = match (transport.link(), &jetstream) {
-        (Some(_), Some(js)) => Some(crate::jetstream::listen(
-            js.clone(),
-            runtime.engine().clone(),
-            Some(leader.clone()),
-        )),
-        (Some(link), None) => Some(
-            crate::nats::listen(link.client().clone(), runtime.engine().clone(), Some(leader.clone()))
-                .await
-                .map_err(crate::Error::Nats)?,
-        ),
-        (None, _) => None,
-    };
-    let reconciler = jetstream.as_ref().map(|js| {
-        let settings = tiny_sdk::run::ReconcileSettings {
-            interval: Duration::from_secs(args.run_reconcile_interval.max(1)),
-            stale: Duration::from_secs(args.run_stale_after),
-            gc_after: Duration::from_secs(args.run_gc_after),
-            max_redrives: args.run_max_redrives,
-        };
-        crate::jetstream::reconciler::spawn(js.clone(), runtime.leadership(), settings)
-    });
-    let server = grpc.with_leader(leader).serve(runtime.engine().clone());
+    // The broker's subscriptions wait in the client until the broker answers.
+    let mut serving = listen_all(listeners, runtime.engine(), &runtime.leadership()).await?;
     if let Some(addr) = runtime.probe_addr {
         tracing::info!(%addr, "probes and metrics");
         println!("probe-addr {addr}");
     }
-    tokio::select! {
-        r = server => {
-            if let Err(e) = r {
-                return Err(crate::Error::Serve(e));
-            }
-        }
-        _ = shutdown_signal() => tracing::info!("shutting down"),
-    }
-    if let Some(reconciler) = reconciler {
-        reconciler.abort();
-    }
-    if let Some(receiver) = receiver {
-        receiver.stop().await;
-    }
+    serving
+        .until(async {
+            shutdown_signal().await;
+            tracing::info!("shutting down");
+        })
+        .await?;
+    serving.stop().await;
     runtime.stop().await;
     Ok(())
 }

@@ -9,7 +9,8 @@
 //! - [`wire`]: subjects, header names, replies.
 //! - [`Link`]: the connection (Go's options; reconnects by itself; says whether the
 //!   broker answers).
-//! - [`listen`]: the receiving side, over an [`Engine`](tiny_sdk::engine::Engine).
+//! - [`listen`]: the receiving side, over an [`Engine`](tiny_sdk::engine::Engine);
+//!   [`Subscriptions`] starts it as a [`Listen`](crate::carrier::Listen)er.
 //! - [`NatsRouter`]: the sending side, the engine's
 //!   [`RemoteRouter`](tiny_sdk::engine::RemoteRouter).
 //! - [`send`]: a message into a node from outside a flow (Go's `wire.Publish`; the
@@ -23,6 +24,7 @@ mod receiver;
 pub(crate) mod router;
 mod send;
 pub(crate) mod serve;
+mod subscriptions;
 pub(crate) mod trace;
 pub mod wire;
 
@@ -34,3 +36,4 @@ pub use receiver::{Receiver, listen, receive_message};
 pub use router::NatsRouter;
 pub(crate) use send::envelope;
 pub use send::{SendOptions, send};
+pub use subscriptions::Subscriptions;
