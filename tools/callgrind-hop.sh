@@ -5,9 +5,10 @@
 # the two counts divided by (N2 - N1) x 10 hops is what one hop costs, setup and
 # warm-up cancelled out. `--json` sends the messages as JSON (a signal's way in);
 # `--no-retries` gives the edges one attempt (no copy kept for a retry); `--expr` puts
-# chain10_expr's expression on every edge.
+# chain10_expr's expression on every edge; `--traced` records every hop span (the
+# OpenTelemetry layer, no exporter), as on a cluster that sets `OTLP_DSN`.
 #
-# Usage: tools/callgrind-hop.sh [--json] [--no-retries] [--expr] [N1 N2]   (defaults 2000 6000)
+# Usage: tools/callgrind-hop.sh [--json] [--no-retries] [--expr] [--traced] [N1 N2]   (defaults 2000 6000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=()
@@ -18,6 +19,7 @@ while [[ "${1:-}" == --* ]]; do
         --json) json=(--json) ;;
         --no-retries) edges+=(--max-attempts 1) ;;
         --expr) edges+=(--expr); chain=chain10_expr ;;
+        --traced) edges+=(--traced) ;;
         *) echo "callgrind-hop: unknown option $1" >&2; exit 2 ;;
     esac
     shift

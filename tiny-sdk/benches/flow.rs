@@ -4,8 +4,9 @@
 //!
 //! `cargo bench -p tiny-sdk --bench flow [--features fast-alloc] -- [--peer] [--n N] [--lat-n N] [--only NAME] [--max-attempts N]`
 //!
-//! `-- --instructions --n N [--json] [--expr]` only sends N messages through the 10-node
-//! chain (with `--expr`, chain10_expr's), for `tools/callgrind-hop.sh`
+//! `-- --instructions --n N [--json] [--expr] [--traced]` only sends N messages through
+//! the 10-node chain (with `--expr`, chain10_expr's; with `--traced`, every hop span
+//! recorded), for `tools/callgrind-hop.sh`
 //! (`make bench-instructions`) to count instructions per hop.
 //!
 //! With `--features fast-alloc` the binary runs on mimalloc, as a module binary may
@@ -209,6 +210,9 @@ struct Args {
     instructions: bool,
     /// With `--instructions`: chain10_expr's edges instead of pass-through ones.
     expr: bool,
+    /// With `--instructions`: every hop span recorded (the recording subscriber of
+    /// `--only tracing`).
+    traced: bool,
     json: bool,
 }
 
@@ -222,6 +226,7 @@ fn args() -> Args {
         max_attempts: None,
         instructions: false,
         expr: false,
+        traced: false,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -235,6 +240,7 @@ fn args() -> Args {
             "--max-attempts" => a.max_attempts = it.next().and_then(|v| v.parse().ok()),
             "--instructions" => a.instructions = true,
             "--expr" => a.expr = true,
+            "--traced" => a.traced = true,
             "--json" => a.json = true,
             _ => {} // cargo bench passes `--bench`
         }
@@ -426,7 +432,13 @@ fn main() {
         } else {
             rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)))
         };
-        rt.block_on(throughput_of(&e, a.n, a.window, !a.json));
+        if a.traced {
+            tracing::subscriber::with_default(runtime_subscriber_recording(), || {
+                rt.block_on(throughput_of(&e, a.n, a.window, !a.json));
+            });
+        } else {
+            rt.block_on(throughput_of(&e, a.n, a.window, !a.json));
+        }
         println!("sent {} messages through chain10", a.n);
         return;
     }

@@ -353,10 +353,18 @@ const CREDENTIAL_NAMES: [&str; 15] = [
 /// assert!(!is_credential_key("name") && !is_credential_key("context"));
 /// ```
 pub fn is_credential_key(key: &str) -> bool {
+    // One pass, comparing names only where one's first letter stands: a hop span's
+    // `data` event runs this over a whole payload's JSON, and a window per name and
+    // position cost more than the rest of a recorded hop.
     let key = key.as_bytes();
-    CREDENTIAL_NAMES
-        .iter()
-        .any(|name| key.windows(name.len()).any(|w| w.eq_ignore_ascii_case(name.as_bytes())))
+    key.iter().enumerate().any(|(i, b)| {
+        let first = b.to_ascii_lowercase();
+        matches!(first, b'a' | b'b' | b'c' | b'p' | b's' | b't')
+            && CREDENTIAL_NAMES.iter().any(|name| {
+                let name = name.as_bytes();
+                name[0] == first && key[i..].get(..name.len()).is_some_and(|w| w.eq_ignore_ascii_case(name))
+            })
+    })
 }
 
 /// Replaces with [`MASK`] every string held under a credential-shaped key
@@ -554,5 +562,24 @@ mod tests {
         let mut out = Vec::new();
         Secrets::from_schema(&json!({"properties": {"p": {"secret": true}}})).collect(&json!({"p": "abc"}), &mut out);
         assert!(out.is_empty(), "too short to search for");
+    }
+
+    /// Every credential name is found in any case and anywhere in a key or a whole
+    /// JSON text (its first letter among those the scan stops at), at the very end
+    /// too, and a name cut short is not.
+    #[test]
+    fn credential_names_are_found_in_any_case_anywhere() {
+        for name in CREDENTIAL_NAMES {
+            let upper = name.to_ascii_uppercase();
+            for key in [
+                name.to_string(),
+                format!("x{upper}"),
+                format!(r#"{{"city":"Oslo","auth":{{"{upper}y":1}}}}"#),
+            ] {
+                assert!(is_credential_key(&key), "{key}");
+            }
+            assert!(!is_credential_key(&name[..name.len() - 1]), "{name} cut short");
+        }
+        assert!(!is_credential_key(r#"{"city":"Oslo","note":"a pass"}"#));
     }
 }
