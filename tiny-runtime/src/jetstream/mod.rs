@@ -22,6 +22,7 @@ pub mod config;
 mod consumers;
 mod receiver;
 pub mod reconciler;
+mod refusal;
 mod router;
 mod stream;
 

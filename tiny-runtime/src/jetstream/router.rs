@@ -14,7 +14,7 @@ use tiny_sdk::{
 };
 use tracing::{Instrument as _, field::Empty};
 
-use super::{JetStream, broker};
+use super::{JetStream, broker, refusal};
 use crate::nats::{
     router::request_headers,
     serve::Outgoing,
@@ -154,11 +154,11 @@ pub(super) async fn store(
     let ack = match ack.await {
         Ok(ack) => ack,
         Err(e) => {
-            return Err(match refusal(&e) {
+            return Err(match refusal::of(&e) {
                 Some(refused) => {
                     let what = format!("the message for module `{module}`");
                     let after = "it goes through once the module's consumers take stored messages";
-                    limit_error(js, refused, super::config::EDGES_STREAM, &what, after).await
+                    refusal::limit_error(js.jetstream(), refused, super::config::EDGES_STREAM, &what, after).await
                 }
                 None => broker(format_args!("storing the message for module `{module}`"), e),
             });
@@ -169,64 +169,6 @@ pub(super) async fn store(
         tracing::debug!(stream = %ack.stream, seq = ack.sequence, "duplicate hop dropped by the broker");
     }
     Ok(())
-}
-
-/// Why the broker refused to store a message, when a limit of its stream did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Refusal {
-    /// The stream is at `max_bytes` or `max_msgs` (or its store failed).
-    Full,
-    /// The message is over `max_msg_size`.
-    TooLarge,
-}
-
-/// The broker's refusal in `e` or the errors under it, read from its JetStream
-/// error code.
-pub(super) fn refusal(e: &(dyn std::error::Error + 'static)) -> Option<Refusal> {
-    use async_nats::jetstream::ErrorCode;
-    let mut next = Some(e);
-    while let Some(e) = next {
-        if let Some(js) = e.downcast_ref::<async_nats::jetstream::Error>() {
-            return match js.error_code() {
-                ErrorCode::STREAM_STORE_FAILED => Some(Refusal::Full),
-                ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM => Some(Refusal::TooLarge),
-                _ => None,
-            };
-        }
-        next = e.source();
-    }
-    None
-}
-
-/// The error for a message `stream` refused (`what`: the message, for whom):
-/// transient, code [`STREAM_FULL`](code::STREAM_FULL), naming the stream and the
-/// limit it is at (read from the stream, since the broker's error names neither).
-pub(super) async fn limit_error(js: &JetStream, refused: Refusal, stream: &str, what: &str, after: &str) -> Error {
-    let info = match js.jetstream().get_stream(stream).await {
-        Ok(s) => Some(s.cached_info().clone()),
-        Err(_) => None,
-    };
-    let why = match (refused, info) {
-        (Refusal::TooLarge, Some(info)) => format!(
-            "it is larger than the stream's max_msg_size of {} bytes",
-            info.config.max_message_size
-        ),
-        (Refusal::TooLarge, None) => "it is larger than the stream's max_msg_size".to_owned(),
-        (Refusal::Full, Some(info))
-            if info.config.max_messages > 0 && info.state.messages >= info.config.max_messages.unsigned_abs() =>
-        {
-            format!("the stream holds {} messages, its max_msgs limit", info.state.messages)
-        }
-        (Refusal::Full, Some(info)) if info.config.max_bytes > 0 => format!(
-            "the stream holds {} bytes and its max_bytes limit is {}",
-            info.state.bytes, info.config.max_bytes
-        ),
-        (Refusal::Full, _) => "the broker could not store it (the stream's store failed or is full)".to_owned(),
-    };
-    Error::transient(format!(
-        "{what} was refused by the NATS JetStream stream `{stream}`: {why} (docs/limits.md); {after}"
-    ))
-    .with_code(code::STREAM_FULL)
 }
 
 /// Go's headers of a durable hop: `x-from`, `x-to`, `x-edge-id`, `x-run-id`,

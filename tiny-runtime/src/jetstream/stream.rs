@@ -178,11 +178,12 @@ impl RunStore for JetStream {
         Box::pin(async move {
             match self.bucket()?.put(key, value).await {
                 Ok(_) => Ok(()),
-                Err(e) => Err(match super::router::refusal(&e) {
+                Err(e) => Err(match super::refusal::of(&e) {
                     Some(refused) => {
                         let what = format!("the run record `{key}` of `{}`", config::EXEC_BUCKET);
                         let after = "it goes in once finished runs are removed (TINY_RUN_GC_AFTER)";
-                        super::router::limit_error(self, refused, config::EXEC_BUCKET_STREAM, &what, after).await
+                        super::refusal::limit_error(self.jetstream(), refused, config::EXEC_BUCKET_STREAM, &what, after)
+                            .await
                     }
                     None => ledger(format_args!("writing `{key}`"), e),
                 }),
