@@ -213,10 +213,10 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
         .event_format(Lines { format, ansi })
-        // The flow's span events (`data`, `exception`) belong to the trace, not the log.
-        .with_filter(filter_fn(|m| {
-            !(m.is_event() && m.target().starts_with(tiny_sdk::engine::TRACE_TARGET))
-        }));
+        // The flow's span events (`data`, `exception`) belong to the trace, not the log;
+        // its spans too: `Lines` never prints a span's fields, which this layer would
+        // otherwise format into a string on every hop.
+        .with_filter(filter_fn(|m| !m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)));
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer("tiny"))

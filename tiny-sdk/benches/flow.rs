@@ -313,12 +313,14 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
             m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)
         }));
     let filter = tracing_subscriber::EnvFilter::new("info,tiny::flow=info");
-    let logs =
-        tracing_subscriber::fmt::layer()
-            .with_writer(std::io::sink)
-            .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-                !(m.is_event() && m.target().starts_with(tiny_sdk::engine::TRACE_TARGET))
-            }));
+    // As the runtime's: no colours (a pod's stderr is no terminal), and neither the
+    // flow's span events nor its spans (whose fields its line format never prints).
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::sink)
+        .with_ansi(false)
+        .with_filter(tracing_subscriber::filter::filter_fn(|m| {
+            !m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)
+        }));
     tracing_subscriber::registry().with(filter).with(otel).with(logs)
 }
 
