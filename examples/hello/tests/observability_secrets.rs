@@ -162,8 +162,13 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     );
     let trace_id: String = failed.span.trace_id.iter().map(|b| format!("{b:02x}")).collect();
 
-    // The logs: JSON lines; the failure's line carries the trace id.
-    let log = o.log().await;
+    // The logs: JSON lines; the failure's line carries the trace id. Waited for, as
+    // the line may follow the status write the test saw.
+    let log = eventually("the failure in the log", Duration::from_secs(30), || async {
+        let log = o.log().await;
+        log.contains("message failed").then_some(log)
+    })
+    .await;
     let lines: Vec<Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))

@@ -210,9 +210,9 @@ pub async fn observed(ns: &'static str, extra: &[(&'static str, &str)]) -> Obser
 }
 
 impl Observed {
-    /// The module's log so far, once its last lines are out.
+    /// The module's log so far. It writes to unbuffered stderr as things happen, so a
+    /// line about a hop whose span or status the test has seen is in it already.
     pub async fn log(&self) -> String {
-        tokio::time::sleep(Duration::from_millis(500)).await;
         std::fs::read_to_string(&self.logs).expect("logs")
     }
 
