@@ -8,6 +8,12 @@
 //! `secretResolveTTL`), missing ones too, so that nodes re-applied every TTL cost one
 //! read per Secret and TTL; a rotated or newly created Secret is seen within it. A
 //! failed call (the API server away) is not kept: the next resolution asks again.
+//!
+//! A Secret's owner may limit it to named flows or nodes with the annotations
+//! `tinysystems.io/allowed-flows` and `tinysystems.io/allowed-nodes` (comma-separated
+//! names). Without them any node of the module may use it, as in the Go SDK; with one,
+//! a node outside its list is refused ([`SecretError::NotAllowed`]); with both, a node
+//! must be in both lists. An annotation that names nothing allows no node.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -18,13 +24,68 @@ use std::{
 use futures::future::BoxFuture;
 use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::Api;
-use tiny_sdk::secret::{SecretError, SecretSource, key_list};
+use tiny_sdk::{
+    contract::annotation::{SECRET_ALLOWED_FLOWS, SECRET_ALLOWED_NODES},
+    secret::{Requester, SecretError, SecretSource, key_list},
+};
 
 /// The Go SDK's `secretResolveTTL`: how long a read Secret is trusted.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
 
-/// A Secret as read: its data, or that it does not exist.
-type Read = Option<Arc<BTreeMap<String, ByteString>>>;
+/// A Secret as read: its data and limits, or that it does not exist.
+type Read = Option<Arc<Stored>>;
+
+/// What is kept of a read Secret.
+struct Stored {
+    data: BTreeMap<String, ByteString>,
+    /// `tinysystems.io/allowed-flows`, split; `None` without the annotation.
+    flows: Option<Vec<String>>,
+    /// `tinysystems.io/allowed-nodes`, split; `None` without the annotation.
+    nodes: Option<Vec<String>>,
+}
+
+impl Stored {
+    fn of(secret: Secret) -> Self {
+        let annotations = secret.metadata.annotations.unwrap_or_default();
+        let list = |key: &str| {
+            annotations.get(key).map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+        };
+        Self {
+            flows: list(SECRET_ALLOWED_FLOWS),
+            nodes: list(SECRET_ALLOWED_NODES),
+            data: secret.data.unwrap_or_default(),
+        }
+    }
+
+    /// `Err` when a limit of the Secret `name` leaves `who` out.
+    fn admits(&self, name: &str, who: Requester<'_>) -> Result<(), SecretError> {
+        let flow = who.flow.unwrap_or("");
+        let limits = [
+            (SECRET_ALLOWED_FLOWS, &self.flows, "flows", flow),
+            (SECRET_ALLOWED_NODES, &self.nodes, "nodes", who.node),
+        ];
+        for (annotation, allowed, what, asking) in limits {
+            let Some(allowed) = allowed else { continue };
+            // An empty name (no flow, no node given) is never on a list.
+            if asking.is_empty() || !allowed.iter().any(|a| a == asking) {
+                return Err(SecretError::NotAllowed {
+                    name: name.to_owned(),
+                    annotation: annotation.to_owned(),
+                    allowed: format!("{what} {}", key_list(allowed.iter())),
+                    node: who.node.to_owned(),
+                    flow: flow.to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Reads declared Secrets of one namespace, each at most once per TTL.
 pub struct KubeSecrets {
@@ -70,7 +131,7 @@ impl KubeSecrets {
             return Ok(read);
         }
         let read = match self.api.get_opt(name).await {
-            Ok(secret) => secret.map(|s| Arc::new(s.data.unwrap_or_default())),
+            Ok(secret) => secret.map(|s| Arc::new(Stored::of(s))),
             Err(kube::Error::Api(status)) if status.code == 403 => {
                 return Err(SecretError::Forbidden { name: name.to_owned() });
             }
@@ -86,7 +147,7 @@ impl KubeSecrets {
         Ok(read)
     }
 
-    async fn value(&self, name: &str, key: &str) -> Result<String, SecretError> {
+    async fn value(&self, who: Requester<'_>, name: &str, key: &str) -> Result<String, SecretError> {
         if !self.declared.iter().any(|d| d == name) {
             return Err(SecretError::Undeclared {
                 name: name.to_owned(),
@@ -99,11 +160,12 @@ impl KubeSecrets {
                 namespace: self.namespace.clone(),
             });
         };
-        let Some(bytes) = data.get(key) else {
+        data.admits(name, who)?;
+        let Some(bytes) = data.data.get(key) else {
             return Err(SecretError::NoKey {
                 name: name.to_owned(),
                 key: key.to_owned(),
-                keys: key_list(data.keys()),
+                keys: key_list(data.data.keys()),
             });
         };
         String::from_utf8(bytes.0.clone()).map_err(|_| SecretError::NotText {
@@ -114,7 +176,18 @@ impl KubeSecrets {
 }
 
 impl SecretSource for KubeSecrets {
+    /// Without a node to check, a Secret limited to named flows or nodes is refused.
     fn get<'a>(&'a self, name: &'a str, key: &'a str) -> BoxFuture<'a, Result<String, SecretError>> {
-        Box::pin(self.value(name, key))
+        let nobody = Requester { node: "", flow: None };
+        Box::pin(self.value(nobody, name, key))
+    }
+
+    fn get_for<'a>(
+        &'a self,
+        who: Requester<'a>,
+        name: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<String, SecretError>> {
+        Box::pin(self.value(who, name, key))
     }
 }

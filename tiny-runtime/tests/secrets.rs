@@ -1,7 +1,9 @@
 //! `KubeSecrets` against a real API server (tiny-testenv), through a ServiceAccount's
 //! own token: a Secret it may not read is a `Forbidden`, the rule the chart makes
 //! (`get` on the declared names) is enough, a read is trusted for the TTL and a
-//! rotation seen after it, and a missing Secret or key names what is there.
+//! rotation seen after it, and a missing Secret or key names what is there. A Secret
+//! annotated `tinysystems.io/allowed-flows` or `-nodes` resolves only for the nodes it
+//! names, through an engine whose nodes carry their flow label.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -220,4 +222,121 @@ async fn secrets_are_read_as_the_service_account_by_name_and_trusted_for_the_ttl
     })
     .await;
     assert_eq!(value, "late-Value");
+}
+
+/// The Secret `name`, limited by `annotation` to `allowed`.
+fn limited(name: &str, annotation: &str, allowed: &str) -> Secret {
+    let mut s = secret(name, &[("token", "limited-Value")]);
+    s.metadata.annotations = Some([(annotation.to_owned(), allowed.to_owned())].into());
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_limited_to_flows_or_nodes_resolves_only_for_them() {
+    use tiny_sdk::{
+        contract::{
+            annotation::{SECRET_ALLOWED_FLOWS, SECRET_ALLOWED_NODES},
+            label::FLOW_NAME,
+        },
+        engine::Engine,
+        error::code,
+        flow::FlowBuilder,
+        harness::Relay,
+    };
+
+    const LIMITS: &str = "sec-limits";
+    let env = env().await;
+    let admin = env.client();
+    env.create_namespace(LIMITS).await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), LIMITS);
+    for s in [
+        limited("for-flow-a", SECRET_ALLOWED_FLOWS, "flow-a, flow-c"),
+        limited("for-node", SECRET_ALLOWED_NODES, "a-sink"),
+        secret("open", &[("token", "open-Value")]),
+    ] {
+        let mut s = s;
+        s.metadata.namespace = Some(LIMITS.to_owned());
+        secrets.create(&PostParams::default(), &s).await.unwrap();
+    }
+    let declared = ["for-flow-a", "for-node", "open"].map(str::to_owned).to_vec();
+    let source = KubeSecrets::new(admin, LIMITS, declared, Duration::from_secs(60));
+    let engine = Engine::builder()
+        .register::<Relay>()
+        .secrets(std::sync::Arc::new(source))
+        .build();
+
+    // Each sink reads a Secret in its edge's configuration; a-sink is in flow A, b-sink in B.
+    let mapping = |secret: &str| {
+        json!({
+            "open": "[[secret:open/token]]",
+            "t": format!("[[secret:{secret}/token]]"),
+        })
+    };
+    let apply = |sink: &'static str, flow: &'static str, secret: &'static str| {
+        let engine = &engine;
+        let mut node = FlowBuilder::new()
+            .node("src", "relay")
+            .node(sink, "relay")
+            .edge("src:out", &format!("{sink}:input"), mapping(secret))
+            .build()
+            .nodes
+            .into_iter()
+            .find(|n| n.name == sink)
+            .unwrap();
+        node.labels.insert(FLOW_NAME.to_owned(), flow.to_owned());
+        async move { engine.apply(node).await }
+    };
+
+    // A node loads whatever its edges' Secrets; an edge whose Secret it may not use
+    // fails its messages, and the node's report says why.
+    let refusal = |sink: &str| {
+        let error = engine.report(sink).unwrap().error;
+        error
+            .inspect(|e| assert_eq!(e.code(), Some(code::SECRET), "{e}"))
+            .map(|e| e.to_string())
+    };
+
+    // Limited to flows A and C: a node of flow A resolves it, a node of flow B is refused.
+    apply("a-sink", "flow-a", "for-flow-a").await.unwrap();
+    assert_eq!(refusal("a-sink"), None);
+    apply("b-sink", "flow-b", "for-flow-a").await.unwrap();
+    let err = refusal("b-sink").unwrap();
+    assert_eq!(
+        err,
+        "port `input` (edge from `src:out`) field `t`: [[secret:for-flow-a/token]]: Secret `for-flow-a` is limited by its annotation `tinysystems.io/allowed-flows` to flows flow-a, flow-c; node `b-sink` is in flow `flow-b` [SECRET]"
+    );
+    // A message on that edge fails, one on a-sink's edge arrives.
+    let src = |sink: &str| {
+        FlowBuilder::new()
+            .node("src", "relay")
+            .node(sink, "relay")
+            .edge("src:out", &format!("{sink}:input"), json!({}))
+            .build()
+            .nodes
+            .into_iter()
+            .find(|n| n.name == "src")
+            .unwrap()
+    };
+    engine.apply(src("b-sink")).await.unwrap();
+    let err = engine.send("src:input", json!({})).await.unwrap_err();
+    assert_eq!(err.code(), Some(code::SECRET), "{err}");
+    engine.apply(src("a-sink")).await.unwrap();
+    engine.send("src:input", json!({})).await.unwrap();
+
+    // Limited to the node `a-sink`: it resolves it, whatever its flow; another node is refused.
+    apply("a-sink", "flow-b", "for-node").await.unwrap();
+    assert_eq!(refusal("a-sink"), None);
+    apply("c-sink", "flow-a", "for-node").await.unwrap();
+    let err = refusal("c-sink").unwrap();
+    assert!(
+        err.contains(
+            "[[secret:for-node/token]]: Secret `for-node` is limited by its annotation `tinysystems.io/allowed-nodes` to nodes a-sink; node `c-sink` is in flow `flow-a`"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("limited-Value"), "{err}");
+
+    // The unannotated Secret is any node's.
+    apply("d-sink", "flow-z", "open").await.unwrap();
+    assert_eq!(refusal("d-sink"), None);
 }

@@ -69,4 +69,10 @@ pub mod annotation {
     /// On Services and Ingresses a module exposed: the node they were made for (an
     /// annotation, as label values are limited to 63 characters and node names are not).
     pub const EXPOSED_FOR_NODE: &str = "tinysystems.io/node-name";
+    /// On a Kubernetes Secret: the only flows (comma-separated flow names) whose nodes
+    /// may resolve its placeholders. tiny's own (the Go SDK has no such limit).
+    pub const SECRET_ALLOWED_FLOWS: &str = "tinysystems.io/allowed-flows";
+    /// On a Kubernetes Secret: the only nodes (comma-separated TinyNode names) that may
+    /// resolve its placeholders. tiny's own (the Go SDK has no such limit).
+    pub const SECRET_ALLOWED_NODES: &str = "tinysystems.io/allowed-nodes";
 }

@@ -257,6 +257,24 @@ pub enum SecretError {
         /// The Secret.
         name: String,
     },
+    /// The Secret's owner limited it, with an annotation, to named flows or nodes, and
+    /// the node asking is not among them.
+    #[error(
+        "Secret `{name}` is limited by its annotation `{annotation}` to {allowed}; {}",
+        requester(node, flow)
+    )]
+    NotAllowed {
+        /// The Secret.
+        name: String,
+        /// The annotation that limits it (`tinysystems.io/allowed-flows` or `-nodes`).
+        annotation: String,
+        /// What the annotation allows (`none` when it names nothing).
+        allowed: String,
+        /// The node that asked (empty when the caller did not say).
+        node: String,
+        /// That node's flow (empty when it has none).
+        flow: String,
+    },
     /// The API server could not be asked (retried on the next resolution).
     #[error("Secret `{name}` could not be read: {reason}")]
     Unavailable {
@@ -267,11 +285,44 @@ pub enum SecretError {
     },
 }
 
+/// Who a [`SecretError::NotAllowed`] was refused to, in words.
+fn requester(node: &str, flow: &str) -> String {
+    match (node.is_empty(), flow.is_empty()) {
+        (true, _) => "the caller named no node".to_owned(),
+        (false, true) => format!("node `{node}` is in no flow"),
+        (false, false) => format!("node `{node}` is in flow `{flow}`"),
+    }
+}
+
+/// The node that asks for a Secret: what a Secret limited to named flows or nodes
+/// (the [`annotation`](crate::contract::annotation) `tinysystems.io/allowed-flows` and
+/// `-nodes`) is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requester<'a> {
+    /// The node's name (the TinyNode's `metadata.name`).
+    pub node: &'a str,
+    /// Its flow (the `tinysystems.io/flow-name` label), if it has one.
+    pub flow: Option<&'a str>,
+}
+
 /// Where placeholder values come from. Each call may read the store or a cache; a
 /// source decides how fresh a value is (tiny-runtime re-reads after its TTL).
 pub trait SecretSource: Send + Sync {
     /// The value of `key` in the Secret `name`.
     fn get<'a>(&'a self, name: &'a str, key: &'a str) -> BoxFuture<'a, Result<String, SecretError>>;
+
+    /// The value of `key` in the Secret `name` for the node `who`: what the engine
+    /// asks. A source that knows of limits per flow or node (tiny-runtime's) checks
+    /// them here; by default there are none.
+    fn get_for<'a>(
+        &'a self,
+        who: Requester<'a>,
+        name: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<String, SecretError>> {
+        let _ = who;
+        self.get(name, key)
+    }
 }
 
 /// Secrets held in memory: what a [`Harness`](crate::harness::Harness) resolves
@@ -331,6 +382,7 @@ pub fn key_list<'a>(keys: impl Iterator<Item = &'a String>) -> String {
 /// configuration: `port \`_settings\``) and the Secret, never a value.
 pub(crate) async fn resolve(
     source: Option<&dyn SecretSource>,
+    who: Requester<'_>,
     found: &[Found],
     where_: &str,
 ) -> Result<Vec<String>, Error> {
@@ -344,7 +396,7 @@ pub(crate) async fn resolve(
         }
         let got = match source {
             None => Err(SecretError::NoSource),
-            Some(s) => s.get(&f.placeholder.name, &f.placeholder.key).await,
+            Some(s) => s.get_for(who, &f.placeholder.name, &f.placeholder.key).await,
         };
         match got {
             Ok(v) => out.push(v),
@@ -440,12 +492,19 @@ mod tests {
         assert_eq!(rendered, json!({"t": "from the message"}));
     }
 
+    const WHO: Requester<'static> = Requester {
+        node: "n1",
+        flow: Some("f1"),
+    };
+
     #[tokio::test]
     async fn resolution_errors_name_placeholder_field_and_secret() {
         let source = StaticSecrets::default();
         source.set("creds", "token", "s3cr3t-value");
         let found = find(&json!({"a": "[[secret:creds/token]]", "b": "[[secret:creds/nope]]"})).unwrap();
-        let err = resolve(Some(&source), &found, "port `_settings`").await.unwrap_err();
+        let err = resolve(Some(&source), WHO, &found, "port `_settings`")
+            .await
+            .unwrap_err();
         let text = err.to_string();
         assert_eq!(err.code(), Some(code::SECRET));
         assert!(
@@ -456,11 +515,11 @@ mod tests {
         );
         assert!(!text.contains("s3cr3t-value"), "{text}");
         let missing = find(&json!({"x": "[[secret:gone/k]]"})).unwrap();
-        let err = resolve(Some(&source), &missing, "edge").await.unwrap_err();
+        let err = resolve(Some(&source), WHO, &missing, "edge").await.unwrap_err();
         assert!(err.to_string().contains("Secret `gone` does not exist"), "{err}");
-        let err = resolve(None, &missing, "edge").await.unwrap_err();
+        let err = resolve(None, WHO, &missing, "edge").await.unwrap_err();
         assert!(err.to_string().contains("no secrets are available"), "{err}");
         let ok = find(&json!({"a": "[[secret:creds/token]]"})).unwrap();
-        assert_eq!(resolve(Some(&source), &ok, "x").await.unwrap(), ["s3cr3t-value"]);
+        assert_eq!(resolve(Some(&source), WHO, &ok, "x").await.unwrap(), ["s3cr3t-value"]);
     }
 }

@@ -439,6 +439,15 @@ impl Engine {
     /// such nodes every TTL, so that a rotated Secret reaches the component).
     async fn fills(&self, node: &Node) -> Vec<super::runner::PortFills> {
         let source = self.inner.secrets.as_deref();
+        // A Secret may be limited to named flows or nodes: the source is told who asks.
+        let who = crate::secret::Requester {
+            node: &node.name,
+            flow: node
+                .labels
+                .get(crate::contract::label::FLOW_NAME)
+                .map(String::as_str)
+                .filter(|f| !f.is_empty()),
+        };
         let mut out = Vec::with_capacity(node.spec.ports.len());
         for pc in &node.spec.ports {
             let Some(config) = &pc.configuration else {
@@ -452,7 +461,7 @@ impl Engine {
             };
             out.push(match crate::secret::find(config.value()) {
                 Ok(found) if found.is_empty() => Ok(None),
-                Ok(found) => crate::secret::resolve(source, &found, &where_)
+                Ok(found) => crate::secret::resolve(source, who, &found, &where_)
                     .await
                     .map(|values| Some((found, values))),
                 Err((field, bad)) => {
