@@ -13,7 +13,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{create_flow, env, eventually, hello, nodes_ready, round_trip, start_module};
+use common::{
+    create_flow, env, eventually, hello,
+    nats::{advertise_nats, greet, refused_subscription, watched},
+    nodes_ready, round_trip, start_module,
+};
 use k8s_openapi::api::{
     coordination::v1::Lease,
     core::v1::{Namespace, Service, ServiceAccount},
@@ -26,7 +30,7 @@ use kube::{
 use serde_json::json;
 use tiny_runtime::{
     crd::{TinyModule, TinyModuleSpec, TinyNode},
-    nats::{Link, SendOptions, send, with_user},
+    nats::{Link, with_user},
     rbac::{Requirements, Rule, namespace_rules, runtime_rules_for},
 };
 use tiny_sdk::contract::NODE_FINALIZER;
@@ -351,74 +355,29 @@ async fn modules_with_nats_users_of_their_own_answer_and_cannot_subscribe_to_eac
     let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
     nodes_ready(&client, ns, &names).await;
     // Both modules advertise NATS: each connected with its own user.
-    let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
-    for (module, _) in users {
-        eventually(
-            &format!("{module} to advertise NATS"),
-            Duration::from_secs(60),
-            || async {
-                let m = modules.get(module).await.ok()?;
-                m.status.filter(|s| s.addr.starts_with("nats://")).map(|_| ())
-            },
-        )
-        .await;
-    }
+    advertise_nats(&client, ns, &users.map(|(module, _)| module)).await;
 
     let platform = Link::connect(&with_user(&url, "platform", "platform-pass"))
         .await
         .expect("a URL");
     assert!(platform.wait_up(Duration::from_secs(10)).await, "the platform connects");
-    let greet = |name: &'static str| {
-        let nats = platform.client().clone();
-        let node = format!("{ns}.alpha-v0.hello-1");
-        async move {
-            send(
-                &nats,
-                &node,
-                "input",
-                serde_json::to_vec(&json!({ "name": name })).unwrap_or_default(),
-                &SendOptions::default().wait(),
-            )
-            .await
-            .expect("answers")
-            .and_then(|r| r.into_value())
-        }
-    };
+    let hello_1 = format!("{ns}.alpha-v0.hello-1");
     // alpha -> beta -> alpha, each hop under its module's own permissions.
-    assert_eq!(greet("ada").await, Some(json!({ "answer": "HELLO, ADA!" })));
+    assert_eq!(
+        greet(&platform, &hello_1, "ada").await,
+        Some(json!({ "answer": "HELLO, ADA!" }))
+    );
 
     // A client with alpha's credentials: its own subjects, yes; beta's, refused by the
     // broker (a permissions violation, sent as the subscription is made).
-    let (events, mut seen) = tokio::sync::mpsc::unbounded_channel();
-    let spy = async_nats::ConnectOptions::with_user_and_password("alpha-v0".into(), users[0].1.into())
-        .event_callback(move |event| {
-            let events = events.clone();
-            async move {
-                let _ = events.send(event);
-            }
-        })
-        .connect(&url)
-        .await
-        .expect("alpha's credentials connect");
-    let _theirs = spy.subscribe("tinymodule.beta-v0.msg").await.expect("SUB sent");
-    let refused = eventually(
-        "the broker to refuse alpha's subscription to beta's subject",
-        Duration::from_secs(10),
-        || {
-            let event = seen.try_recv().ok();
-            async move {
-                match event {
-                    Some(async_nats::Event::ServerError(async_nats::ServerError::Other(text))) => Some(text),
-                    _ => None,
-                }
-            }
-        },
+    let (spy, mut seen) = watched(
+        async_nats::ConnectOptions::with_user_and_password("alpha-v0".into(), users[0].1.into()),
+        &url,
+        "alpha's credentials",
     )
     .await;
-    assert!(
-        refused.to_lowercase().contains("permissions violation") && refused.contains("tinymodule.beta-v0.msg"),
-        "{refused}"
-    );
+    let _theirs = spy.subscribe("tinymodule.beta-v0.msg").await.expect("SUB sent");
+    refused_subscription(&mut seen, "tinymodule.beta-v0.msg").await;
     // The same credentials subscribe to alpha's own inboxes and get what is sent there.
     let mut own = spy.subscribe("_INBOX.alpha-v0.spy").await.expect("own inbox");
     spy.flush().await.expect("flushed");
@@ -430,7 +389,10 @@ async fn modules_with_nats_users_of_their_own_answer_and_cannot_subscribe_to_eac
     let got = tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut own)).await;
     assert_eq!(got.ok().flatten().map(|m| m.payload.to_vec()), Some(b"probe".to_vec()));
     // And the modules' own traffic goes on, none of it refused by the broker.
-    assert_eq!(greet("bob").await, Some(json!({ "answer": "HELLO, BOB!" })));
+    assert_eq!(
+        greet(&platform, &hello_1, "bob").await,
+        Some(json!({ "answer": "HELLO, BOB!" }))
+    );
     // The command line sends as a user of its own too (here the platform's).
     let out = std::process::Command::new(common::HELLO)
         .args([

@@ -12,13 +12,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{create_flow, env, eventually, hello, nodes_ready, round_trip};
-use kube::Api;
-use serde_json::json;
-use tiny_runtime::{
-    crd::TinyModule,
-    nats::{Link, SendOptions, send, wire, with_user},
+use common::{
+    create_flow, env, hello,
+    nats::{advertise_nats, broker_error, greet, refused_subscription, watched},
+    nodes_ready, round_trip,
 };
+use serde_json::json;
+use tiny_runtime::nats::{Link, SendOptions, send, wire, with_user};
 use tiny_sdk::error::code;
 use tiny_testenv::NatsServer;
 
@@ -89,74 +89,29 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
     let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
     nodes_ready(&client, ns, &names).await;
     // Both advertise NATS: the broker took each one's nkey.
-    let modules: Api<TinyModule> = Api::namespaced(client.clone(), ns);
-    for (module, _) in &keys {
-        eventually(
-            &format!("{module} to advertise NATS"),
-            Duration::from_secs(60),
-            || async {
-                let m = modules.get(module).await.ok()?;
-                m.status.filter(|s| s.addr.starts_with("nats://")).map(|_| ())
-            },
-        )
-        .await;
-    }
+    advertise_nats(&client, ns, &["alpha-v0", "beta-v0"]).await;
 
     let platform = Link::connect(&with_user(&url, "platform", "platform-pass"))
         .await
         .expect("a URL");
     assert!(platform.wait_up(Duration::from_secs(10)).await, "the platform connects");
-    let greet = |name: &'static str| {
-        let nats = platform.client().clone();
-        let node = format!("{ns}.alpha-v0.hello-1");
-        async move {
-            send(
-                &nats,
-                &node,
-                "input",
-                serde_json::to_vec(&json!({ "name": name })).unwrap_or_default(),
-                &SendOptions::default().wait(),
-            )
-            .await
-            .expect("answers")
-            .and_then(|r| r.into_value())
-        }
-    };
+    let hello_1 = format!("{ns}.alpha-v0.hello-1");
     // alpha -> beta -> alpha, each hop under its module's nkey and permissions.
-    assert_eq!(greet("ada").await, Some(json!({ "answer": "HELLO, ADA!" })));
+    assert_eq!(
+        greet(&platform, &hello_1, "ada").await,
+        Some(json!({ "answer": "HELLO, ADA!" }))
+    );
 
     // A client holding alpha's seed: beta's subject is refused by the broker (a
     // permissions violation, sent as the subscription is made).
-    let (events, mut seen) = tokio::sync::mpsc::unbounded_channel();
-    let spy = async_nats::ConnectOptions::with_nkey(alpha_seed.clone())
-        .event_callback(move |event| {
-            let events = events.clone();
-            async move {
-                let _ = events.send(event);
-            }
-        })
-        .connect(&url)
-        .await
-        .expect("alpha's nkey connects");
-    let _theirs = spy.subscribe("tinymodule.beta-v0.msg").await.expect("SUB sent");
-    let refused = eventually(
-        "the broker to refuse alpha's subscription to beta's subject",
-        Duration::from_secs(10),
-        || {
-            let event = seen.try_recv().ok();
-            async move {
-                match event {
-                    Some(async_nats::Event::ServerError(async_nats::ServerError::Other(text))) => Some(text),
-                    _ => None,
-                }
-            }
-        },
+    let (spy, mut seen) = watched(
+        async_nats::ConnectOptions::with_nkey(alpha_seed.clone()),
+        &url,
+        "alpha's nkey",
     )
     .await;
-    assert!(
-        refused.to_lowercase().contains("permissions violation") && refused.contains("tinymodule.beta-v0.msg"),
-        "{refused}"
-    );
+    let _theirs = spy.subscribe("tinymodule.beta-v0.msg").await.expect("SUB sent");
+    refused_subscription(&mut seen, "tinymodule.beta-v0.msg").await;
     // A key the broker does not know is not let in at all.
     let stranger = async_nats::ConnectOptions::with_nkey(nkeys::KeyPair::new_user().seed().expect("seed"))
         .connect(&url)
@@ -168,18 +123,12 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
     );
     // alpha's `_settings` from beta's user: on alpha's business subject, refused by alpha
     // whether `x-from` names beta's node or claims the platform.
-    let (events, mut beta_events) = tokio::sync::mpsc::unbounded_channel();
-    let beta_client = async_nats::ConnectOptions::with_nkey(beta_seed.clone())
-        .custom_inbox_prefix("_INBOX.beta-v0")
-        .event_callback(move |event| {
-            let events = events.clone();
-            async move {
-                let _ = events.send(event);
-            }
-        })
-        .connect(&url)
-        .await
-        .expect("beta's nkey connects");
+    let (beta_client, mut beta_events) = watched(
+        async_nats::ConnectOptions::with_nkey(beta_seed.clone()).custom_inbox_prefix("_INBOX.beta-v0"),
+        &url,
+        "beta's nkey",
+    )
+    .await;
     let settings_of_alpha = format!("{ns}.alpha-v0.hello-1:_settings");
     for from in [format!("{ns}.beta-v0.shout-1:output"), "signal".to_owned()] {
         let mut headers = async_nats::HeaderMap::new();
@@ -207,17 +156,7 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
         .publish(wire::system_subject("alpha-v0"), b"{}".to_vec().into())
         .await
         .expect("PUB sent");
-    let refused = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            match beta_events.recv().await {
-                Some(async_nats::Event::ServerError(async_nats::ServerError::Other(text))) => break text,
-                Some(_) => {}
-                None => panic!("beta's client closed"),
-            }
-        }
-    })
-    .await
-    .expect("the broker refuses in time");
+    let refused = broker_error(&mut beta_events, "beta's publish on alpha's system subject").await;
     assert!(
         refused.to_lowercase().contains("permissions violation") && refused.contains("tinymodule.alpha-v0.sysmsg"),
         "{refused}"
@@ -259,7 +198,10 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
     assert!(!printed.contains(&operator_seed) && !said.contains(&operator_seed));
 
     // The modules' own traffic goes on, and the seeds are in no log.
-    assert_eq!(greet("bob").await, Some(json!({ "answer": "HELLO, BOB!" })));
+    assert_eq!(
+        greet(&platform, &hello_1, "bob").await,
+        Some(json!({ "answer": "HELLO, BOB!" }))
+    );
     for (module, _) in &keys {
         let log = std::fs::read_to_string(logs(module)).expect("the module's log");
         assert!(

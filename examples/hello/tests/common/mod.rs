@@ -2,6 +2,8 @@
 //! kit's, and the hello module's binary and in-process runtime.
 #![allow(dead_code, unused_imports)]
 
+pub mod nats;
+
 use kube::Client;
 use tiny_example_hello::registry;
 use tiny_runtime::{config::ModuleConfig, runtime::Runtime};

@@ -1,0 +1,93 @@
+//! Steps the tests of modules with NATS users of their own share (`identity.rs`,
+//! `nkeys.rs`): modules seen on the broker, a hop sent as the platform, and a client
+//! whose subscriptions the broker may refuse.
+
+use std::time::Duration;
+
+use async_nats::{Client, ConnectOptions, Event, ServerError};
+use kube::Api;
+use serde_json::{Value, json};
+use tiny_runtime::{
+    crd::TinyModule,
+    nats::{Link, SendOptions, send},
+};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::eventually;
+
+/// Waits until each of `modules` advertises a NATS address: it connected to the broker
+/// with the credentials it was given.
+pub async fn advertise_nats(client: &kube::Client, ns: &str, modules: &[&str]) {
+    let api: Api<TinyModule> = Api::namespaced(client.clone(), ns);
+    for module in modules {
+        eventually(
+            &format!("{module} to advertise NATS"),
+            Duration::from_secs(60),
+            || async {
+                let m = api.get(module).await.ok()?;
+                m.status.filter(|s| s.addr.starts_with("nats://")).map(|_| ())
+            },
+        )
+        .await;
+    }
+}
+
+/// `{"name": name}` into `node`'s `input`, sent over `platform` and waited for: the
+/// answer's value.
+pub async fn greet(platform: &Link, node: &str, name: &str) -> Option<Value> {
+    send(
+        platform.client(),
+        node,
+        "input",
+        serde_json::to_vec(&json!({ "name": name })).unwrap_or_default(),
+        &SendOptions::default().wait(),
+    )
+    .await
+    .expect("answers")
+    .and_then(|r| r.into_value())
+}
+
+/// A client connected to `url` with `options`, and the events it sees (the broker's
+/// errors among them).
+pub async fn watched(options: ConnectOptions, url: &str, who: &str) -> (Client, UnboundedReceiver<Event>) {
+    let (events, seen) = tokio::sync::mpsc::unbounded_channel();
+    let client = options
+        .event_callback(move |event| {
+            let events = events.clone();
+            async move {
+                let _ = events.send(event);
+            }
+        })
+        .connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("{who} connects: {e}"));
+    (client, seen)
+}
+
+/// The broker's next error among `events` (sent for a refused subscription or
+/// publish), waited for up to 10 s.
+pub async fn broker_error(events: &mut UnboundedReceiver<Event>, what: &str) -> String {
+    let wait = async {
+        loop {
+            match events.recv().await {
+                Some(Event::ServerError(ServerError::Other(text))) => break Some(text),
+                Some(_) => {}
+                None => break None,
+            }
+        }
+    };
+    match tokio::time::timeout(Duration::from_secs(10), wait).await {
+        Ok(Some(text)) => text,
+        _ => panic!("no broker error for {what} within 10 s"),
+    }
+}
+
+/// Waits for the broker to refuse a subscription to `subject` (a permissions
+/// violation, sent as the subscription is made).
+pub async fn refused_subscription(events: &mut UnboundedReceiver<Event>, subject: &str) {
+    let refused = broker_error(events, &format!("the subscription to {subject}")).await;
+    assert!(
+        refused.to_lowercase().contains("permissions violation") && refused.contains(subject),
+        "{refused}"
+    );
+}
