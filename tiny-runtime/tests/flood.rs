@@ -11,7 +11,7 @@ use std::{collections::HashSet, sync::atomic::Ordering, time::Duration};
 
 use async_nats::HeaderMap;
 use futures::StreamExt as _;
-use support::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
+use support::gate::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
 use tiny_runtime::nats::{Link, listen};
 use tiny_sdk::{engine::Engine, flow::FlowBuilder};
 use tiny_testkit::NatsServer;

@@ -9,7 +9,7 @@ mod support;
 use std::{collections::HashSet, sync::atomic::Ordering, time::Duration};
 
 use async_nats::HeaderMap;
-use support::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
+use support::gate::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
 use tiny_runtime::{
     jetstream::{self, JetStream, config::EDGES_STREAM},
     nats::Link,

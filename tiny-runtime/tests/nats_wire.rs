@@ -4,9 +4,12 @@
 //! requests are captured raw and read header by header. Then two tiny modules over
 //! the broker, replicas sharing a queue group, bad input, and a broker that dies.
 
+mod support;
+
 use std::{sync::Arc, time::Duration};
 
 use serde_json::{Value, json};
+use support::tag::Tag;
 use tiny_runtime::nats::{Link, NatsRouter, Receiver, SendOptions, listen, send};
 use tiny_sdk::{
     ErrorKind,
@@ -44,26 +47,6 @@ struct Big {
 impl Big {
     async fn on_input(&self, _: &Ctx<Self>, size: usize) -> Reply {
         Reply::value(json!("x".repeat(size)))
-    }
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-#[serde(default)]
-struct TagSettings {
-    /// Which replica this is.
-    tag: u32,
-}
-
-/// Answers with its replica's tag.
-#[derive(Debug, Component, Default)]
-#[component(name = "tag", settings = TagSettings)]
-struct Tag {
-    input: Input<Value>,
-}
-
-impl Tag {
-    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Reply {
-        Reply::value(json!(ctx.settings().tag))
     }
 }
 

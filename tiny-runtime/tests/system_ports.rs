@@ -8,10 +8,13 @@
 //!
 //! The setting is process-wide, so this binary holds one test.
 
+mod support;
+
 use std::{sync::Arc, time::Duration};
 
 use async_nats::HeaderMap;
 use serde_json::{Value, json};
+use support::tag::Tag;
 use tiny_runtime::{
     config::SystemPortsFrom,
     grpc::{Pool, PoolOptions, ServerOptions, spawn},
@@ -26,26 +29,6 @@ use tiny_sdk::{
     prelude::*,
 };
 use tiny_testkit::NatsServer;
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-#[serde(default)]
-struct TagSettings {
-    /// What the node answers.
-    tag: u32,
-}
-
-/// Answers with its setting.
-#[derive(Debug, Component, Default)]
-#[component(name = "tag", settings = TagSettings)]
-struct Tag {
-    input: Input<Value>,
-}
-
-impl Tag {
-    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Reply {
-        Reply::value(json!(ctx.settings().tag))
-    }
-}
 
 const NODE: &str = "f.b.tag-1";
 const FROM_A: &str = "f.a.ask-1:out";
