@@ -9,7 +9,9 @@
 //! module's name as `service.name`. Without them, the Go SDK's `OTLP_DSN`
 //! (`http://<token>@tinysystems-otel-collector:2345`, as the TinySystems charts set it;
 //! see [`GoDsn`]) does the same towards the TinySystems collector, so the platform's
-//! trace views see a tiny module's hops. Otherwise the `tiny::flow` target is switched off
+//! trace views see a tiny module's hops. The DSN's token goes only over TLS (`https://`)
+//! unless `OTLP_DSN_PLAINTEXT=allow` says plain `http://` is trusted (in-cluster traffic
+//! a NetworkPolicy confines); refused, tracing stays off with one warning. Otherwise the `tiny::flow` target is switched off
 //! and a hop pays one cached check. W3C trace context (`traceparent`, `tracestate`,
 //! `baggage`, as the Go SDK's otelgrpc) travels in gRPC metadata, so a flow run that
 //! crosses modules is one trace. Only OTLP over gRPC is built in (`OTEL_EXPORTER_OTLP_PROTOCOL`
@@ -110,6 +112,33 @@ fn otel_endpoint_set() -> bool {
     set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 }
 
+/// What lets `OTLP_DSN`'s token go over plain `http://`: `allow`.
+pub const DSN_PLAINTEXT_VAR: &str = "OTLP_DSN_PLAINTEXT";
+
+/// Whether a DSN's token may be sent as it would go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DsnTransport {
+    /// Over TLS.
+    Tls,
+    /// In plain text, as [`DSN_PLAINTEXT_VAR`] allows.
+    PlaintextAllowed,
+    /// In plain text, which nothing allows: not sent.
+    PlaintextRefused,
+}
+
+impl DsnTransport {
+    /// The decision for `dsn`, given the value of [`DSN_PLAINTEXT_VAR`] (if set).
+    pub(crate) fn of(dsn: &GoDsn, plaintext: Option<&str>) -> Self {
+        if dsn.tls {
+            Self::Tls
+        } else if plaintext.is_some_and(|v| v.trim().eq_ignore_ascii_case("allow")) {
+            Self::PlaintextAllowed
+        } else {
+            Self::PlaintextRefused
+        }
+    }
+}
+
 /// `OTLP_DSN`, unless empty or `OTLP_DISABLED=true` turns it off (as in Go).
 fn go_dsn_text() -> Option<String> {
     let disabled = std::env::var("OTLP_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"));
@@ -122,13 +151,15 @@ fn go_dsn_text() -> Option<String> {
 /// The Go SDK's `OTLP_DSN`: `scheme://<token>@host[:port]`, the TinySystems
 /// collector's OTLP/gRPC address (port 413 unless given) and the whole DSN sent with
 /// each export as `origin-dsn`, as Go's exporter does. `https` is TLS; anything else
-/// is plain.
+/// is plain, which [`DsnTransport`] allows only when told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct GoDsn {
     /// `http://host:port` or `https://host:port`.
     pub endpoint: String,
     /// The DSN as given.
     pub original: String,
+    /// Whether the scheme is `https`.
+    pub tls: bool,
 }
 
 impl GoDsn {
@@ -162,14 +193,12 @@ impl GoDsn {
         } else {
             format!("{host}:413")
         };
-        let tls = if scheme.eq_ignore_ascii_case("https") {
-            "https"
-        } else {
-            "http"
-        };
+        let tls = scheme.eq_ignore_ascii_case("https");
+        let scheme = if tls { "https" } else { "http" };
         Ok(GoDsn {
-            endpoint: format!("{tls}://{host}"),
+            endpoint: format!("{scheme}://{host}"),
             original: dsn.to_owned(),
+            tls,
         })
     }
 }
@@ -196,9 +225,12 @@ impl Telemetry {
 /// environment asks for it ([`otlp_configured`]). Must run inside a Tokio runtime when
 /// exporting (the gRPC exporter's connection lives there).
 pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, TelemetryError> {
-    let provider = match service {
-        Some(service) if otlp_configured() => Some(provider(service)?),
-        _ => None,
+    let (provider, refused) = match service {
+        Some(service) if otlp_configured() => match provider(service)? {
+            Some(p) => (Some(p), false),
+            None => (None, true),
+        },
+        _ => (None, false),
     };
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     // The flow's spans are made only when they go somewhere: whatever RUST_LOG says,
@@ -231,6 +263,14 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         .try_init()
         .map_err(TelemetryError::AlreadyInstalled)?;
     TRACING.store(provider.is_some(), Ordering::Relaxed);
+    if refused {
+        // Named by its setting, never by its value: the DSN holds the token.
+        tracing::warn!(
+            setting = DSN_PLAINTEXT_VAR,
+            "OTLP_DSN sends its token over plain http: not sent, tracing is off; use an https:// DSN, \
+             or set {DSN_PLAINTEXT_VAR}=allow where the path is trusted (in-cluster, confined by a NetworkPolicy)"
+        );
+    }
     if provider.is_some() {
         for key in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] {
             if let Ok(protocol) = std::env::var(key)
@@ -244,7 +284,9 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
     Ok(Telemetry { provider })
 }
 
-fn provider(service: &Service) -> Result<SdkTracerProvider, TelemetryError> {
+/// The exporter the environment asks for; `None` when the DSN's token may not be sent
+/// ([`DsnTransport::PlaintextRefused`]).
+fn provider(service: &Service) -> Result<Option<SdkTracerProvider>, TelemetryError> {
     use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
     let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
     // The standard variables win; the Go SDK's DSN is the TinySystems way.
@@ -252,6 +294,10 @@ fn provider(service: &Service) -> Result<SdkTracerProvider, TelemetryError> {
         && let Some(text) = go_dsn_text()
     {
         let dsn = GoDsn::parse(&text).map_err(TelemetryError::Dsn)?;
+        let plaintext = std::env::var(DSN_PLAINTEXT_VAR).ok();
+        if DsnTransport::of(&dsn, plaintext.as_deref()) == DsnTransport::PlaintextRefused {
+            return Ok(None);
+        }
         let mut metadata = MetadataMap::new();
         let value = MetadataValue::try_from(dsn.original.as_str())
             .map_err(|_| TelemetryError::Dsn("not a header value".to_owned()))?;
@@ -266,10 +312,12 @@ fn provider(service: &Service) -> Result<SdkTracerProvider, TelemetryError> {
     if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
         resource = resource.with_service_name(service.name.clone());
     }
-    Ok(SdkTracerProvider::builder()
-        .with_resource(resource.build())
-        .with_batch_exporter(exporter)
-        .build())
+    Ok(Some(
+        SdkTracerProvider::builder()
+            .with_resource(resource.build())
+            .with_batch_exporter(exporter)
+            .build(),
+    ))
 }
 
 /// W3C trace context and baggage, as the Go SDK propagates them.
@@ -480,6 +528,28 @@ mod tests {
         // The token is not in what the error says.
         assert!(!GoDsn::parse("http://s3cr3t@:1").unwrap_err().contains("s3cr3t"));
         assert!(!GoDsn::parse("s3cr3t@collector:2345").unwrap_err().contains("s3cr3t"));
+    }
+
+    #[test]
+    fn a_dsn_token_goes_in_plain_text_only_when_allowed() {
+        let plain = GoDsn::parse("http://tok@tinysystems-otel-collector:2345").unwrap();
+        let tls = GoDsn::parse("https://tok@c.example:4317").unwrap();
+        assert_eq!(DsnTransport::of(&tls, None), DsnTransport::Tls);
+        assert_eq!(DsnTransport::of(&tls, Some("deny")), DsnTransport::Tls);
+        assert_eq!(DsnTransport::of(&plain, None), DsnTransport::PlaintextRefused);
+        for not_allow in ["", "true", "yes", "allowed", "deny"] {
+            assert_eq!(
+                DsnTransport::of(&plain, Some(not_allow)),
+                DsnTransport::PlaintextRefused,
+                "{not_allow}"
+            );
+        }
+        for allow in ["allow", " Allow ", "ALLOW"] {
+            assert_eq!(DsnTransport::of(&plain, Some(allow)), DsnTransport::PlaintextAllowed);
+        }
+        // Any scheme but https is plain.
+        let other = GoDsn::parse("grpc://tok@c:1").unwrap();
+        assert_eq!(DsnTransport::of(&other, None), DsnTransport::PlaintextRefused);
     }
 
     #[test]

@@ -120,6 +120,22 @@ fn module_name() -> String {
     ModuleConfig::new(MODULE, VERSION, "tinysystems", "x").name
 }
 
+/// `tracing.allowPlaintextDsn` passes `OTLP_DSN_PLAINTEXT=allow`; by default nothing lets
+/// an OTLP_DSN's token go over plain http.
+#[test]
+fn the_chart_allows_a_plaintext_dsn_only_when_its_values_say_so() {
+    assert!(!render(&[]).contains("OTLP_DSN_PLAINTEXT"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let allow = write(dir.path(), "allow.yaml", "tracing:\n  allowPlaintextDsn: true\n");
+    let rendered = render(&[&allow]);
+    assert!(
+        rendered.contains("- name: OTLP_DSN_PLAINTEXT\n              value: \"allow\""),
+        "{rendered}"
+    );
+    let typo = write(dir.path(), "typo.yaml", "tracing:\n  allowPlaintextDSN: true\n");
+    assert!(refused(&typo).contains("allowPlaintextDSN"));
+}
+
 #[test]
 fn both_charts_lint_and_render_and_the_rendered_manifests_are_snapshotted() {
     for chart in ["charts/tiny-crds", "charts/tiny-module"] {

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use tiny_runtime::crd::SignalPhase;
 
 /// A module given only the Go SDK's `OTLP_DSN`, as the TinySystems charts give one,
-/// sends its spans to the collector it names, with the DSN as `origin-dsn`.
+/// sends its spans to the collector it names, with the DSN as `origin-dsn`: over plain
+/// `http://`, as in-cluster, only with `OTLP_DSN_PLAINTEXT=allow`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_go_sdks_otlp_dsn_sends_spans_to_the_tinysystems_collector() {
     let receiver = Receiver::default();
@@ -26,6 +27,7 @@ async fn the_go_sdks_otlp_dsn_sends_spans_to_the_tinysystems_collector() {
     env.create_namespace(ns).await.expect("namespace");
     let _alpha = hello(&env, ns, "alpha-0", "alpha-v0")
         .env("OTLP_DSN", &dsn)
+        .env("OTLP_DSN_PLAINTEXT", "allow")
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
         .start();
     let node = "dsn.alpha-v0.hello-1";
@@ -45,6 +47,55 @@ async fn the_go_sdks_otlp_dsn_sends_spans_to_the_tinysystems_collector() {
     .await;
     let dsns = receiver.dsns.lock().expect("dsns").clone();
     assert!(!dsns.is_empty() && dsns.iter().all(|d| *d == dsn), "{dsns:?}");
+}
+
+/// Without `OTLP_DSN_PLAINTEXT=allow`, a DSN's token does not go over plain `http://`:
+/// the module runs with tracing off, says so once naming the setting (not the token),
+/// and the collector hears nothing, even from a clean stop that flushes what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dsn_token_is_not_sent_over_plain_http_unless_allowed() {
+    let receiver = Receiver::default();
+    let endpoint = receiver.start().await;
+    let dsn = endpoint.replacen("http://", "http://s3cr3t@", 1);
+    let env = env().await;
+    let client = env.client();
+    let ns = "dsn-plain";
+    env.create_namespace(ns).await.expect("namespace");
+    let logs = env.dir().join("alpha-dsn-plain-logs.txt");
+    let mut alpha = hello(&env, ns, "alpha-0", "alpha-v0")
+        .env("OTLP_DSN", &dsn)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .logs(&logs)
+        .start();
+    let node = "dsn-plain.alpha-v0.hello-1";
+    create_flow(
+        &client,
+        ns,
+        &format!("kind: TinyNode\nmetadata: {{ name: {node}, labels: {{ tinysystems.io/flow-name: dsn }} }}\nspec: {{ module: alpha-v0, component: hello }}\n"),
+    )
+    .await;
+    nodes_ready(&client, ns, &[node]).await;
+    let s = signal(&client, ns, "via-plain", node, "input", json!({"name": "Ada"})).await;
+    assert_eq!(s.status.and_then(|st| st.signal_phase()), Some(SignalPhase::Delivered));
+    // A clean stop flushes the exporter, were there one: after it, nothing is on its way.
+    let pid = alpha.pid().to_string();
+    let stopped = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+    assert!(stopped.is_ok_and(|s| s.success()), "SIGTERM to {pid}");
+    eventually("the module to stop", Duration::from_secs(30), || {
+        let running = alpha.running();
+        async move { (!running).then_some(()) }
+    })
+    .await;
+    assert!(receiver.all().is_empty(), "spans arrived");
+    assert!(receiver.dsns.lock().expect("dsns").is_empty());
+    let log = std::fs::read_to_string(&logs).expect("logs");
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("OTLP_DSN_PLAINTEXT")).collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(
+        warnings[0].contains("WARN") && warnings[0].contains("tracing is off"),
+        "{log}"
+    );
+    assert!(!log.contains("s3cr3t"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
