@@ -259,11 +259,14 @@ async fn a_secret_limited_to_flows_or_nodes_resolves_only_for_them() {
         secrets.create(&PostParams::default(), &s).await.unwrap();
     }
     let declared = ["for-flow-a", "for-node", "open"].map(str::to_owned).to_vec();
-    let source = KubeSecrets::new(admin, LIMITS, declared, Duration::from_secs(60));
-    let engine = Engine::builder()
-        .register::<Relay>()
-        .secrets(std::sync::Arc::new(source))
-        .build();
+    let source = std::sync::Arc::new(KubeSecrets::new(admin, LIMITS, declared, Duration::from_secs(60)));
+    let engine = Engine::builder().register::<Relay>().secrets(source.clone()).build();
+    // Asked without a node (not what the engine does), a limited Secret is refused.
+    assert!(matches!(
+        source.get("for-node", "token").await,
+        Err(SecretError::NotAllowed { node, .. }) if node.is_empty()
+    ));
+    assert_eq!(source.get("open", "token").await.unwrap(), "open-Value");
 
     // Each sink reads a Secret in its edge's configuration; a-sink is in flow A, b-sink in B.
     let mapping = |secret: &str| {
