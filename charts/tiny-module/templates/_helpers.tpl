@@ -67,3 +67,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "tiny-module.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
+
+{{/* A NATS URL with any user info removed, the credentials going in variables of their own; the scheme is kept (`tls://` must stay TLS), `nats://` when none is written. The context is the URL. */}}
+{{- define "tiny-module.natsUrlBare" -}}
+{{- printf "%s%s" (regexFind "^[a-z]+://" . | default "nats://") (regexReplaceAll "^([a-z]+://)?([^@/]*@)?" . "") -}}
+{{- end -}}
