@@ -532,6 +532,35 @@ fn a_modules_scan_plans_the_hops_its_steps_emitted_and_removes_the_runs_it_ran_a
     assert_eq!((all.redrive.len(), all.delete.len()), (2, 1));
 }
 
+#[test]
+fn a_run_whose_hops_wait_on_a_gone_module_is_removed_by_anyone_after_twice_the_gc_age() {
+    let scan = |module: &str, days: i64| {
+        let mut scan = LedgerScan::of_module(module);
+        for (n, (key, value)) in stalled_run().iter().enumerate() {
+            scan.add(key, value, 10 + n as u64);
+        }
+        scan.plan(at(days * 86_400, 0), &ReconcileSettings::default())
+    };
+    // The hops' sender (the common module) is gone; the http module ran no step of
+    // the run. Within twice the GC age it leaves the run to its owner...
+    assert!(scan("http-module", 2).delete.is_empty());
+    // ...past it, nobody else would remove it: it does, at the revisions it read.
+    let late = scan("http-module", 3);
+    assert!(late.redrive.is_empty() && late.fail.is_empty(), "{late:?}");
+    // Its step records, not the run's other state (as for a finished run).
+    let mut want: Vec<String> = stalled_run()
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.contains("/step/"))
+        .collect();
+    want.sort();
+    assert_eq!(late.delete, want);
+    assert_eq!(late.revisions.len(), want.len());
+    // A module with hops of its own there re-drives them instead.
+    let owner = scan("tinysystems-common-module", 3);
+    assert!(owner.delete.is_empty() && !owner.redrive.is_empty(), "{owner:?}");
+}
+
 /// Does what the runtime does with a plan.
 async fn apply(store: &MemoryRunStore, plan: &Plan) {
     for redrive in &plan.redrive {

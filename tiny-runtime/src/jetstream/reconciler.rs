@@ -1,7 +1,8 @@
 //! The leader's pass over the runs in `TINY_EXEC` (Go's reconciler): a run whose
 //! last step ended long ago with hops nobody recorded has them published again;
 //! after three re-drives such a hop fails the run; a finished run's records go a day
-//! after it ended. What to do is worked out by a [`LedgerScan`] of this module's
+//! after it ended, and those of a run left waiting on a module that is gone, two days
+//! after its last step. What to do is worked out by a [`LedgerScan`] of this module's
 //! part of the runs; this module streams the bucket into it and carries the plan
 //! out with revision-checked writes.
 
@@ -31,7 +32,8 @@ pub struct Pass {
     pub redriven: usize,
     /// Hops given up on (a failed record written).
     pub failed: usize,
-    /// Keys of finished runs deleted.
+    /// Keys of finished runs deleted, by this pass or, since it read them, by
+    /// another module's.
     pub deleted: usize,
     /// Writes skipped because the key changed since the pass read it (another
     /// leader re-drove the hop, the hop completed, the run went on): the newer
@@ -200,8 +202,17 @@ pub async fn carry_out(js: &JetStream, plan: &Plan) -> Pass {
         {
             Ok(()) => done.deleted += 1,
             Err(e) if e.kind() == UpdateErrorKind::WrongLastRevision => {
-                tracing::info!(key = %key, "a finished run's record changed since read: kept");
-                done.conflicts += 1;
+                // Another module's pass may have deleted it first: its delete marker is
+                // the newer revision. Gone is what this pass wanted, not a conflict.
+                match bucket.entry(key.as_str()).await {
+                    Ok(None) => done.deleted += 1,
+                    Ok(Some(entry)) if entry.operation != Operation::Put => done.deleted += 1,
+                    Ok(Some(_)) => {
+                        tracing::info!(key = %key, "a finished run's record changed since read: kept");
+                        done.conflicts += 1;
+                    }
+                    Err(e) => tracing::warn!(key = %key, error = %e, "a finished run's record not read after a conflict; next pass"),
+                }
             }
             Err(e) => tracing::warn!(key = %key, error = %e, "a finished run's record not deleted; next pass"),
         }

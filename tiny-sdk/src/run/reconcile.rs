@@ -207,8 +207,15 @@ impl LedgerScan {
                 .filter(|hop| pending(&hop.step_key))
                 .collect();
 
-            if frontier.is_empty() && !ledger.other_emits.iter().any(pending) {
-                let anyones = self.module.is_none() || ledger.recorded.is_empty();
+            let finished = frontier.is_empty() && !ledger.other_emits.iter().any(pending);
+            // A run nobody wrote for twice `gc_after`, with none of this module's hops
+            // left to re-drive, is anyone's to remove: the modules it waits on are gone
+            // (uninstalled, or renamed by a major version), since a live one re-drives
+            // or fails its hops within `stale` x `max_redrives` and failing writes the
+            // run again. Left for good, its records would fill the bounded bucket.
+            let forgotten = frontier.is_empty() && age > nanos(settings.gc_after).saturating_mul(2);
+            if finished || forgotten {
+                let anyones = self.module.is_none() || ledger.recorded.is_empty() || forgotten;
                 if (ledger.touched || anyones) && age > nanos(settings.gc_after) {
                     let mut keys = ledger.keys;
                     keys.sort();
