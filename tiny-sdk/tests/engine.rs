@@ -520,8 +520,11 @@ async fn non_retryable_codes_stop_retries() {
 }
 
 /// Paused time: the sleep returns once every other task is parked, so the first
-/// attempt has failed and the edge sits in its ten-minute retry wait when the test
-/// cancels (a sleep of wall time would only make that likely).
+/// attempt has failed and the edge sits in its retry wait when the test cancels (a
+/// sleep of wall time would only make that likely). The wait is drawn with full
+/// jitter between 10 ms and the policy's ten minutes, and the engine offers no way to
+/// fix it: a draw under the test's 50 ms (about one in 15,000) lets the retry run
+/// first, and the test fails on the attempt count.
 #[tokio::test(start_paused = true)]
 async fn cancellation_stops_a_retry_wait_at_once() {
     let policy = Some(RetryPolicy {
@@ -549,8 +552,10 @@ async fn cancellation_stops_a_retry_wait_at_once() {
     assert_eq!(failures_at(&h, "f:input"), 1, "the first attempt failed");
     assert!(!sent.is_finished(), "the edge waits to retry");
     cancel.cancel();
-    // Paused time: a wait that ignores the cancel runs to this bound (before the
-    // retry's ten minutes) and fails, instead of hanging.
+    // Paused time: a wait that ignores the cancel runs its drawn wait (10 ms to ten
+    // minutes) and the next attempts' waits; this bound ends that instead of
+    // hanging, and if the draws happen to fit under it, the attempts run out and
+    // the error and attempt count below fail the test.
     let result = tokio::time::timeout(Duration::from_secs(30), sent)
         .await
         .expect("cancel ends the wait")
