@@ -425,3 +425,24 @@ async fn a_key_changed_between_the_passs_read_and_its_write_is_not_overwritten()
         "the rewritten record stays"
     );
 }
+
+/// Modules of one ledger each delete a finished run's key at the revision they
+/// read: the one that comes second finds it gone, a deletion, not a conflict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_run_another_pass_deleted_first_counts_as_deleted_not_as_a_conflict() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let p = ledger(&broker, "p").await;
+    let gone = finished(&p, &run::new_run_id(), "f.p.step-1").await;
+
+    let plan = reconciler::plan(&p, &eager()).await.expect("a plan");
+    assert_eq!(plan.delete.len(), 1, "{plan:?}");
+    p.delete(&gone).await.expect("the other pass deletes it first");
+
+    let pass = reconciler::carry_out(&p, &plan).await;
+    assert_eq!(
+        (pass.redriven, pass.failed, pass.deleted, pass.conflicts),
+        (0, 0, 1, 0),
+        "{pass:?}"
+    );
+    assert_eq!(p.get(&gone).await.expect("read"), None, "the key stays gone");
+}

@@ -211,7 +211,9 @@ pub async fn carry_out(js: &JetStream, plan: &Plan) -> Pass {
                         tracing::info!(key = %key, "a finished run's record changed since read: kept");
                         done.conflicts += 1;
                     }
-                    Err(e) => tracing::warn!(key = %key, error = %e, "a finished run's record not read after a conflict; next pass"),
+                    Err(e) => {
+                        tracing::warn!(key = %key, error = %e, "a finished run's record not read after a conflict; next pass")
+                    }
                 }
             }
             Err(e) => tracing::warn!(key = %key, error = %e, "a finished run's record not deleted; next pass"),
