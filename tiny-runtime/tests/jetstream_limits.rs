@@ -26,7 +26,7 @@ use tiny_sdk::{
     flow::FlowBuilder,
     run::{self, EmitRecord, RunStore as _, StepRecord},
 };
-use tiny_testkit::{NatsServer, durable_module};
+use tiny_testkit::{NatsServer, durable_module, eventually};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -85,6 +85,14 @@ async fn a_full_edges_stream_refuses_the_hop_naming_the_stream_and_limit_and_the
         .send("full.d.ask-1:input", json!(1))
         .await
         .expect("a hop goes through while the stream has room");
+    // The receiver answers before it acks, so that hop may still hold a place in
+    // the stream: wait until it is gone, or the fillers below could meet a full one.
+    let edges = d.js.context().get_stream(EDGES_STREAM).await.expect("the stream");
+    eventually("the hop acked and gone from the stream", WAIT, || {
+        let mut edges = edges.clone();
+        async move { (edges.info().await.ok()?.state.messages == 0).then_some(()) }
+    })
+    .await;
 
     // A flood for a module nobody runs fills the work queue.
     let context = filler.context();
