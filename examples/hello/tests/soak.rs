@@ -145,6 +145,18 @@ impl Counts {
         c.load(Ordering::Relaxed)
     }
 
+    /// Failures that are losses: every one but `UNREACHABLE`, what a broker kill
+    /// gives. A dropped request comes back as a `TIMEOUT`, so counting it as
+    /// failed would hide it.
+    fn lost_failures(&self) -> u64 {
+        let unreachable = self
+            .codes
+            .lock()
+            .map(|c| c.get(tiny_sdk::error::code::UNREACHABLE).copied().unwrap_or(0))
+            .unwrap_or(0);
+        Self::get(&self.failed).saturating_sub(unreachable)
+    }
+
     fn codes(&self) -> String {
         let codes = self.codes.lock().map(|c| c.clone()).unwrap_or_default();
         let list: Vec<String> = codes.iter().map(|(c, n)| format!("{c} {n}")).collect();
@@ -622,12 +634,13 @@ impl Figures<'_> {
             )
         });
         format!(
-            "core: {} sent, {} answered, {} failed{}, {} wrong, {core_pending} waiting | runs: {} sent, {} stored, {} \
-             refused, {} unsure, {} started, {} finished | {signals}",
+            "core: {} sent, {} answered, {} failed{} ({} lost: not UNREACHABLE), {} wrong, {core_pending} waiting | \
+             runs: {} sent, {} stored, {} refused, {} unsure, {} started, {} finished | {signals}",
             g(&self.core.sent),
             g(&self.core.answered),
             g(&self.core.failed),
             self.core.codes(),
+            self.core.lost_failures(),
             g(&self.core.wrong),
             g(&self.runs.sent),
             g(&self.runs.stored),
@@ -747,9 +760,15 @@ async fn mixed_traffic_survives_broker_kills_api_server_pauses_and_leader_kills(
             core.wrong_examples.lock().map(|e| e.clone()).unwrap_or_default()
         ));
     }
-    let lost_core = g(&core.sent).saturating_sub(g(&core.answered) + g(&core.failed) + g(&core.wrong));
+    let unanswered = g(&core.sent).saturating_sub(g(&core.answered) + g(&core.failed) + g(&core.wrong));
+    let lost_core = unanswered + core.lost_failures();
     if lost_core > 0 {
-        problems.push(format!("{lost_core} core requests neither answered nor failed"));
+        problems.push(format!(
+            "{lost_core} core requests lost: {unanswered} neither answered nor failed, {} failed with another code \
+             than UNREACHABLE{}",
+            core.lost_failures(),
+            core.codes()
+        ));
     }
     if g(&core.answered) == 0 {
         problems.push("no core request was answered".into());
