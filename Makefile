@@ -36,7 +36,8 @@ CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-e
 	--test control_plane --test crds --test resources --test secrets --test cluster --test cross_module \
 	--test durable --test faults --test flows --test helm --test nats --test observability_traces \
 	--test observability_metrics --test observability_secrets --test poison \
-	--test validate --test load --test template --test fresh_flow --test catalog_cluster --test soak
+	--test validate --test load --test template --test fresh_flow --test catalog_cluster --test soak \
+	--test signal_race --test nkeys --test identity --test upgrade
 
 test-k8s-oldest: export TINY_K8S_VERSION = 1.20
 test-k8s-oldest: ## the cluster tests on the oldest Kubernetes tiny supports (1.20.2, from Debian's source package; not part of CI)

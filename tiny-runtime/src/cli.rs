@@ -794,15 +794,17 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         tracing::info!(%addr, "probes and metrics");
         println!("probe-addr {addr}");
     }
-    serving
+    let served = serving
         .until(async {
             shutdown_signal().await;
             tracing::info!("shutting down");
         })
-        .await?;
+        .await;
+    // Stopped on a listener's failure too: the consumers and the reconciler end, and
+    // the lease is released, so the next replica leads at once.
     serving.stop().await;
     runtime.stop().await;
-    Ok(())
+    served
 }
 
 /// Where `run` serves gRPC: the flag; else Go's `:0` when an advertised address sends

@@ -33,15 +33,28 @@ impl SystemPortsFrom {
     /// Makes `self` what every receiver of this process checks from now on (`run` sets
     /// it from `--system-ports-from` before it listens).
     pub fn install(self) {
-        SYSTEM_PORTS_FROM.store(self as u8, std::sync::atomic::Ordering::Relaxed);
+        SYSTEM_PORTS_FROM.store(self.stored(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// What the receivers of this process check now.
     pub fn current() -> Self {
-        match SYSTEM_PORTS_FROM.load(std::sync::atomic::Ordering::Relaxed) {
-            1 => SystemPortsFrom::Platform,
+        Self::from_stored(SYSTEM_PORTS_FROM.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    fn from_stored(stored: u8) -> Self {
+        match stored {
+            0 => SystemPortsFrom::Any,
             2 => SystemPortsFrom::PlatformOrSelf,
-            _ => SystemPortsFrom::Any,
+            // 1, and a value no variant stores (fails closed, never open).
+            _ => SystemPortsFrom::Platform,
+        }
+    }
+
+    fn stored(self) -> u8 {
+        match self {
+            SystemPortsFrom::Any => 0,
+            SystemPortsFrom::Platform => 1,
+            SystemPortsFrom::PlatformOrSelf => 2,
         }
     }
 
@@ -153,4 +166,23 @@ pub fn sanitize(name: &str) -> String {
     }
     let start = out.len().saturating_sub(48);
     out[start..].trim_matches('-').to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_system_ports_setting_reads_back_as_stored_and_fails_closed() {
+        // (The process-wide value itself is left alone: other tests read it.)
+        for policy in [
+            SystemPortsFrom::Platform,
+            SystemPortsFrom::PlatformOrSelf,
+            SystemPortsFrom::Any,
+        ] {
+            assert_eq!(SystemPortsFrom::from_stored(policy.stored()), policy);
+        }
+        // A value no variant stores reads as the strictest, never as `any`.
+        assert_eq!(SystemPortsFrom::from_stored(u8::MAX), SystemPortsFrom::Platform);
+    }
 }

@@ -123,7 +123,8 @@ fn check_system_port(
 ) -> Result<(), Error> {
     let allowed = match (policy, sender(from, on_system_subject)) {
         (SystemPortsFrom::Any, _) | (_, Sender::Platform) => true,
-        (SystemPortsFrom::PlatformOrSelf, Sender::Module(m)) => m == module,
+        // Named as the module knows its own nodes (a publisher prefix, any case).
+        (SystemPortsFrom::PlatformOrSelf, Sender::Module(m)) => tiny_sdk::flow::module_matches(m, module),
         _ => false,
     };
     if allowed {
@@ -255,6 +256,8 @@ mod tests {
         assert!(!ok(Platform, "f.a-v0.x-1:out", Some(false)) && !ok(PlatformOrSelf, "f.a-v0.x-1:out", None));
         // Its own node: with `self`.
         assert!(ok(PlatformOrSelf, "f.b-v0.x-1:out", Some(false)) && !ok(Platform, "f.b-v0.x-1:out", None));
+        // ... named as the module knows its own (a publisher's prefix, another case).
+        assert!(ok(PlatformOrSelf, "f.acme-B-v0.x-1:out", Some(false)));
         // The platform's word on the business subject, where modules publish: refused.
         assert!(!ok(Platform, "signal", Some(false)) && ok(Any, "signal", Some(false)));
         let e = check_system_port(Platform, "b-v0", to, "f.a-v0.x-1:out", Some(false)).unwrap_err();

@@ -17,6 +17,9 @@
 //! | `tiny_hops_total`, `tiny_hop_errors_total` | counter | all messages handled, and failed |
 //! | `tiny_status_writes_total`, `tiny_node_reconciles_total` | counter | TinyNode status writes, node reconciles |
 //! | `tiny_tasks_alive` | gauge | tasks alive in the module's tokio runtime (tokio's `num_alive_tasks`): Go's goroutine count |
+//! | `tiny_nats_slow_consumer_drops_total` | counter | core NATS messages the client dropped because the module took them too slowly (a lower bound) |
+//! | `tiny_messages_expired_total` | counter | messages dropped because their sender's deadline (`x-reply-deadline`) had passed |
+//! | `tiny_system_port_refused_total` | counter | system-port messages refused by `--system-ports-from` |
 //!
 //! Labels never carry message data, and every labelled family is capped
 //! (10,000 node/port pairs, 16 codes and 16 edges per port, 256 peer modules): past a cap, counts go to a series labelled `_other`, so a flow

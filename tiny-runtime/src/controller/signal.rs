@@ -274,12 +274,15 @@ async fn deliver_at_once(shared: Arc<Reconciling>, writes: Arc<Semaphore>, signa
             // Two replicas led at once (a lease handed over while this one still
             // thought it held it) and the other's claim landed first: the uid stays
             // taken, so this replica's reconciler leaves the signal to its holder.
-            if let Claimed::Other(by) = &claimed {
-                tracing::info!(
+            match &claimed {
+                Claimed::Other(by) => tracing::info!(
                     signal = %name,
                     claimed_by = by.as_deref().unwrap_or("nobody: it had finished"),
                     "signal claimed by another replica; not delivered here"
-                );
+                ),
+                // Deleted: nothing left to guard, and no reconcile will free it.
+                Claimed::Gone => release(&shared, &uid),
+                _ => {}
             }
             return;
         }
@@ -292,7 +295,11 @@ async fn deliver_at_once(shared: Arc<Reconciling>, writes: Arc<Semaphore>, signa
             Ok(()) => {
                 return;
             }
-            Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 404 => return,
+            Err(ReconcileError::Kube(kube::Error::Api(e))) if e.code == 404 => {
+                // Deleted while it ran: no reconcile of it will free its uid.
+                release(&shared, &uid);
+                return;
+            }
             Err(e) if shared.leadership.is_leader() => {
                 tracing::debug!(signal = %name, error = %e, "could not write a signal's outcome; retrying");
                 tokio::time::sleep(pause).await;
