@@ -163,20 +163,23 @@ async fn a_secret_is_in_no_status_tracker_span_or_log() {
     let trace_id: String = failed.span.trace_id.iter().map(|b| format!("{b:02x}")).collect();
 
     // The logs: JSON lines; the failure's line carries the trace id. Waited for, as
-    // the line may follow the status write the test saw.
-    let log = eventually("the failure in the log", Duration::from_secs(30), || async {
+    // the line may follow the status write the test saw; the wait looks for the very
+    // line checked below (this node's failure), not any failure.
+    let (log, failure) = eventually("login-1's failure in the log", Duration::from_secs(30), || async {
         let log = o.log().await;
-        log.contains("message failed").then_some(log)
+        let failure = log
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["message"] == "message failed" && l["node"] == "s.alpha-v0.login-1")?;
+        Some((log, failure))
     })
     .await;
-    let lines: Vec<Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect();
-    let failure = lines
-        .iter()
-        .find(|l| l["message"] == "message failed" && l["node"] == "s.alpha-v0.login-1")
-        .unwrap_or_else(|| panic!("no failure logged:\n{log}"));
+    // Every finished line is JSON (the last one may be mid-write).
+    for line in log.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+        if let Err(e) = serde_json::from_str::<Value>(line) {
+            panic!("not JSON ({e}): {line}");
+        }
+    }
     assert_eq!(failure["trace_id"], trace_id.as_str(), "{failure}");
     assert!(
         failure["error"].as_str().is_some_and(|e| e.contains("<redacted>")),
@@ -351,8 +354,9 @@ async fn a_secret_placeholder_reaches_the_component_rotates_and_is_in_no_record(
     )
     .await;
     let took = rotated_at.elapsed();
+    // Reported, not bounded: the wait above bounds it, and a wall-clock ceiling
+    // would fail by load.
     eprintln!("the rotated value reached the component after {took:?} (TTL 2 s, {tries} signals)");
-    assert!(took < Duration::from_secs(10), "{took:?}");
 
     // The missing Secret appears: the node heals on its next resolution.
     secrets

@@ -210,8 +210,8 @@ pub async fn observed(ns: &'static str, extra: &[(&'static str, &str)]) -> Obser
 }
 
 impl Observed {
-    /// The module's log so far. It writes to unbuffered stderr as things happen, so a
-    /// line about a hop whose span or status the test has seen is in it already.
+    /// The module's log so far, as written to unbuffered stderr. A line about a hop
+    /// may follow the span or status write the test saw: wait for the line itself.
     pub async fn log(&self) -> String {
         std::fs::read_to_string(&self.logs).expect("logs")
     }
