@@ -191,3 +191,62 @@ impl SecretSource for KubeSecrets {
         Box::pin(self.value(who, name, key))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    /// A Secret's kept limits from `annotations`.
+    fn stored(annotations: &[(&str, &str)]) -> Stored {
+        Stored::of(Secret {
+            metadata: ObjectMeta {
+                annotations: Some(
+                    annotations
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    /// The annotation that refuses `node` of `flow`; None when admitted.
+    fn refused_by(s: &Stored, node: &str, flow: Option<&str>) -> Option<String> {
+        match s.admits("s", Requester { node, flow }) {
+            Ok(()) => None,
+            Err(SecretError::NotAllowed { annotation, .. }) => Some(annotation),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn both_lists_must_admit_and_an_empty_list_admits_no_node() {
+        let both = stored(&[
+            (SECRET_ALLOWED_FLOWS, "flow-a, flow-c"),
+            (SECRET_ALLOWED_NODES, "a-sink"),
+        ]);
+        assert_eq!(refused_by(&both, "a-sink", Some("flow-c")), None);
+        assert_eq!(
+            refused_by(&both, "a-sink", Some("flow-b")).as_deref(),
+            Some(SECRET_ALLOWED_FLOWS)
+        );
+        assert_eq!(refused_by(&both, "a-sink", None).as_deref(), Some(SECRET_ALLOWED_FLOWS));
+        assert_eq!(
+            refused_by(&both, "c-sink", Some("flow-a")).as_deref(),
+            Some(SECRET_ALLOWED_NODES)
+        );
+
+        for empty in ["", " , "] {
+            let none = stored(&[(SECRET_ALLOWED_NODES, empty)]);
+            assert_eq!(
+                refused_by(&none, "a-sink", Some("flow-a")).as_deref(),
+                Some(SECRET_ALLOWED_NODES)
+            );
+        }
+        assert_eq!(refused_by(&stored(&[]), "", None), None, "no annotation, no limit");
+    }
+}

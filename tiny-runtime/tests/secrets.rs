@@ -242,6 +242,7 @@ async fn a_secret_limited_to_flows_or_nodes_resolves_only_for_them() {
         error::code,
         flow::FlowBuilder,
         harness::Relay,
+        secret::Requester,
     };
 
     const LIMITS: &str = "sec-limits";
@@ -249,16 +250,25 @@ async fn a_secret_limited_to_flows_or_nodes_resolves_only_for_them() {
     let admin = env.client();
     env.create_namespace(LIMITS).await.unwrap();
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), LIMITS);
+    // With both annotations a node must be on both lists.
+    let mut both = limited("for-both", SECRET_ALLOWED_FLOWS, "flow-a");
+    if let Some(a) = both.metadata.annotations.as_mut() {
+        a.insert(SECRET_ALLOWED_NODES.to_owned(), "a-sink".to_owned());
+    }
     for s in [
         limited("for-flow-a", SECRET_ALLOWED_FLOWS, "flow-a, flow-c"),
         limited("for-node", SECRET_ALLOWED_NODES, "a-sink"),
+        both,
+        limited("for-none", SECRET_ALLOWED_NODES, ""),
         secret("open", &[("token", "open-Value")]),
     ] {
         let mut s = s;
         s.metadata.namespace = Some(LIMITS.to_owned());
         secrets.create(&PostParams::default(), &s).await.unwrap();
     }
-    let declared = ["for-flow-a", "for-node", "open"].map(str::to_owned).to_vec();
+    let declared = ["for-flow-a", "for-node", "for-both", "for-none", "open"]
+        .map(str::to_owned)
+        .to_vec();
     let source = std::sync::Arc::new(KubeSecrets::new(admin, LIMITS, declared, Duration::from_secs(60)));
     let engine = Engine::builder().register::<Relay>().secrets(source.clone()).build();
     // Asked without a node (not what the engine does), a limited Secret is refused.
@@ -267,6 +277,36 @@ async fn a_secret_limited_to_flows_or_nodes_resolves_only_for_them() {
         Err(SecretError::NotAllowed { node, .. }) if node.is_empty()
     ));
     assert_eq!(source.get("open", "token").await.unwrap(), "open-Value");
+    // Which annotation refuses node `node` of flow `flow` the Secret `name`; None: it resolves.
+    let refused_by = |node: &'static str, flow: &'static str, name: &'static str| {
+        let source = source.clone();
+        async move {
+            let who = Requester { node, flow: Some(flow) };
+            match source.get_for(who, name, "token").await {
+                Ok(value) => {
+                    assert_eq!(value, "limited-Value");
+                    None
+                }
+                Err(SecretError::NotAllowed { annotation, .. }) => Some(annotation),
+                Err(e) => panic!("{name} for {node}: {e}"),
+            }
+        }
+    };
+    // On both lists it resolves; on one list only it is refused by the other.
+    assert_eq!(refused_by("a-sink", "flow-a", "for-both").await, None);
+    assert_eq!(
+        refused_by("a-sink", "flow-b", "for-both").await.as_deref(),
+        Some(SECRET_ALLOWED_FLOWS)
+    );
+    assert_eq!(
+        refused_by("c-sink", "flow-a", "for-both").await.as_deref(),
+        Some(SECRET_ALLOWED_NODES)
+    );
+    // An annotation that names nothing allows no node.
+    assert_eq!(
+        refused_by("a-sink", "flow-a", "for-none").await.as_deref(),
+        Some(SECRET_ALLOWED_NODES)
+    );
 
     // Each sink reads a Secret in its edge's configuration; a-sink is in flow A, b-sink in B.
     let mapping = |secret: &str| {
