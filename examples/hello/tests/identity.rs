@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::{
     create_flow, env, eventually, hello,
-    nats::{advertise_nats, greet, refused_subscription, watched},
+    nats::{advertise_nats, broker_config, greet, refused_subscription, watched},
     nodes_ready, round_trip, start_module,
 };
 use k8s_openapi::api::{
@@ -300,36 +300,14 @@ async fn a_namespace_whose_nodes_wait_on_a_gone_modules_finalizer_is_deleted() {
     .await;
 }
 
-/// The broker's side, as the README's "Security" gives it: each module its own user,
-/// publishing to any module's `.msg` and answering requests, subscribing only to its own
-/// subjects (the business one in its own queue group) and inboxes; the platform's user
-/// may do everything.
-fn broker_config(users: &[(&str, &str)], platform: &str) -> String {
-    let mut out = String::from("authorization {\n  users = [\n");
-    out.push_str(&format!(
-        "    {{ user: \"platform\", password: \"{platform}\", permissions: {{ publish: \">\", subscribe: \">\" }} }}\n"
-    ));
-    for (module, password) in users {
-        out.push_str(&format!(
-            r#"    {{ user: "{module}", password: "{password}", permissions: {{
-        publish: {{ allow: ["tinymodule.*.msg", "$JS.API.STREAM.INFO.module-edges"] }}
-        subscribe: {{ allow: ["tinymodule.{module}.msg {module}", "tinymodule.{module}.sysmsg", "_INBOX.{module}.>"] }}
-        allow_responses: true
-    }} }}
-"#
-        ));
-    }
-    out.push_str("  ]\n}\n");
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modules_with_nats_users_of_their_own_answer_and_cannot_subscribe_to_each_other() {
     let env = env().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("nats.conf");
     let users = [("alpha-v0", "alpha/pa:ss@1"), ("beta-v0", "beta-pass")];
-    std::fs::write(&config, broker_config(&users, "platform-pass")).expect("config");
+    let identities = users.map(|(module, password)| (module, format!(r#"user: "{module}", password: "{password}""#)));
+    std::fs::write(&config, broker_config("platform-pass", &[], &identities)).expect("config");
     let broker = NatsServer::start_with_config(&config)
         .await
         .expect("nats-server starts");

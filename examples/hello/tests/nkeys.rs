@@ -14,38 +14,13 @@ use std::time::Duration;
 
 use common::{
     create_flow, env, hello,
-    nats::{advertise_nats, broker_error, greet, refused_subscription, watched},
+    nats::{advertise_nats, broker_config, broker_error, greet, refused_subscription, watched},
     nodes_ready, round_trip,
 };
 use serde_json::json;
 use tiny_runtime::nats::{Link, SendOptions, send, wire, with_user};
 use tiny_sdk::error::code;
 use tiny_testenv::NatsServer;
-
-/// The broker's side: the platform a user with a password and every subject, and an
-/// nkey (`operator`) with the same; each module an nkey (its public key) allowed its own
-/// subjects and inboxes only.
-fn broker_config(modules: &[(&str, String)], platform: &str, operator: &str) -> String {
-    let mut out = String::from("authorization {\n  users = [\n");
-    out.push_str(&format!(
-        "    {{ user: \"platform\", password: \"{platform}\", permissions: {{ publish: \">\", subscribe: \">\" }} }}\n"
-    ));
-    out.push_str(&format!(
-        "    {{ nkey: \"{operator}\", permissions: {{ publish: \">\", subscribe: \">\" }} }}\n"
-    ));
-    for (module, public) in modules {
-        out.push_str(&format!(
-            r#"    {{ nkey: "{public}", permissions: {{
-        publish: {{ allow: ["tinymodule.*.msg", "$JS.API.STREAM.INFO.module-edges"] }}
-        subscribe: {{ allow: ["tinymodule.{module}.msg {module}", "tinymodule.{module}.sysmsg", "_INBOX.{module}.>"] }}
-        allow_responses: true
-    }} }}
-"#
-        ));
-    }
-    out.push_str("  ]\n}\n");
-    out
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_other() {
@@ -60,7 +35,16 @@ async fn modules_with_nkeys_of_their_own_answer_and_cannot_subscribe_to_each_oth
     let config = dir.path().join("nats.conf");
     let keys = [("alpha-v0", alpha.public_key()), ("beta-v0", beta.public_key())];
     let operator = nkeys::KeyPair::new_user();
-    std::fs::write(&config, broker_config(&keys, "platform-pass", &operator.public_key())).expect("config");
+    // The platform a user, a person (`operator`) an nkey with every subject, each module
+    // an nkey (its public key) allowed its own subjects and inboxes only.
+    let person = format!(
+        r#"{{ nkey: "{}", permissions: {{ publish: ">", subscribe: ">" }} }}"#,
+        operator.public_key()
+    );
+    let identities = keys
+        .clone()
+        .map(|(module, public)| (module, format!(r#"nkey: "{public}""#)));
+    std::fs::write(&config, broker_config("platform-pass", &[person], &identities)).expect("config");
     let broker = NatsServer::start_with_config(&config)
         .await
         .expect("nats-server starts");

@@ -91,3 +91,30 @@ pub async fn refused_subscription(events: &mut UnboundedReceiver<Event>, subject
         "{refused}"
     );
 }
+
+/// The broker's `authorization` block: the platform a user (`platform`, password
+/// `platform_password`) with every subject, then `others` as written, then each module
+/// (`(name, identity)`, the identity a user and password or an nkey) allowed to publish
+/// to modules and subscribe to its own subjects and inboxes only, as the README's
+/// "Security" gives.
+pub fn broker_config(platform_password: &str, others: &[String], modules: &[(&str, String)]) -> String {
+    let mut out = String::from("authorization {\n  users = [\n");
+    out.push_str(&format!(
+        "    {{ user: \"platform\", password: \"{platform_password}\", permissions: {{ publish: \">\", subscribe: \">\" }} }}\n"
+    ));
+    for other in others {
+        out.push_str(&format!("    {other}\n"));
+    }
+    for (module, identity) in modules {
+        out.push_str(&format!(
+            r#"    {{ {identity}, permissions: {{
+        publish: {{ allow: ["tinymodule.*.msg", "$JS.API.STREAM.INFO.module-edges"] }}
+        subscribe: {{ allow: ["tinymodule.{module}.msg {module}", "tinymodule.{module}.sysmsg", "_INBOX.{module}.>"] }}
+        allow_responses: true
+    }} }}
+"#
+        ));
+    }
+    out.push_str("  ]\n}\n");
+    out
+}
