@@ -284,11 +284,12 @@ async fn a_full_ledger_refuses_a_record_naming_the_bucket_and_keeps_what_it_hold
     }
 }
 
-/// Passes that treat every run as stale, and every finished run as old, at once.
+/// Passes that treat every run as stale at once, and every run [`finished`] wrote as
+/// old (an hour ago, past 40 min), but none as forgotten by its module (twice that).
 fn eager() -> run::ReconcileSettings {
     run::ReconcileSettings {
         stale: Duration::ZERO,
-        gc_after: Duration::ZERO,
+        gc_after: Duration::from_secs(40 * 60),
         ..Default::default()
     }
 }
@@ -318,10 +319,16 @@ async fn stalled(js: &JetStream, run_id: &str, node: &str, to: &str) -> String {
     step_key
 }
 
-/// A finished run: one done record of node `node`, no hop.
+/// A run finished an hour ago: one done record of node `node`, no hop.
 async fn finished(js: &JetStream, run_id: &str, node: &str) -> String {
     let key = run::step_record_key(run_id, &run::root_step_key(run_id));
-    let record = StepRecord::finished(node.to_owned(), None, Vec::new(), run::Timestamp::now());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    let ended = i64::try_from(now.as_millis()).expect("in range") - 3_600_000;
+    let ended = run::Timestamp::from_unix_millis(ended).expect("a time");
+    let mut record = StepRecord::finished(node.to_owned(), None, Vec::new(), ended);
+    record.completed_at = ended;
     js.put(&key, record.to_json_bytes().expect("a record").into())
         .await
         .expect("written");
