@@ -93,7 +93,11 @@ impl Listen for Grpc {
         "grpc"
     }
 
-    fn listen(self: Box<Self>, engine: Engine, leadership: Leadership) -> BoxFuture<'static, Result<Serving, crate::Error>> {
+    fn listen(
+        self: Box<Self>,
+        engine: Engine,
+        leadership: Leadership,
+    ) -> BoxFuture<'static, Result<Serving, crate::Error>> {
         let server = self
             .with_leader(std::sync::Arc::new(move || leadership.is_leader()))
             .serve(engine);
