@@ -175,7 +175,7 @@ fn object(
 }
 
 /// A string holding an expression: its value is known only when a message arrives.
-fn is_expression(value: &Value) -> bool {
+pub(super) fn is_expression(value: &Value) -> bool {
     value.as_str().is_some_and(|s| s.contains("{{"))
 }
 

@@ -37,7 +37,7 @@ enum Written<'v> {
 fn written<'v>(config: &'v Value, pointer: &str) -> Written<'v> {
     let mut here = vec![config];
     for token in tokens(pointer) {
-        if here.iter().any(|v| is_expression(v)) {
+        if here.iter().any(|v| fit::is_expression(v)) {
             return Written::Unknown;
         }
         here = here
@@ -54,15 +54,11 @@ fn written<'v>(config: &'v Value, pointer: &str) -> Written<'v> {
             return Written::Nothing;
         }
     }
-    if here.iter().any(|v| is_expression(v)) {
+    if here.iter().any(|v| fit::is_expression(v)) {
         Written::Expression
     } else {
         Written::Literal(here)
     }
-}
-
-fn is_expression(value: &Value) -> bool {
-    value.as_str().is_some_and(|s| s.contains("{{"))
 }
 
 /// The parent of a pointer (`/a/b` is in `/a`; `/a` in the root, `""`).
