@@ -38,7 +38,8 @@ fn every_kind_is_namespaced_with_a_status_subresource() {
             "TinyFlow",
             "TinyProject",
             "TinyTracker",
-            "TinyWidgetPage"
+            "TinyWidgetPage",
+            "TinyComponent"
         ]
     );
 }
@@ -169,4 +170,50 @@ async fn the_api_server_accepts_the_crds_without_a_warning() {
             "{name} not accepted:\n{stdout}"
         );
     }
+}
+
+#[test]
+fn a_component_definition_written_by_go_loads_and_defaults_its_runtime() {
+    // Go's field names; `runtime` left out, as a definition written by hand may.
+    let go = json!({
+        "apiVersion": "operator.tinysystems.io/v1alpha1",
+        "kind": "TinyComponent",
+        "metadata": {"name": "summarise", "namespace": "tinysystems", "generation": 3},
+        "spec": {
+            "component": "summarise_pods",
+            "script": "export default (input) => ({count: input.pods.length})",
+            "input": "{\"type\":\"object\"}",
+            "output": "{\"type\":\"object\"}",
+            "enableErrorPort": true
+        },
+        "status": {"installed": true, "module": "js-module-v0", "observedGeneration": 3}
+    });
+    let def: crd::TinyComponent = serde_json::from_value(go.clone()).expect("a Go TinyComponent loads");
+    assert_eq!(def.spec.runtime(), "js");
+    assert_eq!(def.spec.component, "summarise_pods");
+    assert!(def.spec.enable_error_port);
+    let status = def.status.as_ref().expect("status");
+    assert!(status.installed);
+    assert_eq!(status.observed_generation, 3);
+    assert_eq!(serde_json::to_value(&def.status).expect("status as JSON"), go["status"]);
+    // The CRD defaults `runtime` as Go's does, and prints Go's columns.
+    let crd = serde_json::to_value(crd::TinyComponent::crd()).expect("the CRD as JSON");
+    let version = &crd["spec"]["versions"][0];
+    let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    assert_eq!(spec["properties"]["runtime"]["default"], "js");
+    let mut required: Vec<&str> = spec["required"]
+        .as_array()
+        .expect("required")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, ["component", "input", "output", "script"]);
+    let columns: Vec<&str> = version["additionalPrinterColumns"]
+        .as_array()
+        .expect("printer columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(columns, ["Component", "Runtime", "Installed", "Reason"]);
 }

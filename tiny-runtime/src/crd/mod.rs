@@ -4,6 +4,7 @@
 //! `[]byte` fields of the Go types (`schema`, `configuration`, `data`) are base64
 //! strings here too ([`RawJson`](tiny_sdk::flow::RawJson)).
 
+mod component;
 mod decoded;
 mod encoded;
 mod flow;
@@ -14,6 +15,7 @@ mod signal;
 mod tracker;
 mod widget;
 
+pub use component::{COMPONENT_FINALIZER, DEFAULT_RUNTIME, TinyComponent, TinyComponentSpec, TinyComponentStatus};
 pub(crate) use decoded::{Decoded, Undecodable};
 pub use encoded::{DecodeError, EncodedJson};
 pub use flow::{TinyFlow, TinyFlowSpec, TinyFlowStatus, TinyProject, TinyProjectSpec, TinyProjectStatus};
@@ -40,6 +42,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
         TinyProject::crd(),
         TinyTracker::crd(),
         TinyWidgetPage::crd(),
+        TinyComponent::crd(),
     ]
 }
 
