@@ -61,6 +61,11 @@ pub(crate) trait NodeInstance: Send + Sync {
     fn shaped_ports(&self) -> Vec<(&'static PortSpec, PortShape)>;
     /// Stops handlers still running for this node: it was removed or replaced.
     fn stop(&self);
+    /// Whether what the instance runs has changed under it (a defined component
+    /// installed again): the node then gets a fresh instance when it is applied.
+    fn stale(&self) -> bool {
+        false
+    }
     fn control<'a>(&'a self, input: &'a Value, hop: Hop) -> BoxFuture<'a, Result<Reply>>;
     fn reconcile<'a>(&'a self, node: &'a Node) -> BoxFuture<'a, Result<()>>;
     fn client(&self, client: Arc<dyn ResourceManager>) -> BoxFuture<'_, Result<()>>;

@@ -27,10 +27,13 @@
 //!   edge to a node loaded here) made when the handler emits, as one small future.
 //! - `emitter`: a node's way out, resolved when the node loads.
 //! - `table`: the public [`Engine`] and its builder; `report`: what a node's status shows.
+//! - `defined`: components defined as data (a TinyComponent), their runtimes, and
+//!   tiny's own `expr` runtime.
 //! - `tool`: agent-tool calls ([`Engine::call_tool`]): a component on its own, no flow.
 
 mod address;
 mod compile;
+mod defined;
 mod deliver;
 mod durable;
 mod emitter;
@@ -50,6 +53,10 @@ mod tool;
 mod trace;
 
 pub use address::{Delivery, NodeDirectory, RemoteRouter, Source};
+pub use defined::{
+    ComponentRuntime, CompiledScript, DEFINED_TAG, DefineError, Definition, EXPR_RUNTIME, ExprRuntime, REQUEST_PORT,
+    RESPONSE_PORT, Script,
+};
 pub use deliver::NODE_WAIT;
 pub use durable::EXECUTION_MODE_LABEL;
 pub use mapping::FAILING_WINDOW;

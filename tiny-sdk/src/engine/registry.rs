@@ -8,7 +8,10 @@ use crate::{
     port::PortSpec,
 };
 
-use super::instance::{Instance, NodeInstance};
+use super::{
+    defined::{ComponentRuntime, Defined, Definition},
+    instance::{Instance, NodeInstance},
+};
 
 /// How to make one component.
 #[derive(Clone, Copy)]
@@ -59,6 +62,8 @@ impl std::fmt::Debug for ComponentEntry {
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     components: BTreeMap<String, ComponentEntry>,
+    /// The runtimes for components defined as data, and the definitions installed.
+    pub(crate) defined: Defined,
 }
 
 impl Registry {
@@ -84,6 +89,28 @@ impl Registry {
     /// All components, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &ComponentEntry)> {
         self.components.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Serves components defined as data (TinyComponents) whose `runtime` is
+    /// `runtime.name()`; a later runtime of the same name wins.
+    pub fn runtime(&mut self, runtime: impl ComponentRuntime) -> &mut Self {
+        self.defined.add_runtime(Arc::new(runtime));
+        self
+    }
+
+    /// Whether definitions of `runtime` are served.
+    pub fn serves(&self, runtime: &str) -> bool {
+        self.defined.serves(runtime)
+    }
+
+    /// The runtimes served, sorted.
+    pub fn runtimes(&self) -> Vec<&str> {
+        self.defined.runtime_names()
+    }
+
+    /// The installed definition of the defined component `name`.
+    pub fn definition(&self, name: &str) -> Option<Definition> {
+        self.defined.definition(name)
     }
 
     /// Registered names, sorted.

@@ -101,6 +101,13 @@ impl EngineBuilder {
         self
     }
 
+    /// Serves components defined as data in `runtime` (see [`Registry::runtime`]).
+    #[must_use]
+    pub fn runtime(mut self, runtime: impl super::ComponentRuntime) -> Self {
+        self.registry.runtime(runtime);
+        self
+    }
+
     /// Uses a whole registry.
     #[must_use]
     pub fn registry(mut self, registry: Registry) -> Self {
@@ -358,16 +365,24 @@ impl Engine {
 
     async fn build_runner(&self, name: &Arc<str>, node: Node) -> Result<Arc<Runner>> {
         let component = node.spec.component.as_str();
-        let Some(entry) = self.inner.registry.get(component) else {
-            return Err(Error::permanent(format!(
-                "unknown component `{component}` (this module has: {})",
-                self.inner.registry.names().join(", ")
-            ))
-            .with_code(code::UNKNOWN_COMPONENT));
+        let registry = &self.inner.registry;
+        // A compiled component, else one defined as data (a TinyComponent) installed here.
+        let make = match registry.get(component) {
+            Some(entry) => Ok(entry.create),
+            None => match registry.defined.get(component) {
+                Some(installed) => Err(installed),
+                None => {
+                    return Err(Error::permanent(format!(
+                        "unknown component `{component}` (this module has: {})",
+                        registry.names().join(", ")
+                    ))
+                    .with_code(code::UNKNOWN_COMPONENT));
+                }
+            },
         };
         let previous = self.inner.runner(name);
         let (reused, replaced) = match previous {
-            Some(r) if r.node.spec.component == node.spec.component => (Some(r), None),
+            Some(r) if r.node.spec.component == node.spec.component && !r.instance.stale() => (Some(r), None),
             other => (None, other),
         };
         let fresh = reused.is_none();
@@ -378,7 +393,11 @@ impl Engine {
                 let id = identity(&node);
                 let client = self.inner.client.as_ref().map(|factory| factory(&id));
                 let ctx = NodeContext::new(id, emitter, client);
-                (entry.create)(Arc::new(ctx))
+                match make {
+                    Ok(create) => create(Arc::new(ctx)),
+                    Err(installed) => super::defined::create(installed, &registry.defined, Arc::new(ctx))
+                        .map_err(|e| e.with_code(code::INVALID_SPEC))?,
+                }
             }
         };
         instance.node().state().observe(&node.metadata);
