@@ -3,10 +3,21 @@ SHELL := bash
 CARGO ?= cargo
 # Build outputs live in a per-user cache so that reruns (and CI on the same machine) are fast.
 export CARGO_TARGET_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/target
-# Every command that runs cargo holds an exclusive lock beside that folder, from its build
-# to its last test, so that two checkouts sharing it cannot mix their artifacts
-# (docs/testing.md, "The shared target folder"). Re-entrant: a nested `make` skips it.
-LOCK := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))tools/target-lock/run.sh
+# That folder is cargo's build folder for every checkout (registry crates build once per
+# user), but no checkout may see another's crates in it (docs/testing.md, "The shared
+# target folder"): this checkout's crates build through a wrapper found by this
+# checkout's path, which cargo mixes into their file names, and its final artifacts (the
+# binaries tests start through CARGO_BIN_EXE_*, the docs) go to its own target/.
+ROOT := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
+ifndef CARGO_BUILD_BUILD_DIR
+export CARGO_BUILD_BUILD_DIR := $(CARGO_TARGET_DIR)
+endif
+override CARGO_TARGET_DIR := $(ROOT)target
+export CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER ?= $(ROOT)tools/target-lock/rustc
+# Every command that runs cargo holds an exclusive lock beside the shared folder, from its
+# build to its last test: one checkout's commands at a time (CI's clones share one key,
+# .ci/run). Re-entrant: a nested `make` skips it.
+LOCK := $(ROOT)tools/target-lock/run.sh
 override CARGO := $(LOCK) $(CARGO)
 CRATE ?= tiny-example-hello
 

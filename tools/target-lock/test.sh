@@ -12,7 +12,7 @@ trap 'for j in $(jobs -p); do kill -- "-$j" 2>/dev/null; done; rm -rf "$work"' E
 # A folder of its own: the lock is keyed by the folder, so this test never waits for
 # (or blocks) the real builds, and a `cargo test` holding the real lock runs it.
 export CARGO_TARGET_DIR="$work/target"
-unset TINY_TARGET_LOCK
+unset TINY_TARGET_LOCK CARGO_BUILD_BUILD_DIR CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # Waits for a fact (a file, a line), not for time; the limit only ends a broken run.
