@@ -376,6 +376,76 @@ impl<C: Component> Ctx<C> {
         Ok(crate::run::RunState::new(store, step.run_id()))
     }
 
+    /// Makes a call outside the module (an HTTP request, a payment, a model call)
+    /// whose answer is worth keeping, under `name`, and returns its answer.
+    ///
+    /// - In a durable run, the answer is recorded in the ledger
+    ///   (`exec/<runID>/call/<stepKey>/<name>/<n>`, removed with the run's records):
+    ///   a step delivered again (its replica died before its record) gets the
+    ///   recorded answer and does not make the call twice, and `capture-run` puts
+    ///   the answer in the captured run.
+    /// - In a replay of a captured run ([`crate::harness::Harness::replay`]), the
+    ///   answer comes from the recording and `call` is never polled, so no side
+    ///   effect runs again; a call the recording has no answer for fails with code
+    ///   [`NOT_RECORDED`](crate::error::code::NOT_RECORDED).
+    /// - Elsewhere it is `call.await`.
+    ///
+    /// A failed call is not recorded (it is made again on a redelivery).
+    ///
+    /// ```
+    /// # use tiny_sdk::prelude::*;
+    /// # #[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)] struct Order { id: String }
+    /// #[derive(Component, Default)]
+    /// #[component(name = "charge")]
+    /// struct Charge { input: Input<Order>, out: Output<Order> }
+    ///
+    /// impl Charge {
+    ///     async fn on_input(&self, ctx: &Ctx<Self>, order: Order) -> Result<Reply> {
+    ///         let receipt: String = ctx.outside("payment", async { Ok(format!("paid {}", order.id)) }).await?;
+    ///         self.out.emit(ctx, Order { id: receipt }).await
+    ///     }
+    /// }
+    /// ```
+    pub async fn outside<T, F>(&self, name: &str, call: F) -> Result<T>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+        F: Future<Output = Result<T>>,
+    {
+        let decode = |value: &[u8], whence: &str| {
+            serde_json::from_slice::<T>(value).map_err(|e| {
+                crate::Error::permanent(format!(
+                    "node `{}`: the {whence} answer of outside call `{name}` does not decode: {e}",
+                    self.node_name()
+                ))
+                .with_code(crate::error::code::UNDECODABLE)
+            })
+        };
+        if let Some(tape) = self.node.emitter.tape() {
+            let answer = tape.answer(self.node_name(), name)?;
+            return decode(&serde_json::to_vec(&answer)?, "recorded");
+        }
+        let (Some(step), Some(store)) = (self.hop.run.as_ref(), self.run_store()) else {
+            return call.await;
+        };
+        let key = crate::run::call_key(step.run_id(), step.step_key(), name, step.next_call(name));
+        if let Some(kept) = store.get(&key).await? {
+            return decode(&kept, "kept");
+        }
+        let answer = call.await?;
+        match serde_json::to_vec(&answer) {
+            // Not keeping it costs a second call on a redelivery, not this answer.
+            Ok(bytes) => {
+                if let Err(e) = store.put(&key, bytes.into()).await {
+                    tracing::warn!(node = self.node_name(), call = name, error = %e, "outside call answer not recorded");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(node = self.node_name(), call = name, error = %e, "outside call answer does not encode")
+            }
+        }
+        Ok(answer)
+    }
+
     /// The store the module's durable runs are recorded in (the JetStream KV
     /// `TINY_EXEC`), for a component that reports on runs (`run_status`); `None`
     /// without a durable transport.

@@ -285,6 +285,10 @@ pub mod code {
     /// Run-scoped state was asked for outside a durable run, or where runs are not
     /// durable (no JetStream transport).
     pub const NO_RUN: &str = "NO_RUN";
+    /// A replay of a captured run met an outside call
+    /// ([`Ctx::outside`](crate::Ctx::outside)) the recording has no answer for: it is
+    /// not made, so that the replay runs no side effect.
+    pub const NOT_RECORDED: &str = "NOT_RECORDED";
     /// The broker refused to store a message: its JetStream stream or bucket is at a
     /// limit (`max_bytes`, `max_msgs`, `max_msg_size`; docs/limits.md). Transient: the
     /// stream drains as its consumers take their messages.

@@ -34,6 +34,10 @@
 //! # });
 //! ```
 
+mod replay;
+
+pub use replay::{ReplayDiff, ReplayOptions, ReplayReport, ShapeChange};
+
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
@@ -387,6 +391,87 @@ impl Harness {
         self.engine = builder.build();
         load(&self.engine, &nodes).await
     }
+}
+
+impl HarnessBuilder {
+    /// Replays `run` against this harness's components and flow (its node names must
+    /// be the recorded ones): the run's first message is sent again, every outside
+    /// call ([`Ctx::outside`](crate::Ctx::outside)) is answered from the recording
+    /// and never made, and what each port received is compared with the recording
+    /// (ports that stopped or started receiving, counts, payload shapes, and values
+    /// with [`ReplayOptions::values`]), as are failures.
+    ///
+    /// Fails (rather than reports) when the run cannot be replayed: the capture has
+    /// no first message, or the harness does not build.
+    pub async fn replay(self, run: &crate::run::CapturedRun, options: ReplayOptions) -> Result<ReplayReport> {
+        let Some(entry) = &run.entry else {
+            return Err(Error::permanent(format!(
+                "run `{}` cannot be replayed: its capture has no first message",
+                run.run_id
+            ))
+            .with_code(crate::error::code::INVALID));
+        };
+        let tape = Arc::new(crate::run::RecordedCalls::of(run));
+        let mut builder = self;
+        builder.engine = builder.engine.call_tape(tape.clone());
+        let h = builder.build().await?;
+        // A failure is compared, not returned: it is part of the outcome.
+        let _ = h.send(&entry.to, entry.data.clone()).await;
+        Ok(replay::compare(
+            run,
+            &h.flow.nodes,
+            |at| h.emitted(at),
+            &h.failures(),
+            &tape,
+            options,
+        ))
+    }
+}
+
+/// Replays every captured run (`*.json`) under `dir`, each on a harness from
+/// `builder`, and panics with every difference if one does not replay as recorded
+/// (or does not read). What a module's one-line test calls:
+///
+/// ```no_run
+/// # use tiny_sdk::harness::{Harness, replay_runs};
+/// # async fn t() {
+/// // tests/replay.rs
+/// replay_runs(|| Harness::builder().yaml(include_str!("../flows/main.yaml")), "tests/runs").await;
+/// # }
+/// ```
+///
+/// A relative `dir` is taken from the crate's folder (where `cargo test` runs
+/// tests). Returns the reports, all green; panics when `dir` holds no capture, so
+/// that a moved folder is not a silent pass.
+pub async fn replay_runs(builder: impl Fn() -> HarnessBuilder, dir: impl AsRef<std::path::Path>) -> Vec<ReplayReport> {
+    let dir = dir.as_ref();
+    let mut files: Vec<_> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect(),
+        Err(e) => panic!("captured runs folder {}: {e}", dir.display()),
+    };
+    files.sort();
+    assert!(!files.is_empty(), "no captured run (*.json) in {}", dir.display());
+    let mut reports = Vec::new();
+    let mut red = Vec::new();
+    for file in files {
+        let outcome = match std::fs::read_to_string(&file) {
+            Ok(text) => match crate::run::CapturedRun::from_json(&text) {
+                Ok(run) => builder().replay(&run, ReplayOptions::default()).await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(Error::permanent(e.to_string())),
+        };
+        match outcome {
+            Ok(report) if report.is_green() => reports.push(report),
+            Ok(report) => red.push(format!("{}: {report}", file.display())),
+            Err(e) => red.push(format!("{}: {e}", file.display())),
+        }
+    }
+    assert!(red.is_empty(), "captured runs that do not replay:\n{}", red.join("\n"));
+    reports
 }
 
 /// Refuses, as the API server and a module's node controller would, a node name that is

@@ -57,6 +57,8 @@ pub(crate) trait Emit: Send + Sync {
     fn runs(&self) -> Option<Arc<dyn RunStore>>;
     /// Where a run's answer can be awaited, when the engine's runs are durable.
     fn answers(&self) -> Option<Arc<dyn AnswerInbox>>;
+    /// Where outside calls are answered from instead of made (a replay).
+    fn tape(&self) -> Option<Arc<dyn crate::run::CallTape>>;
     /// The node's status changed outside a reconcile (its `_control` view).
     fn changed(&self);
     /// The values of the node's resolved `[[secret:...]]` placeholders.

@@ -93,6 +93,11 @@ impl Inner {
             tracing::debug!(node = %runner.name, step = step.step_key(), "step already recorded: skipped");
             return Ok(Reply::empty());
         }
+        // The run's first message is in no earlier record: its own keeps it, so that
+        // the run can be captured and replayed from its start.
+        let entry = (step.step_key() == run::root_step_key(step.run_id()))
+            .then(|| d.msg.to_json_bytes().map(|bytes| (d.port.to_owned(), bytes)).ok())
+            .flatten();
         let started = Timestamp::now();
         let outcome = runner.clone().deliver(&self.module, d, self.observer.as_deref()).await;
         if step.has_unstored() {
@@ -108,7 +113,10 @@ impl Inner {
             ))
             .with_code(code::UNREACHABLE));
         }
-        let record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
+        let mut record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
+        if let Some((port, bytes)) = entry {
+            record = record.with_entry(&port, bytes.into());
+        }
         let status = if record.status == StepStatus::Done {
             "done"
         } else {

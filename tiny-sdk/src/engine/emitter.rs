@@ -161,6 +161,11 @@ impl Emit for NodeEmitter {
         self.engine.upgrade().and_then(|e| e.answers.clone())
     }
 
+    /// Where outside calls are answered from, in a replay.
+    fn tape(&self) -> Option<Arc<dyn crate::run::CallTape>> {
+        self.engine.upgrade().and_then(|e| e.tape.clone())
+    }
+
     /// The node's status changed outside a reconcile (its `_control` view): tell the
     /// runtime, which rewrites it on the leader.
     fn changed(&self) {

@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     pub runs: Option<Arc<dyn crate::run::RunStore>>,
     /// Where a run's answer can be awaited (the durable transport's inboxes).
     pub answers: Option<Arc<dyn crate::run::AnswerInbox>>,
+    /// Where outside calls are answered from instead of made (a replay).
+    pub tape: Option<Arc<dyn crate::run::CallTape>>,
     /// The run steps under way here, one delivery of each at a time.
     pub steps: super::steps::Steps,
     /// Per node, the last message it sent that the wire to another module refused

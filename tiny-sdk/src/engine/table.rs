@@ -74,6 +74,7 @@ pub struct EngineBuilder {
     secrets: Option<Arc<dyn crate::secret::SecretSource>>,
     runs: Option<Arc<dyn crate::run::RunStore>>,
     answers: Option<Arc<dyn crate::run::AnswerInbox>>,
+    tape: Option<Arc<dyn crate::run::CallTape>>,
     hop_budget: Option<u32>,
     max_in_flight: Option<usize>,
 }
@@ -215,6 +216,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Answers every outside call ([`Ctx::outside`](crate::Ctx::outside)) from `tape`
+    /// instead of making it: how the harness replays a captured run without running
+    /// its side effects again.
+    #[must_use]
+    pub fn call_tape(mut self, tape: Arc<dyn crate::run::CallTape>) -> Self {
+        self.tape = Some(tape);
+        self
+    }
+
     /// The hops one root message may cause in all (default
     /// [`HOP_BUDGET`](crate::hop::HOP_BUDGET)); the hop past it fails with code
     /// [`HOP_BUDGET`](crate::error::code::HOP_BUDGET), naming the node and the limit.
@@ -261,6 +271,7 @@ impl EngineBuilder {
                 known: Arc::default(),
                 runs: self.runs,
                 answers: self.answers,
+                tape: self.tape,
                 steps: Default::default(),
                 delivery_failures: std::sync::Mutex::default(),
                 hop_budget: self.hop_budget.unwrap_or(crate::hop::HOP_BUDGET),

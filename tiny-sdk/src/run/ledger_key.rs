@@ -4,6 +4,8 @@
 //! - `exec/<runID>/step/<stepKey>`: the [`StepRecord`](super::StepRecord) of a hop;
 //! - `exec/<runID>/redrive/<stepKey>`: how many times the reconciler re-drove the hop
 //!   (ASCII decimal);
+//! - `exec/<runID>/call/<stepKey>/<name>/<n>`: the answer of the `n`th outside call
+//!   `name` a hop's handler made ([`Ctx::outside`](crate::Ctx::outside)), JSON;
 //! - anything else under `exec/<runID>/`: run-scoped state of components (an LLM
 //!   module's response cache at `llm/<stepKey>`, say), which the ledger leaves alone.
 
@@ -50,8 +52,22 @@ pub fn redrive_key(run_id: &str, step_key: &str) -> String {
     scoped_key(run_id, &format!("{REDRIVE}/{step_key}"))
 }
 
+/// The key of the answer of the `n`th (from 0) outside call `name` made by hop
+/// `step_key`'s handler: `exec/<runID>/call/<stepKey>/<name>/<n>` (a `/` in `name`
+/// becomes `_`, so that the key splits back).
+pub fn call_key(run_id: &str, step_key: &str, name: &str, n: u32) -> String {
+    let name = name.replace('/', "_");
+    scoped_key(run_id, &format!("{CALL}/{step_key}/{name}/{n}"))
+}
+
+/// The prefix of every outside call answer of run `run_id`: `exec/<runID>/call/`.
+pub fn calls_prefix(run_id: &str) -> String {
+    scoped_key(run_id, &format!("{CALL}/"))
+}
+
 const STEP: &str = "step";
 const REDRIVE: &str = "redrive";
+const CALL: &str = "call";
 
 /// A key of the ledger, taken apart by [`parse_ledger_key`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -71,10 +87,13 @@ pub enum LedgerKind {
     Step,
     /// `exec/<runID>/redrive/<stepKey>`: a re-drive counter.
     Redrive,
+    /// `exec/<runID>/call/<stepKey>/<name>/<n>`: an outside call's answer (the
+    /// [`LedgerKey::step_key`] is then `<stepKey>/<name>/<n>`). Removed with its run.
+    Call,
 }
 
-/// Takes a store key apart if it is a ledger key (`exec/<runID>/step/<stepKey>` or
-/// `exec/<runID>/redrive/<stepKey>`); `None` for any other key, such as run-scoped
+/// Takes a store key apart if it is a ledger key (`exec/<runID>/step/<stepKey>`,
+/// `exec/<runID>/redrive/<stepKey>` or `exec/<runID>/call/...`); `None` for any other key, such as run-scoped
 /// state (`exec/<runID>/llm/<stepKey>`). Splits as the Go reconciler does: the run
 /// id is the second `/`-separated part, the step key all after the third `/`.
 pub fn parse_ledger_key(key: &str) -> Option<LedgerKey> {
@@ -86,6 +105,7 @@ pub fn parse_ledger_key(key: &str) -> Option<LedgerKey> {
     let kind = match kind {
         STEP => LedgerKind::Step,
         REDRIVE => LedgerKind::Redrive,
+        CALL => LedgerKind::Call,
         _ => return None,
     };
     Some(LedgerKey {

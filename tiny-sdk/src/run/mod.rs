@@ -37,6 +37,7 @@
 //! assert_eq!(step_record_key(&run, &first), format!("exec/{run}/step/{first}"));
 //! ```
 
+mod capture;
 mod json;
 mod keys;
 mod ledger;
@@ -48,11 +49,15 @@ mod step;
 mod store;
 mod time;
 
+pub use capture::{
+    CAPTURE_VERSION, CallTape, CapturedCall, CapturedEmit, CapturedEntry, CapturedRun, CapturedStep, RecordedCalls,
+    capture_run,
+};
 pub use keys::{StepCounter, child_step_key, new_run_id, root_step_key, run_id_from};
 pub use ledger::{EmitRecord, StepRecord, StepStatus};
 pub use ledger_key::{
-    LedgerKey, LedgerKind, exec_prefix, parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key,
-    step_records_prefix,
+    LedgerKey, LedgerKind, call_key, calls_prefix, exec_prefix, parse_ledger_key, redrive_key, sanitize_key,
+    scoped_key, step_record_key, step_records_prefix,
 };
 pub use reconcile::{LedgerScan, Plan, ReconcileSettings, Redrive};
 pub use state::RunState;

@@ -107,6 +107,9 @@ struct Ledger {
     /// Its step record and re-drive counter keys, to delete once it is old, with
     /// their revisions.
     keys: Vec<(String, u64)>,
+    /// Its outside calls' answers: deleted with its records, never without (an
+    /// answer is written while its step runs, before the step's record).
+    calls: Vec<(String, u64)>,
     latest: Timestamp,
     /// Whether one of its steps ran in this scan's module.
     touched: bool,
@@ -167,6 +170,14 @@ impl LedgerScan {
             return;
         };
         match parsed.kind {
+            // Recorded answers of outside calls go with their run.
+            LedgerKind::Call => {
+                self.runs
+                    .entry(parsed.run_id)
+                    .or_default()
+                    .calls
+                    .push((key.to_owned(), revision));
+            }
             LedgerKind::Redrive => {
                 self.counters.insert(key.to_owned(), (redrive_count(value), revision));
                 self.runs
@@ -218,6 +229,9 @@ impl LedgerScan {
                 let anyones = self.module.is_none() || ledger.recorded.is_empty() || forgotten;
                 if (ledger.touched || anyones) && age > nanos(settings.gc_after) {
                     let mut keys = ledger.keys;
+                    if !ledger.recorded.is_empty() {
+                        keys.extend(ledger.calls);
+                    }
                     keys.sort();
                     for (key, revision) in keys {
                         plan.revisions.insert(key.clone(), revision);
@@ -245,6 +259,8 @@ impl LedgerScan {
                         started_at: Timestamp::ZERO,
                         completed_at: now,
                         duration_ms: 0,
+                        port: String::new(),
+                        input: Default::default(),
                     };
                     plan.fail.push((run_id.clone(), hop.step_key.clone(), record));
                 } else {

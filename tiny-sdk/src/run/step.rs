@@ -41,6 +41,8 @@ pub struct RunStep {
     /// Per edge, how many hops this step's handler has emitted along it (Go's
     /// per-edge ordinals: fan-out order does not change any edge's keys).
     ordinals: StepCounter,
+    /// Per name, how many outside calls this step's handler has made.
+    calls: StepCounter,
     emits: Mutex<Vec<EmitRecord>>,
     /// The step keys of hops this step's handler emitted that the transport failed
     /// to store (and no later attempt stored).
@@ -69,6 +71,7 @@ impl RunStep {
             reply,
             parent,
             ordinals: StepCounter::new(),
+            calls: StepCounter::new(),
             emits: Mutex::new(Vec::new()),
             unstored: Mutex::new(Vec::new()),
         }
@@ -92,6 +95,13 @@ impl RunStep {
     /// For a hop on its way, the step that emitted it.
     pub fn parent(&self) -> Option<&RunStep> {
         self.parent.as_deref()
+    }
+
+    /// The ordinal (from 0) of this step's next outside call `name`
+    /// ([`call_key`](super::call_key)): the same on a redelivery, as the handler
+    /// makes the same calls in the same order.
+    pub fn next_call(&self, name: &str) -> u32 {
+        self.calls.next(name)
     }
 
     /// Whether a hop to `to` (`<node>:<port>`) is the run's answer (Go's `IsReplyHop`).

@@ -1,0 +1,347 @@
+//! A durable run captured from its ledger into a file that a test replays
+//! ([`crate::harness::Harness::replay`]): the message that started it and, per step,
+//! the node and port, what arrived, what it emitted and what each outside call
+//! ([`Ctx::outside`](crate::Ctx::outside)) answered.
+//!
+//! The file is JSON, versioned ([`CAPTURE_VERSION`]): a reader refuses a version it
+//! does not know rather than replay half of it.
+
+use std::{
+    collections::{BTreeMap, HashMap, VecDeque},
+    sync::{Mutex, PoisonError},
+};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{RunStore, StepStatus, Timestamp, calls_prefix, read_run, root_step_key};
+use crate::error::{Error, Result, code};
+
+/// The version of the capture format this build writes and reads.
+pub const CAPTURE_VERSION: u32 = 1;
+
+/// A run as its ledger recorded it (see the [module](self)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapturedRun {
+    /// The format's version ([`CAPTURE_VERSION`]).
+    pub version: u32,
+    /// The run.
+    pub run_id: String,
+    /// The message that started the run; `None` when the ledger does not hold it
+    /// (a run begun by [`Ctx::begin_run`](crate::Ctx::begin_run), whose first
+    /// message arrived outside the run, or a run whose first step a Go module
+    /// recorded): such a run cannot be replayed from its start.
+    #[serde(default)]
+    pub entry: Option<CapturedEntry>,
+    /// The recorded steps, in the order they started.
+    #[serde(default)]
+    pub steps: Vec<CapturedStep>,
+    /// What the ledger did not hold, or did not say, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// The message a run started with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedEntry {
+    /// Where it arrived, `<node>:<port>`.
+    pub to: String,
+    /// The message, as it arrived.
+    pub data: Value,
+}
+
+/// One step of a [`CapturedRun`]: one handler call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapturedStep {
+    /// The hop's step key.
+    pub step_key: String,
+    /// The node that ran it.
+    pub node: String,
+    /// The port the hop arrived at (empty when the ledger does not say).
+    #[serde(default)]
+    pub port: String,
+    /// How it ended.
+    pub status: StepStatus,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What arrived, as its sender emitted it (before the edge's mapping, which the
+    /// receiving node applies); `None` when the ledger does not hold it.
+    #[serde(default)]
+    pub arrived: Option<Value>,
+    /// The hops it emitted, in order.
+    #[serde(default)]
+    pub emitted: Vec<CapturedEmit>,
+    /// The answers of the outside calls it made, by name and then order.
+    #[serde(default)]
+    pub calls: Vec<CapturedCall>,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// When it ended.
+    pub completed_at: Timestamp,
+}
+
+/// One hop a step emitted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapturedEmit {
+    /// The source port, `<node>:<port>`.
+    pub from: String,
+    /// The target port, `<node>:<port>`.
+    pub to: String,
+    /// The edge.
+    #[serde(rename = "edgeID")]
+    pub edge_id: String,
+    /// The payload as emitted (before the target's edge mapping).
+    pub data: Value,
+}
+
+/// The answer of one outside call ([`Ctx::outside`](crate::Ctx::outside)).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedCall {
+    /// The call's name.
+    pub name: String,
+    /// Its place among the step's calls of that name (from 0).
+    pub n: u32,
+    /// What it answered.
+    pub answer: Value,
+}
+
+impl CapturedRun {
+    /// The capture as a file's content: indented JSON.
+    pub fn to_json(&self) -> Result<String> {
+        serde_json::to_string_pretty(self).map_err(|e| Error::permanent(format!("captured run: {e}")))
+    }
+
+    /// Reads a capture written by [`to_json`](Self::to_json). Fails with code
+    /// [`INVALID`](code::INVALID) on something else or on a version this build does
+    /// not know, naming it.
+    pub fn from_json(text: &str) -> Result<Self> {
+        #[derive(Deserialize)]
+        struct Version {
+            version: u32,
+        }
+        let invalid = |why: String| Error::permanent(why).with_code(code::INVALID);
+        let Version { version } =
+            serde_json::from_str(text).map_err(|e| invalid(format!("captured run: `version`: {e}")))?;
+        if version != CAPTURE_VERSION {
+            return Err(invalid(format!(
+                "captured run: version {version}, and this build reads version {CAPTURE_VERSION}"
+            )));
+        }
+        serde_json::from_str(text).map_err(|e| invalid(format!("captured run: {e}")))
+    }
+}
+
+/// Reads run `run_id` out of `store` (the `TINY_EXEC` ledger) into a
+/// [`CapturedRun`]. Fails with code [`NOT_FOUND`](code::NOT_FOUND) when the run has
+/// no records, and with [`RUN_RECORD`](code::RUN_RECORD) naming the key of a record
+/// or answer that does not read.
+pub async fn capture_run<S: RunStore + ?Sized>(store: &S, run_id: &str) -> Result<CapturedRun> {
+    let records = read_run(store, run_id).await?;
+    if records.is_empty() {
+        return Err(Error::permanent(format!("run `{run_id}` has no records in the ledger")).with_code(code::NOT_FOUND));
+    }
+    let json = |bytes: &[u8], what: &dyn std::fmt::Display| -> Result<Value> {
+        if bytes.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(bytes)
+            .map_err(|e| Error::permanent(format!("{what} is not JSON: {e}")).with_code(code::RUN_RECORD))
+    };
+    // What arrived at each step: the hop that its parent's record lists.
+    let mut arrivals: HashMap<&str, (&str, &bytes::Bytes)> = HashMap::new();
+    for (_, record) in &records {
+        for emit in &record.emits {
+            arrivals.insert(&emit.step_key, (&emit.to, &emit.data));
+        }
+    }
+    let mut calls: BTreeMap<String, Vec<CapturedCall>> = BTreeMap::new();
+    let prefix = calls_prefix(run_id);
+    for key in store.keys(&prefix).await? {
+        let Some(rest) = key.strip_prefix(&prefix) else {
+            continue;
+        };
+        let mut parts = rest.rsplitn(3, '/');
+        let (Some(n), Some(name), Some(step_key)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u32>() else { continue };
+        let Some(value) = store.get(&key).await? else { continue };
+        let answer = json(&value, &format_args!("outside call answer at ledger key {key:?}"))?;
+        calls.entry(step_key.to_owned()).or_default().push(CapturedCall {
+            name: name.to_owned(),
+            n,
+            answer,
+        });
+    }
+    let root = root_step_key(run_id);
+    let mut run = CapturedRun {
+        version: CAPTURE_VERSION,
+        run_id: run_id.to_owned(),
+        entry: None,
+        steps: Vec::with_capacity(records.len()),
+        notes: Vec::new(),
+    };
+    for (step_key, record) in &records {
+        let what = format_args!("the payload of step {step_key:?}");
+        let (port, arrived) = match arrivals.get(step_key.as_str()) {
+            Some((to, data)) => (
+                to.rsplit_once(':').map_or("", |(_, p)| p).to_owned(),
+                Some(json(data, &what)?),
+            ),
+            None if !record.port.is_empty() => (record.port.clone(), Some(json(&record.input, &what)?)),
+            None => (String::new(), None),
+        };
+        if *step_key == root
+            && let Some(data) = &arrived
+        {
+            run.entry = Some(CapturedEntry {
+                to: format!("{}:{port}", record.node),
+                data: data.clone(),
+            });
+        }
+        let mut emitted = Vec::with_capacity(record.emits.len());
+        for emit in &record.emits {
+            emitted.push(CapturedEmit {
+                from: emit.from.clone(),
+                to: emit.to.clone(),
+                edge_id: emit.edge_id.clone(),
+                data: json(
+                    &emit.data,
+                    &format_args!("hop {:?} of step {step_key:?}", emit.step_key),
+                )?,
+            });
+        }
+        let mut step_calls = calls.remove(step_key).unwrap_or_default();
+        step_calls.sort_by(|a, b| (&a.name, a.n).cmp(&(&b.name, b.n)));
+        run.steps.push(CapturedStep {
+            step_key: step_key.clone(),
+            node: record.node.clone(),
+            port,
+            status: record.status,
+            error: record.error.clone(),
+            arrived,
+            emitted,
+            calls: step_calls,
+            started_at: record.started_at,
+            completed_at: record.completed_at,
+        });
+    }
+    run.steps
+        .sort_by(|a, b| (a.started_at, &a.step_key).cmp(&(b.started_at, &b.step_key)));
+    if run.entry.is_none() {
+        run.notes.push(
+            "the message that started the run is not in the ledger (a run begun by `begin_run`, or a first step \
+             recorded by a Go module): it cannot be replayed from its start"
+                .to_owned(),
+        );
+    }
+    for (step_key, _) in calls {
+        run.notes.push(format!(
+            "outside call answers of step {step_key:?}, which has no record (it was running, or failed to record)"
+        ));
+    }
+    for hop in super::frontier(&records) {
+        run.notes.push(format!(
+            "hop {:?} to `{}` is pending: not recorded yet",
+            hop.step_key, hop.to
+        ));
+    }
+    Ok(run)
+}
+
+/// Where a replay's outside calls are answered from (see
+/// [`EngineBuilder::call_tape`](crate::engine::EngineBuilder::call_tape)).
+pub trait CallTape: Send + Sync {
+    /// The answer of the next outside call `name` made by node `node`; an error
+    /// (code [`NOT_RECORDED`](code::NOT_RECORDED)) when there is none: the call is
+    /// then not made.
+    fn answer(&self, node: &str, name: &str) -> Result<Value>;
+}
+
+/// The outside call answers of a [`CapturedRun`], handed out per node and name in
+/// the order the recording has them (its steps in the order they started), and
+/// what the replay asked of them.
+#[derive(Debug, Default)]
+pub struct RecordedCalls {
+    inner: Mutex<Tape>,
+}
+
+#[derive(Debug, Default)]
+struct Tape {
+    answers: HashMap<(String, String), VecDeque<Value>>,
+    answered: usize,
+    unanswered: Vec<(String, String)>,
+}
+
+impl RecordedCalls {
+    /// The answers `run` recorded.
+    pub fn of(run: &CapturedRun) -> Self {
+        let mut tape = Tape::default();
+        for step in &run.steps {
+            for call in &step.calls {
+                tape.answers
+                    .entry((step.node.clone(), call.name.clone()))
+                    .or_default()
+                    .push_back(call.answer.clone());
+            }
+        }
+        Self {
+            inner: Mutex::new(tape),
+        }
+    }
+
+    /// How many calls were answered from the recording.
+    pub fn answered(&self) -> usize {
+        self.lock().answered
+    }
+
+    /// The calls the recording had no answer for, as `(node, name)`, in order.
+    pub fn unanswered(&self) -> Vec<(String, String)> {
+        self.lock().unanswered.clone()
+    }
+
+    /// The recorded answers no call asked for, as `(node, name, how many)`.
+    pub fn unused(&self) -> Vec<(String, String, usize)> {
+        let mut left: Vec<_> = self
+            .lock()
+            .answers
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|((node, name), q)| (node.clone(), name.clone(), q.len()))
+            .collect();
+        left.sort();
+        left
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Tape> {
+        // Each operation is one map change: a panic cannot leave it half done.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl CallTape for RecordedCalls {
+    fn answer(&self, node: &str, name: &str) -> Result<Value> {
+        let mut tape = self.lock();
+        match tape
+            .answers
+            .get_mut(&(node.to_owned(), name.to_owned()))
+            .and_then(VecDeque::pop_front)
+        {
+            Some(answer) => {
+                tape.answered += 1;
+                Ok(answer)
+            }
+            None => {
+                tape.unanswered.push((node.to_owned(), name.to_owned()));
+                Err(Error::permanent(format!(
+                    "node `{node}`: the recording has no answer for outside call `{name}` (not made in a replay)"
+                ))
+                .with_code(code::NOT_RECORDED))
+            }
+        }
+    }
+}
