@@ -522,9 +522,9 @@ async fn non_retryable_codes_stop_retries() {
 /// Paused time: the sleep returns once every other task is parked, so the first
 /// attempt has failed and the edge sits in its retry wait when the test cancels (a
 /// sleep of wall time would only make that likely). The wait is drawn with full
-/// jitter between 10 ms and the policy's ten minutes, and the engine offers no way to
-/// fix it: a draw under the test's 50 ms (about one in 15,000) lets the retry run
-/// first, and the test fails on the attempt count.
+/// jitter between `MIN_RETRY_DELAY` (10 ms) and the policy's ten minutes; the test
+/// sleeps half that floor, so no draw can end the wait before it looks (a 50 ms sleep
+/// lost to about one draw in 15,000).
 #[tokio::test(start_paused = true)]
 async fn cancellation_stops_a_retry_wait_at_once() {
     let policy = Some(RetryPolicy {
@@ -548,7 +548,7 @@ async fn cancellation_stops_a_retry_wait_at_once() {
             )
             .await
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::sleep(tiny_sdk::engine::MIN_RETRY_DELAY / 2).await;
     assert_eq!(failures_at(&h, "f:input"), 1, "the first attempt failed");
     assert!(!sent.is_finished(), "the edge waits to retry");
     cancel.cancel();
