@@ -200,6 +200,22 @@ pub const RUNTIME_NEEDS: &[Need] = &[
     },
     Need {
         group: GROUP,
+        resource: "tinycomponents",
+        verbs: &["list", "watch", "patch"],
+        why: "component controller (a module serving a runtime): definitions to install, finalizer patch",
+        names: &[],
+        when: When::Always,
+    },
+    Need {
+        group: GROUP,
+        resource: "tinycomponents/status",
+        verbs: &["patch"],
+        why: "component controller: installed, module, reason",
+        names: &[],
+        when: When::Always,
+    },
+    Need {
+        group: GROUP,
         resource: "tinyflows",
         verbs: &["get", "create"],
         why: "_client create_node (owner flow) and create_flow",

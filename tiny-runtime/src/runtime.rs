@@ -227,6 +227,13 @@ impl Runtime {
             Duration::from_millis(500),
             cancelled(&stop),
         )));
+        // Only a module that serves a runtime follows definitions (`Registry::runtime`).
+        if !shared.engine.registry().runtimes().is_empty() {
+            tasks.push(tokio::spawn(controller::component::run(
+                shared.clone(),
+                cancelled(&stop),
+            )));
+        }
         shared.readiness.set_started(true);
         Ok(Runtime {
             shared,

@@ -3,8 +3,10 @@
 //! - [`node`]: TinyNodes of this module into the engine, status back.
 //! - [`signal`]: TinySignals delivered once, by the leader.
 //! - [`module`]: this module's TinyModule, and discovery of the others.
+//! - [`component`]: TinyComponents of a runtime this module serves, installed.
 //! - [`tracker`]: hops of tracked flows into TinyTracker status.
 
+pub(crate) mod component;
 pub(crate) mod module;
 pub(crate) mod node;
 mod retries;

@@ -261,7 +261,8 @@ impl Engine {
             .insert(name.clone(), Arc::new(Installed { definition, compiled }));
         for node in self.nodes_of(&name) {
             // A node that does not load records why in its report.
-            let _ = self.apply(node).await;
+            let _ = self.apply(node.clone()).await;
+            self.status_changed(&node.name);
         }
         Ok(())
     }
@@ -295,8 +296,17 @@ impl Engine {
         for runner in stopped {
             runner.instance.stop();
             runner.instance.node().emitter.detach();
+            self.status_changed(&runner.node.name);
         }
         true
+    }
+
+    /// Has the runtime rewrite the node's status (it shows the component's ports or
+    /// why it stopped).
+    fn status_changed(&self, node: &str) {
+        if let Some(changed) = &self.inner.on_change {
+            changed(node);
+        }
     }
 
     fn nodes_of(&self, component: &str) -> Vec<Node> {

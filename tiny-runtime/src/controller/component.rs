@@ -1,0 +1,182 @@
+//! TinyComponent: components defined as data. A module whose engine serves the
+//! definition's runtime compiles and installs it (every replica, so each can run its
+//! nodes), and its leader holds the finalizer and writes the status. A module that does
+//! not serve the runtime leaves the definition alone: no finalizer, no status (in Go
+//! every module writes its own answer, and the status flips between them).
+//!
+//! Deleting a definition uninstalls it: its nodes stop, and their status says why.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use kube::{
+    Api, ResourceExt as _,
+    api::{Patch, PatchParams},
+    runtime::watcher,
+};
+use serde_json::json;
+use tiny_sdk::engine::{DefineError, Definition};
+
+use super::Reconciling;
+use crate::crd::{COMPONENT_FINALIZER, Decoded, TinyComponent, TinyComponentStatus};
+
+/// How often the definitions seen are looked at again, so that a replica that became
+/// the leader writes the status and finalizer its predecessor did not.
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// Follows TinyComponents until `shutdown`.
+pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + Send) {
+    // Leniently: one malformed definition must not stop the others.
+    let api: Api<Decoded<TinyComponent>> = shared.api();
+    let mut events = watcher(api, watcher::Config::default()).boxed();
+    // The definitions seen, by object name, and the component each installed here.
+    let mut seen: HashMap<String, TinyComponent> = HashMap::new();
+    let mut installed: HashMap<String, String> = HashMap::new();
+    let mut resync = tokio::time::interval(RESYNC);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            _ = resync.tick() => {
+                for def in seen.values() {
+                    reconcile(&shared, def, &mut installed).await;
+                }
+            }
+            event = events.try_next() => match event {
+                Ok(Some(watcher::Event::Apply(d) | watcher::Event::InitApply(d))) => match d.object() {
+                    Ok(def) => {
+                        reconcile(&shared, def, &mut installed).await;
+                        seen.insert(def.name_any(), TinyComponent::clone(def));
+                    }
+                    Err(bad) => tracing::warn!(error = %bad, "TinyComponent ignored"),
+                },
+                Ok(Some(watcher::Event::Delete(d))) => {
+                    let name = d.name_any();
+                    seen.remove(&name);
+                    // Gone without our finalizer (another runtime, or the finalizer
+                    // removed by hand): what it installed here goes all the same.
+                    if let Some(component) = installed.remove(&name) {
+                        shared.engine.uninstall(&component);
+                    }
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(error = %e, "TinyComponent watch");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            },
+        }
+    }
+}
+
+/// Installs, updates or uninstalls one definition, when this module serves its runtime.
+async fn reconcile(shared: &Reconciling, def: &TinyComponent, installed: &mut HashMap<String, String>) {
+    let runtime = def.spec.runtime();
+    let object = def.name_any();
+    if !shared.engine.serves(runtime) {
+        // Not ours. If it was (its runtime edited away), what it installed goes.
+        if let Some(component) = installed.remove(&object) {
+            shared.engine.uninstall(&component);
+        }
+        return;
+    }
+    let api: Api<TinyComponent> = shared.api();
+    let leads = shared.leadership.is_leader();
+    let has_finalizer = def.finalizers().iter().any(|f| f == COMPONENT_FINALIZER);
+    if def.metadata.deletion_timestamp.is_some() {
+        if let Some(component) = installed.remove(&object) {
+            shared.engine.uninstall(&component);
+        }
+        if leads && has_finalizer {
+            let rest: Vec<&String> = def.finalizers().iter().filter(|f| *f != COMPONENT_FINALIZER).collect();
+            if let Err(e) = set_finalizers(&api, def, &rest).await {
+                tracing::debug!(definition = %object, error = %e, "TinyComponent finalizer");
+            }
+        }
+        return;
+    }
+    if leads && !has_finalizer {
+        let mut all: Vec<&String> = def.finalizers().iter().collect();
+        let ours = COMPONENT_FINALIZER.to_owned();
+        all.push(&ours);
+        if let Err(e) = set_finalizers(&api, def, &all).await {
+            // Retried at the next event or resync.
+            tracing::debug!(definition = %object, error = %e, "TinyComponent finalizer");
+        }
+    }
+    // A renamed component: the old name is no longer served.
+    if let Some(old) = installed.get(&object).filter(|c| **c != def.spec.component) {
+        shared.engine.uninstall(old);
+        installed.remove(&object);
+    }
+    let outcome = match definition(def) {
+        Ok(d) => shared.engine.install(runtime, d).await,
+        Err(e) => Err(e),
+    };
+    match &outcome {
+        Ok(()) => {
+            installed.insert(object.clone(), def.spec.component.clone());
+        }
+        Err(e) => {
+            tracing::warn!(definition = %object, reason = %e, "TinyComponent not served");
+            // Refused: an earlier version of it stops too, rather than run what the
+            // definition no longer says.
+            if let Some(component) = installed.remove(&object) {
+                shared.engine.uninstall(&component);
+            }
+        }
+    }
+    if !leads {
+        return;
+    }
+    let status = TinyComponentStatus {
+        installed: outcome.is_ok(),
+        module: if outcome.is_ok() {
+            shared.config.name.clone()
+        } else {
+            String::new()
+        },
+        reason: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+        observed_generation: def.metadata.generation.unwrap_or(0),
+    };
+    if def.status.as_ref() == Some(&status) {
+        return;
+    }
+    // Every field written, emptied ones as null, so a merge clears an old reason.
+    let patch = Patch::Merge(json!({"status": {
+        "installed": status.installed,
+        "module": if status.module.is_empty() { None } else { Some(&status.module) },
+        "reason": if status.reason.is_empty() { None } else { Some(&status.reason) },
+        "observedGeneration": status.observed_generation,
+    }}));
+    if let Err(e) = api.patch_status(&object, &PatchParams::default(), &patch).await {
+        tracing::debug!(definition = %object, error = %e, "TinyComponent status");
+    }
+}
+
+/// The definition a runtime compiles.
+fn definition(def: &TinyComponent) -> Result<Definition, DefineError> {
+    let spec = &def.spec;
+    Ok(Definition {
+        name: spec.component.clone(),
+        description: spec.description.clone(),
+        info: spec.info.clone(),
+        script: spec.script.clone(),
+        input: DefineError::parse_schema("input", &spec.input)?,
+        output: DefineError::parse_schema("output", &spec.output)?,
+        enable_error_port: spec.enable_error_port,
+    })
+}
+
+/// Writes the finalizer list, refused if the object changed since it was read (the
+/// list is replaced whole).
+async fn set_finalizers(api: &Api<TinyComponent>, def: &TinyComponent, finalizers: &[&String]) -> kube::Result<()> {
+    let patch = Patch::Merge(json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": def.resource_version(),
+    }}));
+    api.patch(&def.name_any(), &PatchParams::default(), &patch)
+        .await
+        .map(drop)
+}

@@ -1,0 +1,240 @@
+//! TinyComponents (components defined as data) on a real control plane: a module
+//! serving the `expr` runtime installs a definition, a node of it answers in a flow, a
+//! script that does not compile is a status reason, a module that does not serve the
+//! runtime leaves the definition alone, and deleting the definition stops its nodes.
+
+use std::{sync::Arc, time::Duration};
+
+use futures::future::BoxFuture;
+use kube::{
+    Api, Client,
+    api::{DeleteParams, PostParams},
+};
+use serde_json::{Value, json};
+use tiny_runtime::{
+    config::ModuleConfig,
+    crd::{COMPONENT_FINALIZER, TinyComponent, TinyComponentSpec, TinyComponentStatus},
+};
+use tiny_sdk::engine::{CompiledScript, ComponentRuntime, DefineError, Definition, ExprRuntime, Registry, Script};
+use tiny_testkit::{
+    cluster::{create_flow, delivered, env, failed, nodes_ready, signal, start_module},
+    components::Answer,
+    eventually,
+};
+
+const NS: &str = "defs";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A runtime named `other` whose scripts answer with their input: what the second
+/// module serves, so that it follows TinyComponents without serving `expr`.
+struct Other;
+
+impl ComponentRuntime for Other {
+    fn name(&self) -> &str {
+        "other"
+    }
+    fn compile(&self, _: &Definition) -> Result<Arc<dyn CompiledScript>, DefineError> {
+        Ok(Arc::new(Same))
+    }
+}
+
+struct Same;
+
+impl CompiledScript for Same {
+    fn start(&self) -> tiny_sdk::Result<Box<dyn Script>> {
+        Ok(Box::new(Same))
+    }
+}
+
+impl Script for Same {
+    fn call(&self, input: Value) -> BoxFuture<'_, tiny_sdk::Result<Value>> {
+        Box::pin(std::future::ready(Ok(input)))
+    }
+}
+
+fn definition(component: &str, runtime: &str, script: &str) -> TinyComponent {
+    let spec = TinyComponentSpec {
+        component: component.into(),
+        description: "Picks the user's name".into(),
+        runtime: runtime.into(),
+        script: script.into(),
+        input: r#"{"type": "object", "properties": {"user": {"type": "object"}}}"#.into(),
+        output: r#"{"type": "object", "properties": {"name": {"type": "string"}}}"#.into(),
+        ..Default::default()
+    };
+    TinyComponent::new(component, spec)
+}
+
+/// The definition once its status says `pred`.
+async fn status_where(
+    api: &Api<TinyComponent>,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&TinyComponentStatus) -> bool,
+) -> TinyComponent {
+    eventually(what, WAIT, || {
+        let api = api.clone();
+        let pred = &pred;
+        async move { api.get(name).await.ok().filter(|d| d.status.as_ref().is_some_and(pred)) }
+    })
+    .await
+}
+
+const FLOW: &str = r#"
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata:
+  name: f.defs-v0.who-1
+  labels: { tinysystems.io/flow-name: f }
+spec:
+  module: defs
+  component: who
+  edges:
+    - { id: e1, port: response, to: "f.defs-v0.answer-1:input", flowID: f }
+---
+apiVersion: operator.tinysystems.io/v1alpha1
+kind: TinyNode
+metadata:
+  name: f.defs-v0.answer-1
+  labels: { tinysystems.io/flow-name: f }
+spec:
+  module: defs
+  component: answer
+  ports:
+    - from: "f.defs-v0.who-1:response"
+      port: input
+      flowID: f
+      configuration: "{{$}}"
+"#;
+
+async fn start(client: &Client, name: &str, registry: Registry) -> tiny_runtime::runtime::Runtime {
+    start_module(
+        client,
+        ModuleConfig::new(name, "0.1.0", NS, &format!("{name}-0")),
+        registry,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
+    let env = env().await;
+    let client = env.client();
+    env.create_namespace(NS).await.expect("namespace");
+    let mut serving = Registry::default();
+    serving.register::<Answer>().runtime(ExprRuntime);
+    let mut other = Registry::default();
+    other.runtime(Other);
+    let defs_module = start(&client, "defs-v0", serving).await;
+    let other_module = start(&client, "other-v0", other).await;
+    let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
+
+    // Applied: installed by the module serving `expr`, which holds the finalizer.
+    api.create(
+        &PostParams::default(),
+        &definition(
+            "who",
+            "expr",
+            r#"{"name": "{{$.user.name}}", "shout": "{{upper($.user.name)}}"}"#,
+        ),
+    )
+    .await
+    .expect("definition created");
+    let who = status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
+    let status = who.status.clone().expect("status");
+    assert_eq!(status.module, "defs-v0");
+    assert_eq!(status.reason, "");
+    assert_eq!(status.observed_generation, who.metadata.generation.expect("generation"));
+    assert_eq!(
+        who.metadata.finalizers.clone().unwrap_or_default(),
+        [COMPONENT_FINALIZER]
+    );
+
+    // A node of it in a flow answers, with Go's request/response shape.
+    let flow = create_flow(&client, NS, FLOW).await;
+    nodes_ready(
+        &client,
+        NS,
+        &flow.nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(),
+    )
+    .await;
+    let s = signal(
+        &client,
+        NS,
+        "ask-ada",
+        "f.defs-v0.who-1",
+        "request",
+        json!({"context": {"id": 7}, "inputData": {"user": {"name": "Ada"}}}),
+    )
+    .await;
+    assert_eq!(
+        delivered(&s),
+        Some(json!({"context": {"id": 7}, "outputData": {"name": "Ada", "shout": "ADA"}}))
+    );
+
+    // The module that serves `other` and not `expr` leaves `who` alone. It has seen
+    // `who` once it installed `probe`, made after `who` (a watch delivers in order).
+    api.create(&PostParams::default(), &definition("probe", "other", "anything"))
+        .await
+        .expect("probe created");
+    let probe = status_where(&api, "probe", "`probe` to be installed by the other module", |s| {
+        s.installed
+    })
+    .await;
+    assert_eq!(probe.status.expect("status").module, "other-v0");
+    let after = api.get("who").await.expect("who");
+    assert_eq!(after.status, who.status, "the other module wrote `who`'s status");
+    assert_eq!(
+        after.metadata.resource_version, who.metadata.resource_version,
+        "`who` was written"
+    );
+
+    // A script that does not compile: a status reason naming line and column.
+    api.create(
+        &PostParams::default(),
+        &definition("bad", "expr", "{\n  \"name\": \"{{$.user +}}\"\n}"),
+    )
+    .await
+    .expect("bad created");
+    let bad = status_where(&api, "bad", "`bad` to be refused", |s| !s.reason.is_empty()).await;
+    let status = bad.status.expect("status");
+    assert!(!status.installed);
+    assert!(
+        status
+            .reason
+            .starts_with("the script does not compile at line 2, column "),
+        "{}",
+        status.reason
+    );
+    // A name a compiled component holds is refused too.
+    api.create(&PostParams::default(), &definition("answer", "expr", "{}"))
+        .await
+        .expect("answer created");
+    let taken = status_where(&api, "answer", "`answer` to be refused", |s| !s.reason.is_empty()).await;
+    assert_eq!(
+        taken.status.expect("status").reason,
+        "`answer` is a built-in component of this module; a definition may not replace it"
+    );
+
+    // Deleted: the finalizer goes, and the node stops.
+    api.delete("who", &DeleteParams::default()).await.expect("deleted");
+    eventually("`who` to be gone", WAIT, || {
+        let api = api.clone();
+        async move { api.get_opt("who").await.ok().and_then(|d| d.is_none().then_some(())) }
+    })
+    .await;
+    let s = signal(
+        &client,
+        NS,
+        "ask-bo",
+        "f.defs-v0.who-1",
+        "request",
+        json!({"context": {}, "inputData": {"user": {"name": "Bo"}}}),
+    )
+    .await;
+    let error = failed(&s);
+    assert!(error.contains("no longer served"), "{error}");
+
+    other_module.stop().await;
+    defs_module.stop().await;
+}
