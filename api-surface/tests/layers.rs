@@ -87,8 +87,9 @@ const LAYERS: &[(&str, &[&[&str]])] = &[
             ],
             // The transports, siblings (see `APART`).
             &["grpc", "nats", "jetstream"],
-            // Which transport a module speaks, and what it reports about it.
-            &["transport", "health"],
+            // Which transports a module runs (`wiring`), which one a hop takes and
+            // what the module reports about it.
+            &["transport", "health", "wiring"],
             // The controllers and the Helm hooks.
             &["controller", "hooks"],
             // The runtime that starts them, the CLI, the root.

@@ -1,14 +1,19 @@
 //! One shape for every transport to other modules, on the ground floor: gRPC, NATS
-//! and JetStream implement [`Carrier`] (the sending half) and [`Listen`] (the
-//! receiving half) as siblings; [`Routes`](crate::transport::Routes) chooses among
-//! carriers as trait objects and the module binary starts listeners as trait objects,
-//! so that a later transport is one more implementation and touches none of the others.
+//! and JetStream implement [`Carrier`] (the sending half), [`Listen`] (the receiving
+//! half) and [`Transceiver`] (the two as one, with the run stores of a transport that
+//! keeps runs) as siblings. The transport layer chooses them from the module's
+//! settings; [`Routes`](crate::transport::Routes) holds their carriers as trait objects
+//! and the module binary starts their listeners as trait objects, so that a later
+//! transport is one more implementation and touches none of the others.
 
-use std::{future::Future, task::Poll};
+use std::{future::Future, sync::Arc, task::Poll};
 
 use futures::{future::BoxFuture, stream::BoxStream};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use tiny_sdk::engine::{Delivery, Engine, RemoteRouter};
+use tiny_sdk::{
+    engine::{Delivery, Engine, RemoteRouter},
+    run::{AnswerInbox, RunStore},
+};
 
 use crate::{discovery::Discovery, leader::Leadership};
 
@@ -77,6 +82,30 @@ pub trait Listen: Send + std::fmt::Debug {
         engine: Engine,
         leadership: Leadership,
     ) -> BoxFuture<'static, Result<Serving, crate::Error>>;
+}
+
+/// A whole transport, both halves as one value: it receives (it is a [`Listen`]) and
+/// it sends ([`carrier`](Self::carrier)); a transport that stores durable runs
+/// (JetStream) says where ([`runs`](Self::runs), [`answers`](Self::answers)). gRPC
+/// ([`Grpc`](crate::grpc::Grpc)), core NATS ([`nats::Subscriptions`](crate::nats::Subscriptions))
+/// and JetStream ([`jetstream::Consumers`](crate::jetstream::Consumers)) implement it
+/// as siblings; the module binary gets the ones its settings choose from the
+/// transport layer as trait objects, so a later transport is one more implementation.
+pub trait Transceiver: Listen {
+    /// Its sending half, for the [`Routes`](crate::transport::Routes) the engine and
+    /// the controllers hold; taken before listening starts.
+    fn carrier(&self) -> Arc<dyn Carrier>;
+
+    /// Where durable runs are recorded, on a transport that stores them.
+    fn runs(&self) -> Option<Arc<dyn RunStore>> {
+        None
+    }
+
+    /// Where a component that begins a run awaits its answer, on a transport that
+    /// stores runs.
+    fn answers(&self) -> Option<Arc<dyn AnswerInbox>> {
+        None
+    }
 }
 
 /// Started listeners ([`Listen::listen`], [`listen_all`]): serve until one ends

@@ -31,19 +31,19 @@
 //! and field (`--output json` for machines); exit status 1 when any is breaking, 2 when
 //! the check could not be made. The tiny-module chart runs it as a `pre-upgrade` hook.
 
-use std::{net::SocketAddr, path::PathBuf, process::ExitCode, sync::Arc, time::Duration};
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tiny_sdk::engine::Registry;
 
 use crate::{
-    carrier::{Listen, listen_all},
+    carrier::listen_all,
     config::ModuleConfig,
     rbac::Requirements,
     runtime::{LEASE_DURATION, Options, Runtime},
     telemetry::{self, LogFormat},
-    transport::{Routes, Transport},
+    wiring::{NatsMode, Transports},
 };
 
 /// A tiny module.
@@ -258,17 +258,6 @@ impl NkeyArgs {
             (None, None, None) => Ok(Credentials::Url),
         }
     }
-}
-
-/// `TINY_NATS_TRANSPORT`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-enum NatsMode {
-    /// Core NATS request/reply.
-    #[default]
-    Core,
-    /// JetStream streams, and durable runs.
-    #[value(name = "jetstream")]
-    JetStream,
 }
 
 #[derive(Debug, clap::Args)]
@@ -734,43 +723,27 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
         args.nats_user.as_deref(),
         args.nats_password.as_deref(),
     );
-    let transport =
-        Arc::new(Transport::connect_with(&config.name, &grpc_addr, nats_url.as_deref(), args.nkey.credentials()).await);
-    tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transport.current(), "starting");
-    let pool = grpc.pool();
-    // The transports configured: gRPC always, a broker beside it when there is one.
-    let mut listeners: Vec<Box<dyn Listen>> = vec![Box::new(grpc)];
-    let jetstream = match (transport.link(), args.nats_transport) {
-        (Some(link), NatsMode::JetStream) => Some(crate::jetstream::JetStream::with_limits(
-            link.clone(),
-            &config.name,
-            &config.identity,
-            jetstream_limits(&args),
-        )),
-        (Some(link), NatsMode::Core) => {
-            crate::jetstream::refuse_core_beside_jetstream(link, &config.name).await?;
-            None
-        }
-        (None, _) => None,
-    };
-    match (transport.link(), &jetstream) {
-        (Some(_), Some(js)) => {
-            let reconcile = tiny_sdk::run::ReconcileSettings {
+    // The transport layer chooses them: gRPC always, a broker beside it when there is one.
+    let transports = Transports::choose(
+        &config.name,
+        &config.identity,
+        crate::wiring::Settings {
+            grpc,
+            grpc_addr: grpc_addr.clone(),
+            nats_url,
+            credentials: args.nkey.credentials(),
+            nats_mode: args.nats_transport,
+            jetstream_limits: jetstream_limits(&args),
+            reconcile: tiny_sdk::run::ReconcileSettings {
                 interval: Duration::from_secs(args.run_reconcile_interval.max(1)),
                 stale: Duration::from_secs(args.run_stale_after),
                 gc_after: Duration::from_secs(args.run_gc_after),
                 max_redrives: args.run_max_redrives,
-            };
-            listeners.push(Box::new(crate::jetstream::Consumers::new(js.clone(), reconcile)));
-        }
-        (Some(link), None) => listeners.push(Box::new(crate::nats::Subscriptions::new(link.client().clone()))),
-        (None, _) => {}
-    }
-    let routes = match &jetstream {
-        Some(js) => Routes::jetstream(pool, crate::jetstream::JetStreamRouter::new(js.clone())),
-        None => Routes::for_transport(pool, &transport),
-    };
-    let routes = Arc::new(routes.advertising(transport.clone()));
+            },
+        },
+    )
+    .await?;
+    tracing::info!(module = %config.name, version = %config.version, grpc = %grpc_addr, transport = transports.current(), "starting");
     let runtime = Runtime::start(
         client,
         Options {
@@ -782,14 +755,14 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
                     .or(args.metrics_bind_address)
                     .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
             ),
-            carrier: Some(routes),
-            runs: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::RunStore>),
-            answers: jetstream.clone().map(|js| js as Arc<dyn tiny_sdk::run::AnswerInbox>),
+            carrier: Some(transports.carrier()),
+            runs: transports.runs(),
+            answers: transports.answers(),
         },
     )
     .await?;
     // The broker's subscriptions wait in the client until the broker answers.
-    let mut serving = listen_all(listeners, runtime.engine(), &runtime.leadership()).await?;
+    let mut serving = listen_all(transports.listeners(), runtime.engine(), &runtime.leadership()).await?;
     if let Some(addr) = runtime.probe_addr {
         tracing::info!(%addr, "probes and metrics");
         println!("probe-addr {addr}");

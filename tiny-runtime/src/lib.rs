@@ -44,6 +44,7 @@ mod status;
 mod telemetry;
 pub mod transport;
 mod upgrade;
+mod wiring;
 
 pub use error::{Error, HookError};
 

@@ -242,7 +242,7 @@ async fn grpc_and_nats_started_as_listeners_answer_until_stopped() {
     }
     let grpc = Grpc::bind(([127, 0, 0, 1], 0).into()).await.expect("binds");
     let grpc_addr = grpc.local_addr().to_string();
-    let listeners: Vec<Box<dyn Listen>> = vec![Box::new(grpc), Box::new(Subscriptions::new(link.client().clone()))];
+    let listeners: Vec<Box<dyn Listen>> = vec![Box::new(grpc), Box::new(Subscriptions::new(link.clone()))];
     let mut serving = listen_all(listeners, &b, &Leadership::fixed(true))
         .await
         .expect("both start");

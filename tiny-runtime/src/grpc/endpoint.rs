@@ -12,7 +12,7 @@ use super::{
     server::{self, LeaderFn, ServerOptions},
 };
 use crate::{
-    carrier::{Listen, Serving},
+    carrier::{Carrier, Listen, Serving, Transceiver},
     leader::Leadership,
 };
 
@@ -103,5 +103,12 @@ impl Listen for Grpc {
             .serve(engine);
         let serve = async move { server.await.map_err(crate::Error::Serve) };
         Box::pin(std::future::ready(Ok(Serving::future("grpc", serve))))
+    }
+}
+
+/// gRPC sends through its pool: to the modules that advertise an address.
+impl Transceiver for Grpc {
+    fn carrier(&self) -> Arc<dyn Carrier> {
+        self.pool.clone()
     }
 }

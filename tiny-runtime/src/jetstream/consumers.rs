@@ -4,11 +4,14 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use tiny_sdk::{engine::Engine, run::ReconcileSettings};
+use tiny_sdk::{
+    engine::Engine,
+    run::{AnswerInbox, ReconcileSettings, RunStore},
+};
 
-use super::JetStream;
+use super::{JetStream, JetStreamRouter};
 use crate::{
-    carrier::{Listen, Serving},
+    carrier::{Carrier, Listen, Serving, Transceiver},
     leader::Leadership,
 };
 
@@ -48,5 +51,21 @@ impl Listen for Consumers {
             receiver.stop().await;
         };
         Box::pin(std::future::ready(Ok(Serving::tasks("jetstream", stop))))
+    }
+}
+
+/// JetStream sends through its streams, and keeps the runs: its run ledger and its
+/// inboxes are the module's.
+impl Transceiver for Consumers {
+    fn carrier(&self) -> Arc<dyn Carrier> {
+        Arc::new(JetStreamRouter::new(self.js.clone()))
+    }
+
+    fn runs(&self) -> Option<Arc<dyn RunStore>> {
+        Some(self.js.clone())
+    }
+
+    fn answers(&self) -> Option<Arc<dyn AnswerInbox>> {
+        Some(self.js.clone())
     }
 }

@@ -1,25 +1,27 @@
-//! Core NATS as a [`Listen`]er, beside gRPC and JetStream.
+//! Core NATS as a [`Transceiver`], beside gRPC and JetStream.
 
-use async_nats::Client;
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use tiny_sdk::engine::Engine;
 
+use super::{Link, NatsRouter};
 use crate::{
-    carrier::{Listen, Serving},
+    carrier::{Carrier, Listen, Serving, Transceiver},
     leader::Leadership,
 };
 
-/// The module's two subjects on a connection ([`listen`](super::listen)): what the
-/// module binary starts when it is on core NATS.
+/// The module's two subjects on a connection ([`listen`](super::listen)), and the
+/// router that sends on it: what the module binary runs when it is on core NATS.
 #[derive(Debug)]
 pub struct Subscriptions {
-    client: Client,
+    link: Link,
 }
 
 impl Subscriptions {
-    /// Subscriptions to be made on `client` once listening starts.
-    pub fn new(client: Client) -> Self {
-        Self { client }
+    /// Subscriptions to be made on `link` once listening starts.
+    pub fn new(link: Link) -> Self {
+        Self { link }
     }
 }
 
@@ -34,11 +36,18 @@ impl Listen for Subscriptions {
         leadership: Leadership,
     ) -> BoxFuture<'static, Result<Serving, crate::Error>> {
         Box::pin(async move {
-            let leader = std::sync::Arc::new(move || leadership.is_leader());
-            let receiver = super::listen(self.client, engine, Some(leader))
+            let leader = Arc::new(move || leadership.is_leader());
+            let receiver = super::listen(self.link.client().clone(), engine, Some(leader))
                 .await
                 .map_err(crate::Error::Nats)?;
             Ok(Serving::tasks("nats", receiver.stop()))
         })
+    }
+}
+
+/// Core NATS sends by request and reply on the same connection.
+impl Transceiver for Subscriptions {
+    fn carrier(&self) -> Arc<dyn Carrier> {
+        Arc::new(NatsRouter::new(self.link.clone()))
     }
 }
