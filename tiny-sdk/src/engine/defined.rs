@@ -4,8 +4,9 @@
 //!
 //! A module offers a runtime with [`Registry::runtime`](super::Registry::runtime) (or
 //! [`EngineBuilder::runtime`](super::EngineBuilder::runtime)); tiny's own is
-//! [`ExprRuntime`]. The runtime's controller calls [`Engine::install`] when a
-//! definition is applied or edited and [`Engine::uninstall`] when it is deleted.
+//! [`ExprRuntime`]. The runtime's controller calls
+//! [`Engine::install`](super::Engine::install) when a definition is applied or edited
+//! and [`Engine::uninstall`](super::Engine::uninstall) when it is deleted.
 //!
 //! Every defined component has Go's js-module ports: `request` (`{context, inputData}`),
 //! `response` (`{context, outputData}`), and `error` when the definition enables it. The
@@ -33,10 +34,7 @@ use crate::{
     port::{Direction, PortShape, PortSpec, Position},
 };
 
-use super::{
-    instance::{LivePort, NodeInstance},
-    table::Engine,
-};
+use super::instance::{LivePort, NodeInstance};
 
 /// The tag of every defined component's catalogue entry (Go's `Defined`), which tells
 /// it from a compiled one.
@@ -172,15 +170,21 @@ pub trait Script: Send + Sync + 'static {
 
 /// A definition being served.
 pub(crate) struct Installed {
-    definition: Definition,
+    pub(crate) definition: Definition,
     compiled: Arc<dyn CompiledScript>,
+}
+
+impl Installed {
+    pub(crate) fn new(definition: Definition, compiled: Arc<dyn CompiledScript>) -> Self {
+        Self { definition, compiled }
+    }
 }
 
 /// The runtimes a module serves and the definitions installed; shared by every clone
 /// of the registry, so the engine and the controller that installs see one table.
 #[derive(Clone, Default)]
 pub(crate) struct Defined {
-    runtimes: BTreeMap<String, Arc<dyn ComponentRuntime>>,
+    pub(crate) runtimes: BTreeMap<String, Arc<dyn ComponentRuntime>>,
     installed: Arc<RwLock<BTreeMap<String, Arc<Installed>>>>,
 }
 
@@ -218,104 +222,10 @@ impl Defined {
         self.installed.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Installed>>> {
+    pub(crate) fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Installed>>> {
         self.installed
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl Engine {
-    /// Whether this module runs definitions of `runtime`.
-    pub fn serves(&self, runtime: &str) -> bool {
-        self.inner.registry.defined.serves(runtime)
-    }
-
-    /// Compiles `definition` with `runtime` and serves it: nodes of its name load
-    /// (those applied before it included), and nodes of an earlier version restart
-    /// with the new one. Refused, with nothing changed, when a compiled component holds
-    /// the name, the runtime is not served here, or the script does not compile.
-    pub async fn install(&self, runtime: &str, definition: Definition) -> std::result::Result<(), DefineError> {
-        let registry = &self.inner.registry;
-        if definition.name.is_empty() {
-            return Err(DefineError::EmptyName);
-        }
-        if registry.get(&definition.name).is_some() {
-            return Err(DefineError::Builtin { name: definition.name });
-        }
-        let Some(rt) = registry.defined.runtimes.get(runtime) else {
-            return Err(DefineError::Unserved {
-                runtime: runtime.to_owned(),
-                served: registry.defined.runtime_names().join(", "),
-            });
-        };
-        if registry.defined.definition(&definition.name).as_ref() == Some(&definition) {
-            // The same definition again (a periodic reconcile): the nodes keep running.
-            return Ok(());
-        }
-        let compiled = rt.compile(&definition)?;
-        let name = definition.name.clone();
-        registry
-            .defined
-            .write()
-            .insert(name.clone(), Arc::new(Installed { definition, compiled }));
-        for node in self.nodes_of(&name) {
-            // A node that does not load records why in its report.
-            let _ = self.apply(node.clone()).await;
-            self.status_changed(&node.name);
-        }
-        Ok(())
-    }
-
-    /// Stops serving the defined component `name`: its nodes stop (handlers running
-    /// are stopped, and their report says why) until it is installed again. `false`
-    /// when it was not installed.
-    pub fn uninstall(&self, name: &str) -> bool {
-        if self.inner.registry.defined.write().remove(name).is_none() {
-            return false;
-        }
-        let mut stopped = Vec::new();
-        {
-            let mut nodes = self.inner.nodes_mut();
-            for (node, slot) in nodes.iter_mut() {
-                if slot.node.spec.component != name {
-                    continue;
-                }
-                if let Some(runner) = slot.runner.take() {
-                    self.inner.set_cell(node, None);
-                    stopped.push(runner);
-                }
-                slot.error = Some(
-                    Error::permanent(format!(
-                        "component `{name}` is no longer served: its definition (TinyComponent) was deleted"
-                    ))
-                    .with_code(code::UNKNOWN_COMPONENT),
-                );
-            }
-        }
-        for runner in stopped {
-            runner.instance.stop();
-            runner.instance.node().emitter.detach();
-            self.status_changed(&runner.node.name);
-        }
-        true
-    }
-
-    /// Has the runtime rewrite the node's status (it shows the component's ports or
-    /// why it stopped).
-    fn status_changed(&self, node: &str) {
-        if let Some(changed) = &self.inner.on_change {
-            changed(node);
-        }
-    }
-
-    fn nodes_of(&self, component: &str) -> Vec<Node> {
-        self.inner
-            .nodes_read()
-            .values()
-            .filter(|s| s.node.spec.component == component)
-            .map(|s| s.node.clone())
-            .collect()
     }
 }
 

@@ -29,6 +29,7 @@
 //! - `table`: the public [`Engine`] and its builder; `report`: what a node's status shows.
 //! - `defined`: components defined as data (a TinyComponent), their runtimes, and
 //!   tiny's own `expr` runtime.
+//! - `install`: installing and uninstalling defined components in a running engine.
 //! - `tool`: agent-tool calls ([`Engine::call_tool`]): a component on its own, no flow.
 
 mod address;
@@ -38,6 +39,8 @@ mod deliver;
 mod durable;
 mod emitter;
 mod fanout;
+mod hop;
+mod install;
 mod instance;
 mod mapping;
 mod masking;
