@@ -39,7 +39,6 @@ mod deliver;
 mod durable;
 mod emitter;
 mod fanout;
-mod hop;
 mod install;
 mod instance;
 mod mapping;
