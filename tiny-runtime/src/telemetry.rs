@@ -252,6 +252,12 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer("tiny"))
+            // Not on Go's spans, and each costs a recorded hop: the source location
+            // (three attributes on every span and event), the thread's id and name (a
+            // string per span), busy and idle time (two clock reads per poll).
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
             // Only the flow's spans: log events do not become span events (they are
             // logged, with the trace id), and other crates' spans stay out.
             .with_filter(filter_fn(|m| m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)))

@@ -309,6 +309,10 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("bench"))
+        // As the runtime's layer (`telemetry::init`).
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
         .with_filter(tracing_subscriber::filter::filter_fn(|m| {
             m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)
         }));

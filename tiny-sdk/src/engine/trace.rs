@@ -132,7 +132,7 @@ impl fmt::Display for Payload<'_> {
                 .to_json_bytes()
                 .ok()
                 .and_then(|b| String::from_utf8(b).ok())
-                .filter(|text| !crate::redact::is_credential_key(text))
+                .filter(|text| !may_hold_credential(text))
         } else {
             None
         };
@@ -150,6 +150,55 @@ impl fmt::Display for Payload<'_> {
         }
         f.write_str(&text)
     }
+}
+
+/// Whether JSON `text` may hold something masking would hide: an object key that
+/// names a credential ([`is_credential_key`](crate::redact::is_credential_key)), or a
+/// string under `key` or `name` that does (a `{key, value}` pair such as a header
+/// list). Reads only the keys and those values, not every byte (a recorded hop runs it
+/// over its whole input). A string with an escape in such a place counts as a yes (it
+/// may spell a name in escapes), and so does text that does not read as JSON: the
+/// payload then takes the masking way, which decides on the parsed value.
+fn may_hold_credential(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    // Whether the last key read was `key` or `name`.
+    let mut pair_key = false;
+    while let Some(open) = bytes[at..].iter().position(|&b| b == b'"') {
+        let start = at + open + 1;
+        let mut end = start;
+        let mut escaped = false;
+        loop {
+            match bytes.get(end) {
+                None => return true,
+                Some(b'\\') => {
+                    escaped = true;
+                    end += 2;
+                }
+                Some(b'"') => break,
+                Some(_) => end += 1,
+            }
+        }
+        at = end + 1;
+        let is_key = bytes[at..]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b':');
+        // `start` follows a quote and `end` stands on one: both are char boundaries.
+        let string = &text[start..end];
+        if is_key {
+            if escaped || crate::redact::is_credential_key(string) {
+                return true;
+            }
+            pair_key = !escaped && (string == "key" || string == "name");
+        } else if pair_key {
+            if escaped || crate::redact::is_credential_key(string) {
+                return true;
+            }
+            pair_key = false;
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -174,6 +223,35 @@ mod tests {
         assert_eq!(
             Payload(&mention, Secrets::none()).to_string(),
             r#"{"note":"reset your password"}"#
+        );
+    }
+
+    /// What the payload's quick look lets through unmasked is only what masking would
+    /// leave alone: a `{key, value}` or `{name, value}` pair naming a credential, and a
+    /// key spelled in escapes (as a peer's raw JSON may), are masked too.
+    #[test]
+    fn a_payload_masks_credential_pairs_and_escaped_keys() {
+        let pair = Msg::new(json!({"headers": [{"key": "Authorization", "value": "Bearer x"}]}));
+        assert_eq!(
+            Payload(&pair, Secrets::none()).to_string(),
+            r#"{"headers":[{"key":"Authorization","value":"<redacted>"}]}"#
+        );
+        let named = Msg::new(json!({"headers": [{"name": "X-Api-Key", "value": "k-1"}], "n": 1}));
+        assert_eq!(
+            Payload(&named, Secrets::none()).to_string(),
+            r#"{"headers":[{"name":"X-Api-Key","value":"<redacted>"}],"n":1}"#
+        );
+        let escaped = Msg::from_json_bytes(br#"{"p\u0061ssword" : "hunter2", "user": "ada"}"#.to_vec());
+        assert_eq!(
+            Payload(&escaped, Secrets::none()).to_string(),
+            r#"{"password":"<redacted>","user":"ada"}"#
+        );
+        // A pair whose name is no credential, and a credential's name as a plain
+        // value, stay as they are.
+        let plain = Msg::new(json!({"headers": [{"key": "Accept", "value": "*/*"}], "note": "token"}));
+        assert_eq!(
+            Payload(&plain, Secrets::none()).to_string(),
+            r#"{"headers":[{"key":"Accept","value":"*/*"}],"note":"token"}"#
         );
     }
 }
