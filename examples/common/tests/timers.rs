@@ -117,7 +117,9 @@ async fn a_start_without_a_context_ticks_with_none_as_go() {
     assert_eq!(control(&h, "t")["context"], json!({"from": "settings"}));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Paused time: "a follower does not tick" is read over 100 ms of the ticker's own clock
+// (three of its 30 ms ticks), which a loaded machine cannot shorten.
+#[tokio::test(start_paused = true)]
 async fn ticker_moves_with_leadership_and_counts_on() {
     let h = ticker(json!({"delay": 30, "countTicks": true})).await;
     h.send("t:_control", json!({"start": true, "context": "x"}))
@@ -126,6 +128,8 @@ async fn ticker_moves_with_leadership_and_counts_on() {
     assert!(eventually(Duration::from_secs(1), || ticks(&h).len() >= 2).await);
 
     h.engine().set_leader(false).await;
+    // Returns once every task is parked: a tick already on its way has arrived.
+    tokio::time::sleep(Duration::from_millis(1)).await;
     let before = ticks(&h);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(ticks(&h), before, "a replica that does not lead does not tick");
