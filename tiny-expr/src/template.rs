@@ -348,9 +348,26 @@ impl Template {
         placed: Vec<Option<Value>>,
         failures: Option<&mut Vec<EvalError>>,
     ) -> Result<Vec<Value>, EvalError> {
+        self.render_fields_placed_as(root, placed, |v| v, failures)
+    }
+
+    /// [`render_fields_placed`](Self::render_fields_placed) for a caller that keeps
+    /// the values it placed in a form of its own, `P`: a rendered value is made one by
+    /// `wrap`, a placed one is returned as it was given.
+    ///
+    /// # Errors
+    ///
+    /// As [`render`](Self::render), when `failures` is `None`.
+    pub fn render_fields_placed_as<P>(
+        &self,
+        root: &mut Value,
+        placed: Vec<Option<P>>,
+        wrap: impl Fn(Value) -> P,
+        failures: Option<&mut Vec<EvalError>>,
+    ) -> Result<Vec<P>, EvalError> {
         let _budget = Render::begin();
         let TNode::Object(entries) = &self.root else {
-            return render_fields(&self.root, &mut { root }, failures);
+            return render_fields(&self.root, &mut { root }, failures).map(|v| v.into_iter().map(wrap).collect());
         };
         let mut placed = placed.into_iter();
         let mut failures = failures;
@@ -359,7 +376,7 @@ impl Template {
             .iter()
             .map(|(_, item)| match placed.next().flatten() {
                 Some(v) => Ok(v),
-                None => render_one(item, &mut root, &mut failures),
+                None => render_one(item, &mut root, &mut failures).map(&wrap),
             })
             .collect()
     }

@@ -64,6 +64,7 @@ use serde_json::Value;
 
 use body::Body;
 pub(crate) use fields::{Placed, Placing};
+pub(crate) use rendered::Slot;
 
 use crate::{
     error::{Error, Result},
@@ -247,7 +248,7 @@ impl Msg {
     /// The JSON object with the fields `names` (`Value::String`s) holding `values`, in
     /// that order, made into a map only if something asks for its tree (see
     /// [`rendered`]).
-    pub(crate) fn from_fields(names: Arc<[Value]>, values: Vec<Value>) -> Self {
+    pub(crate) fn from_fields(names: Arc<[Value]>, values: Vec<Slot>) -> Self {
         Msg(Arc::new(rendered::Rendered::new(names, values)))
     }
 

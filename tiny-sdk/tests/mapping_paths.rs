@@ -41,6 +41,36 @@ struct Flat {
     rest: BTreeMap<String, u32>,
 }
 
+/// A struct in a struct: a field placed whole is kept as its fields, and so is a
+/// struct inside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
+struct Outer {
+    k: u32,
+    inner: Inner,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gone: Option<Inner>,
+}
+
+/// A struct whose hand-written `Serialize` writes one field's name twice: its JSON
+/// tree keeps the second value in the first place, and so must a field placed whole.
+#[derive(Debug, Clone, PartialEq, Deserialize, Schema)]
+#[tiny(lossy)]
+struct Twice {
+    a: u32,
+    b: u32,
+}
+
+impl Serialize for Twice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut st = s.serialize_struct("Twice", 3)?;
+        st.serialize_field("a", &self.a)?;
+        st.serialize_field("b", &self.b)?;
+        st.serialize_field("a", &(self.a + 10))?;
+        st.end()
+    }
+}
+
 /// A message with most of what serde can write: a skipped `None`, a written one, a
 /// renamed field, a map, a list of structs, an enum, numbers of three kinds, and a
 /// struct that writes a key twice (its JSON tree keeps the last value).
@@ -63,6 +93,8 @@ struct Rich {
     square: Shape,
     empty: Shape,
     flat: Flat,
+    outer: Outer,
+    twice: Twice,
 }
 
 fn sample() -> Rich {
@@ -89,6 +121,12 @@ fn sample() -> Rich {
             a: 1,
             rest: BTreeMap::from([("a".into(), 2), ("b".into(), 3)]),
         },
+        outer: Outer {
+            k: 9,
+            inner: inner("in", &["t"]),
+            gone: None,
+        },
+        twice: Twice { a: 1, b: 2 },
     }
 }
 
@@ -106,6 +144,8 @@ struct Wide {
     shape: Option<Shape>,
     list: Option<Vec<Inner>>,
     map: Option<BTreeMap<String, i64>>,
+    outer: Option<Outer>,
+    twice: Option<Twice>,
 }
 
 /// Every entry of an object, in order, a key written twice included: what a reader
@@ -138,6 +178,8 @@ impl<'de> Deserialize<'de> for Entries {
 #[serde(default)]
 struct FlatEntries {
     flat: Option<Entries>,
+    twice: Option<Entries>,
+    outer: Option<Entries>,
 }
 
 /// `typed`: emits [`sample`] as its Rust type, whatever it is sent.
@@ -233,6 +275,9 @@ fn templates() -> Vec<Value> {
         json!({"user": "{{$.user.tags[0]}}", "text": "{{upper($.text)}}"}),
         json!({"user": "{{root($.text)}}", "name": "{{$.user}}", "p": "{{parent($.user.name)}}"}),
         json!({"n": "{{$.user}}", "text": "{{$.shape.Circle.r}}"}),
+        json!({"outer": "{{$.outer}}", "twice": "{{$.twice}}", "v": "{{$.v + 1}}"}),
+        json!({"twice": "{{$.twice}}", "outer": "{{$.outer}}", "k": "{{$.outer.inner.name}}"}),
+        json!({"text": "{{$.outer}}", "user": "{{$.user}}", "n": "{{$.n}}"}),
     ]
 }
 

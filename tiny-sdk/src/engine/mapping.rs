@@ -26,7 +26,7 @@ use tiny_expr::{EvalError, Template};
 
 use crate::{
     error::{Error, Result, code},
-    msg::Msg,
+    msg::{Msg, Slot},
     redact::Secrets,
 };
 
@@ -227,10 +227,13 @@ impl EdgeMapping {
         let input = match (&self.names, fills) {
             // An object: its values beside the edge's names, no map made.
             (Some(names), None) => {
+                let json = |values: Vec<Value>| values.into_iter().map(Slot::Json).collect();
                 let values = match (&mut root, slots) {
-                    (Cow::Owned(tree), Some(slots)) => template.render_fields_placed(tree, slots, lenient),
-                    (Cow::Owned(tree), None) => template.render_fields_taking(tree, lenient),
-                    (Cow::Borrowed(tree), _) => template.render_fields(tree, lenient),
+                    (Cow::Owned(tree), Some(slots)) => {
+                        template.render_fields_placed_as(tree, slots, Slot::Json, lenient)
+                    }
+                    (Cow::Owned(tree), None) => template.render_fields_taking(tree, lenient).map(json),
+                    (Cow::Borrowed(tree), _) => template.render_fields(tree, lenient).map(json),
                 };
                 Msg::from_fields(names.clone(), values.map_err(failed)?)
             }

@@ -16,9 +16,11 @@ use serde::{
 };
 use serde_json::{Map, Value, value::Serializer as Tree};
 
+use super::rendered::{Slot, Struct};
+
 /// A tree of some of a message's fields, and the values of others made apart, by
 /// their place in an object (see [`Msg::tree_placing`](super::Msg::tree_placing)).
-pub(crate) type Placed = (Value, Vec<Option<Value>>);
+pub(crate) type Placed = (Value, Vec<Option<Slot>>);
 
 /// For each top-level field read (in the order of the keys given beside it), the index
 /// in the object being made where it is to be placed whole, if it is.
@@ -40,11 +42,11 @@ pub(super) fn project_placing<T: Serialize + ?Sized>(
     value: &T,
     keys: &[Box<str>],
     placed: &Placing,
-) -> Result<(Value, bool, Vec<Option<Value>>), Error> {
+) -> Result<(Value, bool, Vec<Option<Slot>>), Error> {
     let left_out = Cell::new(false);
     // One slot per place up to the last one used: none is grown while serialising.
     let places = placed.iter().flatten().max().map_or(0, |last| last + 1);
-    let slots = RefCell::new(vec![None; places]);
+    let slots = RefCell::new(std::iter::repeat_with(|| None).take(places).collect());
     let tree = value.serialize(Fields {
         keys,
         left_out: &left_out,
@@ -62,7 +64,7 @@ struct Fields<'k> {
     left_out: &'k Cell<bool>,
     /// For each of `keys`, the slot a struct's field of that name goes in, if any.
     placed: &'k Placing,
-    slots: &'k RefCell<Vec<Option<Value>>>,
+    slots: &'k RefCell<Vec<Option<Slot>>>,
 }
 
 /// A struct or map being filtered: the fields kept so far, and for a map the key of
@@ -71,7 +73,7 @@ struct Filtered<'k> {
     keys: &'k [Box<str>],
     left_out: &'k Cell<bool>,
     placed: &'k Placing,
-    slots: &'k RefCell<Vec<Option<Value>>>,
+    slots: &'k RefCell<Vec<Option<Slot>>>,
     out: Map<String, Value>,
     next: Option<String>,
 }
@@ -225,16 +227,16 @@ impl SerializeStruct for StructOut<'_> {
                 let Some(at) = f.position(key) else {
                     return Ok(());
                 };
-                let value = serde_json::to_value(value)?;
                 match f.placed.get(at).copied().flatten() {
                     // `project_placing` made a slot for every place.
                     Some(i) => {
+                        let value = value.serialize(SlotOf)?;
                         if let Some(slot) = f.slots.borrow_mut().get_mut(i) {
                             *slot = Some(value);
                         }
                     }
                     None => {
-                        f.out.insert(key.to_owned(), value);
+                        f.out.insert(key.to_owned(), serde_json::to_value(value)?);
                     }
                 }
                 Ok(())
@@ -286,6 +288,252 @@ impl SerializeMap for Filtered<'_> {
     }
 }
 
+/// The most fields a struct placed whole is kept as [`Struct`] with: past it, finding a
+/// name written twice costs more than the map.
+const MAX_STRUCT_FIELDS: usize = 16;
+
+/// A value placed whole, as a [`Slot`]: a struct (and a struct in it) as its fields, no
+/// map made; anything else as serde_json's tree, exactly as `serde_json::to_value`.
+struct SlotOf;
+
+/// A struct being made into a [`Struct`]; serde_json's own map once a name comes twice
+/// (a hand-written `Serialize`), where the last value written wins in the first place.
+enum StructSlot {
+    Fields(Struct),
+    Map(<Tree as serde::Serializer>::SerializeStruct),
+}
+
+macro_rules! json_slot {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(fn $name(self, $($arg: $ty),*) -> Result<Slot, Error> {
+            Tree.$name($($arg),*).map(Slot::Json)
+        })*
+    };
+}
+
+/// A compound serde_json makes, finished as a [`Slot`].
+struct JsonSlot<S>(S);
+
+impl<S: serde::ser::SerializeSeq<Ok = Value, Error = Error>> serde::ser::SerializeSeq for JsonSlot<S> {
+    type Ok = Slot;
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.0.serialize_element(value)
+    }
+    fn end(self) -> Result<Slot, Error> {
+        self.0.end().map(Slot::Json)
+    }
+}
+
+impl<S: serde::ser::SerializeTuple<Ok = Value, Error = Error>> serde::ser::SerializeTuple for JsonSlot<S> {
+    type Ok = Slot;
+    type Error = Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.0.serialize_element(value)
+    }
+    fn end(self) -> Result<Slot, Error> {
+        self.0.end().map(Slot::Json)
+    }
+}
+
+impl<S: serde::ser::SerializeTupleStruct<Ok = Value, Error = Error>> serde::ser::SerializeTupleStruct for JsonSlot<S> {
+    type Ok = Slot;
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.0.serialize_field(value)
+    }
+    fn end(self) -> Result<Slot, Error> {
+        self.0.end().map(Slot::Json)
+    }
+}
+
+impl<S: serde::ser::SerializeTupleVariant<Ok = Value, Error = Error>> serde::ser::SerializeTupleVariant
+    for JsonSlot<S>
+{
+    type Ok = Slot;
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.0.serialize_field(value)
+    }
+    fn end(self) -> Result<Slot, Error> {
+        self.0.end().map(Slot::Json)
+    }
+}
+
+impl<S: SerializeMap<Ok = Value, Error = Error>> SerializeMap for JsonSlot<S> {
+    type Ok = Slot;
+    type Error = Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Error> {
+        self.0.serialize_key(key)
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+        self.0.serialize_value(value)
+    }
+    fn end(self) -> Result<Slot, Error> {
+        self.0.end().map(Slot::Json)
+    }
+}
+
+impl<S: serde::ser::SerializeStructVariant<Ok = Value, Error = Error>> serde::ser::SerializeStructVariant
+    for JsonSlot<S>
+{
+    type Ok = Slot;
+    type Error = Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        self.0.serialize_field(key, value)
+    }
+    fn skip_field(&mut self, key: &'static str) -> Result<(), Error> {
+        self.0.skip_field(key)
+    }
+    fn end(self) -> Result<Slot, Error> {
+        self.0.end().map(Slot::Json)
+    }
+}
+
+impl serde::Serializer for SlotOf {
+    type Ok = Slot;
+    type Error = Error;
+    type SerializeSeq = JsonSlot<<Tree as serde::Serializer>::SerializeSeq>;
+    type SerializeTuple = JsonSlot<<Tree as serde::Serializer>::SerializeTuple>;
+    type SerializeTupleStruct = JsonSlot<<Tree as serde::Serializer>::SerializeTupleStruct>;
+    type SerializeTupleVariant = JsonSlot<<Tree as serde::Serializer>::SerializeTupleVariant>;
+    type SerializeMap = JsonSlot<<Tree as serde::Serializer>::SerializeMap>;
+    type SerializeStruct = StructSlot;
+    type SerializeStructVariant = JsonSlot<<Tree as serde::Serializer>::SerializeStructVariant>;
+
+    json_slot! {
+        serialize_bool(v: bool);
+        serialize_i8(v: i8);
+        serialize_i16(v: i16);
+        serialize_i32(v: i32);
+        serialize_i64(v: i64);
+        serialize_i128(v: i128);
+        serialize_u8(v: u8);
+        serialize_u16(v: u16);
+        serialize_u32(v: u32);
+        serialize_u64(v: u64);
+        serialize_u128(v: u128);
+        serialize_f32(v: f32);
+        serialize_f64(v: f64);
+        serialize_char(v: char);
+        serialize_str(v: &str);
+        serialize_bytes(v: &[u8]);
+        serialize_none();
+        serialize_unit();
+        serialize_unit_struct(name: &'static str);
+        serialize_unit_variant(name: &'static str, index: u32, variant: &'static str);
+    }
+
+    // serde_json's tree serialiser passes both through to the value.
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Slot, Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<Slot, Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<Slot, Error> {
+        Tree.serialize_newtype_variant(name, index, variant, value)
+            .map(Slot::Json)
+    }
+
+    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Tree.serialize_seq(len).map(JsonSlot)
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Error> {
+        Tree.serialize_tuple(len).map(JsonSlot)
+    }
+
+    fn serialize_tuple_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeTupleStruct, Error> {
+        Tree.serialize_tuple_struct(name, len).map(JsonSlot)
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Tree.serialize_tuple_variant(name, index, variant, len).map(JsonSlot)
+    }
+
+    fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Tree.serialize_map(len).map(JsonSlot)
+    }
+
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, Error> {
+        // serde_json's own structs (`$serde_json::private::...`), and large ones, as its tree.
+        if name.starts_with("$serde_json") || len > MAX_STRUCT_FIELDS {
+            return Tree.serialize_struct(name, len).map(StructSlot::Map);
+        }
+        Ok(StructSlot::Fields(Struct {
+            names: Vec::with_capacity(len),
+            values: Vec::with_capacity(len),
+        }))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        name: &'static str,
+        index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Tree.serialize_struct_variant(name, index, variant, len).map(JsonSlot)
+    }
+}
+
+impl SerializeStruct for StructSlot {
+    type Ok = Slot;
+    type Error = Error;
+
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        match self {
+            StructSlot::Fields(s) => {
+                if s.names.len() >= MAX_STRUCT_FIELDS || s.names.iter().any(|n| crate::name::same(n, key)) {
+                    // A name written twice, or more fields than the struct said: serde_json's
+                    // map decides what is kept, from the fields so far.
+                    let mut map = serde::Serializer::serialize_struct(Tree, "", s.names.len() + 1)?;
+                    for (name, value) in s.names.drain(..).zip(s.values.drain(..)) {
+                        map.serialize_field(name, &value)?;
+                    }
+                    map.serialize_field(key, value)?;
+                    *self = StructSlot::Map(map);
+                    return Ok(());
+                }
+                let value = value.serialize(SlotOf)?;
+                s.names.push(key);
+                s.values.push(value);
+                Ok(())
+            }
+            StructSlot::Map(m) => m.serialize_field(key, value),
+        }
+    }
+
+    fn skip_field(&mut self, key: &'static str) -> Result<(), Error> {
+        match self {
+            StructSlot::Fields(_) => Ok(()),
+            StructSlot::Map(m) => m.skip_field(key),
+        }
+    }
+
+    fn end(self) -> Result<Slot, Error> {
+        match self {
+            StructSlot::Fields(s) => Ok(Slot::Struct(s)),
+            StructSlot::Map(m) => SerializeStruct::end(m).map(Slot::Json),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -293,7 +541,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::{Value, json};
 
-    use super::{project, project_placing};
+    use super::{Slot, project, project_placing};
 
     fn keys(k: &[&str]) -> Vec<Box<str>> {
         k.iter().map(|k| Box::from(*k)).collect()
@@ -448,6 +696,7 @@ mod tests {
         // `b` is made apart, `c` is skipped (its slot stays empty), `d` is not read.
         assert_eq!(tree, json!({"a": 1}));
         assert!(!whole);
+        let slots: Vec<Option<Value>> = slots.into_iter().map(|s| s.map(Slot::into_value)).collect();
         assert_eq!(slots, vec![None, None, Some(json!("x"))]);
         // A map's entries are not a struct's fields: they stay in the tree.
         let map = BTreeMap::from([("b", 2)]);

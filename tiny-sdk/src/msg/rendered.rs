@@ -13,6 +13,12 @@
 //! (a string, an enum, a newtype) goes to the object itself. A field name is offered as
 //! a JSON string, which a map with number keys does not take; whatever fails here is
 //! decoded again from the object, where serde_json words the error.
+//!
+//! A struct that a typed message's field holds and the template places whole
+//! (`"user": "{{$.user}}"`) is kept the same way, as a [`Struct`]: its own field names
+//! (the `&'static str`s its `Serialize` writes) beside its values, each name once, so
+//! that no map is built, no key copied and none hashed with SipHash only for the
+//! receiver to walk the map and drop it.
 
 use std::sync::{Arc, OnceLock};
 
@@ -31,13 +37,71 @@ use crate::error::{Error, Result};
 pub(super) struct Rendered {
     /// `Value::String`s, so that a name is offered to a `Deserialize` as JSON offers it.
     names: Arc<[Value]>,
-    values: Vec<Value>,
+    values: Vec<Slot>,
     json: OnceLock<Value>,
+}
+
+/// A value of an edge template's object: JSON, or a struct placed whole from a typed
+/// message, kept as its fields.
+pub(crate) enum Slot {
+    Json(Value),
+    Struct(Struct),
+}
+
+/// A struct serialised as its fields' names (the `&'static str`s its `Serialize` gives)
+/// and values, in order, each name once: the object serde_json would make of it, with
+/// no map built, no key copied or hashed. Made by [`fields`](super::fields) for a field
+/// an edge places whole (`"user": "{{$.user}}"`); a receiver decodes straight from it.
+pub(crate) struct Struct {
+    pub(super) names: Vec<&'static str>,
+    pub(super) values: Vec<Slot>,
+}
+
+impl Slot {
+    /// The JSON it stands for, moved.
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Slot::Json(v) => v,
+            Slot::Struct(s) => Value::Object(
+                s.names
+                    .into_iter()
+                    .zip(s.values)
+                    .map(|(name, value)| (name.to_owned(), value.into_value()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The JSON it stands for, copied.
+    fn to_value(&self) -> Value {
+        match self {
+            Slot::Json(v) => v.clone(),
+            Slot::Struct(s) => s.fields().object(),
+        }
+    }
+}
+
+impl Struct {
+    fn fields(&self) -> Fields<'_, &'static str> {
+        Fields {
+            names: &self.names,
+            values: &self.values,
+        }
+    }
+}
+
+impl Serialize for Slot {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Slot::Json(v) => v.serialize(s),
+            Slot::Struct(st) => st.fields().serialize(s),
+        }
+    }
 }
 
 impl Rendered {
     /// `values` in the order of `names`.
-    pub(super) fn new(names: Arc<[Value]>, values: Vec<Value>) -> Self {
+    pub(super) fn new(names: Arc<[Value]>, values: Vec<Slot>) -> Self {
         Rendered {
             names,
             values,
@@ -54,13 +118,13 @@ impl Rendered {
             .names
             .iter()
             .zip(self.values.drain(..))
-            .map(|(name, value)| (name.as_str().unwrap_or_default().to_owned(), value))
+            .map(|(name, value)| (name.as_str().unwrap_or_default().to_owned(), value.into_value()))
             .collect();
         Value::Object(map)
     }
 
     /// The fields, for a `Deserialize`.
-    pub(super) fn deserializer(&self) -> Fields<'_> {
+    pub(super) fn deserializer(&self) -> Fields<'_, Value> {
         Fields {
             names: &self.names,
             values: &self.values,
@@ -87,34 +151,127 @@ impl Body for Rendered {
     }
 }
 
-/// The fields of a [`Rendered`] object, borrowed: written as a JSON object, and read as
-/// one.
-#[derive(Clone, Copy)]
-pub(super) struct Fields<'a> {
-    names: &'a [Value],
-    values: &'a [Value],
+/// The fields of a [`Rendered`] object or of a [`Struct`], borrowed: written as a JSON
+/// object, and read as one.
+pub(super) struct Fields<'a, N> {
+    names: &'a [N],
+    values: &'a [Slot],
 }
 
-impl Fields<'_> {
+impl<N> Clone for Fields<'_, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<N> Copy for Fields<'_, N> {}
+
+/// A field's name: the edge's (`Value::String`) or a struct's own (`&'static str`).
+pub(super) trait Name: Serialize {
+    fn text(&self) -> &str;
+    /// Offers the name to `seed` as serde_json offers a `Value::String` by reference.
+    fn offer<'de, K: DeserializeSeed<'de>>(&'de self, seed: K) -> std::result::Result<K::Value, serde_json::Error>;
+}
+
+impl Name for Value {
+    fn text(&self) -> &str {
+        self.as_str().unwrap_or_default()
+    }
+    fn offer<'de, K: DeserializeSeed<'de>>(&'de self, seed: K) -> std::result::Result<K::Value, serde_json::Error> {
+        seed.deserialize(self)
+    }
+}
+
+impl Name for &'static str {
+    fn text(&self) -> &str {
+        self
+    }
+    fn offer<'de, K: DeserializeSeed<'de>>(&'de self, seed: K) -> std::result::Result<K::Value, serde_json::Error> {
+        seed.deserialize(StaticName(self))
+    }
+}
+
+impl<N: Name> Fields<'_, N> {
     /// The object itself.
     fn object(self) -> Value {
         let map: Map<String, Value> = self
             .names
             .iter()
             .zip(self.values)
-            .map(|(name, value)| (name.as_str().unwrap_or_default().to_owned(), value.clone()))
+            .map(|(name, value)| (name.text().to_owned(), value.to_value()))
             .collect();
         Value::Object(map)
     }
 }
 
-impl Serialize for Fields<'_> {
+impl<N: Name> Serialize for Fields<'_, N> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.names.len()))?;
         for (name, value) in self.names.iter().zip(self.values) {
             map.serialize_entry(name, value)?;
         }
         map.end()
+    }
+}
+
+/// A struct's field name offered as serde_json offers a `&Value::String`: the requests
+/// a field's name meets (an identifier, a string) answered with the name itself, any
+/// other by such a `Value`. (What a receiver that borrows could tell apart, a name
+/// visited as borrowed or owned, no decoded message type can: they own their data.)
+struct StaticName(&'static str);
+
+macro_rules! as_string {
+    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> std::result::Result<V::Value, Self::Error> {
+            Value::String(self.0.to_owned()).$method($($arg,)* visitor)
+        })*
+    };
+}
+
+impl<'de> Deserializer<'de> for StaticName {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        visitor.visit_borrowed_str(self.0)
+    }
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        visitor.visit_borrowed_str(self.0)
+    }
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        visitor.visit_borrowed_str(self.0)
+    }
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
+        visitor.visit_borrowed_str(self.0)
+    }
+
+    as_string! {
+        deserialize_option();
+        deserialize_ignored_any();
+        deserialize_map();
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+        deserialize_newtype_struct(name: &'static str);
+        deserialize_unit_struct(name: &'static str);
+        deserialize_tuple_struct(name: &'static str, len: usize);
+        deserialize_bool();
+        deserialize_i8();
+        deserialize_i16();
+        deserialize_i32();
+        deserialize_i64();
+        deserialize_i128();
+        deserialize_u8();
+        deserialize_u16();
+        deserialize_u32();
+        deserialize_u64();
+        deserialize_u128();
+        deserialize_f32();
+        deserialize_f64();
+        deserialize_char();
+        deserialize_bytes();
+        deserialize_byte_buf();
+        deserialize_unit();
+        deserialize_seq();
+        deserialize_tuple(len: usize);
     }
 }
 
@@ -128,7 +285,7 @@ macro_rules! as_object {
     };
 }
 
-impl<'de> Deserializer<'de> for Fields<'de> {
+impl<'de, N: Name> Deserializer<'de> for Fields<'de, N> {
     type Error = serde_json::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> std::result::Result<V::Value, Self::Error> {
@@ -199,13 +356,13 @@ impl<'de> Deserializer<'de> for Fields<'de> {
 }
 
 /// The object's entries, as serde_json's `MapRefDeserializer` gives them.
-struct Access<'de> {
-    names: std::slice::Iter<'de, Value>,
-    values: std::slice::Iter<'de, Value>,
-    value: Option<&'de Value>,
+struct Access<'de, N> {
+    names: std::slice::Iter<'de, N>,
+    values: std::slice::Iter<'de, Slot>,
+    value: Option<&'de Slot>,
 }
 
-impl<'de> MapAccess<'de> for Access<'de> {
+impl<'de, N: Name> MapAccess<'de> for Access<'de, N> {
     type Error = serde_json::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
@@ -215,7 +372,7 @@ impl<'de> MapAccess<'de> for Access<'de> {
         match (self.names.next(), self.values.next()) {
             (Some(name), Some(value)) => {
                 self.value = Some(value);
-                seed.deserialize(name).map(Some)
+                name.offer(seed).map(Some)
             }
             _ => Ok(None),
         }
@@ -223,7 +380,8 @@ impl<'de> MapAccess<'de> for Access<'de> {
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> std::result::Result<V::Value, Self::Error> {
         match self.value.take() {
-            Some(value) => seed.deserialize(value),
+            Some(Slot::Json(value)) => seed.deserialize(value),
+            Some(Slot::Struct(s)) => seed.deserialize(s.fields()),
             None => Err(de::Error::custom("value is missing")),
         }
     }
@@ -303,7 +461,7 @@ mod tests {
             panic!("not an object: {object}")
         };
         let names: Arc<[Value]> = map.keys().map(|k| Value::String(k.clone())).collect();
-        Msg::from_fields(names, map.values().cloned().collect())
+        Msg::from_fields(names, map.values().cloned().map(Slot::Json).collect())
     }
 
     /// `object` kept as fields decodes into `T` as the object does, with the same
