@@ -10,7 +10,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use tiny_runtime::nats::{Credentials, Link};
-use tiny_testkit::NatsServer;
+use tiny_testkit::{
+    NatsServer,
+    nats::{refused_subscription, watched},
+};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -124,36 +127,17 @@ async fn a_creds_file_connects_in_operator_mode_with_its_users_permissions() {
     assert_eq!(got.ok().flatten().map(|m| m.payload.to_vec()), Some(b"probe".to_vec()));
 
     // The same user's subscription to beta's subject: refused by the broker.
-    let (events, mut seen) = tokio::sync::mpsc::unbounded_channel();
-    let spy = async_nats::ConnectOptions::new()
-        .credentials_file(&file)
-        .await
-        .expect("reads the file")
-        .event_callback(move |event| {
-            let events = events.clone();
-            async move {
-                let _ = events.send(event);
-            }
-        })
-        .connect(&url)
-        .await
-        .expect("alpha's .creds connect");
+    let (spy, mut seen) = watched(
+        async_nats::ConnectOptions::new()
+            .credentials_file(&file)
+            .await
+            .expect("reads the file"),
+        &url,
+        "alpha's .creds",
+    )
+    .await;
     let _theirs = spy.subscribe("tinymodule.beta-v0.msg").await.expect("SUB sent");
-    let refused = tokio::time::timeout(WAIT, async {
-        loop {
-            match seen.recv().await {
-                Some(async_nats::Event::ServerError(async_nats::ServerError::Other(text))) => break text,
-                Some(_) => {}
-                None => panic!("no more events"),
-            }
-        }
-    })
-    .await
-    .expect("the broker refuses in time");
-    assert!(
-        refused.to_lowercase().contains("permissions violation") && refused.contains("tinymodule.beta-v0.msg"),
-        "{refused}"
-    );
+    refused_subscription(&mut seen, "tinymodule.beta-v0.msg").await;
 
     // A user signed by an account the operator never signed is not let in.
     let stranger = nkeys::KeyPair::new_account();

@@ -61,7 +61,7 @@ pub use error::Error;
 use error::io_err;
 pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
 use process::{Proc, bind_failed, not_ready, wait_for_listening_port, wait_for_port};
-pub use process::{listening_ports, random_port};
+pub use process::{listening_ports, random_port, refusing_port};
 use token::random_token;
 
 /// Field manager used for server-side apply by this crate.

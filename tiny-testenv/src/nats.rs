@@ -398,6 +398,17 @@ impl RawNats {
         Ok(sid)
     }
 
+    /// The header block [`publish`](Self::publish) writes for `headers`: the status
+    /// line, each `name: value` line in this order and case, and the empty line.
+    pub fn header_block(headers: &[(&str, &str)]) -> Vec<u8> {
+        let mut block = b"NATS/1.0\r\n".to_vec();
+        for (k, v) in headers {
+            block.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
+        }
+        block.extend_from_slice(b"\r\n");
+        block
+    }
+
     /// Publishes `payload` with `headers` written in this order and case (`HPUB`), or
     /// without a header block when `headers` is `None` (`PUB`).
     pub async fn publish(
@@ -412,11 +423,7 @@ impl RawNats {
         match headers {
             None => out.extend_from_slice(format!("PUB {subject}{reply} {}\r\n", payload.len()).as_bytes()),
             Some(headers) => {
-                let mut block = b"NATS/1.0\r\n".to_vec();
-                for (k, v) in headers {
-                    block.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
-                }
-                block.extend_from_slice(b"\r\n");
+                let block = Self::header_block(headers);
                 out.extend_from_slice(
                     format!(
                         "HPUB {subject}{reply} {} {}\r\n",

@@ -327,6 +327,22 @@ pub fn random_port() -> Result<u16, Error> {
     Ok(low + u16::from_le_bytes(bytes) % (high - low))
 }
 
+/// A loopback port nobody listens on, held for as long as the returned socket lives:
+/// bound but not listening, so a connection to it is refused, and no other process can
+/// bind it meanwhile (a port bound and released could be taken, and answer).
+pub fn refusing_port() -> Result<(tokio::net::TcpSocket, u16), Error> {
+    let held = || -> io::Result<_> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind((std::net::Ipv4Addr::LOCALHOST, 0).into())?;
+        let port = socket.local_addr()?.port();
+        Ok((socket, port))
+    };
+    held().map_err(|source| Error::Io {
+        context: "holding a loopback port".into(),
+        source,
+    })
+}
+
 /// The ports `[low, high)` to choose from: 10000 up to the start of the ephemeral range,
 /// or, if that range starts too low to leave room (or is unknown), all unprivileged ports.
 fn port_range(ephemeral_start: Option<u16>) -> (u16, u16) {

@@ -9,7 +9,8 @@
 //!   Ready; [`Replica`]: a module binary run as a process (start, probe, metrics,
 //!   SIGKILL); and, re-exported from `tiny-testenv`, [`eventually`], [`TestEnv`],
 //!   [`NatsServer`] and [`RawNats`]; [`durable_module`]: a module on JetStream in
-//!   this process (engine, router, run ledger, consumers).
+//!   this process (engine, router, run ledger, consumers); [`nats`]: a client whose
+//!   events (the broker's refusals) a test reads.
 //!
 //! A dev-dependency only: it is not published.
 
@@ -22,6 +23,8 @@ pub mod seen;
 pub mod cluster;
 #[cfg(feature = "cluster")]
 mod durable;
+#[cfg(feature = "cluster")]
+pub mod nats;
 #[cfg(feature = "cluster")]
 mod replica;
 

@@ -249,10 +249,8 @@ async fn bad_requests_and_an_unreachable_collector_fail_clearly() {
     );
     // Nothing listening: transient, naming where it looked.
     // A port held bound but not listening: refused, and no other process can take it
-    // meanwhile (as one bound and released could be, and answer).
-    let held = tokio::net::TcpSocket::new_v4().expect("a socket");
-    held.bind(([127, 0, 0, 1], 0).into()).expect("bound");
-    let gone = held.local_addr().expect("an address").port();
+    // meanwhile.
+    let (_held, gone) = tiny_testenv::refusing_port().expect("a held port");
     let h = reading(gone, false).await;
     let e = h
         .send("tel:request", json!({"project": "shop"}))

@@ -21,16 +21,6 @@ use tiny_sdk::{
 };
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-/// A loopback port nobody listens on, held for as long as the socket lives: bound but
-/// not listening, so a connection is refused, and no other process can bind it meanwhile
-/// (a port bound and released could be taken and answer).
-fn refusing_port() -> (tokio::net::TcpSocket, u16) {
-    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
-    socket.bind(([127, 0, 0, 1], 0).into()).expect("bound");
-    let port = socket.local_addr().expect("an address").port();
-    (socket, port)
-}
-
 /// A Prometheus on loopback, scraping itself every second; killed on drop.
 struct Prometheus {
     child: Child,
@@ -246,7 +236,7 @@ async fn promql_failures_go_to_the_error_port_with_their_class() {
     assert_eq!(h.emitted("n:error").pop().expect("error")["error"], "query is required");
 
     // Nobody listening: retryable.
-    let (_held, port) = refusing_port();
+    let (_held, port) = tiny_testenv::refusing_port().expect("a held port");
     let gone = format!("http://127.0.0.1:{port}");
     let h = harness("promql_query", json!({"baseURL": gone, "timeoutSeconds": 5})).await;
     let err = h.send("n:request", json!({"query": "up"})).await.expect_err("refused");

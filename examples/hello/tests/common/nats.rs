@@ -1,17 +1,16 @@
 //! Steps the tests of modules with NATS users of their own share (`identity.rs`,
-//! `nkeys.rs`): modules seen on the broker, a hop sent as the platform, and a client
-//! whose subscriptions the broker may refuse.
+//! `nkeys.rs`): modules seen on the broker, a hop sent as the platform, the broker's
+//! users; a client whose subscriptions the broker may refuse is tiny-testkit's.
 
 use std::time::Duration;
 
-use async_nats::{Client, ConnectOptions, Event, ServerError};
 use kube::Api;
 use serde_json::{Value, json};
 use tiny_runtime::{
     crd::TinyModule,
     nats::{Link, SendOptions, send},
 };
-use tokio::sync::mpsc::UnboundedReceiver;
+pub use tiny_testkit::nats::{broker_error, refused_subscription, watched};
 
 use super::eventually;
 
@@ -45,51 +44,6 @@ pub async fn greet(platform: &Link, node: &str, name: &str) -> Option<Value> {
     .await
     .expect("answers")
     .and_then(|r| r.into_value())
-}
-
-/// A client connected to `url` with `options`, and the events it sees (the broker's
-/// errors among them).
-pub async fn watched(options: ConnectOptions, url: &str, who: &str) -> (Client, UnboundedReceiver<Event>) {
-    let (events, seen) = tokio::sync::mpsc::unbounded_channel();
-    let client = options
-        .event_callback(move |event| {
-            let events = events.clone();
-            async move {
-                let _ = events.send(event);
-            }
-        })
-        .connect(url)
-        .await
-        .unwrap_or_else(|e| panic!("{who} connects: {e}"));
-    (client, seen)
-}
-
-/// The broker's next error among `events` (sent for a refused subscription or
-/// publish), waited for up to 10 s.
-pub async fn broker_error(events: &mut UnboundedReceiver<Event>, what: &str) -> String {
-    let wait = async {
-        loop {
-            match events.recv().await {
-                Some(Event::ServerError(ServerError::Other(text))) => break Some(text),
-                Some(_) => {}
-                None => break None,
-            }
-        }
-    };
-    match tokio::time::timeout(Duration::from_secs(10), wait).await {
-        Ok(Some(text)) => text,
-        _ => panic!("no broker error for {what} within 10 s"),
-    }
-}
-
-/// Waits for the broker to refuse a subscription to `subject` (a permissions
-/// violation, sent as the subscription is made).
-pub async fn refused_subscription(events: &mut UnboundedReceiver<Event>, subject: &str) {
-    let refused = broker_error(events, &format!("the subscription to {subject}")).await;
-    assert!(
-        refused.to_lowercase().contains("permissions violation") && refused.contains(subject),
-        "{refused}"
-    );
 }
 
 /// The broker's `authorization` block: the platform a user (`platform`, password
