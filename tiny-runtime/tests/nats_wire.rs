@@ -630,7 +630,8 @@ async fn a_reply_over_the_brokers_limit_comes_back_as_an_error_at_once() {
     let broker = NatsServer::start().await.expect("nats-server starts");
     let (_b, _receiver, link) = module_b(&broker, &flow_b()).await;
     let max = link.client().max_payload();
-    let started = std::time::Instant::now();
+    // "At once" is read from the code, not a clock: a reply that never came would end
+    // the wait with TIMEOUT.
     let e = send(
         link.client(),
         "f.b.big-1",
@@ -641,5 +642,4 @@ async fn a_reply_over_the_brokers_limit_comes_back_as_an_error_at_once() {
     .await
     .expect_err("too large to answer");
     assert_eq!(e.code(), Some(code::MESSAGE_TOO_LARGE), "{e}");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
 }
