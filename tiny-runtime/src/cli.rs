@@ -30,6 +30,10 @@
 //! files). One line a finding, `breaking` or `compatible`, naming flow, node, edge, port
 //! and field (`--output json` for machines); exit status 1 when any is breaking, 2 when
 //! the check could not be made. The tiny-module chart runs it as a `pre-upgrade` hook.
+//!
+//! `my-module capture-run <run-id> -o tests/runs/order.json` reads a durable run from the
+//! ledger into a file ([`tiny_sdk::run::capture_run`]) that `cargo test` replays against
+//! the build ([`tiny_sdk::harness::replay_runs`]): docs/guide.md, "Replay a recorded run".
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 
@@ -91,6 +95,10 @@ enum Command {
     /// or --flow files); one line a finding naming flow, node, edge, port and field, `breaking` or `compatible`.
     /// Exit status 1 when any is breaking, 2 when the check could not be made.
     CheckUpgrade(CheckUpgradeArgs),
+    /// Read a durable run from the ledger (`TINY_EXEC` on JetStream) into a file that a test replays
+    /// (`tiny_sdk::harness::replay_runs` over `tests/runs/`): its first message and, per step, node, port, what
+    /// arrived, what it emitted and what each outside call answered. Exit status 1 when it cannot be read.
+    CaptureRun(CaptureRunArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -579,6 +587,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
         Command::Render(args) => render(&args),
         Command::Validate(args) => validate(&args, &registry),
         Command::CheckUpgrade(args) => check_upgrade(&args, &registry),
+        Command::CaptureRun(args) => block_on(capture_run(args)),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
                 print!("{y}");
@@ -1058,6 +1067,68 @@ async fn send(args: SendArgs) -> Result<(), String> {
             args.node
         );
     }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+struct CaptureRunArgs {
+    /// The run's id (what `x-run-id`, `run_status` and the ledger's keys name).
+    run_id: String,
+    /// The file to write (`tests/runs/<name>.json`); standard output without it.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The broker (`nats://[token@]host:port`).
+    #[arg(long, env = "TINY_NATS_URL")]
+    nats_url: String,
+    /// The broker's token, when it is not in the URL (see `send`).
+    #[arg(long, env = "TINY_NATS_TOKEN")]
+    nats_token: Option<String>,
+    /// A NATS user of one's own instead of the shared token (see `run`).
+    #[arg(
+        long,
+        env = "TINY_NATS_USER",
+        conflicts_with = "nats_token",
+        requires = "nats_password"
+    )]
+    nats_user: Option<String>,
+    /// The password of `TINY_NATS_USER`.
+    #[arg(long, env = "TINY_NATS_PASSWORD", requires = "nats_user")]
+    nats_password: Option<String>,
+    #[command(flatten)]
+    nkey: NkeyArgs,
+}
+
+/// `capture-run`: a run's ledger records as a capture file ([`tiny_sdk::run::capture_run`]).
+/// Reads the bucket as it is: creates and changes nothing on the broker.
+async fn capture_run(args: CaptureRunArgs) -> Result<(), String> {
+    let url = user_nats_url(
+        Some(&args.nats_url),
+        args.nats_token.as_deref(),
+        args.nats_user.as_deref(),
+        args.nats_password.as_deref(),
+    )
+    .unwrap_or_default();
+    let credentials = args.nkey.credentials().map_err(|e| e.to_string())?;
+    let link = crate::nats::Link::connect_with_credentials(&url, None, &credentials)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+        return Err(format!("the NATS broker at {} did not answer", link.url()));
+    }
+    let js = crate::jetstream::JetStream::new(link, "capture-run", "capture-run");
+    js.open_ledger().await.map_err(|e| e.to_string())?;
+    let run = tiny_sdk::run::capture_run(&*js, &args.run_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = run.to_json().map_err(|e| e.to_string())? + "\n";
+    match &args.output {
+        Some(path) => std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?,
+        None => print!("{text}"),
+    }
+    for note in &run.notes {
+        eprintln!("note: {note}");
+    }
+    eprintln!("run {}: {} step(s) captured", run.run_id, run.steps.len());
     Ok(())
 }
 

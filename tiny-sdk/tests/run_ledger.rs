@@ -456,6 +456,29 @@ fn a_finished_run_is_collected_a_day_after_its_last_step_but_not_its_other_state
 }
 
 #[test]
+fn outside_call_answers_go_with_their_runs_records_and_never_before_them() {
+    let root = root_step_key(RUN);
+    let mut first = done_record();
+    first.emits.truncate(1);
+    let answer = tiny_sdk::run::call_key(RUN, K0, "price", 0);
+    let entries = vec![
+        (
+            step_record_key(RUN, &root),
+            Bytes::from(first.to_json_bytes().expect("writes")),
+        ),
+        (step_record_key(RUN, K0), Bytes::from_static(FAILED.as_bytes())),
+        (answer.clone(), Bytes::from_static(b"{}")),
+    ];
+    let plan = pass(&entries, at(1 + 86_400, 120_000_001));
+    let mut want = vec![step_record_key(RUN, &root), step_record_key(RUN, K0), answer.clone()];
+    want.sort();
+    assert_eq!(plan.delete, want);
+    // An answer written while its run's first step still runs (no record yet) stays.
+    let other = tiny_sdk::run::call_key("other-run", "other-run.root", "price", 0);
+    assert!(pass(&[(other, Bytes::from_static(b"{}"))], at(1 + 86_400, 120_000_001)).is_empty());
+}
+
+#[test]
 fn a_failed_step_is_final_and_only_the_other_pending_hop_is_re_driven() {
     // K0 failed; KU never completed.
     let entries = with(stalled_run(), step_record_key(RUN, K0), FAILED.as_bytes());

@@ -102,6 +102,19 @@ impl JetStream {
         Ok(())
     }
 
+    /// Binds the bucket `TINY_EXEC` as the broker has it, creating and changing
+    /// nothing: for a tool that reads runs (`capture-run`) rather than a module.
+    /// Fails with code `RUN_STORE` when there is no such bucket.
+    pub async fn open_ledger(&self) -> Result<()> {
+        let bucket = self
+            .jetstream()
+            .get_key_value(config::EXEC_BUCKET)
+            .await
+            .map_err(|e| ledger("opening the bucket", e))?;
+        *self.bucket.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(bucket));
+        Ok(())
+    }
+
     /// `wanted` with the limits the broker's stream of that name already has (none
     /// if there is no such stream yet).
     async fn merged(&self, wanted: stream::Config) -> Result<stream::Config> {

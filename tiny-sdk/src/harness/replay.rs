@@ -315,8 +315,12 @@ fn compare_failures(run: &CapturedRun, failures: &[(String, Error)], diffs: &mut
         .collect();
     for (at, e) in failures {
         let node = at.rsplit_once(':').map_or(at.as_str(), |(n, _)| n);
-        // A replay's own refusal of a call is reported as such, below.
-        if !recorded_failed.contains(node) && e.code() != Some(code::NOT_RECORDED) {
+        // A replay's own refusal of a call is reported as such, and a failure passed
+        // up from further down (`?` on an emit) where it arose.
+        let arose_here = e
+            .origin()
+            .is_none_or(|o| o.rsplit_once(':').map_or(o, |(n, _)| n) == node);
+        if !recorded_failed.contains(node) && e.code() != Some(code::NOT_RECORDED) && !e.is_relayed() && arose_here {
             diffs.push(ReplayDiff::FailsNow {
                 port: at.clone(),
                 error: e.to_string(),

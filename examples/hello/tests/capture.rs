@@ -1,0 +1,118 @@
+//! `hello-module capture-run`: a durable run on a real `nats-server` read from the
+//! ledger into a file by the module binary, and the file replayed green by the
+//! harness's `replay_runs`, as a module's `tests/runs/` is (issue 46).
+
+use std::{process::Command, time::Duration};
+
+use serde_json::json;
+use tiny_example_hello::{Hello, Respond, Shout};
+use tiny_sdk::{
+    engine::EXECUTION_MODE_LABEL,
+    flow::{Flow, FlowBuilder},
+    harness::{Harness, HarnessBuilder, replay_runs},
+    run::{self, CapturedRun, RunStore as _},
+};
+use tiny_testkit::{NatsServer, durable_module, eventually};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// `cap.hello.hello-1` (durable) → `cap.hello.shout-1` → `cap.hello.respond-1`.
+fn flow() -> Flow {
+    let mut flow = FlowBuilder::new()
+        .module("hello")
+        .node("cap.hello.hello-1", "hello")
+        .node("cap.hello.shout-1", "shout")
+        .node("cap.hello.respond-1", "respond")
+        .edge(
+            "cap.hello.hello-1:greeting",
+            "cap.hello.shout-1:input",
+            json!({"text": "{{$.greeting}}"}),
+        )
+        .edge("cap.hello.shout-1:out", "cap.hello.respond-1:response", json!("{{$}}"))
+        .build();
+    for n in &mut flow.nodes {
+        if n.name == "cap.hello.hello-1" {
+            n.labels.insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
+        }
+    }
+    flow
+}
+
+fn this_build() -> HarnessBuilder {
+    Harness::builder()
+        .register::<Hello>()
+        .register::<Shout>()
+        .register::<Respond>()
+        .flow(flow())
+}
+
+fn capture_run(broker: &NatsServer, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hello-module"))
+        .arg("capture-run")
+        .args(args)
+        .env("TINY_NATS_URL", broker.url())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("hello-module runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn capture_run_writes_a_file_that_replays_green() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let module = durable_module(&broker, "hello", tiny_example_hello::registry(), &flow()).await;
+    module
+        .engine
+        .send("cap.hello.hello-1:input", json!({"name": "Ada"}))
+        .await
+        .expect("the first step runs");
+    let run_id = eventually("the run is recorded", WAIT, || async {
+        let keys = module.js.keys("exec/").await.ok()?;
+        keys.iter().find_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))
+    })
+    .await;
+    eventually("the run completes", WAIT, || async {
+        let s = run::run_status(&*module.js, &run_id).await.ok()?;
+        s.complete.then_some(())
+    })
+    .await;
+    module.receiver.stop().await;
+
+    let dir = tempfile::tempdir().expect("a folder");
+    let file = dir.path().join("greet.json");
+    let out = capture_run(&broker, &[&run_id, "-o", file.to_str().expect("a UTF-8 path")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("run {run_id}: 3 step(s) captured")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let captured = CapturedRun::from_json(&std::fs::read_to_string(&file).expect("the file")).expect("a capture");
+    assert_eq!(
+        captured.entry.as_ref().map(|e| (e.to.as_str(), e.data.clone())),
+        Some(("cap.hello.hello-1:input", json!({"name": "Ada"})))
+    );
+    let shout = captured
+        .steps
+        .iter()
+        .find(|s| s.node == "cap.hello.shout-1")
+        .expect("shout's step");
+    assert_eq!(shout.port, "input");
+    assert_eq!(
+        shout.arrived.as_ref().map(|a| a["greeting"].clone()),
+        Some(json!("Hello, Ada!"))
+    );
+
+    // The module's one-line test over its runs folder: green.
+    let reports = replay_runs(this_build, dir.path()).await;
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].run_id, run_id);
+
+    // A run the ledger does not have: a clear error and a failing exit status.
+    let out = capture_run(&broker, &["no-such-run"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("run `no-such-run` has no records in the ledger"),
+        "{stderr}"
+    );
+}
