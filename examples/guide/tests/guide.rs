@@ -51,6 +51,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         "tee $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tiny/env",
     ),
     (
+        "guide-module capture-run <run-id> -o tests/runs/weather.json",
+        "examples/guide/tests/replay.rs",
+        "fn the_binary_captures_a_durable_run()",
+    ),
+    (
         "guide-module validate flows/convert.yaml",
         "examples/guide/tests/guide.rs",
         "fn the_binary_validates_the_guides_flow()",
@@ -140,6 +145,7 @@ const SOURCES: &[&str] = &[
     "examples/guide/tests/harness.rs",
     "examples/guide/tests/schema.rs",
     "examples/guide/tests/cluster.rs",
+    "examples/guide/tests/replay.rs",
     "examples/guide/flows/convert.yaml",
 ];
 
