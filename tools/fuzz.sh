@@ -38,6 +38,8 @@ export PATH="$cache/cargo-fuzz/bin:$PATH"
 export RUSTC_BOOTSTRAP=1
 fuzz=(cargo fuzz)
 common=(--fuzz-dir "$root/fuzz" --target-dir "$cache/target-fuzz-san")
+# The sanitized builds keep to their own folder, not the shared build folder `make` names.
+export CARGO_BUILD_BUILD_DIR="$cache/target-fuzz-san"
 
 if [ $# -gt 0 ]; then
     targets=("$@")

@@ -60,7 +60,7 @@ pub use binaries::{
 pub use error::Error;
 use error::io_err;
 pub use nats::{NATS_SERVER_ENV, NatsServer, RawMessage, RawNats, nats_server_binary};
-use process::{Proc, bind_failed, not_ready, wait_for_listening_port, wait_for_port};
+use process::{Proc, bind_failed, not_ready, wait_for_listening_port};
 pub use process::{listening_ports, random_port, refusing_port};
 use token::random_token;
 
@@ -194,11 +194,9 @@ impl TestEnvBuilder {
             .current_dir(&root);
         let mut etcd = Proc::spawn("etcd", etcd_cmd, root.join("etcd.log"))?;
         let etcd_port = wait_for_listening_port(&mut etcd, self.ready_timeout).await?;
+        // A restart binds port 0 again (`restart_etcd_and_apiserver`): the port it got is
+        // in the ephemeral range, where an outgoing connection may take it meanwhile.
         let etcd_url = format!("http://127.0.0.1:{etcd_port}");
-        // A restart takes the same port, as the API server's `--etcd-servers` expects.
-        for flag in ["--listen-client-urls", "--advertise-client-urls"] {
-            etcd.replace_arg(&format!("{flag}={any_port}"), &format!("{flag}={etcd_url}"));
-        }
 
         // --- kube-apiserver -----------------------------------------------------------
         let token = random_token()?;
@@ -467,11 +465,18 @@ impl TestEnv {
     }
 
     /// Kills etcd and the API server, starts etcd again on its data, then the API
-    /// server; returns once it is ready. Watches see their streams end.
+    /// server; returns once it is ready. Watches see their streams end. etcd may listen
+    /// on another port than before (it binds port 0 again, as the old one, an ephemeral
+    /// port, may be taken); the API server is told the new one, and keeps its own.
     pub async fn restart_etcd_and_apiserver(&mut self) -> Result<(), Error> {
         self.apiserver.kill();
         self.etcd.restart()?;
-        wait_for_port(&mut self.etcd, self.etcd_port, self.ready_timeout).await?;
+        let port = wait_for_listening_port(&mut self.etcd, self.ready_timeout).await?;
+        self.apiserver.replace_arg(
+            &format!("--etcd-servers=http://127.0.0.1:{}", self.etcd_port),
+            &format!("--etcd-servers=http://127.0.0.1:{port}"),
+        );
+        self.etcd_port = port;
         self.restart_apiserver().await
     }
 
