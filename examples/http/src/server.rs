@@ -21,9 +21,13 @@ use http_body_util::{BodyExt as _, Full, Limited, combinators::BoxBody};
 use hyper::{Request as HttpReq, Response as HttpResp, StatusCode, body::Incoming, header, service::service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{Value, json};
-use tiny_sdk::{PortShape, client::ExposePortRequest, flow::Node, message::Reply, prelude::*};
+use tiny_sdk::{Msg, PortShape, client::ExposePortRequest, flow::Node, message::Reply, prelude::*};
 
-use crate::headers::{Header, to_list_without};
+use crate::headers::Header;
+
+mod arrived;
+
+use arrived::{Arrived, Http};
 
 /// Settings, as Go's server, and two limits of tiny's.
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
@@ -360,7 +364,7 @@ fn saved_port(ctx: &Ctx<HttpServer>) -> Result<u16> {
 impl HttpServer {
     async fn on_response(&self, _: &Ctx<Self>, response: Response) -> Result<Reply> {
         // The handler's value is the answer: it travels back up to the request's emit.
-        Ok(Reply::msg(tiny_sdk::Msg::new(response)))
+        Ok(Reply::msg(Msg::new(response)))
     }
 
     async fn on_start(&self, ctx: &Ctx<Self>, start: Start) -> Result<()> {
@@ -540,7 +544,7 @@ async fn serve(
         write_timeout: seconds(start.write_timeout),
         read_timeout: seconds(start.read_timeout),
         tls: tls.is_some(),
-        pod: std::env::var("HOSTNAME").unwrap_or_default(),
+        pod: std::env::var("HOSTNAME").unwrap_or_default().into(),
     });
     let read_timeout = seconds(start.read_timeout);
     let cap = usize::try_from(ctx.settings().max_connections)
@@ -779,7 +783,7 @@ struct Serving {
     read_timeout: Option<Duration>,
     /// The listener speaks HTTPS: every request's `scheme` is `https`, as Echo says.
     tls: bool,
-    pod: String,
+    pod: Arc<str>,
 }
 
 /// `work`'s output, or `None` when `limit` passed first. The deadline counts from now,
@@ -823,12 +827,20 @@ impl Serving {
             Err(_) => return plain(StatusCode::BAD_REQUEST, "could not read request body".into()),
         };
         let context = self.context.read().map(|c| c.clone()).unwrap_or_default();
-        let msg = to_message(&parts, &body, (peer, self.tls), context, &self.pod);
+        // Its fields are made only when read (see `arrived`).
+        let msg = Msg::new(Arrived::Http(Box::new(Http {
+            parts,
+            body,
+            peer,
+            tls: self.tls,
+            context,
+            pod: self.pod.clone(),
+        })));
         // Each request its own cancellation: a timeout or a client that went away
         // stops this chain (in this module and across gRPC), nothing else.
         let (ctx, cancel) = self.ctx.scoped();
         let _abandon = cancel.drop_guard();
-        let emit = self.request.emit(&ctx, msg);
+        let emit = ctx.emit_msg(self.request.name(), msg);
         let Some(reply) = within(self.write_timeout, emit).await else {
             return json_status(StatusCode::GATEWAY_TIMEOUT, "Gateway Timeout");
         };
@@ -854,115 +866,6 @@ impl Serving {
         };
         to_http(response)
     }
-}
-
-/// The flow's message for a request.
-fn to_message(
-    parts: &hyper::http::request::Parts,
-    body: &Bytes,
-    (peer, tls): (std::net::SocketAddr, bool),
-    context: Value,
-    pod: &str,
-) -> Request {
-    let uri = &parts.uri;
-    let path = percent_encoding::percent_decode_str(uri.path())
-        .decode_utf8_lossy()
-        .into_owned();
-    let path_segments = path.split('/').filter(|s| !s.is_empty()).map(str::to_owned).collect();
-    let mut request_params: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (k, v) in form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes()) {
-        request_params.entry(k.into_owned()).or_default().push(v.into_owned());
-    }
-    let seen = Forwarded::scan(&parts.headers);
-    let real_ip = seen
-        .forwarded_for
-        .and_then(|v| v.split(',').next().map(|s| s.trim().to_owned()))
-        .or_else(|| seen.real_ip.map(str::to_owned))
-        .unwrap_or_else(|| ip_text(peer.ip()));
-    // As Echo: a TLS connection is `https` whatever a header says.
-    let scheme = (tls.then_some("https"))
-        .or(seen.proto)
-        .or(seen.protocol)
-        .or_else(|| (seen.ssl == Some("on")).then_some("https"))
-        .or(seen.url_scheme)
-        .unwrap_or("http")
-        .to_owned();
-    // As Go: the host has its own field.
-    let headers = to_list_without(&parts.headers, Some(&header::HOST));
-    Request {
-        context,
-        path,
-        path_segments,
-        request_uri: uri
-            .path_and_query()
-            .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned()),
-        request_params,
-        host: seen.host.unwrap_or_default().to_owned(),
-        method: parts.method.as_str().to_owned(),
-        real_ip,
-        headers,
-        body: String::from_utf8_lossy(body).into_owned(),
-        scheme,
-        pod_name: pod.to_owned(),
-    }
-}
-
-/// The request headers that say where it came from, found in one pass over the
-/// headers (each `get` by name would hash the name again).
-#[derive(Default)]
-struct Forwarded<'a> {
-    host: Option<&'a str>,
-    forwarded_for: Option<&'a str>,
-    real_ip: Option<&'a str>,
-    proto: Option<&'a str>,
-    protocol: Option<&'a str>,
-    ssl: Option<&'a str>,
-    url_scheme: Option<&'a str>,
-}
-
-impl<'a> Forwarded<'a> {
-    fn scan(headers: &'a hyper::HeaderMap) -> Self {
-        let mut seen = Forwarded::default();
-        for (name, value) in headers {
-            let slot = match name.as_str() {
-                "host" => &mut seen.host,
-                "x-forwarded-for" => &mut seen.forwarded_for,
-                "x-real-ip" => &mut seen.real_ip,
-                "x-forwarded-proto" => &mut seen.proto,
-                "x-forwarded-protocol" => &mut seen.protocol,
-                "x-forwarded-ssl" => &mut seen.ssl,
-                "x-url-scheme" => &mut seen.url_scheme,
-                _ => continue,
-            };
-            // As `HeaderMap::get`: the first value of a repeated name.
-            if slot.is_none() {
-                *slot = value.to_str().ok();
-            }
-        }
-        seen
-    }
-}
-
-/// `ip` as text; an IPv4 address without the formatting machinery, which costs more
-/// than the rest of the request's fields together.
-fn ip_text(ip: std::net::IpAddr) -> String {
-    let std::net::IpAddr::V4(v4) = ip else {
-        return ip.to_string();
-    };
-    let mut out = String::with_capacity(15);
-    for (i, octet) in v4.octets().into_iter().enumerate() {
-        if i > 0 {
-            out.push('.');
-        }
-        if octet >= 100 {
-            out.push(char::from(b'0' + octet / 100));
-        }
-        if octet >= 10 {
-            out.push(char::from(b'0' + octet / 10 % 10));
-        }
-        out.push(char::from(b'0' + octet % 10));
-    }
-    out
 }
 
 /// The flow's answer as HTTP: headers set (the last value of a repeated name wins),
@@ -1041,25 +944,4 @@ fn json_status(status: StatusCode, message: &str) -> HttpResp<Body> {
         header::HeaderValue::from_static("application/json"),
     );
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-
-    use super::ip_text;
-
-    #[test]
-    fn ip_text_writes_what_display_writes() {
-        for ip in [
-            IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)),
-            IpAddr::V4(Ipv4Addr::new(0, 0, 0, 0)),
-            IpAddr::V4(Ipv4Addr::new(255, 255, 255, 255)),
-            IpAddr::V4(Ipv4Addr::new(10, 99, 100, 9)),
-            IpAddr::V6(Ipv6Addr::LOCALHOST),
-            IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)),
-        ] {
-            assert_eq!(ip_text(ip), ip.to_string());
-        }
-    }
 }
