@@ -9,7 +9,7 @@ use std::time::Duration;
 use tiny_runtime::{
     config::ModuleConfig,
     crd::{TinyModule, TinyNode},
-    runtime::{Options, Runtime},
+    runtime::Runtime,
 };
 use tiny_testkit::{
     cluster::{apply_yaml, delivered, env, port_config, signal},
@@ -19,20 +19,12 @@ use tiny_testkit::{
 const MODULE: &str = "common-module-v0";
 
 async fn start_module(client: &Client, ns: &str) -> Runtime {
-    Runtime::start(
-        client.clone(),
-        Options {
-            config: ModuleConfig::new(MODULE, "0.1.0", ns, "test-0"),
-            registry: tiny_example_common::registry(),
-            lease_duration: None,
-            probe_addr: None,
-            carrier: None,
-            runs: None,
-            answers: None,
-        },
+    tiny_testkit::cluster::start_module(
+        client,
+        ModuleConfig::new(MODULE, "0.1.0", ns, "test-0"),
+        tiny_example_common::registry(),
     )
     .await
-    .expect("the module starts")
 }
 
 /// The raw bytes of a node's state value (`_state/<key>`, base64).
