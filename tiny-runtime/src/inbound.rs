@@ -4,7 +4,8 @@
 //! its own way; what is refused, and why, is decided here once.
 
 use tiny_sdk::{
-    Budget, Error, Hop, Msg, Reply,
+    Error, Hop, Msg, Reply,
+    context::Cancel,
     contract::port,
     engine::{Delivery, Engine, MAX_DEPTH},
     error::code,
@@ -209,11 +210,10 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
     let source = crate::remote::source_from_wire(msg.from, msg.edge_id);
     let hop = Hop {
         depth: msg.depth,
-        cancel: msg.cancel.into(),
+        // A root's hops are at least its depth; senders leave the header out when equal.
+        cancel: Cancel::from_wire(msg.cancel, msg.hops.max(msg.depth), msg.deadline_unix_ms),
         leader: msg.leader,
         run: msg.run,
-        // A root's hops are at least its depth; senders leave the header out when equal.
-        budget: Budget::from_wire(msg.hops.max(msg.depth), msg.deadline_unix_ms),
     };
     engine
         .deliver(Delivery::new(node, port, source, data).hop(hop).attempt(msg.attempt))

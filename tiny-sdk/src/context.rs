@@ -19,7 +19,7 @@ use crate::{
 };
 pub use crate::{
     author::Ctx,
-    hop::{Budget, Cancel, Hop},
+    hop::{Cancel, Hop},
     node::NodeIdentity,
 };
 
@@ -143,7 +143,6 @@ impl<C: Component> Ctx<C> {
                 cancel: token.clone().into(),
                 leader: node.leads(),
                 run: None,
-                ..Hop::default()
             },
         };
         let fut = work(ctx);
@@ -188,12 +187,15 @@ impl<C: Component> Ctx<C> {
             settings: self.settings.clone(),
             hop: Hop {
                 depth: self.hop.depth,
-                cancel: node.stopped.child_token().into(),
-                leader: node.leads(),
-                run: None,
                 // The same root's work: a loop through detached work spends its budget;
                 // nobody waits for it, so no deadline.
-                budget: self.hop.budget.without_deadline(),
+                cancel: self
+                    .hop
+                    .cancel
+                    .without_deadline()
+                    .with_token(node.stopped.child_token()),
+                leader: node.leads(),
+                run: None,
             },
         };
         let fut = work(ctx);
@@ -227,10 +229,9 @@ impl<C: Component> Ctx<C> {
             settings: self.settings.clone(),
             hop: Hop {
                 depth: self.hop.depth,
-                cancel: cancel.clone().into(),
+                cancel: self.hop.cancel.with_token(cancel.clone()),
                 leader: self.hop.leader,
                 run: self.hop.run.clone(),
-                budget: self.hop.budget.clone(),
             },
         };
         (ctx, cancel)

@@ -91,7 +91,7 @@ pub use tiny_expr as expr;
 
 pub use client::ResourceManager;
 pub use component::{AgentTool, Component, ComponentInfo, Hooks};
-pub use context::{Budget, Ctx, Hop, NodeIdentity};
+pub use context::{Ctx, Hop, NodeIdentity};
 pub use error::{Error, ErrorKind, ErrorMessage, Result};
 pub use message::{IntoReply, Message, Reply};
 pub use metadata::NodeMetadata;

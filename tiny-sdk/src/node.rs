@@ -149,7 +149,6 @@ impl NodeContext {
             cancel: self.stopped.child_token().into(),
             leader: self.leads(),
             run: None,
-            ..Hop::default()
         }
     }
 

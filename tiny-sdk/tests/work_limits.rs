@@ -136,3 +136,98 @@ async fn retries_of_branches_that_failed_together_are_spread() {
     let distinct: std::collections::HashSet<_> = waits.iter().collect();
     assert!(distinct.len() > branches / 2, "retries came back together: {waits:?}");
 }
+
+/// `scoper`: emits what it receives through a scoped context (a child cancellation,
+/// as a server gives each request), and answers with the downstream reply.
+#[derive(Debug, Default, Component)]
+#[component(name = "scoper")]
+struct Scoper {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Scoper {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        let (scoped, _token) = ctx.scoped();
+        self.out.emit(&scoped, msg).await
+    }
+}
+
+#[tokio::test]
+async fn a_scoped_context_spends_its_roots_budget() {
+    // A loop of one node, each emit through a scoped context: its own cancellation,
+    // the root's count. Were the count its own, the loop would run to the cycle guard.
+    let flow = FlowBuilder::new()
+        .node("a", "scoper")
+        .edge("a:out", "a:input", json!("{{$}}"))
+        .build();
+    let h = Harness::builder()
+        .register::<Scoper>()
+        .hop_budget(50)
+        .flow(flow)
+        .build()
+        .await
+        .expect("loads");
+    let err = h.send("a:input", json!(1)).await.expect_err("stopped by the budget");
+    assert_eq!(err.code(), Some(code::HOP_BUDGET), "{err}");
+    // The root's own delivery, and the 50 hops the budget allowed.
+    assert_eq!(h.arrivals("a:input").len(), 51);
+}
+
+/// What each emit of [`Burst`]'s work answered, in order.
+static BURST: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Result<Reply>>>> = Mutex::new(None);
+
+/// `burst`: on a message, starts work that emits 20 messages on `out`, one after
+/// the other (a ticker's way), and hands each emit's answer to the test.
+#[derive(Debug, Default, Component)]
+#[component(name = "burst")]
+struct Burst {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Burst {
+    async fn on_input(&self, ctx: &Ctx<Self>, _: Value) -> Result<Reply> {
+        let out = self.out;
+        let answers = BURST.lock().expect("lock").clone();
+        ctx.spawn("burst", move |ctx| async move {
+            for n in 0..20 {
+                let answer = out.emit(&ctx, json!(n)).await;
+                if let Some(answers) = &answers {
+                    let _ = answers.send(answer);
+                }
+            }
+            Ok(())
+        });
+        Ok(Reply::empty())
+    }
+}
+
+#[tokio::test]
+async fn each_emit_of_work_is_a_root_with_a_budget_of_its_own() {
+    // 20 emits of the same work's context, each two hops long, under a budget of 5:
+    // were they one root, the third would be stopped.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    *BURST.lock().expect("lock") = Some(tx);
+    let flow = FlowBuilder::new()
+        .node("burst", "burst")
+        .node("r1", "relay")
+        .node("r2", "relay")
+        .edge("burst:out", "r1:input", json!("{{$}}"))
+        .edge("r1:out", "r2:input", json!("{{$}}"))
+        .build();
+    let h = Harness::builder()
+        .register::<Burst>()
+        .register::<Relay>()
+        .hop_budget(5)
+        .flow(flow)
+        .build()
+        .await
+        .expect("loads");
+    h.send("burst:input", json!("go")).await.expect("work started");
+    for n in 0..20 {
+        let answer = rx.recv().await.expect("the work answers each emit");
+        answer.unwrap_or_else(|e| panic!("emit {n} failed: {e}"));
+    }
+    assert_eq!(h.arrivals("r2:input").len(), 20);
+}

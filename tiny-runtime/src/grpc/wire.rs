@@ -158,11 +158,11 @@ pub fn read_depth(metadata: &MetadataMap) -> Result<u32> {
 /// Puts the root's hops so far (when they pass the depth, which the receiver takes
 /// otherwise) and the hop's deadline (when there is one) into request metadata.
 pub fn write_limits(metadata: &mut MetadataMap, hop: &tiny_sdk::Hop) {
-    let spent = hop.budget.spent();
+    let spent = hop.cancel.spent();
     if spent > hop.depth {
         metadata.insert(HOPS_KEY, MetadataValue::from(spent));
     }
-    if let Some(ms) = hop.budget.deadline_unix_ms() {
+    if let Some(ms) = hop.cancel.deadline_unix_ms() {
         metadata.insert(DEADLINE_KEY, MetadataValue::from(ms));
     }
 }

@@ -211,11 +211,11 @@ pub(crate) fn request_headers(
 /// hops as its depth says, so it sends Go's headers alone; the receiver takes the
 /// larger of the two.
 pub(crate) fn limit_headers(h: &mut HeaderMap, hop: &Hop) {
-    let spent = hop.budget.spent();
+    let spent = hop.cancel.spent();
     if spent > hop.depth {
         h.insert(wire::name(header::HOPS), spent.to_string().as_str());
     }
-    if let Some(ms) = hop.budget.deadline_unix_ms() {
+    if let Some(ms) = hop.cancel.deadline_unix_ms() {
         h.insert(wire::name(header::REPLY_DEADLINE), ms.to_string().as_str());
     }
 }

@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, Either};
-
 use crate::{
     error::{Error, Result, code},
     flow::module_matches,
@@ -13,7 +11,12 @@ use crate::{
     message::Reply,
 };
 
-use super::{address::Delivery, runner::Runner, state::Inner};
+use super::{
+    address::Delivery,
+    hop::{Along, HopFuture},
+    runner::{Landing, Runner},
+    state::Inner,
+};
 
 /// How long a message waits for a node the [`NodeDirectory`](super::NodeDirectory) says
 /// does not exist before asking whether it really does not
@@ -83,31 +86,53 @@ impl Inner {
     /// Delivers to a local node, or hands the message to the remote router: the one
     /// way in for a signal, another module's message and an edge's hop alike.
     ///
-    /// Not an `async fn`: the node is looked up before the future is made, so that a
-    /// local delivery's future holds only what the hop needs after the handler starts
-    /// (it is part of the sending handler's future, boxed once per hop: a small one
-    /// stays cheap to allocate and to move).
-    pub fn deliver<'a>(&'a self, d: Delivery<'a>) -> impl Future<Output = Result<Reply>> + Send + 'a {
+    /// Not an `async fn`: the node is looked up before the future is made, and a
+    /// loaded node's delivery begins now: the hop's future is then
+    /// [running](HopFuture::Running), as an emit's common hop is, and holds only what
+    /// the hop needs after the handler starts.
+    pub fn deliver<'a>(&'a self, d: Delivery<'a>) -> HopFuture<'a> {
         // A hop of a durable run never takes the local shortcut: it is stored, and
         // whichever replica takes it runs it.
         if d.hop.run.as_ref().is_some_and(|s| s.parent().is_some()) && self.runs.is_some() {
-            let durable: BoxFuture<'a, Result<Reply>> = Box::pin(self.durable(d));
-            return Either::Right(durable);
+            return HopFuture::Boxed(Box::pin(self.durable(d)));
         }
         match self.lookup(d.node) {
-            Some((Some(runner), _)) => Either::Left(self.local(runner, d)),
+            Some((Some(runner), _)) => self.local(runner, d),
             // Rare (a node not loaded yet, a failed one, another module's): boxed, out
             // of the hop's inline future.
-            found => Either::Right(Box::pin(self.elsewhere(found, d)) as BoxFuture<'a, _>),
+            found => HopFuture::Boxed(Box::pin(self.elsewhere(found, d))),
         }
     }
 
     /// Delivers to a loaded node of this module.
-    fn local<'a>(&'a self, runner: Arc<Runner>, d: Delivery<'a>) -> impl Future<Output = Result<Reply>> + Send + 'a {
+    fn local<'a>(&'a self, runner: Arc<Runner>, d: Delivery<'a>) -> HopFuture<'a> {
         if self.runs.is_some() && (d.hop.run.is_some() || super::durable::mints(&runner, d.port)) {
-            return Either::Right(Box::pin(self.step(runner, d)));
+            return HopFuture::Boxed(Box::pin(self.step(runner, d)));
         }
-        Either::Left(runner.deliver(&self.module, d, self.observer.as_deref()))
+        self.run_here(runner, d)
+    }
+
+    /// Delivers to `runner`, a node loaded here, as it is (no durable step): its
+    /// delivery begun now, the hop [running](HopFuture::Running).
+    pub(super) fn run_here<'a>(&self, runner: Arc<Runner>, d: Delivery<'a>) -> HopFuture<'a> {
+        let Delivery {
+            port,
+            source,
+            msg,
+            hop,
+            attempt,
+            ..
+        } = d;
+        let delivering = runner.open(
+            &self.module,
+            Landing::Port(port),
+            &source,
+            msg,
+            hop,
+            attempt,
+            self.observer.as_ref(),
+        );
+        HopFuture::Running(delivering, Along::Given(source))
     }
 
     /// Delivers to a node that is not loaded here: one of this module that is still

@@ -99,7 +99,7 @@ impl Inner {
             .then(|| d.msg.to_json_bytes().map(|bytes| (d.port.to_owned(), bytes)).ok())
             .flatten();
         let started = Timestamp::now();
-        let outcome = runner.clone().deliver(&self.module, d, self.observer.as_deref()).await;
+        let outcome = self.run_here(runner.clone(), d).await;
         if step.has_unstored() {
             // A hop it emitted is not stored (the broker was away): neither done nor
             // a business failure. Not recorded, so that the transport delivers the

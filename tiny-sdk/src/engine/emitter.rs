@@ -18,6 +18,7 @@ use crate::{
 
 use super::{
     fanout,
+    hop::HopFuture,
     observe::{HopEvent, HopKind},
     runner::{Outlet, Runner},
     state::Inner,
@@ -202,9 +203,9 @@ impl Emit for NodeEmitter {
     /// a node loaded here) the receiving handler's future is made now too (see
     /// [`fanout::emit`]). The returned future is part of the emitting handler's, so
     /// every byte of it is allocated and moved once per hop.
-    type Going = fanout::Emit;
+    type Going = HopFuture<'static>;
 
-    fn emit(&self, port: &str, msg: Msg, hop: Hop) -> fanout::Emit {
+    fn emit(&self, port: &str, msg: Msg, hop: Hop) -> HopFuture<'static> {
         if let Some(capture) = &self.capture {
             // Go's capture: the first emit on the tool's output is kept, every other
             // emit answers nothing.
@@ -214,11 +215,11 @@ impl Emit for NodeEmitter {
                     *first = Some(msg);
                 }
             }
-            return fanout::Emit::done(Ok(Reply::empty()));
+            return HopFuture::done(Ok(Reply::empty()));
         }
         match self.outlet(port, &msg, &hop) {
             Ok((engine, outlet)) => fanout::emit(engine, outlet, msg, hop),
-            Err(done) => fanout::Emit::done(done),
+            Err(done) => HopFuture::done(done),
         }
     }
 }

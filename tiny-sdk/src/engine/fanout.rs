@@ -1,12 +1,8 @@
 //! Emitting along a port's edges: in parallel, sharing one message, with retries.
 
-use std::{
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::sync::Arc;
 
-use futures::future::{BoxFuture, Either, join_all};
+use futures::future::{Either, join_all};
 use tracing::Instrument as _;
 
 use crate::{
@@ -18,7 +14,8 @@ use crate::{
 
 use super::{
     address::Source,
-    runner::{Delivering, Outlet, Route},
+    hop::{Along, HopFuture, again},
+    runner::{Landing, Outlet, Route},
     state::Inner,
 };
 
@@ -28,12 +25,12 @@ use super::{
 /// Returns the first non-empty reply in edge order, else the first error, else an
 /// empty reply (the Go SDK's rule).
 ///
-/// The common hop, one edge to a node loaded here, is made now and returned as a
-/// [`Local`](Emit::Local) future that owns what it needs (see [`local`]); every other
+/// The common hop, one edge to a node loaded here, is made now and returned
+/// [running](HopFuture::Running), owning what it needs (see [`local`]); every other
 /// emit runs in a boxed future.
-pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: Hop) -> Emit {
+pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: Hop) -> HopFuture<'static> {
     if hop.depth >= MAX_DEPTH {
-        return Emit::done(Err(Error::permanent(format!(
+        return HopFuture::done(Err(Error::permanent(format!(
             "cycle guard: a message passed {MAX_DEPTH} hops and was stopped at `{}`",
             outlet.from
         ))
@@ -41,16 +38,16 @@ pub(crate) fn emit(engine: Arc<Inner>, outlet: Arc<Outlet>, msg: Msg, mut hop: H
     }
     hop.depth += 1;
     // Each edge is a hop: a fan-out spends one per branch.
-    if hop.budget.spend(outlet.edges.len() as u32) > engine.hop_budget {
-        return Emit::done(Err(over_budget(&outlet.from, engine.hop_budget)));
+    if hop.cancel.spend(outlet.edges.len() as u32) > engine.hop_budget {
+        return HopFuture::done(Err(over_budget(&outlet.from, engine.hop_budget)));
     }
     match outlet.edges.len() {
-        0 => Emit::done(Ok(Reply::empty())),
+        0 => HopFuture::done(Ok(Reply::empty())),
         1 => match local(&engine, &outlet, 0, msg, hop, None) {
-            Ok(hop) => Emit::Local(hop),
-            Err((msg, hop)) => Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
+            Ok(hop) => hop,
+            Err((msg, hop)) => HopFuture::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
         },
-        _ => Emit::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
+        _ => HopFuture::Boxed(Box::pin(emit_any(engine, outlet, msg, hop))),
     }
 }
 
@@ -64,87 +61,8 @@ fn over_budget(from: &str, budget: u32) -> Error {
     .with_code(crate::error::code::HOP_BUDGET)
 }
 
-/// What an emit awaits: its answer already, a hop to a local node, or anything else.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "the local hop is the common case: boxing it would cost every hop an allocation"
-)]
-pub(crate) enum Emit {
-    Done(Option<Result<Reply>>),
-    Local(LocalHop),
-    Boxed(BoxFuture<'static, Result<Reply>>),
-}
-
-impl Emit {
-    /// An emit answered at once.
-    pub fn done(result: Result<Reply>) -> Self {
-        Emit::Done(Some(result))
-    }
-}
-
-impl Future for Emit {
-    type Output = Result<Reply>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Reply>> {
-        match self.get_mut() {
-            Emit::Done(done) => Poll::Ready(
-                done.take()
-                    .unwrap_or_else(|| Err(Error::permanent("an emit was awaited after it answered"))),
-            ),
-            Emit::Local(hop) => Pin::new(hop).poll(cx),
-            Emit::Boxed(future) => future.as_mut().poll(cx),
-        }
-    }
-}
-
-/// One hop along an edge to a node loaded here, its handler's future made: what most
-/// hops are. Its retry (for an edge that may retry) is made only on a failure.
-pub(crate) struct LocalHop {
-    handling: Delivering,
-    engine: Arc<Inner>,
-    outlet: Arc<Outlet>,
-    /// The edge's index in `outlet`.
-    edge: u32,
-    /// The handler failed and the retry runs in its place.
-    retrying: bool,
-    /// What another attempt needs, for an edge that may retry: the message, the hop,
-    /// and when the first attempt started.
-    kept: Option<(Msg, Hop, tokio::time::Instant)>,
-}
-
-impl Future for LocalHop {
-    type Output = Result<Reply>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Reply>> {
-        let this = &mut *self;
-        if this.retrying {
-            return this.handling.poll_replaced(cx);
-        }
-        let route = &this.outlet.edges[this.edge as usize];
-        let source = Source::Edge {
-            from: &this.outlet.from,
-            edge_id: &route.id,
-        };
-        let err = match std::task::ready!(this.handling.poll_along(cx, source)) {
-            Ok(reply) => return Poll::Ready(Ok(reply)),
-            Err(err) => err,
-        };
-        let Some((msg, hop, started)) = this.kept.take() else {
-            return Poll::Ready(Err(err));
-        };
-        let (engine, outlet, edge) = (this.engine.clone(), this.outlet.clone(), this.edge as usize);
-        this.handling.replace(Box::pin(async move {
-            let route = &outlet.edges[edge];
-            let next = again(&engine, &outlet.from, route, &msg, &hop, 1);
-            route.backoff.retry_after(err, started, &hop.cancel, next).await
-        }));
-        this.retrying = true;
-        this.handling.poll_replaced(cx)
-    }
-}
-
-/// The hop along edge `edge` of `outlet` (its hop's depth counted already), as a
-/// [`LocalHop`] when it is the common case: a node of this module loaded here, a
+/// The hop along edge `edge` of `outlet` (its hop's depth counted already),
+/// [running](HopFuture::Running) when it is the common case: a node of this module loaded here, a
 /// business port, not a durable run's hop, no deadline on the edge, and no fresh task due (see
 /// [`STACK_RESET_EVERY`]). Otherwise the message and hop come back, untouched.
 /// `started` is when the send began, if the caller read the clock already.
@@ -158,7 +76,7 @@ fn local(
     msg: Msg,
     hop: Hop,
     started: Option<tokio::time::Instant>,
-) -> std::result::Result<LocalHop, (Msg, Hop)> {
+) -> std::result::Result<HopFuture<'static>, (Msg, Hop)> {
     let route = &outlet.edges[edge];
     let elsewhere = route
         .module
@@ -182,21 +100,29 @@ fn local(
         let started = started.unwrap_or_else(tokio::time::Instant::now);
         (msg.clone(), hop.clone(), started)
     });
-    Ok(LocalHop {
-        handling: runner.start(
-            &engine.module,
-            landing,
-            (&outlet.from, route),
-            msg,
-            hop,
-            engine.observer.as_ref(),
-        ),
-        engine: engine.clone(),
-        outlet: outlet.clone(),
-        edge: edge as u32,
-        retrying: false,
-        kept,
-    })
+    let (index, mapping) = landing;
+    let source = Source::Edge {
+        from: &outlet.from,
+        edge_id: &route.id,
+    };
+    let delivering = runner.open(
+        &engine.module,
+        Landing::Inlet(index, mapping),
+        &source,
+        msg,
+        hop,
+        1,
+        engine.observer.as_ref(),
+    );
+    Ok(HopFuture::Running(
+        delivering,
+        Along::Edge {
+            engine: engine.clone(),
+            outlet: outlet.clone(),
+            edge: edge as u32,
+            kept,
+        },
+    ))
 }
 
 /// Any other emit (several edges, another module, a durable run, a node not loaded
@@ -332,33 +258,4 @@ fn attempts<'a>(
         })
         .await
     }))
-}
-
-/// Delivers `msg` along `route` once more each time it is called, counting attempts
-/// on from `done` (boxed: only retries and deadlines take this path). An edge with a
-/// timeout gives each attempt its deadline, which another module's receiver honours.
-fn again<'a>(
-    engine: &'a Inner,
-    from: &'a str,
-    route: &'a Route,
-    msg: &'a Msg,
-    hop: &'a Hop,
-    mut done: u32,
-) -> impl FnMut() -> BoxFuture<'a, Result<Reply>> + 'a {
-    move || {
-        done += 1;
-        let mut hop = hop.clone();
-        if let Some(limit) = route.backoff.timeout {
-            hop.budget = hop.budget.with_deadline(deadline_after(limit));
-        }
-        Box::pin(engine.deliver(route.delivery(from, msg.clone(), hop, done)))
-    }
-}
-
-/// The deadline, in Unix ms, `limit` from now.
-fn deadline_after(limit: std::time::Duration) -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    u64::try_from((now + limit).as_millis()).unwrap_or(u64::MAX)
 }

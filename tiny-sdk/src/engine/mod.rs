@@ -39,6 +39,7 @@ mod deliver;
 mod durable;
 mod emitter;
 mod fanout;
+mod hop;
 mod install;
 mod instance;
 mod mapping;

@@ -263,56 +263,6 @@ impl Runner {
         }
     }
 
-    /// Delivers a message to one of this node's ports, in the hop's span.
-    ///
-    /// The port, its mapping and the input are resolved before the future is made, so
-    /// that the future holds the handler's (boxed) future and little else.
-    pub fn deliver<'a>(
-        self: Arc<Self>,
-        module: &str,
-        d: Delivery<'a>,
-        observer: Option<&'a dyn Observer>,
-    ) -> impl Future<Output = Result<Reply>> + Send + 'a {
-        let Delivery {
-            port,
-            source,
-            msg,
-            hop,
-            attempt,
-            ..
-        } = d;
-        let at = Arrival {
-            port,
-            depth: hop.depth,
-            attempt,
-        };
-        let observed = observer.is_some_and(|o| o.wants_data(&self.name));
-        let depth = hop.depth;
-        let Opened {
-            span,
-            mut future,
-            inlet,
-            seen,
-            expressions,
-        } = self.open(module, port, &source, depth, attempt, || {
-            self.call(port, &source, msg, hop, observed)
-        });
-        async move {
-            let clock = observer.map(|_| std::time::Instant::now());
-            // The handler runs in the hop's span (as `Instrumented` would, without a
-            // second copy of the span in the future).
-            let result = std::future::poll_fn(|cx| span.in_scope(|| future.as_mut().poll(cx))).await;
-            drop(future);
-            let seen = InputKept {
-                inlet,
-                input: seen.as_ref(),
-                expressions: expressions.as_deref().map_or(&[], Vec::as_slice),
-            };
-            let observer = observer.zip(clock).map(|(o, clock)| (o, clock, source));
-            self.finish(result, at, seen, observer, &span)
-        }
-    }
-
     /// The index of business input `port`, if the node has it (with the settings in
     /// force).
     pub fn inlet(&self, port: &str) -> Option<usize> {
@@ -325,91 +275,76 @@ impl Runner {
         self.inputs[inlet].mappings.iter().position(|m| *m.from == *from)
     }
 
-    /// Starts a delivery along `route` from `from` to business input `index`, taking
-    /// its mapping `mapping` (see [`Route::target_inlet`]): the handler's future made, in
-    /// the hop's span. What is left, running it and finishing, is the returned
-    /// future's, which owns all it needs. (A first attempt: a retry goes the general
-    /// way.)
-    pub fn start(
+    /// Begins a delivery to one of this node's ports, where `landing` says, from
+    /// `source`, as attempt `attempt` along the sender's edge: the hop's span, and in
+    /// it what the delivery runs (a system port's hook, a business port's handler with
+    /// its input, or the refusal), made now. What is left, running it and finishing,
+    /// is the returned [`Delivering`]'s, which owns all it needs: the one way into a
+    /// node, for the hop along an edge made where it is sent and for every other.
+    #[inline(always)]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a hop's parts, taken apart once on its hot path"
+    )]
+    pub fn open(
         self: Arc<Self>,
         module: &str,
-        (index, mapping): (usize, Option<usize>),
-        (from, route): (&str, &Route),
+        landing: Landing<'_>,
+        source: &Source<'_>,
         msg: Msg,
         hop: Hop,
+        attempt: u32,
         observer: Option<&Arc<dyn Observer>>,
     ) -> Delivering {
-        let attempt = 1;
-        let port = self.inputs[index].spec.name;
         let depth = hop.depth;
-        let source = Source::Edge {
-            from,
-            edge_id: &route.id,
-        };
         let observed = observer.is_some_and(|o| o.wants_data(&self.name));
-        let Opened {
-            span,
-            future,
-            seen,
-            expressions,
-            ..
-        } = self.open(module, port, &source, depth, attempt, || {
-            self.handler(index, mapping, &source, msg, hop, observed)
-        });
+        let port = match landing {
+            Landing::Port(port) => port,
+            Landing::Inlet(index, _) => self.inputs[index].spec.name,
+        };
+        let span = super::trace::hop_span(module, &self.node, port, source, depth, attempt);
+        // Entered by hand rather than `in_scope`: its closure is large, and `in_scope`
+        // stopped being inlined here (a call and a copy per hop).
+        let invocation = {
+            let _entered = span.enter();
+            match landing {
+                Landing::Inlet(index, mapping) => self.handler(index, mapping, source, msg, hop, observed),
+                Landing::Port(port) => self.call(port, source, msg, hop, observed),
+            }
+        };
+        let observing = observer.map(|o| (o.clone(), std::time::Instant::now()));
+        let (future, landed, seen, expressions) = match invocation {
+            Invocation::Handler {
+                inlet,
+                future,
+                seen,
+                expressions,
+            } => (future, Landed::Inlet(inlet as u32), seen, expressions),
+            Invocation::System(port, future) => (future, Landed::System(port), None, None),
+            Invocation::Refused(e) => {
+                // Finished now: the port it names may be no port of the node's.
+                let at = Arrival { port, depth, attempt };
+                let seen = InputKept {
+                    inlet: None,
+                    input: None,
+                    expressions: &[],
+                };
+                let observer = observing.as_ref().map(|(o, clock)| (&**o, *clock, *source));
+                let result = self.finish(Err(e), at, seen, observer, &span);
+                let future = Box::pin(std::future::ready(result)) as BoxFuture<'static, _>;
+                (future, Landed::Finished, None, None)
+            }
+        };
         Delivering {
             runner: self,
             future,
             span,
             seen,
             expressions,
-            index: index as u32,
+            landed,
             depth,
-            observing: observer.map(|o| (o.clone(), std::time::Instant::now())),
-        }
-    }
-
-    /// What every delivery starts with, [`deliver`](Self::deliver) and
-    /// [`start`](Self::start) alike: the hop's span, and in it what the delivery runs,
-    /// made by `invoke` (a system port's hook, a business port's handler with its
-    /// input, or the refusal).
-    #[inline(always)]
-    fn open(
-        &self,
-        module: &str,
-        port: &str,
-        source: &Source<'_>,
-        depth: u32,
-        attempt: u32,
-        invoke: impl FnOnce() -> Invocation,
-    ) -> Opened {
-        let span = super::trace::hop_span(module, &self.node, port, source, depth, attempt);
-        // Entered by hand rather than `in_scope`: its closure is large, and `in_scope`
-        // stopped being inlined here (a call and a copy per hop).
-        let invocation = {
-            let _entered = span.enter();
-            invoke()
-        };
-        let (future, inlet, seen, expressions) = match invocation {
-            Invocation::Handler {
-                inlet,
-                future,
-                seen,
-                expressions,
-            } => (future, Some(inlet), seen, expressions),
-            Invocation::System(future) => (future, None, None, None),
-            Invocation::Refused(e) => (
-                Box::pin(std::future::ready(Err(e))) as BoxFuture<'static, _>,
-                None,
-                None,
-                None,
-            ),
-        };
-        Opened {
-            span,
-            future,
-            inlet,
-            seen,
-            expressions,
+            attempt,
+            observing,
         }
     }
 
@@ -486,24 +421,33 @@ impl Runner {
                 // One pass over the new settings' secrets and the node's (a secret
                 // inside another is then masked whole).
                 let redact = self.secret_values.clone();
-                return Invocation::System(Box::pin(async move {
-                    let json = data.json()?;
-                    match instance.settings(Some(json)).await {
-                        Ok(_) => Ok(Reply::empty()),
-                        Err(e) => Err(redact_with(e, &secrets, Some(&data), redact)),
-                    }
-                }));
+                return Invocation::System(
+                    system::SETTINGS,
+                    Box::pin(async move {
+                        let json = data.json()?;
+                        match instance.settings(Some(json)).await {
+                            Ok(_) => Ok(Reply::empty()),
+                            Err(e) => Err(redact_with(e, &secrets, Some(&data), redact)),
+                        }
+                    }),
+                );
             }
             system::CONTROL => {
                 let instance = self.instance.clone();
-                return Invocation::System(Box::pin(async move { instance.control(data.json()?, hop).await }));
+                return Invocation::System(
+                    system::CONTROL,
+                    Box::pin(async move { instance.control(data.json()?, hop).await }),
+                );
             }
             system::RECONCILE => {
                 let (instance, node) = (self.instance.clone(), self.node.clone());
-                return Invocation::System(Box::pin(async move {
-                    instance.reconcile(&node).await?;
-                    Ok(Reply::empty())
-                }));
+                return Invocation::System(
+                    system::RECONCILE,
+                    Box::pin(async move {
+                        instance.reconcile(&node).await?;
+                        Ok(Reply::empty())
+                    }),
+                );
             }
             _ => {}
         }
@@ -565,21 +509,40 @@ impl Runner {
     }
 }
 
-/// A delivery to a business port whose handler's future is made (see
-/// [`Runner::start`]): runs the handler in the hop's span, then finishes as
-/// [`Runner::deliver`] does. A plain struct, not an `async` block: a hop's future is
-/// this and the handler's box. Its owner, which knows the edge it came along, polls
-/// it with [`poll_along`](Self::poll_along).
+/// Where a delivery lands in a runner: a port named by the message (a signal,
+/// another module's message, a retry), or a business input found already (its index,
+/// and that of its mapping for the sender: see [`Route::target_inlet`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Landing<'p> {
+    Port(&'p str),
+    Inlet(usize, Option<usize>),
+}
+
+/// What a [`Delivering`] runs: a business port's handler, a system port's hook, or
+/// an answer made already (the refusal, finished when the delivery began).
+#[derive(Clone, Copy)]
+enum Landed {
+    Inlet(u32),
+    System(&'static str),
+    Finished,
+}
+
+/// A delivery begun (see [`Runner::open`]): runs the handler (or hook) in the hop's
+/// span, then finishes: masks secrets out of an error, tells the observer, records
+/// the outcome. A plain struct, not an `async` block: a hop's future is this and the
+/// handler's box. Its owner, the [hop's future](super::hop::HopFuture), which knows
+/// where the message came from, polls it with [`poll_from`](Self::poll_from).
 pub(crate) struct Delivering {
     runner: Arc<Runner>,
     future: BoxFuture<'static, Result<Reply>>,
     span: tracing::Span,
     seen: Option<Msg>,
     expressions: Failed,
-    /// The business port's index (a hop's future is allocated and moved with each
-    /// hop: its fields are kept small).
-    index: u32,
+    /// Where it landed (a hop's future is allocated and moved with each hop: its
+    /// fields are kept small).
+    landed: Landed,
     depth: u32,
+    attempt: u32,
     /// Only with an observer: it, and when the handler started.
     observing: Option<(Arc<dyn Observer>, std::time::Instant)>,
 }
@@ -587,40 +550,30 @@ pub(crate) struct Delivering {
 impl Delivering {
     /// Polls the handler; once it answered, finishes the delivery, which came from
     /// `source` (what an observer is told).
-    pub fn poll_along(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-        source: Source<'_>,
-    ) -> std::task::Poll<Result<Reply>> {
+    #[inline]
+    pub fn poll_from(&mut self, cx: &mut std::task::Context<'_>, source: Source<'_>) -> std::task::Poll<Result<Reply>> {
         let result = {
             let _entered = self.span.enter();
             std::task::ready!(self.future.as_mut().poll(cx))
         };
         let runner = &self.runner;
-        let index = self.index as usize;
+        let (port, inlet) = match self.landed {
+            Landed::Inlet(index) => (runner.inputs[index as usize].spec.name, Some(index as usize)),
+            Landed::System(port) => (port, None),
+            Landed::Finished => return std::task::Poll::Ready(result),
+        };
         let at = Arrival {
-            port: runner.inputs[index].spec.name,
+            port,
             depth: self.depth,
-            attempt: 1,
+            attempt: self.attempt,
         };
         let seen = InputKept {
-            inlet: Some(index),
+            inlet,
             input: self.seen.as_ref(),
             expressions: self.expressions.as_deref().map_or(&[], Vec::as_slice),
         };
         let observer = self.observing.as_ref().map(|(o, clock)| (&**o, *clock, source));
         std::task::Poll::Ready(runner.finish(result, at, seen, observer, &self.span))
-    }
-
-    /// From now on, `future` is polled instead of the handler (the retry of a hop
-    /// that failed): it finishes deliveries of its own.
-    pub fn replace(&mut self, future: BoxFuture<'static, Result<Reply>>) {
-        self.future = future;
-    }
-
-    /// Polls what [`replace`](Self::replace) put in the handler's place.
-    pub fn poll_replaced(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<Reply>> {
-        self.future.as_mut().poll(cx)
     }
 }
 
@@ -642,16 +595,6 @@ struct InputKept<'a> {
     expressions: &'a [EvalError],
 }
 
-/// A delivery begun: its span, and what it runs with what its end reads.
-struct Opened {
-    span: tracing::Span,
-    future: BoxFuture<'static, Result<Reply>>,
-    /// The business port's index, if it is one.
-    inlet: Option<usize>,
-    seen: Option<Msg>,
-    expressions: Failed,
-}
-
 /// What a delivery runs, resolved when it starts.
 enum Invocation {
     /// A business port's handler, `inlet` the index of its input port.
@@ -662,8 +605,8 @@ enum Invocation {
         /// Edge expressions that failed making the input, if any did.
         expressions: Failed,
     },
-    /// A system port's hook.
-    System(BoxFuture<'static, Result<Reply>>),
+    /// A system port's hook, and the port.
+    System(&'static str, BoxFuture<'static, Result<Reply>>),
     /// The message cannot be delivered (no such port, the mapping failed).
     Refused(Error),
 }

@@ -563,11 +563,12 @@ impl Engine {
     /// signals, other modules' messages and tests that set the hop or send a typed
     /// message (a receiver of its type gets it without JSON in between, see [`Msg`]).
     ///
-    /// A hop with no [`Budget`](crate::Budget) yet is a root message: it gets one here.
+    /// A hop with no hop count yet ([`Cancel::is_unset`](crate::context::Cancel::is_unset))
+    /// is a root message: it starts one here.
     pub async fn deliver(&self, mut delivery: Delivery<'_>) -> Result<Reply> {
         let attempt = delivery.attempt.max(1);
-        if delivery.hop.budget.is_unset() {
-            delivery.hop.budget = crate::Budget::spent_already(0);
+        if delivery.hop.cancel.is_unset() {
+            delivery.hop.cancel.spend(0);
         }
         self.inner.deliver(delivery.attempt(attempt)).await
     }
