@@ -153,6 +153,55 @@ async fn requests_travel_the_flow_and_its_answer_is_the_response() {
     );
 }
 
+/// A node that takes the whole request as Go's `Request` and answers from its fields.
+#[derive(Component, Default, Debug)]
+#[component(name = "route")]
+struct Route {
+    input: Input<tiny_example_http::server::Request>,
+}
+
+#[handlers]
+impl Route {
+    async fn on_input(&self, _: &Ctx<Self>, r: tiny_example_http::server::Request) -> Result<Reply> {
+        let custom = r.headers.iter().find(|h| h.key == "X-Custom").map(|h| h.value.clone());
+        let body = format!(
+            "{} {:?} {:?} {:?} {} {}",
+            r.method,
+            r.path_segments,
+            r.request_params.get("q"),
+            custom,
+            r.real_ip,
+            r.body
+        );
+        Ok(Reply::msg(tiny_sdk::Msg::new(tiny_example_http::server::Response {
+            body,
+            ..Default::default()
+        })))
+    }
+}
+
+/// A node whose input is the whole `Request` (an edge without a mapping) gets every
+/// field the server makes, though the server makes them only when read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_taking_the_whole_request_gets_every_field() {
+    let flow = FlowBuilder::new()
+        .node("srv", "http_server")
+        .node("route", "route")
+        .edge("srv:request", "route:input", json!("{{$}}"))
+        .build();
+    let h = Harness::builder()
+        .register::<HttpServer>()
+        .register::<Route>()
+        .flow(flow)
+        .build()
+        .await
+        .expect("the flow loads");
+    let base = start(&h, "srv", json!({"writeTimeout": 5})).await;
+    let (status, _, body) = call(&format!("{base}/a/b%20c?q=1&q=2"), "PUT", "hi").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, r#"PUT ["a", "b c"] Some(["1", "2"]) Some("yes") 127.0.0.1 hi"#);
+}
+
 /// What a proxy in front says of the client wins over the socket's peer, as in Go:
 /// the first `X-Forwarded-For`, else `X-Real-Ip`; the scheme from `X-Forwarded-Proto`,
 /// `X-Forwarded-Protocol`, `X-Forwarded-Ssl: on` or `X-Url-Scheme`, in that order.
