@@ -129,7 +129,6 @@ async fn living_components_on_one_replica() {
     let (ticker, debug) = ("tick.common-module-v0.ticker-1", "tick.common-module-v0.debug-1");
     let view = shows_start(&nodes, ticker).await;
     assert_eq!(view["status"], "Not running", "{view}");
-    let started = Instant::now();
     // As the editor presses Start: with the context the view shows.
     let s = signal(
         &client,
@@ -140,11 +139,9 @@ async fn living_components_on_one_replica() {
         json!({"start": true, "context": view["context"]}),
     )
     .await;
+    // Delivered at all shows the Start signal was not held open, with no clock read:
+    // the ticker runs until stopped, and a signal held for it would never end.
     delivered(&s);
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the Start signal was held open"
-    );
     // The ticks reach the debug node, whose `_control` status shows the last message.
     eventually("ticks at the debug node", Duration::from_secs(30), || {
         let nodes = nodes.clone();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tiny_runtime::crd::SignalPhase;
 
 use common::{create_flow, env, eventually, hello, ready, round_trip, signal};
@@ -138,7 +138,6 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     drop(beta.take());
     let unreachable = r#"tiny_grpc_client_calls_total{module="beta-v0",outcome="Unavailable"}"#;
     let unreachable_before = alpha.metric(unreachable).await.unwrap_or(0);
-    let stopped = Instant::now();
     let signals = tokio::spawn({
         let client = client.clone();
         async move {
@@ -163,7 +162,8 @@ async fn a_flow_crosses_modules_with_retries_and_clear_errors() {
     let st = s.status.expect("status");
     assert_eq!(st.signal_phase(), Some(SignalPhase::Delivered), "{:?}", st.error);
     assert_eq!(st.reply.map(|r| r.0), Some(json!({"answer": "HELLO, CY!"})));
-    assert!(stopped.elapsed() < Duration::from_secs(40));
+    // Delivered is the proof, with no clock read: the edge's attempts would have run
+    // out, and the signal failed, had the retry not reached the new B.
     assert!(
         back.metric("tiny_hops_total").await.unwrap_or(0) >= 1,
         "the restarted beta handled it"
