@@ -34,6 +34,9 @@
 //! `my-module capture-run <run-id> -o tests/runs/order.json` reads a durable run from the
 //! ledger into a file ([`tiny_sdk::run::capture_run`]) that `cargo test` replays against
 //! the build ([`tiny_sdk::harness::replay_runs`]): docs/guide.md, "Replay a recorded run".
+//! `my-module redrive <run-id> [--at <node:port>]` runs a failed durable run again from
+//! one of its steps, on the flow as it is now, as a new attempt in the ledger
+//! ([`crate::jetstream::redrive`]).
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 
@@ -99,6 +102,10 @@ enum Command {
     /// (`tiny_sdk::harness::replay_runs` over `tests/runs/`): its first message and, per step, node, port, what
     /// arrived, what it emitted and what each outside call answered. Exit status 1 when it cannot be read.
     CaptureRun(CaptureRunArgs),
+    /// Run a failed durable run again from one of its steps (--at <node:port>, or its first failed step), on the
+    /// flow as it is now: a new attempt recorded in the ledger beside the failed one, the step's message sent to its
+    /// module again. Exit status 1 when the run cannot be re-driven (not failed, no such step), naming why.
+    Redrive(RedriveArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -588,6 +595,7 @@ fn command(command: Command, log_format: LogFormat, registry: Registry, requirem
         Command::Validate(args) => validate(&args, &registry),
         Command::CheckUpgrade(args) => check_upgrade(&args, &registry),
         Command::CaptureRun(args) => block_on(capture_run(args)),
+        Command::Redrive(args) => block_on(redrive(args)),
         Command::Crds => match crate::crd::yaml() {
             Ok(y) => {
                 print!("{y}");
@@ -1077,6 +1085,24 @@ struct CaptureRunArgs {
     /// The file to write (`tests/runs/<name>.json`); standard output without it.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    broker: LedgerArgs,
+}
+
+#[derive(Debug, clap::Args)]
+struct RedriveArgs {
+    /// The failed run's id.
+    run_id: String,
+    /// The step to run again, `<node>:<port>` (its latest step there); the run's first failed step without it.
+    #[arg(long, value_name = "NODE:PORT")]
+    at: Option<String>,
+    #[command(flatten)]
+    broker: LedgerArgs,
+}
+
+/// The broker whose `TINY_EXEC` ledger `capture-run` and `redrive` read.
+#[derive(Debug, clap::Args)]
+struct LedgerArgs {
     /// The broker (`nats://[token@]host:port`).
     #[arg(long, env = "TINY_NATS_URL")]
     nats_url: String,
@@ -1098,25 +1124,32 @@ struct CaptureRunArgs {
     nkey: NkeyArgs,
 }
 
-/// `capture-run`: a run's ledger records as a capture file ([`tiny_sdk::run::capture_run`]).
-/// Reads the bucket as it is: creates and changes nothing on the broker.
-async fn capture_run(args: CaptureRunArgs) -> Result<(), String> {
-    let url = user_nats_url(
-        Some(&args.nats_url),
-        args.nats_token.as_deref(),
-        args.nats_user.as_deref(),
-        args.nats_password.as_deref(),
-    )
-    .unwrap_or_default();
-    let credentials = args.nkey.credentials().map_err(|e| e.to_string())?;
-    let link = crate::nats::Link::connect_with_credentials(&url, None, &credentials)
-        .await
-        .map_err(|e| e.to_string())?;
-    if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
-        return Err(format!("the NATS broker at {} did not answer", link.url()));
+impl LedgerArgs {
+    /// The ledger on the broker, bound as it is: creates and changes nothing.
+    async fn open(&self, client: &str) -> Result<std::sync::Arc<crate::jetstream::JetStream>, String> {
+        let url = user_nats_url(
+            Some(&self.nats_url),
+            self.nats_token.as_deref(),
+            self.nats_user.as_deref(),
+            self.nats_password.as_deref(),
+        )
+        .unwrap_or_default();
+        let credentials = self.nkey.credentials().map_err(|e| e.to_string())?;
+        let link = crate::nats::Link::connect_with_credentials(&url, None, &credentials)
+            .await
+            .map_err(|e| e.to_string())?;
+        if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+            return Err(format!("the NATS broker at {} did not answer", link.url()));
+        }
+        let js = crate::jetstream::JetStream::new(link, client, client);
+        js.open_ledger().await.map_err(|e| e.to_string())?;
+        Ok(js)
     }
-    let js = crate::jetstream::JetStream::new(link, "capture-run", "capture-run");
-    js.open_ledger().await.map_err(|e| e.to_string())?;
+}
+
+/// `capture-run`: a run's ledger records as a capture file ([`tiny_sdk::run::capture_run`]).
+async fn capture_run(args: CaptureRunArgs) -> Result<(), String> {
+    let js = args.broker.open("capture-run").await?;
     let run = tiny_sdk::run::capture_run(&*js, &args.run_id)
         .await
         .map_err(|e| e.to_string())?;
@@ -1129,6 +1162,19 @@ async fn capture_run(args: CaptureRunArgs) -> Result<(), String> {
         eprintln!("note: {note}");
     }
     eprintln!("run {}: {} step(s) captured", run.run_id, run.steps.len());
+    Ok(())
+}
+
+/// `redrive`: a failed run's step run again ([`crate::jetstream::redrive`]).
+async fn redrive(args: RedriveArgs) -> Result<(), String> {
+    let js = args.broker.open("redrive").await?;
+    let plan = crate::jetstream::redrive(&js, &args.run_id, args.at.as_deref())
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "run {}: step {} re-driven to {} as attempt {}",
+        args.run_id, plan.target, plan.hop.to, plan.attempt_key
+    );
     Ok(())
 }
 

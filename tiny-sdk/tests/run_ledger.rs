@@ -77,6 +77,7 @@ fn done_record() -> StepRecord {
         duration_ms: 376,
         port: String::new(),
         input: Default::default(),
+        redrive_of: String::new(),
     }
 }
 
@@ -94,6 +95,7 @@ fn failed_record() -> StepRecord {
         duration_ms: 120,
         port: String::new(),
         input: Default::default(),
+        redrive_of: String::new(),
     }
 }
 
@@ -112,6 +114,7 @@ fn exhausted_record() -> StepRecord {
         duration_ms: 0,
         port: String::new(),
         input: Default::default(),
+        redrive_of: String::new(),
     }
 }
 
@@ -275,6 +278,7 @@ async fn run_status_reads_the_ledger_as_go_does() {
             duration_ms: 0,
             port: String::new(),
             input: Default::default(),
+            redrive_of: String::new(),
         }
         .to_json_bytes()
         .expect("writes"),

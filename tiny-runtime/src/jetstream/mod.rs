@@ -17,17 +17,20 @@
 //!   [`Listen`](crate::carrier::Listen)er.
 //! - [`JetStreamRouter`]: the sending side.
 //! - [`reconciler`]: the leader's pass over stuck runs.
+//! - [`redrive`]: a failed run's step run again, as a new attempt (`<module> redrive`).
 
 pub mod config;
 mod consumers;
 mod receiver;
 pub mod reconciler;
+mod redrive;
 mod refusal;
 mod router;
 mod stream;
 
 pub use consumers::Consumers;
 pub use receiver::{listen, receive_message};
+pub use redrive::redrive;
 pub use router::JetStreamRouter;
 use stream::broker;
 pub use stream::{JetStream, refuse_core_beside_jetstream};

@@ -118,6 +118,17 @@ pub struct StepRecord {
     /// replayed from its start (`capture_run`).
     #[serde(with = "json::base64_bytes", default, skip_serializing_if = "Bytes::is_empty")]
     pub input: Bytes,
+    /// tiny's, on the record of a re-drive (`<module> redrive`): the step key of the
+    /// failed run's step it runs again, as a new attempt. That step and the steps
+    /// that followed it are superseded (see [`superseded`](super::superseded)). Go
+    /// writes none and reads past it.
+    #[serde(
+        rename = "redriveOf",
+        default,
+        deserialize_with = "json::nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub redrive_of: String,
 }
 
 impl StepRecord {
@@ -152,6 +163,7 @@ impl StepRecord {
             duration_ms: u64::try_from(completed_at.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX),
             port: String::new(),
             input: Bytes::new(),
+            redrive_of: String::new(),
         }
     }
 

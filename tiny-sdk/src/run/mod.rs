@@ -43,6 +43,7 @@ mod keys;
 mod ledger;
 mod ledger_key;
 mod reconcile;
+mod redrive;
 mod state;
 mod status;
 mod step;
@@ -60,6 +61,7 @@ pub use ledger_key::{
     scoped_key, step_record_key, step_records_prefix,
 };
 pub use reconcile::{LedgerScan, Plan, ReconcileSettings, Redrive};
+pub use redrive::{RedrivePlan, plan_redrive, superseded};
 pub use state::RunState;
 pub use status::{RunStatus, StepSummary, frontier};
 pub use step::{AnswerInbox, ReplyAddress, RunAnswer, RunStep};

@@ -261,6 +261,7 @@ impl LedgerScan {
                         duration_ms: 0,
                         port: String::new(),
                         input: Default::default(),
+                        redrive_of: String::new(),
                     };
                     plan.fail.push((run_id.clone(), hop.step_key.clone(), record));
                 } else {

@@ -88,8 +88,16 @@ impl RunStatus {
             .collect();
         steps.sort_by(|a, b| a.step_key.cmp(&b.step_key));
         let found = !records.is_empty();
-        let failed = records.iter().any(|(_, record)| record.is_failed());
-        let pending_steps = frontier(records).len();
+        // A step a re-drive ran again (tiny's `redrive`), and those after it, are
+        // history: the run is what its latest attempt makes it.
+        let gone = super::superseded(records);
+        let failed = records
+            .iter()
+            .any(|(key, record)| record.is_failed() && !gone.contains(key));
+        let pending_steps = frontier(records)
+            .iter()
+            .filter(|hop| !gone.contains(&hop.step_key))
+            .count();
         Self {
             found,
             complete: found && pending_steps == 0 && !failed,

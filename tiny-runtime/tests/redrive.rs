@@ -1,0 +1,172 @@
+//! `<module> redrive` on a real `nats-server`: a durable run that failed at its
+//! middle step, re-driven from that step once the flow is fixed, completes; the
+//! ledger keeps both attempts (issue 46).
+
+use std::{sync::Mutex, time::Duration};
+
+use serde_json::{Value, json};
+use tiny_runtime::jetstream;
+use tiny_sdk::{
+    engine::{EXECUTION_MODE_LABEL, Registry},
+    error::code,
+    flow::{Flow, FlowBuilder},
+    harness::Relay,
+    prelude::*,
+    run::{self, StepStatus},
+};
+use tiny_testkit::{NatsServer, durable_module, eventually};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Handler calls, by node, with the run each was in.
+static CALLS: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
+
+fn calls(node: &str) -> usize {
+    CALLS.lock().expect("calls").iter().filter(|(n, _)| n == node).count()
+}
+
+/// A gate's settings: closed, it fails every message.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
+#[serde(default)]
+struct GateSettings {
+    open: bool,
+}
+
+/// Passes messages on while its settings say `open`.
+#[derive(Debug, Component, Default)]
+#[component(name = "gate", settings = GateSettings)]
+struct Gate {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Gate {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        CALLS
+            .lock()
+            .expect("calls")
+            .push((ctx.node_name().to_owned(), ctx.run_id().map(str::to_owned)));
+        if !ctx.settings().open {
+            return Err(Error::permanent("the gate is closed"));
+        }
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// Counts its calls and passes the message on.
+#[derive(Debug, Component, Default)]
+#[component(name = "count")]
+struct Count {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Count {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        CALLS
+            .lock()
+            .expect("calls")
+            .push((ctx.node_name().to_owned(), ctx.run_id().map(str::to_owned)));
+        self.out.emit(ctx, msg).await
+    }
+}
+
+/// `red.a.count-1` (durable) → `red.a.gate-1` (open or not) → `red.a.relay-1`.
+fn flow(open: bool) -> Flow {
+    let mut flow = FlowBuilder::new()
+        .module("a")
+        .node("red.a.count-1", "count")
+        .node("red.a.gate-1", "gate")
+        .settings(json!({ "open": open }))
+        .node("red.a.relay-1", "relay")
+        .edge("red.a.count-1:out", "red.a.gate-1:input", json!({"n": "{{$.n}}"}))
+        .edge("red.a.gate-1:out", "red.a.relay-1:input", json!("{{$}}"))
+        .build();
+    for n in &mut flow.nodes {
+        if n.name == "red.a.count-1" {
+            n.labels.insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
+        }
+    }
+    flow
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_run_redriven_from_its_middle_step_completes_on_the_fixed_flow_with_both_attempts_recorded() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let mut registry = Registry::default();
+    registry.register::<Count>().register::<Gate>().register::<Relay>();
+    let a = durable_module(&broker, "a", registry, &flow(false)).await;
+    a.engine
+        .send("red.a.count-1:input", json!({"n": 5}))
+        .await
+        .expect("the first step runs");
+    let run_id = CALLS.lock().expect("calls")[0].1.clone().expect("in a run");
+    let status = eventually("the run fails at the gate", WAIT, || async {
+        let s = run::run_status(&*a.js, &run_id).await.ok()?;
+        (s.failed && s.pending_steps == 0).then_some(s)
+    })
+    .await;
+    assert_eq!(status.steps.len(), 2, "{status:?}");
+    // Only a failed run is re-driven, and only from a step it has.
+    let err = jetstream::redrive(&a.js, &run_id, Some("red.a.nowhere-1:input"))
+        .await
+        .expect_err("no such step");
+    assert_eq!(err.code(), Some(code::INVALID), "{err}");
+    assert!(err.to_string().contains("no step at `red.a.nowhere-1:input`"), "{err}");
+
+    // The flow fixed (the gate opened), the run re-driven from the gate.
+    for node in flow(true).nodes.iter().filter(|n| n.name == "red.a.gate-1") {
+        a.engine.apply(node.clone()).await.expect("the gate reloads");
+    }
+    let plan = jetstream::redrive(&a.js, &run_id, Some("red.a.gate-1:input"))
+        .await
+        .expect("re-driven");
+    let status = eventually("the re-driven run completes", WAIT, || async {
+        let s = run::run_status(&*a.js, &run_id).await.ok()?;
+        s.complete.then_some(s)
+    })
+    .await;
+    assert!(!status.failed && status.pending_steps == 0, "{status:?}");
+    assert_eq!(calls("red.a.count-1"), 1, "the first step did not run again");
+    assert_eq!(calls("red.a.gate-1"), 2, "the gate ran twice: failed, then open");
+    assert_eq!(
+        calls("red.a.relay-1"),
+        0,
+        "relay counts nothing; its record shows it ran"
+    );
+
+    // Both attempts in the ledger: the failed step as it was, the attempt naming
+    // it, and the steps of the new attempt.
+    let records = run::read_run(&*a.js, &run_id).await.expect("the ledger");
+    let gate: Vec<StepStatus> = records
+        .iter()
+        .filter(|(_, r)| r.node == "red.a.gate-1" && r.redrive_of.is_empty())
+        .map(|(_, r)| r.status)
+        .collect();
+    assert_eq!(gate.len(), 2, "{records:#?}");
+    assert!(gate.contains(&StepStatus::Failed) && gate.contains(&StepStatus::Done));
+    let (_, failed) = records
+        .iter()
+        .find(|(k, _)| *k == plan.target)
+        .expect("the failed step's record stays");
+    assert_eq!(
+        (failed.status, failed.error.as_deref()),
+        (StepStatus::Failed, Some("the gate is closed"))
+    );
+    let attempt = records
+        .iter()
+        .find(|(k, _)| *k == plan.attempt_key)
+        .map(|(_, r)| r)
+        .expect("the attempt's record");
+    assert_eq!(attempt.redrive_of, plan.target);
+    assert!(
+        records
+            .iter()
+            .any(|(_, r)| r.node == "red.a.relay-1" && r.status == StepStatus::Done)
+    );
+
+    // Complete now: nothing to re-drive.
+    let err = jetstream::redrive(&a.js, &run_id, None).await.expect_err("not failed");
+    assert!(err.to_string().contains("has no failed step"), "{err}");
+    a.receiver.stop().await;
+}

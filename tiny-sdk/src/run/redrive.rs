@@ -1,0 +1,131 @@
+//! Re-driving a failed run from one of its steps (`<module> redrive`): the step's
+//! message sent again, on the flow as it is now, as a new attempt recorded in the
+//! ledger beside the failed one.
+//!
+//! The attempt is a step record of its own (key derived from the step it re-drives
+//! and how many attempts it had, [`StepRecord::redrive_of`] naming that step) whose
+//! one emit is the re-driven hop, under a fresh step key. So the hop is pending in
+//! the ledger until it runs, as any hop is (a module away has it re-driven by its
+//! leader's pass, Go's rules), the failed step's record stays as it was, and the
+//! steps after it get fresh keys too.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{EmitRecord, StepRecord, StepStatus, Timestamp, child_step_key, root_step_key};
+use crate::error::{Error, Result, code};
+
+/// What a re-drive writes and sends (see the [module](self)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedrivePlan {
+    /// The step run again.
+    pub target: String,
+    /// The key of the attempt's record.
+    pub attempt_key: String,
+    /// The attempt's record, to write before the hop is sent.
+    pub attempt: StepRecord,
+    /// The hop to send: the target step's message, under a fresh step key.
+    pub hop: EmitRecord,
+}
+
+/// The step keys whose records a later attempt superseded: each re-driven step and
+/// every step that followed from it (by the hops the records list).
+pub fn superseded(records: &[(String, StepRecord)]) -> HashSet<String> {
+    let children: HashMap<&str, Vec<&str>> = records
+        .iter()
+        .map(|(key, r)| (key.as_str(), r.emits.iter().map(|e| e.step_key.as_str()).collect()))
+        .collect();
+    let mut out = HashSet::new();
+    let mut todo: Vec<&str> = records
+        .iter()
+        .filter(|(_, r)| !r.redrive_of.is_empty())
+        .map(|(_, r)| r.redrive_of.as_str())
+        .collect();
+    while let Some(key) = todo.pop() {
+        if out.insert(key.to_owned()) {
+            todo.extend(children.get(key).into_iter().flatten().copied());
+        }
+    }
+    out
+}
+
+/// Plans re-driving run `run_id`, whose step records are `records`, from step `at`
+/// (`<node>:<port>`: its latest step there), or from its first failed step. Fails
+/// with code [`INVALID`](code::INVALID) when the run has no failed step (only a
+/// failed run is re-driven), when no step ran at `at`, or when the ledger does not
+/// hold the message that step got; each error names the run and the step.
+pub fn plan_redrive(run_id: &str, records: &[(String, StepRecord)], at: Option<&str>) -> Result<RedrivePlan> {
+    let invalid = |why: String| Error::permanent(why).with_code(code::INVALID);
+    let gone = superseded(records);
+    let live: Vec<&(String, StepRecord)> = records.iter().filter(|(k, _)| !gone.contains(k)).collect();
+    if !live.iter().any(|(_, r)| r.status == StepStatus::Failed) {
+        return Err(invalid(format!(
+            "run `{run_id}` has no failed step: only a failed run is re-driven"
+        )));
+    }
+    // The hop each step got, from the record that emitted it.
+    let arrivals: HashMap<&str, &EmitRecord> = records
+        .iter()
+        .flat_map(|(_, r)| &r.emits)
+        .map(|e| (e.step_key.as_str(), e))
+        .collect();
+    let root = root_step_key(run_id);
+    let arrival = |key: &str, r: &StepRecord| -> Option<EmitRecord> {
+        match arrivals.get(key) {
+            Some(hop) => Some((*hop).clone()),
+            None if key == root && !r.port.is_empty() => Some(EmitRecord {
+                to: format!("{}:{}", r.node, r.port),
+                data: r.input.clone(),
+                ..EmitRecord::default()
+            }),
+            None => None,
+        }
+    };
+    let by_start =
+        |a: &&&(String, StepRecord), b: &&&(String, StepRecord)| (a.1.started_at, &a.0).cmp(&(b.1.started_at, &b.0));
+    let target = match at {
+        Some(at) => live
+            .iter()
+            .filter(|(k, r)| arrival(k, r).is_some_and(|hop| hop.to == at))
+            .max_by(by_start)
+            .ok_or_else(|| invalid(format!("run `{run_id}` has no step at `{at}` to re-drive")))?,
+        None => live
+            .iter()
+            .filter(|(_, r)| r.status == StepStatus::Failed)
+            .min_by(by_start)
+            .ok_or_else(|| invalid(format!("run `{run_id}` has no failed step")))?,
+    };
+    let (target_key, record) = (&target.0, &target.1);
+    let mut hop = arrival(target_key, record).ok_or_else(|| {
+        invalid(format!(
+            "run `{run_id}`: the ledger does not hold the message step `{target_key}` (node `{}`) got",
+            record.node
+        ))
+    })?;
+    let attempts = records.iter().filter(|(_, r)| r.redrive_of == *target_key).count();
+    let attempt_key = child_step_key(
+        run_id,
+        target_key,
+        "redrive",
+        u32::try_from(attempts).unwrap_or(u32::MAX),
+    );
+    hop.step_key = child_step_key(run_id, &attempt_key, &hop.edge_id, 0);
+    let now = Timestamp::now();
+    let attempt = StepRecord {
+        node: record.node.clone(),
+        status: StepStatus::Done,
+        error: None,
+        emits: vec![hop.clone()],
+        started_at: now,
+        completed_at: now,
+        duration_ms: 0,
+        port: String::new(),
+        input: bytes::Bytes::new(),
+        redrive_of: target_key.clone(),
+    };
+    Ok(RedrivePlan {
+        target: target_key.clone(),
+        attempt_key,
+        attempt,
+        hop,
+    })
+}
