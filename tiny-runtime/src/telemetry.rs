@@ -23,7 +23,10 @@
 
 use std::{
     fmt,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::{
+        OnceLock,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use opentelemetry::{
@@ -258,16 +261,20 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
             .with_location(false)
             .with_threads(false)
             .with_tracked_inactivity(false)
+            // Entering a span does not make its OpenTelemetry context current (a
+            // context clone and two thread-local stack operations on every poll of
+            // every hop): a span's parent is the `tracing` span around it, and a log
+            // line asks for its span's context ([`current_ids`]).
+            .with_context_activation(false)
             // Only the flow's spans: log events do not become span events (they are
             // logged, with the trace id), and other crates' spans stay out.
             .with_filter(filter_fn(|m| m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)))
     });
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(otel)
-        .with(logs)
-        .try_init()
-        .map_err(TelemetryError::AlreadyInstalled)?;
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(filter).with(otel).with(logs));
+    let weak = dispatch.downgrade();
+    dispatch.try_init().map_err(TelemetryError::AlreadyInstalled)?;
+    // Only the first install counts, as only it succeeds.
+    let _ = DISPATCH.set(weak);
     TRACING.store(provider.is_some(), Ordering::Relaxed);
     if refused {
         // Named by its setting, never by its value: the DSN holds the token.
@@ -379,13 +386,32 @@ pub fn extract(metadata: &MetadataMap) -> Context {
     propagator().extract(&MetadataReader(metadata))
 }
 
-/// The trace and span ids of the current span, when one is recorded.
-fn current_ids() -> Option<(String, String)> {
-    let cx = Context::current();
+/// The installed subscriber, for a log line to find its span's OpenTelemetry context
+/// (weak: the subscriber owns the layer that asks).
+static DISPATCH: OnceLock<tracing::dispatcher::WeakDispatch> = OnceLock::new();
+
+/// The trace and span ids of the innermost recorded span around the span `current`,
+/// else of the OpenTelemetry context made current (a request's extracted parent), when
+/// one is recorded.
+fn current_ids(current: Option<&tracing::span::Id>) -> Option<(String, String)> {
+    let cx = current.and_then(recorded_context).unwrap_or_else(Context::current);
     let span = cx.span();
     let sc = span.span_context();
     sc.is_valid()
         .then(|| (sc.trace_id().to_string(), sc.span_id().to_string()))
+}
+
+/// The OpenTelemetry context of the innermost span from `id` up that the OpenTelemetry
+/// layer records. The registry is read directly: the log layer's own view leaves the
+/// flow's spans out.
+fn recorded_context(id: &tracing::span::Id) -> Option<Context> {
+    use tracing_subscriber::registry::LookupSpan as _;
+    let dispatch = DISPATCH.get()?.upgrade()?;
+    let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
+    let span = registry.span(id)?;
+    span.scope().find_map(|s| {
+        tracing_opentelemetry::get_otel_context(&s.id(), &dispatch).filter(|cx| cx.span().span_context().is_valid())
+    })
 }
 
 /// The line format: text or JSON, with the trace id.
@@ -401,7 +427,7 @@ where
 {
     fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut writer: Writer<'_>, event: &Event<'_>) -> fmt::Result {
         let meta = event.metadata();
-        let ids = current_ids();
+        let ids = current_ids(ctx.current_span().id());
         match self.format {
             LogFormat::Text => {
                 tracing_subscriber::fmt::time::SystemTime.format_time(&mut writer)?;

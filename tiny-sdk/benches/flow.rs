@@ -313,6 +313,7 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        .with_context_activation(false)
         .with_filter(tracing_subscriber::filter::filter_fn(|m| {
             m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)
         }));
