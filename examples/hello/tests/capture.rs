@@ -116,3 +116,65 @@ async fn capture_run_writes_a_file_that_replays_green() {
         "{stderr}"
     );
 }
+
+fn redrive(broker: &NatsServer, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hello-module"))
+        .arg("redrive")
+        .args(args)
+        .env("TINY_NATS_URL", broker.url())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("hello-module runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redrive_runs_a_failed_run_again_as_a_new_attempt() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let module = durable_module(&broker, "hello", tiny_example_hello::registry(), &flow()).await;
+    // An empty name fails the first step: the run fails there.
+    module
+        .engine
+        .send("cap.hello.hello-1:input", json!({"name": ""}))
+        .await
+        .expect_err("the greeting fails");
+    let run_id = eventually("the run fails", WAIT, || async {
+        let keys = module.js.keys("exec/").await.ok()?;
+        let run_id = keys.iter().find_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))?;
+        let s = run::run_status(&*module.js, &run_id).await.ok()?;
+        s.failed.then_some(run_id)
+    })
+    .await;
+
+    let out = redrive(&broker, &[&run_id, "--at", "cap.hello.shout-1:input"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("has no step at `cap.hello.shout-1:input`"), "{stderr}");
+
+    let out = redrive(&broker, &[&run_id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "run {run_id}: step {run_id}.root re-driven to cap.hello.hello-1:input"
+        )),
+        "{stdout}"
+    );
+    // The same message on the same flow fails again: a second failed attempt,
+    // beside the first, and the run failed still.
+    let records = eventually("the attempt runs", WAIT, || async {
+        let records = run::read_run(&*module.js, &run_id).await.ok()?;
+        let failed = records
+            .iter()
+            .filter(|(_, r)| r.node == "cap.hello.hello-1" && r.is_failed())
+            .count();
+        (failed == 2).then_some(records)
+    })
+    .await;
+    assert!(
+        records.iter().any(|(_, r)| r.redrive_of == run::root_step_key(&run_id)),
+        "{records:#?}"
+    );
+    let status = run::run_status(&*module.js, &run_id).await.expect("status");
+    assert!(status.failed && !status.complete, "{status:?}");
+    module.receiver.stop().await;
+}
