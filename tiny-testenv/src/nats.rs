@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crate::{
     error::{Error, io_err},
-    process::{Proc, wait_for_port},
+    process::{Proc, random_port, wait_for_port},
     token::random_token,
 };
 
@@ -79,41 +79,6 @@ async fn ready(proc: &mut Proc, port: u16, name: &str) -> Result<(), Error> {
         context: format!("starting nats-server on port {port}"),
         source: std::io::Error::other(format!("another server answers there: {}", info.trim())),
     })
-}
-
-/// The client port a broker started with `--port -1 --ports_file_dir dir` bound: read
-/// from the ports file it writes there once it listens.
-async fn bound_port(proc: &mut Proc, dir: &Path) -> Result<u16, Error> {
-    let limit = Duration::from_secs(20);
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(port) = ports_file_port(dir) {
-            return Ok(port);
-        }
-        if let Some(status) = proc.exited() {
-            return Err(Error::Io {
-                context: "starting nats-server".into(),
-                source: std::io::Error::other(format!("it exited with {status} before writing its ports file")),
-            });
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(Error::Timeout {
-                what: format!("the ports file of nats-server in {}", dir.display()),
-                after: limit,
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The port of the `nats` address in a ports file in `dir` (`{"nats":["nats://127.0.0.1:PORT"]}`).
-fn ports_file_port(dir: &Path) -> Option<u16> {
-    let file = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(Result::ok)
-        .find(|e| e.path().extension().is_some_and(|x| x == "ports"))?;
-    let ports: serde_json::Value = serde_json::from_slice(&std::fs::read(file.path()).ok()?).ok()?;
-    ports["nats"][0].as_str()?.rsplit(':').next()?.parse().ok()
 }
 
 /// Connects to the broker on `127.0.0.1:port` and reads the `INFO` line it opens with.
@@ -189,15 +154,18 @@ impl NatsServer {
         let token = token.to_owned();
         let name = format!("tiny-test-{}", random_token()?);
         let mut last = None;
-        // The broker binds a free port itself (`-1`) and writes the one it got to a
-        // ports file: no port is chosen by binding and releasing it first, which
-        // another process could take in between.
-        let ports_dir = dir.path().join("ports");
-        std::fs::create_dir_all(&ports_dir).map_err(io_err("creating the ports file folder"))?;
+        // A port drawn below the kernel's ephemeral range (`random_port`), not one the
+        // broker binds itself (`-1`, an ephemeral port): a restart takes the same port,
+        // as its clients expect, and while the broker is down a client reconnecting from
+        // an ephemeral port could take an ephemeral one (even connect to itself there).
+        // A port another process holds at start: the next try draws another.
         for _ in 0..3 {
-            let port_arg = fixed_port.map_or_else(|| "-1".to_owned(), |p| p.to_string());
+            let port = match fixed_port {
+                Some(port) => port,
+                None => random_port()?,
+            };
             let mut cmd = Command::new(&bin);
-            cmd.args(["--addr", "127.0.0.1", "--port", &port_arg]);
+            cmd.args(["--addr", "127.0.0.1", "--port", &port.to_string()]);
             // No token beside a configuration's users: the broker refuses both at once.
             if !token.is_empty() {
                 cmd.arg("--auth").arg(&token);
@@ -206,19 +174,7 @@ impl NatsServer {
                 .args(["--server_name", &name])
                 .args(extra)
                 .current_dir(dir.path());
-            if fixed_port.is_none() {
-                cmd.arg("--ports_file_dir").arg(&ports_dir);
-            }
             let mut proc = Proc::spawn("nats-server", cmd, dir.path().join("nats-server.log"))?;
-            let port = match fixed_port {
-                Some(port) => port,
-                None => {
-                    let port = bound_port(&mut proc, &ports_dir).await?;
-                    // A restart takes the same port, as a broker's clients expect.
-                    proc.replace_arg("-1", &port.to_string());
-                    port
-                }
-            };
             match ready(&mut proc, port, &name).await {
                 Ok(()) => {
                     return Ok(Self {
@@ -229,7 +185,7 @@ impl NatsServer {
                         _dir: dir,
                     });
                 }
-                // Another process holds the fixed port (a restart's, say).
+                // Another process holds the port (a restart's, or one drawn alike).
                 Err(e) => last = Some(e),
             }
         }
