@@ -524,4 +524,98 @@ mod tests {
         same::<()>(s.clone());
         same::<serde::de::IgnoredAny>(s);
     }
+
+    /// `value` as a field placed whole would be kept: an object as a [`Struct`] (its
+    /// names leaked to be `'static`, as a struct's are), anything else as JSON.
+    fn slot(value: &Value) -> Slot {
+        match value {
+            Value::Object(map) => Slot::Struct(Struct {
+                names: map.keys().map(|k| &*Box::leak(k.clone().into_boxed_str())).collect(),
+                values: map.values().map(slot).collect(),
+            }),
+            other => Slot::Json(other.clone()),
+        }
+    }
+
+    /// Every entry of an object as it is offered, in order.
+    #[derive(Debug, PartialEq)]
+    struct Entries(Vec<(String, Value)>);
+
+    impl<'de> Deserialize<'de> for Entries {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+            struct All;
+            impl<'de> Visitor<'de> for All {
+                type Value = Entries;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Entries, A::Error> {
+                    let mut all = Vec::new();
+                    while let Some(entry) = map.next_entry()? {
+                        all.push(entry);
+                    }
+                    Ok(Entries(all))
+                }
+            }
+            d.deserialize_map(All)
+        }
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Field<T> {
+        f: T,
+    }
+
+    /// `inner` kept as a [`Struct`] in field `f` decodes into `T` as the object does,
+    /// with the same error when it does not; its JSON and bytes are the object's.
+    fn same_struct<T: DeserializeOwned + PartialEq + Debug + 'static>(inner: Value) {
+        let object = json!({"f": inner});
+        let msg = Msg::from_fields(Arc::from([json!("f")]), vec![slot(&inner)]);
+        match (
+            msg.decode::<Field<T>>("in"),
+            crate::decode::decode::<Field<T>>("in", &object),
+        ) {
+            (Ok(fields), Ok(tree)) => assert_eq!(fields, tree, "{object}"),
+            (Err(fields), Err(tree)) => assert_eq!(fields.to_string(), tree.to_string(), "{object}"),
+            (fields, tree) => panic!(
+                "{object} as {}: {fields:?} against {tree:?}",
+                std::any::type_name::<T>()
+            ),
+        }
+        assert_eq!(msg.json().ok(), Some(&object));
+        assert_eq!(msg.to_json_bytes().ok(), serde_json::to_vec(&object).ok());
+        assert_eq!(msg.take_exact::<Value>("in").ok(), Some(object));
+    }
+
+    #[test]
+    fn a_struct_kept_as_its_fields_decodes_as_its_object() {
+        let s = json!({"a": 1, "b": "x"});
+        same_struct::<S>(s.clone());
+        same_struct::<S>(json!({"a": 1, "b": "x", "c": [1, 2], "other": {"deep": true}}));
+        same_struct::<S>(json!({"a": "one", "b": 2}));
+        same_struct::<S>(json!({"b": "x"}));
+        same_struct::<Option<S>>(s.clone());
+        same_struct::<Wrapper>(s.clone());
+        same_struct::<Value>(json!({"a": {"b": {"c": 1}}, "d": []}));
+        same_struct::<Value>(json!({"name": "ada", "tags": ["x"], "nested": {"left": 1, "right": 2}}));
+        same_struct::<Entries>(json!({"name": "ada", "nested": {"left": 1}}));
+        same_struct::<HashMap<String, Value>>(s.clone());
+        same_struct::<Untagged>(s.clone());
+        same_struct::<Flat>(json!({"a": 1, "x": [1], "y": null}));
+        same_struct::<Strict>(json!({"a": 1, "b": 2}));
+        same_struct::<External>(json!({"B": {"x": 1}}));
+        same_struct::<Tagged>(json!({"type": "One", "a": 1}));
+        same_struct::<Adjacent>(json!({"c": 1, "t": "A"}));
+        // A struct inside: its own names, offered the same way.
+        same_struct::<Field<S>>(json!({"f": {"a": 2, "b": "y"}}));
+        // Names a map with number or bool keys reads out of the text.
+        same_struct::<BTreeMap<u32, i64>>(json!({"1": 10, "2": 20}));
+        same_struct::<HashMap<bool, i64>>(json!({"true": 1}));
+        // Not an object's type: the object's own error.
+        same_struct::<String>(s.clone());
+        same_struct::<Vec<i64>>(s.clone());
+        same_struct::<bool>(s.clone());
+        same_struct::<()>(s.clone());
+        same_struct::<serde::de::IgnoredAny>(s);
+    }
 }
