@@ -372,13 +372,16 @@ impl Template {
         let mut placed = placed.into_iter();
         let mut failures = failures;
         let mut root = root;
-        entries
-            .iter()
-            .map(|(_, item)| match placed.next().flatten() {
-                Some(v) => Ok(v),
-                None => render_one(item, &mut root, &mut failures).map(&wrap),
-            })
-            .collect()
+        // A plain loop: collecting `Result`s through the iterator adapters moved each
+        // value several times (callgrind: about 300 instructions on a 4-field object).
+        let mut out = Vec::with_capacity(entries.len());
+        for (_, item) in entries.iter() {
+            out.push(match placed.next().flatten() {
+                Some(v) => v,
+                None => wrap(render_one(item, &mut root, &mut failures)?),
+            });
+        }
+        Ok(out)
     }
 
     /// Whether [`render_taking`](Self::render_taking) may move anything out of `$`: the
