@@ -1,7 +1,8 @@
-"""The Helm commands tiny's charts need (lint, template, install, uninstall) on Helm v4's
+"""The Helm commands tiny's charts need (lint, template, install, upgrade, history, uninstall) on Helm v4's
 Go SDK through helm-python-sdk. Run through `tools/helm/helm`, which installs it."""
 
 import argparse
+import json
 import sys
 
 import helm_python as helm
@@ -70,6 +71,32 @@ def install(args):
     return 0
 
 
+def upgrade(args):
+    with config(args) as cfg:
+        release = cfg.upgrade(
+            args.chart,
+            args.name,
+            values_of(args.values),
+            namespace=args.namespace,
+            timeout=args.timeout,
+        )
+    info = release.get("info", {})
+    print(f"upgraded {args.name} in {args.namespace}: {info.get('status', release.get('status', ''))}")
+    return 0
+
+
+def history(args):
+    """The release's revisions as JSON, oldest first: `[{"revision": 1, "status": "deployed"}, ...]`."""
+    with config(args) as cfg:
+        releases = cfg.history(args.name)
+    revisions = sorted(
+        ({"revision": r["revision"], "status": r["status"]} for r in releases),
+        key=lambda r: r["revision"],
+    )
+    print(json.dumps(revisions))
+    return 0
+
+
 def uninstall(args):
     with config(args) as cfg:
         cfg.uninstall(args.name, timeout=args.timeout)
@@ -94,16 +121,19 @@ def main():
     p.add_argument("-f", "--values", action="append")
     p.set_defaults(run=template)
 
-    for name, run in (("install", install), ("uninstall", uninstall)):
+    for name, run in (("install", install), ("upgrade", upgrade), ("history", history), ("uninstall", uninstall)):
         p = sub.add_parser(name)
-        if name == "install":
+        if name in ("install", "upgrade"):
             p.add_argument("chart")
             p.add_argument("-f", "--values", action="append")
-            p.add_argument("--create-namespace", action="store_true")
+            if name == "install":
+                p.add_argument("--create-namespace", action="store_true")
         p.add_argument("name")
         p.add_argument("--namespace", required=True)
         p.add_argument("--kubeconfig")
         p.add_argument("--timeout", type=int, default=120)
+        if name == "history":
+            p.add_argument("-o", "--output", choices=["json"], default="json")
         p.set_defaults(run=run)
 
     args = parser.parse_args()

@@ -3,7 +3,8 @@
 //! before, in its TinyModule on a real API server (or a `components` snapshot file).
 //! The old builds are this build's own `components` output with one change each: a
 //! field the new build no longer has (breaking for the deployed edge that writes it), or
-//! without a field the new build adds (compatible).
+//! without a field the new build adds (compatible). The chart's hook runs the same
+//! binary under real Helm: an install, then an upgrade its Job refuses or lets on.
 
 mod common;
 
@@ -439,25 +440,8 @@ async fn the_rendered_hook_refuses_a_breaking_upgrade_with_only_its_own_rights()
     create_rendered(&env.client(), ns, &hook).await;
     // The Job's pod, as a kubelet runs it: its ServiceAccount's token, its namespace
     // from the downward API, the image's binary with the rendered arguments.
-    let token = env
-        .service_account_token(ns, "hello-tiny-module-upgrade-check")
-        .await
-        .expect("token");
     let dir = tempfile::tempdir().expect("tempdir");
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, env.ca_pem().expect("CA")).expect("write");
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{}\", certificate-authority: \"{}\"}}}}]\n\
-             users: [{{name: hook, user: {{token: \"{token}\"}}}}]\ncontexts: [{{name: hook, context: {{cluster: c, user: hook}}}}]\n\
-             current-context: hook\n",
-            env.server_url(),
-            ca.display()
-        ),
-    )
-    .expect("write");
+    let kubeconfig = kubeconfig_as(&env, ns, "hello-tiny-module-upgrade-check", dir.path()).await;
     let run = |job: &Value| {
         let args: Vec<String> = container(job)["args"]
             .as_array()
@@ -496,4 +480,350 @@ async fn the_rendered_hook_refuses_a_breaking_upgrade_with_only_its_own_rights()
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("field `/title`"), "{stdout}");
     assert!(stderr.contains("--allow-breaking: going on"), "{stderr}");
+}
+
+/// A kubeconfig in `dir` for the test API server with the token of ServiceAccount `sa`
+/// of `ns`: what the in-cluster credentials a kubelet mounts into the Job's pod give.
+async fn kubeconfig_as(env: &tiny_testenv::TestEnv, ns: &str, sa: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let token = env.service_account_token(ns, sa).await.expect("token");
+    let ca = dir.join(format!("{ns}-ca.pem"));
+    std::fs::write(&ca, env.ca_pem().expect("CA")).expect("write");
+    let kubeconfig = dir.join(format!("{ns}-{sa}.kubeconfig"));
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{}\", certificate-authority: \"{}\"}}}}]\n\
+             users: [{{name: hook, user: {{token: \"{token}\"}}}}]\ncontexts: [{{name: hook, context: {{cluster: c, user: hook}}}}]\n\
+             current-context: hook\n",
+            env.server_url(),
+            ca.display()
+        ),
+    )
+    .expect("write");
+    kubeconfig
+}
+
+/// A hook Job's pod this test ran as the kubelet would: its Job, exit status, stdout, stderr.
+struct RanHook {
+    job: String,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `helm args` (an install or an upgrade into `ns`) and meanwhile plays the
+/// kubelet's part, and only that, for the pods the job controller makes for its hook
+/// Jobs (the test control plane has no kubelet): each such pod's container command runs,
+/// the image's `/manager` being this very binary, with the pod's args and env (the
+/// downward API's namespace filled in) and, standing in for the ServiceAccount's
+/// in-cluster credentials, a kubeconfig for the test API server with that account's
+/// token. Its exit status becomes the pod's phase; from it the control plane's job
+/// controller marks the Job Complete or Failed, which Helm waits for. What Helm said,
+/// and the pods run.
+async fn helm_as_kubelet(
+    env: &tiny_testenv::TestEnv,
+    ns: &str,
+    args: Vec<String>,
+) -> ((bool, String, String), Vec<RanHook>) {
+    use futures::StreamExt as _;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::{
+        ResourceExt as _,
+        runtime::{WatchStreamExt as _, watcher},
+    };
+    let mut helm_run = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        helm(&args)
+    });
+    let pods: Api<Pod> = Api::namespaced(env.client(), ns);
+    let mut pod_events = watcher(pods.clone(), watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut ran = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        let pod = tokio::select! {
+            out = &mut helm_run => {
+                for hook in &ran {
+                    let RanHook { job, code, stdout, stderr } = hook;
+                    eprintln!("--- hook Job {job} exited {code:?}:\n{stdout}{stderr}");
+                }
+                return (out.expect("helm ran"), ran);
+            }
+            event = pod_events.next() => match event {
+                Some(Ok(pod)) => pod,
+                // The watcher lists again after an error.
+                Some(Err(_)) => continue,
+                None => panic!("the pod watch ended"),
+            },
+        };
+        let Some(job) = pod
+            .owner_references()
+            .iter()
+            .find(|o| o.kind == "Job")
+            .map(|o| o.name.clone())
+        else {
+            continue; // the Deployment's pods: no kubelet runs them, nor need the hooks them
+        };
+        // A pod of an earlier hook Job that already ran (Helm deletes that Job before it
+        // makes the next): a kubelet runs a pod once.
+        let finished = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|p| p == "Succeeded" || p == "Failed");
+        if finished || pod.metadata.deletion_timestamp.is_some() || !seen.insert(pod.uid().unwrap_or_default()) {
+            continue;
+        }
+        let spec = pod.spec.clone().expect("the pod's spec");
+        let container = spec.containers[0].clone();
+        assert_eq!(
+            container.command.as_deref(),
+            Some(&["/manager".to_owned()][..]),
+            "the image's binary"
+        );
+        let sa = spec.service_account_name.clone().unwrap_or_else(|| "default".into());
+        let kubeconfig = kubeconfig_as(env, ns, &sa, dir.path()).await;
+        let mut command = Command::new(HELLO);
+        command
+            .args(container.args.iter().flatten())
+            .env_clear()
+            .env("KUBECONFIG", &kubeconfig);
+        for var in container.env.iter().flatten() {
+            let value = match (&var.value, &var.value_from) {
+                (Some(v), _) => v.clone(),
+                (None, Some(from)) => {
+                    let field = from.field_ref.as_ref().map(|f| f.field_path.as_str());
+                    assert_eq!(
+                        field,
+                        Some("metadata.namespace"),
+                        "a downward API field this kubelet fills: {var:?}"
+                    );
+                    ns.to_owned()
+                }
+                (None, None) => String::new(),
+            };
+            command.env(&var.name, value);
+        }
+        let out = tokio::task::spawn_blocking(move || command.output())
+            .await
+            .expect("the hook's process")
+            .expect("hello-module runs");
+        let code = out.status.code();
+        // What a kubelet reports of a finished pod; the Job is the job controller's.
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let (phase, reason) = if code == Some(0) {
+            ("Succeeded", "Completed")
+        } else {
+            ("Failed", "Error")
+        };
+        let status = json!({
+            "phase": phase,
+            "startTime": now,
+            "containerStatuses": [{
+                "name": container.name,
+                "image": container.image.unwrap_or_default(),
+                "imageID": "",
+                "ready": false,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": code.unwrap_or(137), "reason": reason, "startedAt": now, "finishedAt": now}},
+            }],
+        });
+        pods.patch_status(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await
+        .expect("the pod's status");
+        ran.push(RanHook {
+            job,
+            code,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+}
+
+/// `helm install|upgrade` of the tiny-module chart as release `hello` in `ns`, the module
+/// at `version`, its upgrade check on, with `extra` values (YAML).
+fn release_args(
+    verb: &str,
+    ns: &str,
+    kubeconfig: &str,
+    dir: &std::path::Path,
+    version: &str,
+    extra: &str,
+) -> Vec<String> {
+    let values = dir.join(format!("{ns}-{verb}-{version}.yaml"));
+    std::fs::write(
+        &values,
+        format!(
+            "module: {{name: examples-v0, version: {version}}}\nhooks: {{enabled: false}}\nupgradeCheck: {{enabled: true}}\n{extra}"
+        ),
+    )
+    .expect("write");
+    let chart = format!("{REPO}/charts/tiny-module");
+    [
+        verb,
+        &chart,
+        "hello",
+        "--namespace",
+        ns,
+        "-f",
+        values.to_str().expect("utf-8"),
+        "--kubeconfig",
+        kubeconfig,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// Release `hello`'s revisions in `ns`: (revision, status), oldest first.
+fn history(ns: &str, kubeconfig: &str) -> Vec<(u64, String)> {
+    let (ok, stdout, stderr) = helm(&[
+        "history",
+        "hello",
+        "--namespace",
+        ns,
+        "--kubeconfig",
+        kubeconfig,
+        "-o",
+        "json",
+    ]);
+    assert!(ok, "{stderr}");
+    let revisions: Vec<Value> = serde_json::from_str(&stdout).expect("helm history JSON");
+    revisions
+        .iter()
+        .map(|r| {
+            (
+                r["revision"].as_u64().expect("revision"),
+                r["status"].as_str().expect("status").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The version the release's Deployment runs the module at.
+async fn deployed_version(client: &kube::Client, ns: &str) -> String {
+    let deployment = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(client.clone(), ns)
+        .get("hello-tiny-module")
+        .await
+        .expect("the Deployment");
+    let args = deployment
+        .spec
+        .and_then(|s| s.template.spec)
+        .map(|s| s.containers[0].args.clone().unwrap_or_default())
+        .unwrap_or_default();
+    args.iter()
+        .find_map(|a| a.strip_prefix("--version="))
+        .expect("--version")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helm_upgrade_is_refused_by_the_hook_when_it_breaks_a_deployed_edge_and_goes_on_when_allowed_or_compatible() {
+    let env = common::env().await;
+    let kubeconfig = env.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = |verb: &str, ns: &str, version: &str, extra: &str| {
+        release_args(verb, ns, &kubeconfig, dir.path(), version, extra)
+    };
+
+    // Release 0.1.0 installed (on a first install nothing is deployed: no hook runs); its
+    // leader published the build that took a `title` on hello's input, which the deployed
+    // edge writes. This build, 0.2.0, has no such field.
+    let ns = "helm-upgrade-breaking";
+    env.create_namespace(ns).await.expect("namespace");
+    let ((ok, _, stderr), ran) = helm_as_kubelet(&env, ns, args("install", ns, "0.1.0", "")).await;
+    assert!(ok, "{stderr}");
+    assert!(ran.is_empty(), "no hook on install");
+    publish(&Api::namespaced(env.client(), ns), with_title()).await;
+    common::create_flow(&env.client(), ns, &flow("shop", r#"{ name: "{{$.who}}", title: Dr }"#)).await;
+
+    let ((ok, stdout, stderr), ran) = helm_as_kubelet(&env, ns, args("upgrade", ns, "0.2.0", "")).await;
+    assert!(!ok, "the upgrade went on:\n{stdout}\n{stderr}");
+    // Helm names the hook that refused it, which the job controller marked Failed (and
+    // which stays, for its log).
+    assert!(
+        stderr.contains("pre-upgrade hooks failed")
+            && stderr.contains(&format!("Job/{ns}/hello-tiny-module-upgrade-check"))
+            && stderr.contains("status: Failed"),
+        "{stderr}"
+    );
+    let job = Api::<k8s_openapi::api::batch::v1::Job>::namespaced(env.client(), ns)
+        .get("hello-tiny-module-upgrade-check")
+        .await
+        .expect("the failed hook Job is kept");
+    let failed = job
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "Failed" && c.status == "True");
+    assert!(failed, "the hook Job is Failed");
+    let [hook] = &ran[..] else {
+        panic!("one hook pod ran: {}", ran.len())
+    };
+    assert_eq!(
+        (hook.job.as_str(), hook.code),
+        ("hello-tiny-module-upgrade-check", Some(1)),
+        "{}",
+        hook.stderr
+    );
+    assert!(
+        hook.stdout.starts_with(
+            "breaking: flow `shop`, node `shop.examples-v0.hello-1`, edge `to-hello` from \
+             `shop.sender-module-v0.sender-1:out`, port `input`, field `/title`"
+        ),
+        "{}",
+        hook.stdout
+    );
+    // The release stays at its old revision, and so does what it runs.
+    assert_eq!(
+        history(ns, &kubeconfig),
+        [(1, "deployed".to_owned()), (2, "failed".to_owned())]
+    );
+    assert_eq!(deployed_version(&env.client(), ns).await, "0.1.0");
+
+    // The value that says go on: the check still runs and names the field; the upgrade goes on.
+    let go_on = "upgradeCheck: {enabled: true, allowBreaking: true}\n";
+    let ((ok, stdout, stderr), ran) = helm_as_kubelet(&env, ns, args("upgrade", ns, "0.2.0", go_on)).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    let [hook] = &ran[..] else {
+        panic!("one hook pod ran: {}", ran.len())
+    };
+    assert_eq!(hook.code, Some(0), "{}", hook.stderr);
+    assert!(hook.stdout.contains("field `/title`"), "{}", hook.stdout);
+    assert!(hook.stderr.contains("--allow-breaking: going on"), "{}", hook.stderr);
+    assert_eq!(history(ns, &kubeconfig).last(), Some(&(3, "deployed".to_owned())));
+    assert_eq!(deployed_version(&env.client(), ns).await, "0.2.0");
+
+    // A compatible build: the deployed build had no `context`, which this one adds.
+    let ns = "helm-upgrade-compatible";
+    env.create_namespace(ns).await.expect("namespace");
+    let ((ok, _, stderr), _) = helm_as_kubelet(&env, ns, args("install", ns, "0.1.0", "")).await;
+    assert!(ok, "{stderr}");
+    publish(
+        &Api::namespaced(env.client(), ns),
+        older(|fields| {
+            fields.remove("context");
+        }),
+    )
+    .await;
+    common::create_flow(&env.client(), ns, &flow("shop", r#"{ name: "{{$.who}}" }"#)).await;
+    let ((ok, stdout, stderr), ran) = helm_as_kubelet(&env, ns, args("upgrade", ns, "0.2.0", "")).await;
+    assert!(ok, "{stdout}\n{stderr}");
+    let [hook] = &ran[..] else {
+        panic!("one hook pod ran: {}", ran.len())
+    };
+    assert_eq!(hook.code, Some(0), "{}", hook.stderr);
+    assert!(hook.stdout.starts_with("compatible: flow `shop`"), "{}", hook.stdout);
+    assert_eq!(
+        history(ns, &kubeconfig),
+        [(1, "superseded".to_owned()), (2, "deployed".to_owned())]
+    );
+    assert_eq!(deployed_version(&env.client(), ns).await, "0.2.0");
 }
