@@ -673,22 +673,99 @@ async fn connection<IO>(
         }
     });
     let mut conn = std::pin::pin!(http.serve_connection(TokioIo::new(io), service));
+    // The listener's stop and the idle clock are watched by a task of their own, which
+    // tells this one when either comes: polled here beside the connection, they cost
+    // a few hundred instructions at every wake-up, that is at every request.
+    let watch = Arc::new(Watch::default());
+    let _watcher = Aborting(tokio::spawn(watch_connection(
+        watch.clone(),
+        activity,
+        limits.idle,
+        stop,
+    )));
     let mut closing = false;
-    loop {
-        // Checked again at the end of the idle time counted from the last request.
-        let wake = activity.idle_since().unwrap_or_else(tokio::time::Instant::now) + limits.idle;
-        tokio::select! {
-            _ = conn.as_mut() => return,
+    std::future::poll_fn(|cx| {
+        // Registered before the look: a word said after it wakes this task again.
+        watch.register(cx.waker());
+        match watch.said.load(std::sync::atomic::Ordering::Acquire) {
             // Connections end with the listener's work.
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep_until(wake), if !closing => {
-                if activity.idle_since().is_some_and(|since| since + limits.idle <= tokio::time::Instant::now()) {
-                    // Between requests: closed at once.
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
-                }
+            Watch::STOP => return Poll::Ready(()),
+            Watch::IDLE if !closing => {
+                // Between requests: closed at once.
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+            }
+            _ => {}
+        }
+        conn.as_mut().poll(cx).map(drop)
+    })
+    .await;
+}
+
+/// What a connection's watcher says to it: nothing yet, idle, or stop.
+#[derive(Default)]
+struct Watch {
+    said: std::sync::atomic::AtomicU8,
+    /// The connection's task, to wake when something is said.
+    task: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl Watch {
+    const IDLE: u8 = 1;
+    const STOP: u8 = 2;
+
+    fn register(&self, waker: &std::task::Waker) {
+        let mut task = self.task.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match task.as_mut() {
+            Some(w) if w.will_wake(waker) => {}
+            _ => *task = Some(waker.clone()),
+        }
+    }
+
+    fn say(&self, what: u8) {
+        self.said.store(what, std::sync::atomic::Ordering::Release);
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
+}
+
+/// Says `IDLE` once the connection has sat idle for `idle`, and `STOP` when the
+/// listener stops.
+async fn watch_connection(watch: Arc<Watch>, activity: Arc<Activity>, idle: Duration, stop: tiny_sdk::context::Cancel) {
+    let idle_said = async {
+        loop {
+            // Checked again at the end of the idle time counted from the last request.
+            let wake = activity.idle_since().unwrap_or_else(tokio::time::Instant::now) + idle;
+            tokio::time::sleep_until(wake).await;
+            if activity
+                .idle_since()
+                .is_some_and(|since| since + idle <= tokio::time::Instant::now())
+            {
+                watch.say(Watch::IDLE);
+                return;
             }
         }
+    };
+    tokio::select! {
+        () = stop.cancelled() => return watch.say(Watch::STOP),
+        () = idle_said => {}
+    }
+    stop.cancelled().await;
+    watch.say(Watch::STOP);
+}
+
+/// A task aborted when its handle is dropped: a connection's watcher ends with it.
+struct Aborting(tokio::task::JoinHandle<()>);
+
+impl Drop for Aborting {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -160,6 +160,18 @@ async fn an_idle_connection_is_closed_after_the_idle_timeout() {
     assert!(asked.elapsed() >= Duration::from_millis(900), "{:?}", asked.elapsed());
 }
 
+/// A kept-alive connection ends with the server: a message on `stop` closes it, long
+/// before its idle timeout would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_closes_a_kept_alive_connection() {
+    let h = harness(server(json!({"enableStopPort": true, "idleTimeout": 3600}))).await;
+    let addr = start(&h, "srv").await;
+    let mut conn = TcpStream::connect(&addr).await.expect("connects");
+    assert!(request(&mut conn).await.starts_with("HTTP/1.1 200"));
+    h.send("srv:stop", json!({})).await.expect("stopped");
+    assert_eq!(until_closed(&mut conn).await, "");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_under_way_is_not_idle() {
     let flow = FlowBuilder::new()
