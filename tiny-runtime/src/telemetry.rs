@@ -43,7 +43,7 @@ use tonic::metadata::{KeyRef, MetadataKey, MetadataMap, MetadataValue};
 use tracing::{Event, Subscriber, field::Field};
 use tracing_subscriber::{
     EnvFilter, Layer as _,
-    filter::{Directive, filter_fn},
+    filter::{Directive, FilterExt as _, filter_fn},
     fmt::{FmtContext, FormatEvent, FormatFields, format::Writer, time::FormatTime as _},
     layer::SubscriberExt as _,
     registry::LookupSpan,
@@ -250,8 +250,10 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         .event_format(Lines { format, ansi })
         // The flow's span events (`data`, `exception`) belong to the trace, not the log;
         // its spans too: `Lines` never prints a span's fields, which this layer would
-        // otherwise format into a string on every hop.
-        .with_filter(filter_fn(|m| !m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)));
+        // otherwise format into a string on every hop. `RUST_LOG` filters this layer
+        // alone: as a filter of the whole subscriber it would also look up every hop
+        // span (behind a lock) on each entry, exit, record and close.
+        .with_filter(filter_fn(|m| !m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)).and(filter));
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
             .with_tracer(p.tracer("tiny"))
@@ -266,11 +268,14 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
             // every hop): a span's parent is the `tracing` span around it, and a log
             // line asks for its span's context ([`current_ids`]).
             .with_context_activation(false)
-            // Only the flow's spans: log events do not become span events (they are
-            // logged, with the trace id), and other crates' spans stay out.
-            .with_filter(filter_fn(|m| m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)))
+            // Only the flow's spans, at `info` and above (the level the flow's directive
+            // gives the target while exporting): log events do not become span events
+            // (they are logged, with the trace id), and other crates' spans stay out.
+            .with_filter(filter_fn(|m| {
+                m.target().starts_with(tiny_sdk::engine::TRACE_TARGET) && *m.level() <= tracing::Level::INFO
+            }))
     });
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(filter).with(otel).with(logs));
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel).with(logs));
     let weak = dispatch.downgrade();
     dispatch.try_init().map_err(TelemetryError::AlreadyInstalled)?;
     // Only the first install counts, as only it succeeds.

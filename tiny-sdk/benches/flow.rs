@@ -305,7 +305,7 @@ fn runtime_subscriber_without_exporter() -> impl tracing::Subscriber + Send + Sy
 /// and dropped: no exporter, so no network in the figure).
 fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
     use opentelemetry::trace::TracerProvider as _;
-    use tracing_subscriber::{Layer as _, layer::SubscriberExt as _};
+    use tracing_subscriber::{Layer as _, filter::FilterExt as _, layer::SubscriberExt as _};
     let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("bench"))
@@ -315,7 +315,7 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
         .with_tracked_inactivity(false)
         .with_context_activation(false)
         .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-            m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)
+            m.target().starts_with(tiny_sdk::engine::TRACE_TARGET) && *m.level() <= tracing::Level::INFO
         }));
     let filter = tracing_subscriber::EnvFilter::new("info,tiny::flow=info");
     // As the runtime's: no colours (a pod's stderr is no terminal), and neither the
@@ -323,10 +323,11 @@ fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::sink)
         .with_ansi(false)
-        .with_filter(tracing_subscriber::filter::filter_fn(|m| {
-            !m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)
-        }));
-    tracing_subscriber::registry().with(filter).with(otel).with(logs)
+        .with_filter(
+            tracing_subscriber::filter::filter_fn(|m| !m.target().starts_with(tiny_sdk::engine::TRACE_TARGET))
+                .and(filter),
+        );
+    tracing_subscriber::registry().with(otel).with(logs)
 }
 
 /// The cost of tracing on the 10-node chain: throughput with tracing off (no
