@@ -269,6 +269,13 @@ async fn read(ctx: &Ctx<FlowTelemetry>, req: TelemetryRequest) -> Result<Telemet
         return Err(Error::permanent("project is required"));
     }
     let addr = address(ctx);
+    // The collector's answer is kept as an outside call: a replay, or a step
+    // delivered again, gets it without asking the collector again.
+    ctx.outside("otel-collector", ask(&addr, &req)).await
+}
+
+/// Asks the collector at `addr` for what `req` wants.
+async fn ask(addr: &str, req: &TelemetryRequest) -> Result<TelemetryResult> {
     // The collector unreachable or busy is transient, as in Go: a retry may succeed.
     let unreachable = |e: &dyn std::fmt::Display| Error::transient(format!("otel-collector at {addr}: {e}"));
     let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
@@ -287,7 +294,7 @@ async fn read(ctx: &Ctx<FlowTelemetry>, req: TelemetryRequest) -> Result<Telemet
             .into_inner();
         return Ok(detail(found));
     }
-    list(&mut client, &req).await
+    list(&mut client, req).await
 }
 
 /// One run's hops: from and to are span attributes.

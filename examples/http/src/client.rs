@@ -260,7 +260,17 @@ struct Failure {
 impl HttpRequest {
     async fn on_request(&self, ctx: &Ctx<Self>, req: ClientRequest) -> Result<Reply> {
         let context = req.context.clone();
-        match send(&req, ctx.settings()).await {
+        // The answer (any status) is kept as an outside call: a replay, or a step
+        // delivered again, gets it without sending the request again.
+        let sent = ctx
+            .outside("http", fetch(&req, ctx.settings()))
+            .await
+            .map_err(|error| Failure {
+                error,
+                response: HttpResponse::default(),
+            })
+            .and_then(judge);
+        match sent {
             Ok(response) => self.response.emit(ctx, ClientResponse { context, response }).await,
             Err(f) if ctx.settings().enable_error_port => {
                 let msg = ClientError {
@@ -279,18 +289,37 @@ impl HttpRequest {
 /// Redirects followed, as Go's client does.
 const MAX_REDIRECTS: usize = 10;
 
-async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Result<HttpResponse, Failure> {
-    let fail = |error: Error| Failure {
-        error,
-        response: HttpResponse::default(),
+/// A response of 400 and above as the failure it is (transient for 429 and 5xx).
+fn judge(out: HttpResponse) -> std::result::Result<HttpResponse, Failure> {
+    if out.status_code < 400 {
+        return Ok(out);
+    }
+    let text = if out.body.is_empty() {
+        out.status.clone()
+    } else {
+        out.body.clone()
     };
+    let error = if out.status_code == 429 || out.status_code >= 500 {
+        Error::transient(text)
+    } else {
+        Error::permanent(text)
+    };
+    Err(Failure {
+        error: error.with_code(out.status_code.to_string()),
+        response: out,
+    })
+}
+
+/// Sends the request, following redirects, to its final response whatever its
+/// status; `Err` only when no response came (or the body broke its cap).
+async fn fetch(req: &ClientRequest, settings: &ClientSettings) -> Result<HttpResponse> {
     let timeout = Duration::from_secs(u64::try_from(req.timeout).unwrap_or(0));
     let method = Method::from_bytes(req.method.to_uppercase().as_bytes())
-        .map_err(|_| fail(Error::permanent(format!("invalid method {:?}", req.method))))?;
+        .map_err(|_| Error::permanent(format!("invalid method {:?}", req.method)))?;
     let req_uri: Uri = req
         .url
         .parse()
-        .map_err(|e| fail(Error::permanent(format!("invalid URL {:?}: {e}", req.url))))?;
+        .map_err(|e| Error::permanent(format!("invalid URL {:?}: {e}", req.url)))?;
     let mut uri = req_uri.clone();
     let limit = usize::try_from(settings.max_response_bytes)
         .ok()
@@ -310,20 +339,15 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
             first = Some(address::class_of_host(req_uri.host().unwrap_or_default()).await);
         }
         let reach = Reach::of_hop(settings.allow_internal_addresses, redirected, first.flatten());
-        check_literal(reach, &uri).map_err(fail)?;
-        let client = guarded(reach).map_err(fail)?;
-        let http = build(req, &method, &uri, body.clone(), &hop).map_err(fail)?;
+        check_literal(reach, &uri)?;
+        let client = guarded(reach)?;
+        let http = build(req, &method, &uri, body.clone(), &hop)?;
         let response = tokio::time::timeout_at(deadline, client.request(http))
             .await
-            .map_err(|_| {
-                fail(Error::transient(format!(
-                    "{} {uri}: timed out after {timeout:?}",
-                    method
-                )))
-            })?
+            .map_err(|_| Error::transient(format!("{} {uri}: timed out after {timeout:?}", method)))?
             .map_err(|e| match address::refusal(&e) {
-                Some(r) => fail(refused(r.clone())),
-                None => fail(Error::transient(format!("{} {uri}: {e}", method))),
+                Some(r) => refused(r.clone()),
+                None => Error::transient(format!("{} {uri}: {e}", method)),
             })?;
         let status = response.status();
         // As Go's client: 301, 302 and 303 go on without the body, as a GET (a HEAD
@@ -348,15 +372,15 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
         let headers = to_list(response.headers());
         let collected = tokio::time::timeout_at(deadline, Limited::new(response.into_body(), limit).collect())
             .await
-            .map_err(|_| fail(Error::transient(format!("{method} {uri}: timed out reading the body"))))?;
+            .map_err(|_| Error::transient(format!("{method} {uri}: timed out reading the body")))?;
         let bytes = match collected {
             Ok(b) => b.to_bytes(),
             Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-                return Err(fail(Error::permanent(format!(
+                return Err(Error::permanent(format!(
                     "response body exceeds the {limit} byte cap (maxResponseBytes setting)"
-                ))));
+                )));
             }
-            Err(e) => return Err(fail(Error::transient(format!("{method} {uri}: reading the body: {e}")))),
+            Err(e) => return Err(Error::transient(format!("{method} {uri}: reading the body: {e}"))),
         };
         let out = HttpResponse {
             headers,
@@ -364,28 +388,12 @@ async fn send(req: &ClientRequest, settings: &ClientSettings) -> std::result::Re
             status_code: status.as_u16(),
             body: String::from_utf8_lossy(&bytes).into_owned(),
         };
-        if status.as_u16() >= 400 {
-            let text = if out.body.is_empty() {
-                out.status.clone()
-            } else {
-                out.body.clone()
-            };
-            let error = if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-                Error::transient(text)
-            } else {
-                Error::permanent(text)
-            };
-            return Err(Failure {
-                error: error.with_code(status.as_str()),
-                response: out,
-            });
-        }
         return Ok(out);
     }
-    Err(fail(Error::permanent(format!(
+    Err(Error::permanent(format!(
         "{}: more than {MAX_REDIRECTS} redirects",
         req.url
-    ))))
+    )))
 }
 
 /// What a redirected request keeps of the first one's headers, as Go's client: the

@@ -179,7 +179,7 @@ pub fn parse(body: &[u8]) -> Result<Vec<Entry>> {
 #[handlers]
 impl LogqlQuery {
     async fn on_request(&self, ctx: &Ctx<Self>, req: LokiRequest) -> Result<Reply> {
-        match run(ctx.settings(), &req).await {
+        match run(ctx, &req).await {
             Ok((entries, limit)) => {
                 let out = LokiResult {
                     context: req.context,
@@ -195,7 +195,8 @@ impl LogqlQuery {
     }
 }
 
-async fn run(settings: &QuerySettings, req: &LokiRequest) -> Result<(Vec<Entry>, usize)> {
+async fn run(ctx: &Ctx<LogqlQuery>, req: &LokiRequest) -> Result<(Vec<Entry>, usize)> {
+    let settings = ctx.settings();
     if req.query.trim().is_empty() {
         return Err(Error::permanent("query is required"));
     }
@@ -205,7 +206,7 @@ async fn run(settings: &QuerySettings, req: &LokiRequest) -> Result<(Vec<Entry>,
         token: &req.token,
         username: &req.username,
     };
-    let answer = call(settings, Method::GET, &url, None, &creds, "loki").await?;
+    let answer = call(ctx, settings, Method::GET, &url, None, &creds, "loki").await?;
     Ok((parse(&answer)?, limit))
 }
 

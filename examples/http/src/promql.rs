@@ -225,7 +225,7 @@ pub fn parse(body: &[u8]) -> Result<(Vec<Series>, bool)> {
 #[handlers]
 impl PromqlQuery {
     async fn on_request(&self, ctx: &Ctx<Self>, req: PromRequest) -> Result<Reply> {
-        match run(ctx.settings(), &req).await {
+        match run(ctx, &req).await {
             Ok((series, truncated)) => {
                 let out = PromResult {
                     context: req.context,
@@ -241,7 +241,8 @@ impl PromqlQuery {
     }
 }
 
-async fn run(settings: &QuerySettings, req: &PromRequest) -> Result<(Vec<Series>, bool)> {
+async fn run(ctx: &Ctx<PromqlQuery>, req: &PromRequest) -> Result<(Vec<Series>, bool)> {
+    let settings = ctx.settings();
     if req.query.trim().is_empty() {
         return Err(Error::permanent("query is required"));
     }
@@ -256,6 +257,7 @@ async fn run(settings: &QuerySettings, req: &PromRequest) -> Result<(Vec<Series>
     };
     // POST: a long expression may not fit in a URL some proxy allows.
     let answer = call(
+        ctx,
         settings,
         Method::POST,
         &settings.endpoint(path),

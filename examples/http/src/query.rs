@@ -95,8 +95,10 @@ impl std::fmt::Debug for Credentials<'_> {
 ///
 /// A network failure, a timeout, 429 and 5xx are transient (a retry may help); other
 /// statuses of 400 and above are permanent. `what` names the API in errors
-/// (`metrics API`, `loki`), as Go's messages do.
-pub async fn call(
+/// (`metrics API`, `loki`), as Go's messages do. The answer (status and body) is
+/// kept through [`Ctx::outside`], named after `what` (`metrics-API`, `loki`).
+pub async fn call<C: Component>(
+    ctx: &Ctx<C>,
     settings: &QuerySettings,
     method: Method,
     url: &str,
@@ -138,28 +140,33 @@ pub async fn call(
             .request(req)
             .await
             .map_err(|e| Error::transient(format!("query {url}: {e}")))?;
-        let status = response.status();
+        let status = response.status().as_u16();
         let body = Limited::new(response.into_body(), MAX_BODY)
             .collect()
             .await
             .map_err(|e| Error::transient(format!("read response: {e}")))?
             .to_bytes();
-        Ok::<_, Error>((status, body))
+        // The API answers JSON: text keeps the recorded answer readable.
+        Ok::<_, Error>((status, String::from_utf8_lossy(&body).into_owned()))
     };
-    let (status, body) = tokio::time::timeout(timeout, answer)
-        .await
-        .map_err(|_| Error::transient(format!("query {url}: no answer within {} s", timeout.as_secs())))??;
-    if status.as_u16() >= 400 {
-        let text = String::from_utf8_lossy(&body);
-        let text: String = text.trim().chars().take(400).collect();
-        let message = format!("{what} {}: {text}", status.as_u16());
-        return Err(if status.as_u16() == 429 || status.is_server_error() {
+    let answer = async {
+        tokio::time::timeout(timeout, answer)
+            .await
+            .map_err(|_| Error::transient(format!("query {url}: no answer within {} s", timeout.as_secs())))?
+    };
+    // Kept as an outside call (a ledger key has no spaces): a replay, or a step
+    // delivered again, gets the answer without asking the API again.
+    let (status, body) = ctx.outside(&what.replace(' ', "-"), answer).await?;
+    if status >= 400 {
+        let text: String = body.trim().chars().take(400).collect();
+        let message = format!("{what} {status}: {text}");
+        return Err(if status == 429 || status >= 500 {
             Error::transient(message)
         } else {
             Error::permanent(message)
         });
     }
-    Ok(body)
+    Ok(Bytes::from(body))
 }
 
 /// An error-port message (`{context, error, retryable}`, the SDK's shape) for `err`.
