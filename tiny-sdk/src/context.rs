@@ -383,8 +383,9 @@ impl<C: Component> Ctx<C> {
     /// - In a durable run, the answer is recorded in the ledger
     ///   (`exec/<runID>/call/<stepKey>/<name>/<n>`, removed with the run's records):
     ///   a step delivered again (its replica died before its record) gets the
-    ///   recorded answer and does not make the call twice, and `capture-run` puts
-    ///   the answer in the captured run.
+    ///   recorded answer and does not make the call twice, a step re-driven by
+    ///   `<module> redrive` gets the answers of the failed attempt, and
+    ///   `capture-run` puts the answer in the captured run.
     /// - In a replay of a captured run ([`crate::harness::Harness::replay`]), the
     ///   answer comes from the recording and `call` is never polled, so no side
     ///   effect runs again; a call the recording has no answer for fails with code

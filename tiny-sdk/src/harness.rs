@@ -415,8 +415,20 @@ impl HarnessBuilder {
         let mut builder = self;
         builder.engine = builder.engine.call_tape(tape.clone());
         let h = builder.build().await?;
-        // A failure is compared, not returned: it is part of the outcome.
-        let _ = h.send(&entry.to, entry.data.clone()).await;
+        // A failure is compared, not returned: it is part of the outcome. A first
+        // message that came along an edge goes along it again, so that its
+        // target's mapping shapes it as it did in the run.
+        let msg = crate::Msg::from_json(entry.data.clone());
+        let _ = match (entry.from.is_empty(), entry.to.rsplit_once(':')) {
+            (false, Some((node, port))) => {
+                let source = crate::engine::Source::Edge {
+                    from: &entry.from,
+                    edge_id: &entry.edge_id,
+                };
+                h.engine.deliver(crate::engine::Delivery::new(node, port, source, msg)).await
+            }
+            _ => h.engine.send(&entry.to, entry.data.clone()).await,
+        };
         Ok(replay::compare(
             run,
             &h.flow.nodes,

@@ -75,8 +75,6 @@ fn done_record() -> StepRecord {
         started_at: at(0, 123_456_789),
         completed_at: at(0, 500_000_000),
         duration_ms: 376,
-        port: String::new(),
-        input: Default::default(),
         redrive_of: String::new(),
     }
 }
@@ -93,8 +91,6 @@ fn failed_record() -> StepRecord {
         started_at: at(1, 0),
         completed_at: at(1, 120_000_000),
         duration_ms: 120,
-        port: String::new(),
-        input: Default::default(),
         redrive_of: String::new(),
     }
 }
@@ -112,8 +108,6 @@ fn exhausted_record() -> StepRecord {
         started_at: Timestamp::ZERO,
         completed_at: at(2928, 0),
         duration_ms: 0,
-        port: String::new(),
-        input: Default::default(),
         redrive_of: String::new(),
     }
 }
@@ -276,8 +270,6 @@ async fn run_status_reads_the_ledger_as_go_does() {
             started_at: at(0, 0),
             completed_at: at(0, 500_000_000),
             duration_ms: 0,
-            port: String::new(),
-            input: Default::default(),
             redrive_of: String::new(),
         }
         .to_json_bytes()

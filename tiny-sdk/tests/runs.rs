@@ -131,13 +131,18 @@ async fn a_step_whose_hops_cannot_be_stored_is_not_recorded_and_a_failed_one_is(
     let e = engine.send("f.m.pass-1:input", json!(1)).await.expect_err("not stored");
     assert_eq!(e.code(), Some(code::UNREACHABLE), "{e}");
     assert!(e.is_retryable(), "the transport redelivers: {e}");
+    // Step records only: each run's first message has a key of its own.
+    let records = || async {
+        let keys = store.keys("").await.expect("keys");
+        keys.into_iter().filter(|k| k.contains("/step/")).collect::<Vec<_>>()
+    };
     assert!(
-        store.keys("").await.expect("keys").is_empty(),
+        records().await.is_empty(),
         "no record: the step runs again when its message comes back"
     );
     let e = engine.send("f.m.pass-1:bad", json!(1)).await.expect_err("fails");
     assert_eq!(e.message(), "no good");
-    let keys = store.keys("").await.expect("keys");
+    let keys = records().await;
     assert_eq!(keys.len(), 1, "{keys:?}");
     let record =
         StepRecord::from_json_slice(&store.get(&keys[0]).await.expect("get").expect("a record")).expect("reads");

@@ -98,7 +98,8 @@ pub async fn plan(js: &JetStream, settings: &ReconcileSettings) -> Result<Plan> 
                 Err(_) => return Err(reading(&"the broker stopped sending them")),
             };
             if entry.operation == Operation::Put {
-                scan.add(&entry.key, &entry.value, entry.revision);
+                let written = Timestamp::from_unix(entry.created.unix_timestamp(), entry.created.nanosecond());
+                scan.add_written(&entry.key, &entry.value, entry.revision, written);
             }
             // Nothing more was pending when this one was sent: the bucket is read.
             if entry.delta == 0 {

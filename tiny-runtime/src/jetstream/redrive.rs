@@ -6,7 +6,7 @@ use tiny_sdk::{
     Error, Result,
     error::code,
     flow::parse_node_name,
-    run::{RedrivePlan, plan_redrive, read_run, step_record_key},
+    run::{RedrivePlan, RunEntry, RunStore as _, carry_calls, entry_key, plan_redrive, read_run, step_record_key},
 };
 
 use super::{JetStream, router, stream::ledger};
@@ -23,7 +23,11 @@ pub async fn redrive(js: &JetStream, run_id: &str, at: Option<&str>) -> Result<R
     if records.is_empty() {
         return Err(Error::permanent(format!("run `{run_id}` has no records in the ledger")).with_code(code::NOT_FOUND));
     }
-    let plan = plan_redrive(run_id, &records, at)?;
+    let entry = match js.get(&entry_key(run_id)).await? {
+        Some(bytes) => Some(RunEntry::from_json_slice(&bytes)?),
+        None => None,
+    };
+    let plan = plan_redrive(run_id, &records, entry.as_ref(), at)?;
     let module = plan
         .hop
         .to
@@ -37,6 +41,11 @@ pub async fn redrive(js: &JetStream, run_id: &str, at: Option<&str>) -> Result<R
             ))
             .with_code(code::INVALID)
         })?;
+    // The failed step's outside call answers go to the attempt's step, which then
+    // does not make those calls again (a payment is not charged twice). Copied
+    // before the attempt is recorded: a hop its record lists may run at once (a
+    // leader's re-drive), and a copy a losing re-drive made is the same answer.
+    carry_calls(js, run_id, &plan.target, &plan.hop.step_key).await?;
     let key = step_record_key(run_id, &plan.attempt_key);
     // Created, never put: two re-drives of one step at once make one attempt.
     match js.bucket()?.create(&key, plan.attempt.to_json_bytes()?.into()).await {

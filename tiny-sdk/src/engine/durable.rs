@@ -19,6 +19,13 @@ pub const EXECUTION_MODE_LABEL: &str = "tinysystems.io/execution-mode";
 /// How long the ledger write of a step may take (Go's 10 s).
 const LEDGER_WRITE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The most a run's first message may take in the ledger (`exec/<runID>/entry`):
+/// the broker's largest message (the bucket's value limit, 1 MiB by default) less
+/// room for the key and headers. A larger one is left out, and its capture says so.
+fn entry_max() -> usize {
+    crate::limits::wire_max().unwrap_or(1 << 20).saturating_sub(4096)
+}
+
 /// Whether a message for `port` of `runner`'s node starts a run: a business port of a
 /// node labelled durable.
 pub(super) fn mints(runner: &Runner, port: &str) -> bool {
@@ -93,11 +100,31 @@ impl Inner {
             tracing::debug!(node = %runner.name, step = step.step_key(), "step already recorded: skipped");
             return Ok(Reply::empty());
         }
-        // The run's first message is in no earlier record: its own keeps it, so that
-        // the run can be captured and replayed from its start.
-        let entry = (step.step_key() == run::root_step_key(step.run_id()))
-            .then(|| d.msg.to_json_bytes().map(|bytes| (d.port.to_owned(), bytes)).ok())
-            .flatten();
+        // The run's first message is in no earlier record: it is kept under a key of
+        // its own, before the handler runs (a failed write is then only a
+        // redelivery), so that the run can be captured, replayed and re-driven from
+        // its start along the edge it came by.
+        if step.step_key() == run::root_step_key(step.run_id()) {
+            let (from, edge_id) = match d.source {
+                super::address::Source::Edge { from, edge_id } => (from, edge_id),
+                super::address::Source::Signal => ("", ""),
+            };
+            let data = d.msg.to_json_bytes().unwrap_or_default();
+            let value = run::RunEntry::encode(d.port, from, edge_id, &data, entry_max())?;
+            let at = run::entry_key(step.run_id());
+            let written = match tokio::time::timeout(LEDGER_WRITE, store.put(&at, value)).await {
+                Ok(written) => written,
+                Err(_) => Err(Error::permanent("no answer within 10 s")),
+            };
+            if let Err(e) = written {
+                return Err(Error::transient(format!(
+                    "writing the run's first message to the run ledger at `{at}` (run `{}`, node `{}`): {e}",
+                    step.run_id(),
+                    runner.name
+                ))
+                .with_code(code::RUN_STORE));
+            }
+        }
         let started = Timestamp::now();
         let outcome = self.run_here(runner.clone(), d).await;
         if step.has_unstored() {
@@ -113,10 +140,7 @@ impl Inner {
             ))
             .with_code(code::UNREACHABLE));
         }
-        let mut record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
-        if let Some((port, bytes)) = entry {
-            record = record.with_entry(&port, bytes.into());
-        }
+        let record = StepRecord::finished(runner.name.to_string(), outcome.as_ref().err(), step.emits(), started);
         let status = if record.status == StepStatus::Done {
             "done"
         } else {

@@ -14,7 +14,9 @@ use std::{
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{RunStore, StepStatus, Timestamp, calls_prefix, read_run, root_step_key};
+use super::{
+    RunEntry, RunStore, StepStatus, Timestamp, calls_prefix, decode_call_name, entry_key, read_run, superseded,
+};
 use crate::error::{Error, Result, code};
 
 /// The version of the capture format this build writes and reads.
@@ -30,8 +32,9 @@ pub struct CapturedRun {
     pub run_id: String,
     /// The message that started the run; `None` when the ledger does not hold it
     /// (a run begun by [`Ctx::begin_run`](crate::Ctx::begin_run), whose first
-    /// message arrived outside the run, or a run whose first step a Go module
-    /// recorded): such a run cannot be replayed from its start.
+    /// message arrived outside the run, a run whose first step a Go module
+    /// recorded, or a first message too large to keep): such a run cannot be
+    /// replayed from its start.
     #[serde(default)]
     pub entry: Option<CapturedEntry>,
     /// The recorded steps, in the order they started.
@@ -47,7 +50,14 @@ pub struct CapturedRun {
 pub struct CapturedEntry {
     /// Where it arrived, `<node>:<port>`.
     pub to: String,
-    /// The message, as it arrived.
+    /// The sender, `<node>:<port>`, when it came along an edge (empty for a signal).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub from: String,
+    /// The edge it came along (empty for a signal): a replay sends it along the same
+    /// edge, so that the target's mapping shapes it as it did.
+    #[serde(rename = "edgeID", default, skip_serializing_if = "String::is_empty")]
+    pub edge_id: String,
+    /// The message, as it was sent (before the edge's mapping).
     pub data: Value,
 }
 
@@ -136,12 +146,14 @@ impl CapturedRun {
 }
 
 /// Reads run `run_id` out of `store` (the `TINY_EXEC` ledger) into a
-/// [`CapturedRun`]. Fails with code [`NOT_FOUND`](code::NOT_FOUND) when the run has
+/// [`CapturedRun`]. A re-driven run is captured as it ran last: the steps a re-drive
+/// superseded and the re-drive's own record are left out, so that a run that
+/// completed on a re-drive replays as the run it became. Fails with code [`NOT_FOUND`](code::NOT_FOUND) when the run has
 /// no records, and with [`RUN_RECORD`](code::RUN_RECORD) naming the key of a record
 /// or answer that does not read.
 pub async fn capture_run<S: RunStore + ?Sized>(store: &S, run_id: &str) -> Result<CapturedRun> {
-    let records = read_run(store, run_id).await?;
-    if records.is_empty() {
+    let all = read_run(store, run_id).await?;
+    if all.is_empty() {
         return Err(Error::permanent(format!("run `{run_id}` has no records in the ledger")).with_code(code::NOT_FOUND));
     }
     let json = |bytes: &[u8], what: &dyn std::fmt::Display| -> Result<Value> {
@@ -151,9 +163,10 @@ pub async fn capture_run<S: RunStore + ?Sized>(store: &S, run_id: &str) -> Resul
         serde_json::from_slice(bytes)
             .map_err(|e| Error::permanent(format!("{what} is not JSON: {e}")).with_code(code::RUN_RECORD))
     };
-    // What arrived at each step: the hop that its parent's record lists.
+    // What arrived at each step: the hop that its parent's record lists (a
+    // re-drive's record included: it lists the hop it sent again).
     let mut arrivals: HashMap<&str, (&str, &bytes::Bytes)> = HashMap::new();
-    for (_, record) in &records {
+    for (_, record) in &all {
         for emit in &record.emits {
             arrivals.insert(&emit.step_key, (&emit.to, &emit.data));
         }
@@ -168,16 +181,25 @@ pub async fn capture_run<S: RunStore + ?Sized>(store: &S, run_id: &str) -> Resul
         let (Some(n), Some(name), Some(step_key)) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
-        let Ok(n) = n.parse::<u32>() else { continue };
+        let (Ok(n), Some(name)) = (n.parse::<u32>(), decode_call_name(name)) else {
+            continue;
+        };
         let Some(value) = store.get(&key).await? else { continue };
         let answer = json(&value, &format_args!("outside call answer at ledger key {key:?}"))?;
-        calls.entry(step_key.to_owned()).or_default().push(CapturedCall {
-            name: name.to_owned(),
-            n,
-            answer,
-        });
+        calls
+            .entry(step_key.to_owned())
+            .or_default()
+            .push(CapturedCall { name, n, answer });
     }
-    let root = root_step_key(run_id);
+    let gone = superseded(&all);
+    for key in &gone {
+        calls.remove(key);
+    }
+    let records: Vec<_> = all
+        .iter()
+        .filter(|(key, r)| r.redrive_of.is_empty() && !gone.contains(key))
+        .cloned()
+        .collect();
     let mut run = CapturedRun {
         version: CAPTURE_VERSION,
         run_id: run_id.to_owned(),
@@ -185,24 +207,37 @@ pub async fn capture_run<S: RunStore + ?Sized>(store: &S, run_id: &str) -> Resul
         steps: Vec::with_capacity(records.len()),
         notes: Vec::new(),
     };
+    let root = super::root_step_key(run_id);
+    let first = match store.get(&entry_key(run_id)).await? {
+        Some(bytes) => Some(
+            RunEntry::from_json_slice(&bytes)
+                .map_err(|e| e.context(format_args!("ledger key {:?}", entry_key(run_id))))?,
+        ),
+        None => None,
+    };
+    // The first step's node: from its record, which a re-drive from the first step
+    // supersedes but leaves in the ledger.
+    let root_node = all.iter().find(|(k, _)| *k == root).map(|(_, r)| r.node.as_str());
+    if let (Some(entry), Some(node)) = (&first, root_node)
+        && let Some(data) = &entry.data
+    {
+        run.entry = Some(CapturedEntry {
+            to: format!("{node}:{}", entry.port),
+            from: entry.from.clone(),
+            edge_id: entry.edge_id.clone(),
+            data: data.clone(),
+        });
+    }
     for (step_key, record) in &records {
         let what = format_args!("the payload of step {step_key:?}");
-        let (port, arrived) = match arrivals.get(step_key.as_str()) {
-            Some((to, data)) => (
+        let (port, arrived) = match (arrivals.get(step_key.as_str()), &first) {
+            (Some((to, data)), _) => (
                 to.rsplit_once(':').map_or("", |(_, p)| p).to_owned(),
                 Some(json(data, &what)?),
             ),
-            None if !record.port.is_empty() => (record.port.clone(), Some(json(&record.input, &what)?)),
-            None => (String::new(), None),
+            (None, Some(entry)) if *step_key == root => (entry.port.clone(), entry.data.clone()),
+            (None, _) => (String::new(), None),
         };
-        if *step_key == root
-            && let Some(data) = &arrived
-        {
-            run.entry = Some(CapturedEntry {
-                to: format!("{}:{port}", record.node),
-                data: data.clone(),
-            });
-        }
         let mut emitted = Vec::with_capacity(record.emits.len());
         for emit in &record.emits {
             emitted.push(CapturedEmit {
@@ -232,7 +267,12 @@ pub async fn capture_run<S: RunStore + ?Sized>(store: &S, run_id: &str) -> Resul
     }
     run.steps
         .sort_by(|a, b| (a.started_at, &a.step_key).cmp(&(b.started_at, &b.step_key)));
-    if run.entry.is_none() {
+    if let Some(size) = first.as_ref().and_then(|e| e.omitted) {
+        run.notes.push(format!(
+            "the message that started the run ({size} bytes) was too large to keep in the ledger: it cannot be \
+             replayed from its start"
+        ));
+    } else if run.entry.is_none() {
         run.notes.push(
             "the message that started the run is not in the ledger (a run begun by `begin_run`, or a first step \
              recorded by a Go module): it cannot be replayed from its start"

@@ -104,20 +104,6 @@ pub struct StepRecord {
         skip_serializing_if = "is_zero_u64"
     )]
     pub duration_ms: u64,
-    /// tiny's, on the first step of a run only: the port the run's first message
-    /// arrived at (every later step's is its hop's `to` in the record that emitted
-    /// it). Go writes none and reads past it.
-    #[serde(
-        default,
-        deserialize_with = "json::nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub port: String,
-    /// tiny's, on the first step of a run only: the message that started the run, as
-    /// it arrived (JSON bytes, base64 in the record), so that a captured run can be
-    /// replayed from its start (`capture_run`).
-    #[serde(with = "json::base64_bytes", default, skip_serializing_if = "Bytes::is_empty")]
-    pub input: Bytes,
     /// tiny's, on the record of a re-drive (`<module> redrive`): the step key of the
     /// failed run's step it runs again, as a new attempt. That step and the steps
     /// that followed it are superseded (see [`superseded`](super::superseded)). Go
@@ -161,19 +147,8 @@ impl StepRecord {
             started_at: started,
             completed_at,
             duration_ms: u64::try_from(completed_at.saturating_duration_since(started).as_millis()).unwrap_or(u64::MAX),
-            port: String::new(),
-            input: Bytes::new(),
             redrive_of: String::new(),
         }
-    }
-
-    /// This record with the run's first message: `port` it arrived at and its
-    /// JSON bytes (see [`input`](Self::input)).
-    #[must_use]
-    pub fn with_entry(mut self, port: &str, input: Bytes) -> Self {
-        self.port = port.to_owned();
-        self.input = input;
-        self
     }
 
     /// Whether the hop failed.

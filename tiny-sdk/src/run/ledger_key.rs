@@ -5,7 +5,10 @@
 //! - `exec/<runID>/redrive/<stepKey>`: how many times the reconciler re-drove the hop
 //!   (ASCII decimal);
 //! - `exec/<runID>/call/<stepKey>/<name>/<n>`: the answer of the `n`th outside call
-//!   `name` a hop's handler made ([`Ctx::outside`](crate::Ctx::outside)), JSON;
+//!   `name` a hop's handler made ([`Ctx::outside`](crate::Ctx::outside)), JSON, the
+//!   name encoded by [`encode_call_name`];
+//! - `exec/<runID>/entry`: the message that started the run ([`RunEntry`](super::RunEntry)),
+//!   tiny's, written once by the run's first step;
 //! - anything else under `exec/<runID>/`: run-scoped state of components (an LLM
 //!   module's response cache at `llm/<stepKey>`, say), which the ledger leaves alone.
 
@@ -53,11 +56,57 @@ pub fn redrive_key(run_id: &str, step_key: &str) -> String {
 }
 
 /// The key of the answer of the `n`th (from 0) outside call `name` made by hop
-/// `step_key`'s handler: `exec/<runID>/call/<stepKey>/<name>/<n>` (a `/` in `name`
-/// becomes `_`, so that the key splits back).
+/// `step_key`'s handler: `exec/<runID>/call/<stepKey>/<name>/<n>`, the name written
+/// by [`encode_call_name`], so that the key gives it back ([`decode_call_name`]) and
+/// two names never share a key.
 pub fn call_key(run_id: &str, step_key: &str, name: &str, n: u32) -> String {
-    let name = name.replace('/', "_");
-    scoped_key(run_id, &format!("{CALL}/{step_key}/{name}/{n}"))
+    scoped_key(run_id, &format!("{CALL}/{step_key}/{}/{n}", encode_call_name(name)))
+}
+
+/// An outside call's name as one part of a ledger key, reversibly: ASCII letters,
+/// digits and `-` stay, every other byte becomes `_` and two lower-case hex digits
+/// (`"GET /users"` -> `GET_20_2fusers`, `"a_b"` -> `a_5fb`). Sanitising alone would
+/// make `"a b"` and `"a_b"` one key, and a `.` could make an empty subject token.
+pub fn encode_call_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for &b in name.as_bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' {
+            out.push(char::from(b));
+        } else {
+            out.push('_');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+        }
+    }
+    out
+}
+
+/// The name [`encode_call_name`] wrote; `None` for a part it cannot have written.
+pub fn decode_call_name(encoded: &str) -> Option<String> {
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'_' {
+            let hex = encoded.get(i + 1..i + 3)?;
+            if !hex.bytes().all(|h| h.is_ascii_digit() || (b'a'..=b'f').contains(&h)) {
+                return None;
+            }
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// The key of the message that started run `run_id`: `exec/<runID>/entry`.
+pub fn entry_key(run_id: &str) -> String {
+    scoped_key(run_id, ENTRY)
 }
 
 /// The prefix of every outside call answer of run `run_id`: `exec/<runID>/call/`.
@@ -68,6 +117,7 @@ pub fn calls_prefix(run_id: &str) -> String {
 const STEP: &str = "step";
 const REDRIVE: &str = "redrive";
 const CALL: &str = "call";
+const ENTRY: &str = "entry";
 
 /// A key of the ledger, taken apart by [`parse_ledger_key`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -90,6 +140,9 @@ pub enum LedgerKind {
     /// `exec/<runID>/call/<stepKey>/<name>/<n>`: an outside call's answer (the
     /// [`LedgerKey::step_key`] is then `<stepKey>/<name>/<n>`). Removed with its run.
     Call,
+    /// `exec/<runID>/entry`: the run's first message (the [`LedgerKey::step_key`] is
+    /// empty). Removed with its run.
+    Entry,
 }
 
 /// Takes a store key apart if it is a ledger key (`exec/<runID>/step/<stepKey>`,
@@ -97,6 +150,17 @@ pub enum LedgerKind {
 /// state (`exec/<runID>/llm/<stepKey>`). Splits as the Go reconciler does: the run
 /// id is the second `/`-separated part, the step key all after the third `/`.
 pub fn parse_ledger_key(key: &str) -> Option<LedgerKey> {
+    if let Some(run_id) = key
+        .strip_prefix("exec/")
+        .and_then(|rest| rest.strip_suffix(&format!("/{ENTRY}")))
+        .filter(|run| !run.contains('/'))
+    {
+        return Some(LedgerKey {
+            run_id: run_id.to_owned(),
+            kind: LedgerKind::Entry,
+            step_key: String::new(),
+        });
+    }
     let mut parts = key.splitn(4, '/');
     let (exec, run_id, kind, step_key) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     if exec != "exec" {
@@ -180,11 +244,39 @@ mod tests {
         ] {
             assert_eq!(parse_ledger_key(other), None, "{other}");
         }
+        assert_eq!(
+            parse_ledger_key(&entry_key("r")).map(|k| (k.run_id, k.kind)),
+            Some(("r".to_owned(), LedgerKind::Entry))
+        );
         // What the key functions write, parses back.
         let key = parse_ledger_key(&redrive_key("r", "r.0123")).expect("a ledger key");
         assert_eq!(
             (key.run_id.as_str(), key.kind, key.step_key.as_str()),
             ("r", LedgerKind::Redrive, "r.0123")
         );
+    }
+
+    #[test]
+    fn call_names_are_encoded_reversibly_and_never_collide() {
+        let names = [
+            "stripe:charge",
+            "GET /users",
+            "a b",
+            "a_b",
+            "weather api",
+            "x.y",
+            "ü",
+            "",
+        ];
+        let keys: std::collections::HashSet<String> = names.iter().map(|n| call_key("r", "r.root", n, 0)).collect();
+        assert_eq!(keys.len(), names.len(), "{keys:?}");
+        for name in names {
+            let encoded = encode_call_name(name);
+            assert_eq!(sanitize_key(&encoded), encoded, "a KV key part: {encoded}");
+            assert!(!encoded.contains('.') && !encoded.contains('/'), "{encoded}");
+            assert_eq!(decode_call_name(&encoded).as_deref(), Some(name), "{encoded}");
+        }
+        assert_eq!(encode_call_name("GET /users"), "GET_20_2fusers");
+        assert_eq!(decode_call_name("a_zz"), None);
     }
 }

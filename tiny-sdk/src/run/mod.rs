@@ -13,6 +13,7 @@
 //!   [`child_step_key`], [`StepCounter`]).
 //! - `ledger_key`: where a run's records live in the store (`exec/<runID>/…`).
 //! - `ledger`: the records, written byte for byte as Go writes them.
+//! - `entry`: [`RunEntry`], a run's first message (tiny's).
 //! - `time`: [`Timestamp`], a time as Go writes it in JSON.
 //! - `status`: a run's progress and its frontier of pending hops.
 //! - `store`: the [`RunStore`] trait (JetStream KV `TINY_EXEC` in `tiny-runtime`),
@@ -38,6 +39,7 @@
 //! ```
 
 mod capture;
+mod entry;
 mod json;
 mod keys;
 mod ledger;
@@ -54,14 +56,15 @@ pub use capture::{
     CAPTURE_VERSION, CallTape, CapturedCall, CapturedEmit, CapturedEntry, CapturedRun, CapturedStep, RecordedCalls,
     capture_run,
 };
+pub use entry::RunEntry;
 pub use keys::{StepCounter, child_step_key, new_run_id, root_step_key, run_id_from};
 pub use ledger::{EmitRecord, StepRecord, StepStatus};
 pub use ledger_key::{
-    LedgerKey, LedgerKind, call_key, calls_prefix, exec_prefix, parse_ledger_key, redrive_key, sanitize_key,
-    scoped_key, step_record_key, step_records_prefix,
+    LedgerKey, LedgerKind, call_key, calls_prefix, decode_call_name, encode_call_name, entry_key, exec_prefix,
+    parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key, step_records_prefix,
 };
 pub use reconcile::{LedgerScan, Plan, ReconcileSettings, Redrive};
-pub use redrive::{RedrivePlan, plan_redrive, superseded};
+pub use redrive::{RedrivePlan, carry_calls, plan_redrive, superseded};
 pub use state::RunState;
 pub use status::{RunStatus, StepSummary, frontier};
 pub use step::{AnswerInbox, ReplyAddress, RunAnswer, RunStep};

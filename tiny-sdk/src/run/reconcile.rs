@@ -107,9 +107,12 @@ struct Ledger {
     /// Its step record and re-drive counter keys, to delete once it is old, with
     /// their revisions.
     keys: Vec<(String, u64)>,
-    /// Its outside calls' answers: deleted with its records, never without (an
-    /// answer is written while its step runs, before the step's record).
-    calls: Vec<(String, u64)>,
+    /// Its outside calls' answers and first message, with when each was written
+    /// (`None`: not known): deleted with its records; without any, only once each is
+    /// older than `gc_after` (an answer is written while its step runs, before the
+    /// step's record, and no step runs that long), so that a run whose records a
+    /// Go leader removed does not leave them in the bucket for good.
+    calls: Vec<(String, u64, Option<Timestamp>)>,
     latest: Timestamp,
     /// Whether one of its steps ran in this scan's module.
     touched: bool,
@@ -166,17 +169,25 @@ impl LedgerScan {
     /// that does not read is skipped (as Go's pass does: one bad record must not
     /// stop the others), and so is never deleted either.
     pub fn add(&mut self, key: &str, value: &[u8], revision: u64) {
+        self.add_written(key, value, revision, None);
+    }
+
+    /// As [`add`](Self::add), with when the value was written (the bucket entry's
+    /// time), which lets a pass remove outside call answers and a first message
+    /// whose run has no step record left.
+    pub fn add_written(&mut self, key: &str, value: &[u8], revision: u64, written: Option<Timestamp>) {
         let Some(parsed) = parse_ledger_key(key) else {
             return;
         };
         match parsed.kind {
-            // Recorded answers of outside calls go with their run.
-            LedgerKind::Call => {
+            // Recorded answers of outside calls, and the first message, go with
+            // their run.
+            LedgerKind::Call | LedgerKind::Entry => {
                 self.runs
                     .entry(parsed.run_id)
                     .or_default()
                     .calls
-                    .push((key.to_owned(), revision));
+                    .push((key.to_owned(), revision, written));
             }
             LedgerKind::Redrive => {
                 self.counters.insert(key.to_owned(), (redrive_count(value), revision));
@@ -229,9 +240,16 @@ impl LedgerScan {
                 let anyones = self.module.is_none() || ledger.recorded.is_empty() || forgotten;
                 if (ledger.touched || anyones) && age > nanos(settings.gc_after) {
                     let mut keys = ledger.keys;
-                    if !ledger.recorded.is_empty() {
-                        keys.extend(ledger.calls);
-                    }
+                    let recorded = !ledger.recorded.is_empty();
+                    keys.extend(
+                        ledger
+                            .calls
+                            .into_iter()
+                            .filter(|(_, _, written)| {
+                                recorded || written.is_some_and(|t| now.nanos_since(t) > nanos(settings.gc_after))
+                            })
+                            .map(|(key, revision, _)| (key, revision)),
+                    );
                     keys.sort();
                     for (key, revision) in keys {
                         plan.revisions.insert(key.clone(), revision);
@@ -259,8 +277,6 @@ impl LedgerScan {
                         started_at: Timestamp::ZERO,
                         completed_at: now,
                         duration_ms: 0,
-                        port: String::new(),
-                        input: Default::default(),
                         redrive_of: String::new(),
                     };
                     plan.fail.push((run_id.clone(), hop.step_key.clone(), record));

@@ -8,10 +8,20 @@
 //! the ledger until it runs, as any hop is (a module away has it re-driven by its
 //! leader's pass, Go's rules), the failed step's record stays as it was, and the
 //! steps after it get fresh keys too.
+//!
+//! The failed step's outside call answers are carried over to the fresh key
+//! ([`carry_calls`]), as [`Ctx::outside`](crate::Ctx::outside) promises: a call that
+//! answered (a payment charged) is not made again by the attempt. A re-drive from the
+//! first step sends the run's first message ([`RunEntry`]) along the edge it came by,
+//! so that its target's mapping shapes it again; a hop whose answer's waiter has
+//! given up (its deadline passed) is sent as a background hop, without the reply.
 
 use std::collections::{HashMap, HashSet};
 
-use super::{EmitRecord, StepRecord, StepStatus, Timestamp, child_step_key, root_step_key};
+use super::{
+    EmitRecord, RunEntry, RunStore, StepRecord, StepStatus, Timestamp, call_key, calls_prefix, child_step_key,
+    root_step_key,
+};
 use crate::error::{Error, Result, code};
 
 /// What a re-drive writes and sends (see the [module](self)).
@@ -48,12 +58,18 @@ pub fn superseded(records: &[(String, StepRecord)]) -> HashSet<String> {
     out
 }
 
-/// Plans re-driving run `run_id`, whose step records are `records`, from step `at`
+/// Plans re-driving run `run_id`, whose step records are `records` and whose first
+/// message is `entry` (its `exec/<runID>/entry`, if any), from step `at`
 /// (`<node>:<port>`: its latest step there), or from its first failed step. Fails
 /// with code [`INVALID`](code::INVALID) when the run has no failed step (only a
 /// failed run is re-driven), when no step ran at `at`, or when the ledger does not
 /// hold the message that step got; each error names the run and the step.
-pub fn plan_redrive(run_id: &str, records: &[(String, StepRecord)], at: Option<&str>) -> Result<RedrivePlan> {
+pub fn plan_redrive(
+    run_id: &str,
+    records: &[(String, StepRecord)],
+    entry: Option<&RunEntry>,
+    at: Option<&str>,
+) -> Result<RedrivePlan> {
     let invalid = |why: String| Error::permanent(why).with_code(code::INVALID);
     let gone = superseded(records);
     let live: Vec<&(String, StepRecord)> = records.iter().filter(|(k, _)| !gone.contains(k)).collect();
@@ -72,11 +88,16 @@ pub fn plan_redrive(run_id: &str, records: &[(String, StepRecord)], at: Option<&
     let arrival = |key: &str, r: &StepRecord| -> Option<EmitRecord> {
         match arrivals.get(key) {
             Some(hop) => Some((*hop).clone()),
-            None if key == root && !r.port.is_empty() => Some(EmitRecord {
-                to: format!("{}:{}", r.node, r.port),
-                data: r.input.clone(),
-                ..EmitRecord::default()
-            }),
+            None if key == root => {
+                let entry = entry?;
+                Some(EmitRecord {
+                    to: format!("{}:{}", r.node, entry.port),
+                    from: entry.from.clone(),
+                    edge_id: entry.edge_id.clone(),
+                    data: serde_json::to_vec(entry.data.as_ref()?).ok()?.into(),
+                    ..EmitRecord::default()
+                })
+            }
             None => None,
         }
     };
@@ -110,6 +131,16 @@ pub fn plan_redrive(run_id: &str, records: &[(String, StepRecord)], at: Option<&
     );
     hop.step_key = child_step_key(run_id, &attempt_key, &hop.edge_id, 0);
     let now = Timestamp::now();
+    // Nobody waits for the answer any more: the hop goes as a background one.
+    let now_ms = now
+        .unix_seconds()
+        .saturating_mul(1000)
+        .saturating_add(i64::from(now.subsec_nanos() / 1_000_000));
+    if hop.reply_deadline_unix_ms != 0 && hop.reply_deadline_unix_ms <= now_ms {
+        hop.reply_subject.clear();
+        hop.reply_target.clear();
+        hop.reply_deadline_unix_ms = 0;
+    }
     let attempt = StepRecord {
         node: record.node.clone(),
         status: StepStatus::Done,
@@ -118,8 +149,6 @@ pub fn plan_redrive(run_id: &str, records: &[(String, StepRecord)], at: Option<&
         started_at: now,
         completed_at: now,
         duration_ms: 0,
-        port: String::new(),
-        input: bytes::Bytes::new(),
         redrive_of: target_key.clone(),
     };
     Ok(RedrivePlan {
@@ -128,4 +157,30 @@ pub fn plan_redrive(run_id: &str, records: &[(String, StepRecord)], at: Option<&
         attempt,
         hop,
     })
+}
+
+/// Copies the outside call answers step `from` of run `run_id` recorded to step `to`
+/// (a re-drive's fresh key for it), so that the attempt's handler gets them instead
+/// of making the calls again; an answer `to` has already is left. Returns how many
+/// were copied.
+pub async fn carry_calls<S: RunStore + ?Sized>(store: &S, run_id: &str, from: &str, to: &str) -> Result<usize> {
+    let prefix = format!("{}{from}/", calls_prefix(run_id));
+    let mut copied = 0;
+    for key in store.keys(&prefix).await? {
+        let Some((name, n)) = key.strip_prefix(&prefix).and_then(|rest| rest.rsplit_once('/')) else {
+            continue;
+        };
+        let (Some(name), Ok(n)) = (super::decode_call_name(name), n.parse::<u32>()) else {
+            continue;
+        };
+        let target = call_key(run_id, to, &name, n);
+        if store.get(&target).await?.is_some() {
+            continue;
+        }
+        if let Some(answer) = store.get(&key).await? {
+            store.put(&target, answer).await?;
+            copied += 1;
+        }
+    }
+    Ok(copied)
 }
