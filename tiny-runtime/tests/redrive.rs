@@ -1,8 +1,15 @@
 //! `<module> redrive` on a real `nats-server`: a durable run that failed at its
 //! middle step, re-driven from that step once the flow is fixed, completes; the
-//! ledger keeps both attempts (issue 46).
+//! ledger keeps both attempts, the gate's outside call is not made again, and the
+//! run's capture replays green as the run it became (issue 46).
 
-use std::{sync::Mutex, time::Duration};
+use std::{
+    sync::{
+        Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
 
 use serde_json::{Value, json};
 use tiny_runtime::jetstream;
@@ -10,7 +17,7 @@ use tiny_sdk::{
     engine::{EXECUTION_MODE_LABEL, Registry},
     error::code,
     flow::{Flow, FlowBuilder},
-    harness::Relay,
+    harness::{Harness, Relay, ReplayOptions},
     prelude::*,
     run::{self, StepStatus},
 };
@@ -20,6 +27,9 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// Handler calls, by node, with the run each was in.
 static CALLS: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
+
+/// Charges really made by the gate (its outside call).
+static CHARGED: AtomicUsize = AtomicUsize::new(0);
 
 fn calls(node: &str) -> usize {
     CALLS.lock().expect("calls").iter().filter(|(n, _)| n == node).count()
@@ -46,10 +56,16 @@ impl Gate {
             .lock()
             .expect("calls")
             .push((ctx.node_name().to_owned(), ctx.run_id().map(str::to_owned)));
+        let receipt: String = ctx
+            .outside("stripe:charge", async {
+                CHARGED.fetch_add(1, Ordering::SeqCst);
+                Ok("ch_1".to_owned())
+            })
+            .await?;
         if !ctx.settings().open {
             return Err(Error::permanent("the gate is closed"));
         }
-        self.out.emit(ctx, msg).await
+        self.out.emit(ctx, json!({"n": msg["n"], "receipt": receipt})).await
     }
 }
 
@@ -130,9 +146,9 @@ async fn a_failed_run_redriven_from_its_middle_step_completes_on_the_fixed_flow_
     assert_eq!(calls("red.a.count-1"), 1, "the first step did not run again");
     assert_eq!(calls("red.a.gate-1"), 2, "the gate ran twice: failed, then open");
     assert_eq!(
-        calls("red.a.relay-1"),
-        0,
-        "relay counts nothing; its record shows it ran"
+        CHARGED.load(Ordering::SeqCst),
+        1,
+        "the attempt got the failed step's recorded charge"
     );
 
     // Both attempts in the ledger: the failed step as it was, the attempt naming
@@ -159,11 +175,32 @@ async fn a_failed_run_redriven_from_its_middle_step_completes_on_the_fixed_flow_
         .map(|(_, r)| r)
         .expect("the attempt's record");
     assert_eq!(attempt.redrive_of, plan.target);
-    assert!(
-        records
-            .iter()
-            .any(|(_, r)| r.node == "red.a.relay-1" && r.status == StepStatus::Done)
-    );
+    // The relay (which counts nothing itself) ran once, on the gate's message.
+    let relay: Vec<_> = records.iter().filter(|(_, r)| r.node == "red.a.relay-1").collect();
+    assert_eq!(relay.len(), 1, "{records:#?}");
+    assert_eq!(relay[0].1.status, StepStatus::Done);
+    let to_relay: Vec<Value> = records
+        .iter()
+        .flat_map(|(_, r)| &r.emits)
+        .filter(|e| e.step_key == relay[0].0)
+        .map(|e| serde_json::from_slice(&e.data).expect("JSON"))
+        .collect();
+    assert_eq!(to_relay, [json!({"n": 5, "receipt": "ch_1"})]);
+
+    // Captured, the run is the one it became (the failed attempt left out), and it
+    // replays green on the fixed flow, the charge answered from the recording.
+    let captured = run::capture_run(&*a.js, &run_id).await.expect("captured");
+    assert_eq!(captured.steps.len(), 3, "{captured:#?}");
+    let report = Harness::builder()
+        .register::<Count>()
+        .register::<Gate>()
+        .register::<Relay>()
+        .flow(flow(true))
+        .replay(&captured, ReplayOptions { values: true })
+        .await
+        .expect("replays");
+    assert!(report.is_green(), "{report}");
+    assert_eq!(report.calls_answered, 1);
 
     // Complete now: nothing to re-drive.
     let err = jetstream::redrive(&a.js, &run_id, None).await.expect_err("not failed");
