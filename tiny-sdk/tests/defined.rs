@@ -212,3 +212,91 @@ async fn a_definition_is_refused_with_a_reason() {
     ));
     assert!(DefineError::parse_schema("output", r#"{"type": "object"}"#).is_ok());
 }
+
+/// A runtime whose scripts answer with its name, whatever the script says.
+struct Named(&'static str);
+
+struct NamedScript(&'static str);
+
+impl tiny_sdk::engine::ComponentRuntime for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn compile(&self, _: &Definition) -> Result<std::sync::Arc<dyn tiny_sdk::engine::CompiledScript>, DefineError> {
+        Ok(std::sync::Arc::new(NamedScript(self.0)))
+    }
+}
+
+impl tiny_sdk::engine::CompiledScript for NamedScript {
+    fn start(&self) -> tiny_sdk::Result<Box<dyn tiny_sdk::engine::Script>> {
+        Ok(Box::new(NamedScript(self.0)))
+    }
+}
+
+impl tiny_sdk::engine::Script for NamedScript {
+    fn call(&self, _: Value) -> futures::future::BoxFuture<'_, tiny_sdk::Result<Value>> {
+        Box::pin(std::future::ready(Ok(json!({"runtime": self.0}))))
+    }
+}
+
+#[tokio::test]
+async fn the_same_script_in_another_runtime_is_installed_again() {
+    let engine = Engine::builder()
+        .register::<Answer>()
+        .runtime(ExprRuntime)
+        .runtime(Named("echo"))
+        .build();
+    let flow = FlowBuilder::new()
+        .node("who1", "who")
+        .node("sink", "answer")
+        .edge("who1:response", "sink:input", json!("{{$.outputData}}"))
+        .build();
+    for node in flow.nodes {
+        let _ = engine.apply(node).await;
+    }
+    let script = r#"{"runtime": "expr"}"#;
+    engine.install("expr", reshape(script)).await.expect("installs");
+    assert_eq!(
+        ask(&engine, json!({})).await.expect("answers"),
+        Some(json!({"runtime": "expr"}))
+    );
+    engine.install("echo", reshape(script)).await.expect("installs");
+    assert_eq!(
+        ask(&engine, json!({})).await.expect("answers"),
+        Some(json!({"runtime": "echo"}))
+    );
+}
+
+#[tokio::test]
+async fn engines_built_from_clones_of_a_registry_install_apart() {
+    let mut registry = tiny_sdk::engine::Registry::default();
+    registry.register::<Answer>().runtime(ExprRuntime);
+    let first = Engine::builder().registry(registry.clone()).build();
+    let second = Engine::builder().registry(registry.clone()).build();
+    let flow = FlowBuilder::new()
+        .node("who1", "who")
+        .node("sink", "answer")
+        .edge("who1:response", "sink:input", json!("{{$}}"))
+        .build();
+    for node in flow.nodes {
+        // `who1` waits for `who`.
+        let _ = second.apply(node).await;
+    }
+    let who = reshape(r#"{"name": "{{$.user.name}}"}"#);
+    first.install("expr", who.clone()).await.expect("installs");
+    assert_eq!(
+        second.registry().definition("who"),
+        None,
+        "installed into the other engine"
+    );
+    assert_eq!(
+        registry.definition("who"),
+        None,
+        "installed into the registry the engines were built from"
+    );
+    second.install("expr", who).await.expect("installs");
+    assert_eq!(
+        ask(&second, json!({"name": "Ada"})).await.expect("answers"),
+        Some(json!({"context": {"id": 7}, "outputData": {"name": "Ada"}}))
+    );
+}

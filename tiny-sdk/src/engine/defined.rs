@@ -170,18 +170,27 @@ pub trait Script: Send + Sync + 'static {
 
 /// A definition being served.
 pub(crate) struct Installed {
+    /// The runtime it was compiled with: the same script in another runtime is another
+    /// definition.
+    pub(crate) runtime: String,
     pub(crate) definition: Definition,
     compiled: Arc<dyn CompiledScript>,
 }
 
 impl Installed {
-    pub(crate) fn new(definition: Definition, compiled: Arc<dyn CompiledScript>) -> Self {
-        Self { definition, compiled }
+    pub(crate) fn new(runtime: &str, definition: Definition, compiled: Arc<dyn CompiledScript>) -> Self {
+        Self {
+            runtime: runtime.to_owned(),
+            definition,
+            compiled,
+        }
     }
 }
 
-/// The runtimes a module serves and the definitions installed; shared by every clone
-/// of the registry, so the engine and the controller that installs see one table.
+/// The runtimes a module serves and the definitions installed. Clones share the table
+/// (an engine's nodes read the one it installs into); an engine takes a table of its
+/// own when it is built ([`Defined::own_table`]), so two engines built from clones of
+/// one registry do not see each other's installs.
 #[derive(Clone, Default)]
 pub(crate) struct Defined {
     pub(crate) runtimes: BTreeMap<String, Arc<dyn ComponentRuntime>>,
@@ -204,6 +213,14 @@ impl Defined {
 
     pub(crate) fn serves(&self, runtime: &str) -> bool {
         self.runtimes.contains_key(runtime)
+    }
+
+    /// The same runtimes, with an empty table of definitions of its own.
+    pub(crate) fn own_table(self) -> Self {
+        Self {
+            runtimes: self.runtimes,
+            installed: Arc::default(),
+        }
     }
 
     pub(crate) fn runtime_names(&self) -> Vec<&str> {
@@ -361,12 +378,17 @@ struct DefinedInstance {
 }
 
 /// A node of the installed definition `installed`.
-pub(crate) fn create(
+pub(crate) async fn create(
     installed: Arc<Installed>,
     table: &Defined,
     node: Arc<NodeContext>,
 ) -> Result<Arc<dyn NodeInstance>> {
-    let script = installed.compiled.start()?;
+    // A runtime may start an interpreter here (load the module, run its top-level
+    // code, up to its time limit): off the caller's worker.
+    let compiled = installed.compiled.clone();
+    let script = tokio::task::spawn_blocking(move || compiled.start())
+        .await
+        .map_err(|e| Error::permanent(format!("the script's runtime failed while starting it: {e}")))??;
     Ok(Arc::new(DefinedInstance {
         installed,
         table: table.clone(),

@@ -37,16 +37,29 @@ impl Engine {
                 served: registry.defined.runtime_names().join(", "),
             });
         };
-        if registry.defined.definition(&definition.name).as_ref() == Some(&definition) {
+        if registry
+            .defined
+            .get(&definition.name)
+            .is_some_and(|i| i.runtime == runtime && i.definition == definition)
+        {
             // The same definition again (a periodic reconcile): the nodes keep running.
             return Ok(());
         }
-        let compiled = rt.compile(&definition)?;
+        // A runtime may run the script to check it (up to its time limit): off the
+        // caller's worker.
+        let (rt, def) = (rt.clone(), definition.clone());
+        let compiled = tokio::task::spawn_blocking(move || rt.compile(&def))
+            .await
+            .map_err(|e| DefineError::Script {
+                line: None,
+                column: None,
+                reason: format!("the runtime failed while compiling it: {e}"),
+            })??;
         let name = definition.name.clone();
         registry
             .defined
             .write()
-            .insert(name.clone(), Arc::new(Installed::new(definition, compiled)));
+            .insert(name.clone(), Arc::new(Installed::new(runtime, definition, compiled)));
         for node in self.nodes_of(&name) {
             // A node that does not load records why in its report.
             let _ = self.apply(node.clone()).await;

@@ -108,7 +108,9 @@ impl Registry {
         self.defined.runtime_names()
     }
 
-    /// The installed definition of the defined component `name`.
+    /// The installed definition of the defined component `name`: in an engine's
+    /// registry ([`Engine::registry`](super::Engine::registry)); an engine takes a table
+    /// of its own when built, so the registry it was built from has none.
     pub fn definition(&self, name: &str) -> Option<Definition> {
         self.defined.definition(name)
     }

@@ -253,10 +253,13 @@ impl EngineBuilder {
     /// The engine.
     pub fn build(self) -> Engine {
         let in_flight_limit = self.max_in_flight.unwrap_or(MAX_IN_FLIGHT);
+        let mut registry = self.registry;
+        // Definitions are installed into this engine: not into one built from a clone.
+        registry.defined = registry.defined.own_table();
         Engine {
             inner: Arc::new(Inner {
                 module: self.module,
-                registry: self.registry,
+                registry,
                 nodes: RwLock::new(HashMap::default()),
                 cells: std::sync::Mutex::default(),
                 router: self.router,
@@ -407,6 +410,7 @@ impl Engine {
                 match make {
                     Ok(create) => create(Arc::new(ctx)),
                     Err(installed) => super::defined::create(installed, &registry.defined, Arc::new(ctx))
+                        .await
                         .map_err(|e| e.with_code(code::INVALID_SPEC))?,
                 }
             }
