@@ -46,6 +46,35 @@ pub const DEFAULT_MEMORY: usize = 64 << 20;
 /// A node's interpreter's stack, by default (its thread has more, so that QuickJS's
 /// own check fires first).
 pub const DEFAULT_STACK: usize = 1 << 20;
+/// The largest stack limit [`JsRuntime::stack_limit`] takes: each interpreter's thread
+/// is sized from it.
+pub const MAX_STACK: usize = 256 << 20;
+
+/// A limit [`JsRuntime::stack_limit`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// 0, which turns QuickJS's stack check off.
+    ZeroStack,
+    /// Above [`MAX_STACK`].
+    StackTooLarge {
+        /// The limit asked for, in bytes.
+        bytes: usize,
+    },
+}
+
+impl std::fmt::Display for LimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitError::ZeroStack => f.write_str("the stack limit is 0, which would turn QuickJS's stack check off"),
+            LimitError::StackTooLarge { bytes } => {
+                write!(f, "the stack limit {bytes} bytes is above the most, {MAX_STACK} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LimitError {}
 
 /// The module name scripts are compiled under; errors name it with line and column.
 const SCRIPT: &str = "script.js";
@@ -83,11 +112,24 @@ impl JsRuntime {
         self
     }
 
-    /// The most stack one node's interpreter may use, in bytes.
-    #[must_use]
-    pub fn stack_limit(mut self, bytes: usize) -> Self {
+    /// The most stack one node's interpreter may use, in bytes: above 0 (0 turns
+    /// QuickJS's check off) and at most [`MAX_STACK`]. Each interpreter's thread gets
+    /// more than this, so that QuickJS's check fires before the thread overflows.
+    pub fn stack_limit(mut self, bytes: usize) -> Result<Self, LimitError> {
+        if bytes == 0 {
+            return Err(LimitError::ZeroStack);
+        }
+        if bytes > MAX_STACK {
+            return Err(LimitError::StackTooLarge { bytes });
+        }
         self.stack = bytes;
-        self
+        Ok(self)
+    }
+
+    /// The stack of an interpreter's thread: twice QuickJS's limit and 1 MiB more
+    /// (bounded, as the limit is).
+    fn thread_stack(&self) -> usize {
+        self.stack * 2 + (1 << 20)
     }
 }
 
@@ -109,15 +151,34 @@ impl ComponentRuntime for JsRuntime {
             });
         }
         // Compiled and run once here (top-level code too), so that what will never run
-        // is refused while someone is looking at it.
+        // is refused while someone is looking at it; on a thread with the stack the
+        // limit needs, as a node's.
         let source: Arc<str> = definition.script.as_str().into();
-        let watch = Watch::default();
-        let vm = Vm::new(*self, &watch).map_err(|reason| DefineError::Script {
-            line: None,
-            column: None,
-            reason,
-        })?;
-        vm.load(&source, &watch, self.timeout)?;
+        let (settings, text) = (*self, source.clone());
+        let checked = std::thread::Builder::new()
+            .name("tiny-js-compile".into())
+            .stack_size(self.thread_stack())
+            .spawn(move || {
+                let watch = Watch::default();
+                let vm = Vm::new(settings, &watch).map_err(|reason| DefineError::Script {
+                    line: None,
+                    column: None,
+                    reason,
+                })?;
+                vm.load(&text, &watch, settings.timeout).map(drop)
+            })
+            .map_err(|e| DefineError::Script {
+                line: None,
+                column: None,
+                reason: format!("no thread to compile the script on: {e}"),
+            })?
+            .join()
+            .map_err(|_| DefineError::Script {
+                line: None,
+                column: None,
+                reason: "the interpreter failed while compiling the script".to_owned(),
+            })?;
+        checked?;
         Ok(Arc::new(Compiled {
             source,
             settings: *self,
@@ -125,29 +186,124 @@ impl ComponentRuntime for JsRuntime {
     }
 }
 
-/// The import specifiers of `script`: `from '...'`, `import '...'` and `import('...')`.
-/// A scan of the text, not a parse: what it finds is refused with its reason; what it
-/// misses fails to compile all the same (QuickJS here has no module loader).
+/// The import specifiers of `script`: `import ... from '...'`, `import '...'`,
+/// `import('...')` and `export ... from '...'`. Read from the script's tokens, so that
+/// comments and strings that mention an import are not one. A lexer, not a parser (a
+/// regular expression literal holding a quote can mislead it): what it misses fails
+/// to compile all the same (QuickJS here has no module loader).
 fn imports(script: &str) -> Vec<String> {
+    let tokens = tokens(script);
     let mut out = Vec::new();
-    let bytes = script.as_bytes();
-    for (i, _) in script.match_indices("import") {
-        let before = i.checked_sub(1).map(|j| bytes[j]);
-        if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.') {
+    for (i, token) in tokens.iter().enumerate() {
+        let after_dot = i.checked_sub(1).is_some_and(|j| tokens[j] == Token::Punct('.'));
+        if after_dot {
             continue;
         }
-        let rest = &script[i + "import".len()..];
-        // `import x from '...'`, `import {a} from '...'`: up to the statement's end.
-        let statement = rest.split(';').next().unwrap_or(rest);
-        let quoted = match statement.find(" from") {
-            Some(f) => &statement[f + " from".len()..],
-            None => statement,
-        };
-        let quoted = quoted.trim_start().trim_start_matches('(').trim_start();
-        if let Some(q) = quoted.chars().next().filter(|c| matches!(c, '\'' | '"' | '`'))
-            && let Some(end) = quoted[1..].find(q)
-        {
-            out.push(quoted[1..=end].to_owned());
+        match token {
+            Token::Word(w) if w == "import" => match tokens.get(i + 1) {
+                Some(Token::Str(s)) => out.push(s.clone()),
+                Some(Token::Punct('(')) => {
+                    if let Some(Token::Str(s)) = tokens.get(i + 2) {
+                        out.push(s.clone());
+                    }
+                }
+                _ => out.extend(from_clause(&tokens[i + 1..])),
+            },
+            Token::Word(w) if w == "export" => out.extend(from_clause(&tokens[i + 1..])),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The specifier of a statement's `from '...'`, before its end (`;`, or a keyword
+/// that starts another statement).
+fn from_clause(rest: &[Token]) -> Option<String> {
+    for (i, token) in rest.iter().enumerate() {
+        match token {
+            Token::Punct(';') => return None,
+            Token::Word(w) if w == "from" => {
+                return match rest.get(i + 1) {
+                    Some(Token::Str(s)) => Some(s.clone()),
+                    _ => None,
+                };
+            }
+            Token::Word(w)
+                if matches!(
+                    w.as_str(),
+                    "import" | "export" | "const" | "let" | "var" | "function" | "class" | "default"
+                ) =>
+            {
+                return None;
+            }
+            Token::Str(_) | Token::Punct('=' | '(' | ')') => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[derive(Debug, PartialEq)]
+enum Token {
+    Word(String),
+    /// A string literal's text (its escapes not decoded), or a template's with no
+    /// substitutions.
+    Str(String),
+    Punct(char),
+}
+
+/// The tokens of `script`, comments dropped.
+fn tokens(script: &str) -> Vec<Token> {
+    let chars: Vec<char> = script.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '/' if chars.get(i + 1) == Some(&'/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if chars.get(i + 1) == Some(&'*') => {
+                i += 2;
+                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            '\'' | '"' | '`' => {
+                let mut text = String::new();
+                let mut plain = true;
+                i += 1;
+                while i < chars.len() && chars[i] != c {
+                    if chars[i] == '\\' {
+                        text.push(chars[i]);
+                        i += 1;
+                    } else if c == '`' && chars[i] == '$' && chars.get(i + 1) == Some(&'{') {
+                        plain = false;
+                    }
+                    if let Some(&ch) = chars.get(i) {
+                        text.push(ch);
+                    }
+                    i += 1;
+                }
+                i += 1;
+                out.push(if plain { Token::Str(text) } else { Token::Punct('`') });
+            }
+            c if c.is_alphanumeric() || c == '_' || c == '$' => {
+                let mut word = String::new();
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '$') {
+                    word.push(chars[i]);
+                    i += 1;
+                }
+                out.push(Token::Word(word));
+            }
+            c if c.is_whitespace() => i += 1,
+            c => {
+                out.push(Token::Punct(c));
+                i += 1;
+            }
         }
     }
     out
@@ -204,8 +360,13 @@ impl Vm {
 
     fn arm(&self, watch: &Watch, timeout: Duration) {
         watch.fired.store(FIRED_NONE, Ordering::Relaxed);
-        let until = self.base.elapsed() + timeout;
-        let ms = u64::try_from(until.as_millis()).unwrap_or(u64::MAX).max(1);
+        // A timeout too long to add (`Duration::MAX`) is no deadline at all.
+        let ms = self
+            .base
+            .elapsed()
+            .checked_add(timeout)
+            .map_or(u64::MAX, |until| u64::try_from(until.as_millis()).unwrap_or(u64::MAX))
+            .max(1);
         watch.deadline.store(ms, Ordering::Relaxed);
     }
 
@@ -349,10 +510,12 @@ impl CompiledScript for Compiled {
         let watch = Watch::default();
         let (source, settings, w) = (self.source.clone(), self.settings, watch.clone());
         // A thread per node: a QuickJS runtime stays on the thread that made it. More
-        // stack than QuickJS may use, so that its own check fires first.
+        // stack than QuickJS may use, so that its own check fires first. The engine
+        // calls `start` off its workers, so waiting here for the module to load holds
+        // no async task.
         std::thread::Builder::new()
             .name("tiny-js".into())
-            .stack_size(settings.stack * 4 + (1 << 20))
+            .stack_size(settings.thread_stack())
             .spawn(move || serve(&source, settings, &w, &inbox, &ready))
             .map_err(|e| Error::permanent(format!("no thread for the script: {e}")))?;
         match started.recv() {
@@ -431,8 +594,14 @@ mod tests {
 
     #[test]
     fn imports_are_found() {
-        let script = "import a from 'https://x.test/a.js';\nimport {b} from \"./b.js\"\nimport 'c';\nconst d = await import(`e`);\nexport default (important) => important.imports";
-        assert_eq!(imports(script), ["https://x.test/a.js", "./b.js", "c", "e"]);
+        let script = "import a from 'https://x.test/a.js';\nimport {b} from \"./b.js\"\nimport 'c';\nconst d = await import(`e`);\nexport * from 'f';\nexport default (important) => important.imports";
+        assert_eq!(imports(script), ["https://x.test/a.js", "./b.js", "c", "e", "f"]);
+    }
+
+    #[test]
+    fn comments_and_strings_that_mention_an_import_are_not_one() {
+        let script = "// no need to import 'lodash' here\n/* import x from 'y' */\nconst s = \"import 'z'\";\nconst t = `import('w')`;\nconst from = 'v';\nexport default (input) => ({s, t, from, m: input.import})";
+        assert_eq!(imports(script), Vec::<String>::new());
     }
 
     #[test]
