@@ -43,12 +43,12 @@ test: ## run every test (what CI runs)
 # The packages with tests that start a control plane, and those test targets (cargo picks,
 # in each package, the targets it has).
 CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-example-http \
-	-p tiny-example-common -p tiny-example-guide \
+	-p tiny-example-common -p tiny-example-guide -p tiny-js \
 	--test control_plane --test crds --test resources --test secrets --test cluster --test cross_module \
 	--test durable --test faults --test flows --test helm --test nats --test observability_traces \
 	--test observability_metrics --test observability_secrets --test poison \
 	--test validate --test load --test template --test fresh_flow --test catalog_cluster --test soak \
-	--test signal_race --test nkeys --test identity --test upgrade
+	--test signal_race --test nkeys --test identity --test upgrade --test components
 
 test-k8s-oldest: export TINY_K8S_VERSION = 1.20
 test-k8s-oldest: ## the cluster tests on the oldest Kubernetes tiny supports (1.20.2, from Debian's source package; not part of CI)
