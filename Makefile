@@ -41,7 +41,8 @@ test: ## run every test (what CI runs)
 	$(CARGO) test -p tiny-sdk --features fast-alloc --lib --locked fast_alloc
 
 # The packages with tests that start a control plane, and those test targets (cargo picks,
-# in each package, the targets it has).
+# in each package, the targets it has; `components` also picks common's and http's in-process
+# tests of that name, which cost little).
 CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-example-http \
 	-p tiny-example-common -p tiny-example-guide -p tiny-js \
 	--test control_plane --test crds --test resources --test secrets --test cluster --test cross_module \
