@@ -24,7 +24,8 @@
 //! instead: tiny's NATS transport (a's router -> request on `tinymodule.b.msg` -> b's
 //! receiver) beside a bare async-nats request/reply echo with the same payload on the
 //! same broker, and tiny's gRPC hop and the NATS hop between ports of `Value` printed
-//! beside them; `HOP_ONLY=echo|tiny|value` runs one side alone.
+//! beside them; `HOP_ONLY=echo|headed|tiny|value` runs one side alone (`headed`: the
+//! echo with Go's five request headers).
 
 #[cfg(feature = "fast-alloc")]
 #[global_allocator]
@@ -237,6 +238,13 @@ async fn over_nats(sequential: usize, in_flight: usize, total: usize) {
     };
     match std::env::var("HOP_ONLY").as_deref() {
         Ok("echo") => return row("echo", &measure(echo, sequential, in_flight, total).await),
+        Ok("headed") => {
+            let headed = NatsEcho {
+                headers: Some(go_headers()),
+                ..echo
+            };
+            return row("headed", &measure(headed, sequential, in_flight, total).await);
+        }
         Ok("tiny") => return row("tiny", &measure(tiny, sequential, in_flight, total).await),
         Ok("value") => return row("value", &measure(value, sequential, in_flight, total).await),
         _ => {}

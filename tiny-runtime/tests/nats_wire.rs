@@ -391,9 +391,13 @@ async fn tinys_requests_carry_gos_headers_and_read_gos_replies() {
     let reply = call.await.expect("joins").expect("answers");
     assert_eq!(reply.into_value(), Some(json!({"ok": true})));
 
-    // `x-empty: 1`: nothing.
+    // `x-empty: 1`: nothing. The second hop along the edge (its fixed headers copied
+    // from the first's) carries the same headers.
     let call = ask(json!(2));
     let req = peer.next(WAIT).await.expect("a request");
+    let mut again = req.headers();
+    again.sort();
+    assert_eq!(again, headers);
     peer.publish(&req.reply.unwrap_or_default(), None, Some(&[("x-empty", "1")]), b"")
         .await
         .expect("replies");

@@ -1,9 +1,13 @@
 //! The sending side: the engine's messages for nodes of other modules, as NATS
 //! requests on `tinymodule.<module>.msg`, answered as the Go SDK answers them.
 
-use std::time::Duration;
+use std::{
+    collections::HashMap,
+    sync::{Arc, PoisonError, RwLock},
+    time::Duration,
+};
 
-use async_nats::{HeaderMap, Request, RequestErrorKind};
+use async_nats::{HeaderMap, Request, RequestErrorKind, Subject};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use tiny_sdk::{
@@ -30,7 +34,28 @@ use super::{
 pub struct NatsRouter {
     link: Link,
     timeout: Duration,
+    /// Each module's name and subject, made at its first hop: a hop clones them (two
+    /// reference counts) instead of formatting and copying them.
+    subjects: Arc<RwLock<Subjects>>,
+    /// Go's four request headers that stay the same along an edge (`x-from`, `x-to`,
+    /// `x-edge-id`, `Nats-Msg-Id`), by target and then source, made at the edge's first
+    /// hop: a hop copies them, as the bare echo copies its map, instead of building and
+    /// hashing each header again.
+    fixed: Arc<RwLock<FixedHeaders>>,
 }
+
+/// By module: its name and subject.
+type Subjects = HashMap<String, (Arc<str>, Subject)>;
+
+/// By `x-to`: `(x-from, x-edge-id, headers)`.
+type FixedHeaders = HashMap<String, Vec<(Box<str>, Box<str>, HeaderMap)>>;
+
+/// Sources a router keeps the fixed headers of for one target.
+const MAX_SOURCES: usize = 64;
+
+/// Modules whose subject a router keeps; past them (flows naming that many modules)
+/// a hop makes its own.
+const MAX_SUBJECTS: usize = 1024;
 
 impl NatsRouter {
     /// A router on `link`, waiting up to [`wire::DEFAULT_REQUEST_TIMEOUT`] (5 min,
@@ -39,7 +64,46 @@ impl NatsRouter {
         Self {
             link,
             timeout: wire::DEFAULT_REQUEST_TIMEOUT,
+            subjects: Arc::default(),
+            fixed: Arc::default(),
         }
+    }
+
+    /// The fixed headers of a hop from `from` along `edge_id` to `to`, made once.
+    fn fixed_headers(&self, to: &str, from: &str, edge_id: &str) -> HeaderMap {
+        let find = |all: &FixedHeaders| {
+            all.get(to).and_then(|sources| {
+                sources
+                    .iter()
+                    .find(|(f, e, _)| **f == *from && **e == *edge_id)
+                    .map(|(_, _, h)| h.clone())
+            })
+        };
+        if let Some(known) = find(&self.fixed.read().unwrap_or_else(PoisonError::into_inner)) {
+            return known;
+        }
+        let made = fixed_headers(to, from, edge_id, Some(edge_id));
+        let mut all = self.fixed.write().unwrap_or_else(PoisonError::into_inner);
+        if find(&all).is_none() && (all.len() < MAX_SUBJECTS || all.contains_key(to)) {
+            let sources = all.entry(to.to_owned()).or_default();
+            if sources.len() < MAX_SOURCES {
+                sources.push((from.into(), edge_id.into(), made.clone()));
+            }
+        }
+        made
+    }
+
+    /// `module`'s name and subject, made once.
+    fn subject(&self, module: &str) -> (Arc<str>, Subject) {
+        if let Some(known) = self.subjects.read().unwrap_or_else(PoisonError::into_inner).get(module) {
+            return known.clone();
+        }
+        let made = (Arc::<str>::from(module), Subject::from(wire::subject(module)));
+        let mut subjects = self.subjects.write().unwrap_or_else(PoisonError::into_inner);
+        if subjects.len() < MAX_SUBJECTS {
+            subjects.insert(module.to_owned(), made.clone());
+        }
+        made
     }
 
     /// How long a hop waits for its reply.
@@ -57,13 +121,12 @@ impl NatsRouter {
     /// Sends one message and waits for the reply of the chain behind it.
     async fn request(
         self,
-        module: String,
+        (module, subject): (Arc<str>, Subject),
         to: String,
         headers: HeaderMap,
         payload: Result<Vec<u8>>,
         hop: Hop,
     ) -> Result<Reply> {
-        let subject = wire::subject(&module);
         let payload = Bytes::from(payload?);
         let span = tracing::info_span!(
             target: tiny_sdk::engine::TRACE_TARGET,
@@ -83,7 +146,7 @@ impl NatsRouter {
         crate::nats::trace::inject_nats(&span, &mut headers);
         // A hop given up before its reply (the edge's timeout, a cancelled flow) is
         // counted too: on core NATS that is how a message lost in flight shows.
-        let mut abandoned = Abandoned(Some(&module));
+        let mut abandoned = Abandoned(Some(&*module));
         let result = self
             .exchange(&module, &subject, headers, payload, &hop)
             .instrument(span.clone())
@@ -105,7 +168,7 @@ impl NatsRouter {
     async fn exchange(
         &self,
         module: &str,
-        subject: &str,
+        subject: &Subject,
         headers: HeaderMap,
         payload: Bytes,
         hop: &Hop,
@@ -127,7 +190,7 @@ impl NatsRouter {
             .payload(payload)
             .timeout(Some(self.timeout));
         let sent = tokio::select! {
-            r = client.send_request(subject.to_owned(), request) => r,
+            r = client.send_request(subject.clone(), request) => r,
             () = hop.cancel.cancelled() => {
                 return Err(Error::permanent(format!("cancelled while waiting for module `{module}`")));
             }
@@ -185,10 +248,22 @@ pub(crate) fn request_headers(
     depth: u32,
     attempt: u32,
 ) -> HeaderMap {
-    let (from, edge_id) = match source {
+    let (from, edge_id) = wire_source(source);
+    let mut h = fixed_headers(to, from, edge_id, msg_id);
+    count_headers(&mut h, depth, attempt);
+    h
+}
+
+/// `x-from` and `x-edge-id` of `source`.
+fn wire_source<'a>(source: &Source<'a>) -> (&'a str, &'a str) {
+    match source {
         Source::Signal => (wire::FROM_SIGNAL, ""),
         Source::Edge { from, edge_id } => (*from, *edge_id),
-    };
+    }
+}
+
+/// The headers of [`request_headers`] that stay the same along an edge.
+fn fixed_headers(to: &str, from: &str, edge_id: &str, msg_id: Option<&str>) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert(wire::name(header::FROM), wire::header_value(from));
     h.insert(wire::name(header::TO), wire::header_value(to));
@@ -196,13 +271,17 @@ pub(crate) fn request_headers(
     if let Some(id) = msg_id {
         h.insert(wire::name(header::MSG_ID), wire::header_value(id));
     }
+    h
+}
+
+/// The headers of [`request_headers`] that count: depth and attempt.
+fn count_headers(h: &mut HeaderMap, depth: u32, attempt: u32) {
     if depth > 0 {
-        h.insert(wire::name(header::DEPTH), depth.to_string().as_str());
+        h.insert(wire::name(header::DEPTH), depth.to_string());
     }
     if attempt > 1 {
-        h.insert(wire::name(header::ATTEMPT), attempt.to_string().as_str());
+        h.insert(wire::name(header::ATTEMPT), attempt.to_string());
     }
-    h
 }
 
 /// tiny's `x-message-hops` (the root's hops so far) when they pass the depth, and Go's
@@ -213,25 +292,24 @@ pub(crate) fn request_headers(
 pub(crate) fn limit_headers(h: &mut HeaderMap, hop: &Hop) {
     let spent = hop.cancel.spent();
     if spent > hop.depth {
-        h.insert(wire::name(header::HOPS), spent.to_string().as_str());
+        h.insert(wire::name(header::HOPS), spent.to_string());
     }
     if let Some(ms) = hop.cancel.deadline_unix_ms() {
-        h.insert(wire::name(header::REPLY_DEADLINE), ms.to_string().as_str());
+        h.insert(wire::name(header::REPLY_DEADLINE), ms.to_string());
     }
 }
 
 impl RemoteRouter for NatsRouter {
     fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
         let out = Outgoing::from(d);
-        let edge_id = match &out.source {
-            Source::Signal => "",
-            Source::Edge { edge_id, .. } => edge_id,
-        };
-        let mut headers = request_headers(&out.to, &out.source, Some(edge_id), out.hop.depth, out.attempt);
+        // Core NATS: `Nats-Msg-Id` is the edge id, as Go's core sender sets it.
+        let (from, edge_id) = wire_source(&out.source);
+        let mut headers = self.fixed_headers(&out.to, from, edge_id);
+        count_headers(&mut headers, out.hop.depth, out.attempt);
         limit_headers(&mut headers, &out.hop);
         Box::pin(
             self.clone()
-                .request(module.to_owned(), out.to, headers, out.payload, out.hop),
+                .request(self.subject(module), out.to, headers, out.payload, out.hop),
         )
     }
 }
