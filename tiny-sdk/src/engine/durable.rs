@@ -19,7 +19,7 @@ pub const EXECUTION_MODE_LABEL: &str = "tinysystems.io/execution-mode";
 /// How long the ledger write of a step may take (Go's 10 s).
 const LEDGER_WRITE: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The most a run's first message may take in the ledger (`exec/<runID>/entry`):
+/// The most a run's first message may take in the ledger (`exec/<runID>/entry/…`):
 /// the broker's largest message (the bucket's value limit, 1 MiB by default) less
 /// room for the key and headers. A larger one is left out, and its capture says so.
 fn entry_max() -> usize {

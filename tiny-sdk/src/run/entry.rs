@@ -1,6 +1,6 @@
-//! The message that started a durable run, kept at `exec/<runID>/entry` (tiny's; Go
-//! writes and reads none) so that the run can be captured and replayed, or re-driven
-//! from its first step, along the edge it came by.
+//! The message that started a durable run, kept at `exec/<runID>/entry/<runID>.root`
+//! (tiny's; Go writes and reads none) so that the run can be captured and replayed,
+//! or re-driven from its first step, along the edge it came by.
 //!
 //! It has a key of its own, written once when the first step starts, rather than a
 //! place in the first step's record: the record stays Go's size, and a message too

@@ -7,8 +7,8 @@
 //! - `exec/<runID>/call/<stepKey>/<name>/<n>`: the answer of the `n`th outside call
 //!   `name` a hop's handler made ([`Ctx::outside`](crate::Ctx::outside)), JSON, the
 //!   name encoded by [`encode_call_name`];
-//! - `exec/<runID>/entry`: the message that started the run ([`RunEntry`](super::RunEntry)),
-//!   tiny's, written once by the run's first step;
+//! - `exec/<runID>/entry/<runID>.root`: the message that started the run
+//!   ([`RunEntry`](super::RunEntry)), tiny's, written by the run's first step;
 //! - anything else under `exec/<runID>/`: run-scoped state of components (an LLM
 //!   module's response cache at `llm/<stepKey>`, say), which the ledger leaves alone.
 
@@ -104,9 +104,11 @@ pub fn decode_call_name(encoded: &str) -> Option<String> {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// The key of the message that started run `run_id`: `exec/<runID>/entry`.
+/// The key of the message that started run `run_id`:
+/// `exec/<runID>/entry/<runID>.root` (laid out as a step's, so that it parses as one
+/// and no plausible run-scoped state key meets it).
 pub fn entry_key(run_id: &str) -> String {
-    scoped_key(run_id, ENTRY)
+    scoped_key(run_id, &format!("{ENTRY}/{}", super::root_step_key(run_id)))
 }
 
 /// The prefix of every outside call answer of run `run_id`: `exec/<runID>/call/`.
@@ -140,8 +142,8 @@ pub enum LedgerKind {
     /// `exec/<runID>/call/<stepKey>/<name>/<n>`: an outside call's answer (the
     /// [`LedgerKey::step_key`] is then `<stepKey>/<name>/<n>`). Removed with its run.
     Call,
-    /// `exec/<runID>/entry`: the run's first message (the [`LedgerKey::step_key`] is
-    /// empty). Removed with its run.
+    /// `exec/<runID>/entry/<runID>.root`: the run's first message. Removed with its
+    /// run.
     Entry,
 }
 
@@ -150,17 +152,6 @@ pub enum LedgerKind {
 /// state (`exec/<runID>/llm/<stepKey>`). Splits as the Go reconciler does: the run
 /// id is the second `/`-separated part, the step key all after the third `/`.
 pub fn parse_ledger_key(key: &str) -> Option<LedgerKey> {
-    if let Some(run_id) = key
-        .strip_prefix("exec/")
-        .and_then(|rest| rest.strip_suffix(&format!("/{ENTRY}")))
-        .filter(|run| !run.contains('/'))
-    {
-        return Some(LedgerKey {
-            run_id: run_id.to_owned(),
-            kind: LedgerKind::Entry,
-            step_key: String::new(),
-        });
-    }
     let mut parts = key.splitn(4, '/');
     let (exec, run_id, kind, step_key) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     if exec != "exec" {
@@ -170,6 +161,7 @@ pub fn parse_ledger_key(key: &str) -> Option<LedgerKey> {
         STEP => LedgerKind::Step,
         REDRIVE => LedgerKind::Redrive,
         CALL => LedgerKind::Call,
+        ENTRY => LedgerKind::Entry,
         _ => return None,
     };
     Some(LedgerKey {

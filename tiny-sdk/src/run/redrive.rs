@@ -59,7 +59,7 @@ pub fn superseded(records: &[(String, StepRecord)]) -> HashSet<String> {
 }
 
 /// Plans re-driving run `run_id`, whose step records are `records` and whose first
-/// message is `entry` (its `exec/<runID>/entry`, if any), from step `at`
+/// message is `entry` (its [`entry_key`](super::entry_key), if any), from step `at`
 /// (`<node>:<port>`: its latest step there), or from its first failed step. Fails
 /// with code [`INVALID`](code::INVALID) when the run has no failed step (only a
 /// failed run is re-driven), when no step ran at `at`, or when the ledger does not

@@ -78,7 +78,9 @@ impl RunState {
     }
 
     /// The run's keys that start with `prefix` (sanitised), without the run's
-    /// namespace, sorted (Go's `List`). Step records are among them, under `step/`.
+    /// namespace, sorted (Go's `List`). The ledger's keys are among them: step
+    /// records under `step/`, and tiny's outside call answers (`call/`) and first
+    /// message (`entry/`).
     pub async fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let namespace = exec_prefix(&self.run_id);
         let keys = self.store.keys(&scoped_key(&self.run_id, prefix)).await?;
