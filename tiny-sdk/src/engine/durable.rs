@@ -104,12 +104,15 @@ impl Inner {
         // its own, before the handler runs (a failed write is then only a
         // redelivery), so that the run can be captured, replayed and re-driven from
         // its start along the edge it came by.
-        if step.step_key() == run::root_step_key(step.run_id()) {
+        // A message that does not serialise is not kept: its capture says the run
+        // has no first message, and the handler meets the message as it is.
+        if step.step_key() == run::root_step_key(step.run_id())
+            && let Ok(data) = d.msg.to_json_bytes()
+        {
             let (from, edge_id) = match d.source {
                 super::address::Source::Edge { from, edge_id } => (from, edge_id),
                 super::address::Source::Signal => ("", ""),
             };
-            let data = d.msg.to_json_bytes().unwrap_or_default();
             let value = run::RunEntry::encode(d.port, from, edge_id, &data, entry_max())?;
             let at = run::entry_key(step.run_id());
             let written = match tokio::time::timeout(LEDGER_WRITE, store.put(&at, value)).await {

@@ -46,7 +46,7 @@ impl RunEntry {
             omitted: None,
         };
         let mut out = serde_json::to_vec(&head).map_err(|e| Error::permanent(format!("run entry: {e}")))?;
-        if out.len() + data.len() + 9 > max || data.is_empty() {
+        if out.len() + data.len() + 9 > max {
             let head = RunEntry {
                 omitted: Some(data.len() as u64),
                 ..head
