@@ -458,8 +458,25 @@ async fn module_a(broker: &NatsServer, flow: &Flow) -> (Engine, Receiver, Link) 
 async fn two_modules_talk_over_nats_and_nested_requests_do_not_deadlock() {
     let broker = NatsServer::start().await.expect("nats-server starts");
     let flow = round_trip();
-    let (a, _ra, _la) = module_a(&broker, &flow).await;
+    let (a, _ra, la) = module_a(&broker, &flow).await;
     let (_b, _rb, _lb) = module_b(&broker, &flow).await;
+    // The first message into a over NATS too: its handling waits on b while a's
+    // receiver must read b's nested message for a (a handling that held the receiving
+    // loop until it ended would never see it).
+    let reply = send(
+        la.client(),
+        "f.a.ask-1",
+        "input",
+        br#"{"q":7}"#.to_vec(),
+        &SendOptions::default().wait(),
+    )
+    .await
+    .expect("the chain answers")
+    .expect("a reply");
+    assert_eq!(
+        reply.into_value().map(|v| v["answer"]["msg"].clone()),
+        Some(json!({"q": 7}))
+    );
     let reply = a
         .send("f.a.ask-1:input", json!({"q": 42}))
         .await
