@@ -399,6 +399,16 @@ async fn a_redriven_step_gets_its_recorded_outside_answers_and_does_not_call_aga
         )
         .await
         .expect("written");
+    // Until it runs, the re-driven hop is pending, and a capture says so.
+    let captured = run::capture_run(&*store, &run_id).await.expect("captured");
+    assert!(
+        captured
+            .notes
+            .iter()
+            .any(|n| n.contains(&plan.hop.step_key) && n.contains("is pending")),
+        "{:?}",
+        captured.notes
+    );
     broker.push(&run_id, &plan.hop);
     broker.pump(&engine).await;
     assert!(run::run_status(&*store, &run_id).await.expect("status").complete);

@@ -284,7 +284,9 @@ pub async fn capture_run<S: RunStore + ?Sized>(store: &S, run_id: &str) -> Resul
             "outside call answers of step {step_key:?}, which has no record (it was running, or failed to record)"
         ));
     }
-    for hop in super::frontier(&records) {
+    // Pending hops, a re-drive's included (its record is left out of the steps).
+    let live: Vec<_> = all.iter().filter(|(key, _)| !gone.contains(key)).cloned().collect();
+    for hop in super::frontier(&live) {
         run.notes.push(format!(
             "hop {:?} to `{}` is pending: not recorded yet",
             hop.step_key, hop.to
