@@ -4,12 +4,9 @@
 //! Business messages arrive on `tinymodule.<module>.msg` in the queue group
 //! `<module>`, so the replicas of a module share them; system-port messages
 //! (`_control`, `_settings`, ...) on `tinymodule.<module>.sysmsg`, which every
-//! replica hears, with the handler told whether its replica leads. A message is
-//! polled once where it is read, as a bare echo would answer it; one that then waits
-//! goes on on its own task: a handler that sends to its own module and waits does not
-//! block the one that will answer it. (So a handler's long synchronous work before its
-//! first wait holds up the module's next messages: it belongs in `spawn_blocking`.)
-//! A business message is taken from the
+//! replica hears, with the handler told whether its replica leads. Every message is
+//! handled on its own task: a handler that sends to its own module and waits does not
+//! block the one that will answer it. A business message is taken from the
 //! subscription only once the engine gives it a turn
 //! ([`Engine::admit`](tiny_sdk::engine::Engine::admit)): under a flood the backlog
 //! waits in the client's buffer (and past it, is dropped and counted as a slow
@@ -93,23 +90,10 @@ pub async fn listen(client: Client, engine: Engine, leader: Option<LeaderFn>) ->
                 else => break,
             };
             let permit = if is_system { None } else { turn.take() };
-            // Polled here once first, as the bare echo handles a message: one that is
-            // answered at once (a node that does not wait) crosses no task and wakes no
-            // other worker; one that waits goes on on its own task, so a nested request
-            // to this module is read meanwhile.
-            let mut handling = Box::pin(handle(shared.clone(), msg, is_system, permit));
-            // A panic here ends this message as it would have ended its own task, not the loop.
-            let first = std::future::poll_fn(|cx| {
-                std::task::Poll::Ready(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    handling.as_mut().poll(cx)
-                })))
-            })
-            .await;
-            match first {
-                Ok(std::task::Poll::Pending) => drop(tokio::spawn(handling)),
-                Ok(std::task::Poll::Ready(())) => {}
-                Err(_) => tracing::error!("a message's handling panicked; it goes unanswered"),
-            }
+            // Each on its own task, from the start: a handler that computes before its
+            // first wait must not hold up the module's other messages (measured: polling
+            // each inline first would save a wake-up, 14% of throughput in the bench).
+            tokio::spawn(handle(shared.clone(), msg, is_system, permit));
         }
         let _ = business.unsubscribe().await;
         let _ = system.unsubscribe().await;
