@@ -242,3 +242,129 @@ async fn a_captured_run_replays_green_on_its_build_and_red_on_a_changed_output_w
     assert!(red.is_panic());
     assert_eq!(OUTSIDE.load(Ordering::SeqCst), 1, "no replay made the outside call");
 }
+
+/// Whether `call-1` fails after its calls (the flow "broken").
+static CALL_FAILS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+/// Outside calls `call-1` really made, by name.
+static MADE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Makes outside calls whose names a KV key cannot hold as they are, each answering
+/// its own name; fails while `CALL_FAILS`; else passes on its input and the answers.
+#[derive(Debug, Component, Default)]
+#[component(name = "call")]
+struct Call {
+    input: Input<Value>,
+    out: Output<Value>,
+}
+
+impl Call {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Result<Reply> {
+        let mut answers = serde_json::Map::new();
+        for name in ["GET /users", "a b", "a_b", "weather api"] {
+            let answer: String = ctx
+                .outside(name, async {
+                    MADE.lock().expect("made").push(name.to_owned());
+                    Ok(format!("answer of {name}"))
+                })
+                .await?;
+            answers.insert(name.to_owned(), Value::String(answer));
+        }
+        if CALL_FAILS.load(Ordering::SeqCst) {
+            return Err(Error::permanent("not yet"));
+        }
+        self.out.emit(ctx, json!({"got": msg, "answers": answers})).await
+    }
+}
+
+/// `edge.a.relay-1` (not durable) → `edge.a.call-1` (durable) over a mapping →
+/// `edge.a.relay-2`.
+fn mapped_flow() -> Flow {
+    let mut flow = FlowBuilder::new()
+        .module("a")
+        .node("edge.a.relay-1", "relay")
+        .node("edge.a.call-1", "call")
+        .node("edge.a.relay-2", "relay")
+        .edge("edge.a.relay-1:out", "edge.a.call-1:input", json!({"x": "{{$.raw}}"}))
+        .edge("edge.a.call-1:out", "edge.a.relay-2:input", json!("{{$}}"))
+        .build();
+    for n in &mut flow.nodes {
+        if n.name == "edge.a.call-1" {
+            n.labels.insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
+        }
+    }
+    flow
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_entered_over_a_mapped_edge_redrives_and_replays_along_it_with_every_call_name_kept() {
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let mut registry = Registry::default();
+    registry.register::<Call>().register::<Relay>();
+    let a = durable_module(&broker, "a", registry, &mapped_flow()).await;
+    let _ = a.engine.send("edge.a.relay-1:input", json!({"raw": 7})).await;
+    let run_id = eventually("the run is recorded", WAIT, || async {
+        let keys = run::RunStore::keys(&*a.js, "exec/").await.ok()?;
+        keys.iter().find_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))
+    })
+    .await;
+    eventually("the run fails", WAIT, || async {
+        run::run_status(&*a.js, &run_id).await.ok().filter(|s| s.failed)
+    })
+    .await;
+    let names = ["GET /users", "a b", "a_b", "weather api"];
+    assert_eq!(
+        *MADE.lock().expect("made"),
+        names,
+        "each call made once, none taken for another"
+    );
+
+    // Re-driven from its first step: along the edge it came by (the mapping makes
+    // `{"x": 7}` again), the calls answered from the failed attempt.
+    CALL_FAILS.store(false, Ordering::SeqCst);
+    tiny_runtime::jetstream::redrive(&a.js, &run_id, Some("edge.a.call-1:input"))
+        .await
+        .expect("re-driven");
+    let status = eventually("the re-driven run completes", WAIT, || async {
+        let s = run::run_status(&*a.js, &run_id).await.ok()?;
+        s.complete.then_some(s)
+    })
+    .await;
+    assert!(!status.failed, "{status:?}");
+    assert_eq!(*MADE.lock().expect("made"), names, "the re-drive made no call again");
+    let captured = run::capture_run(&*a.js, &run_id).await.expect("captured");
+    a.receiver.stop().await;
+    let relayed = captured
+        .steps
+        .iter()
+        .find(|s| s.node == "edge.a.relay-2")
+        .and_then(|s| s.arrived.clone())
+        .expect("relay-2 ran");
+    assert_eq!(relayed["got"], json!({"x": 7}), "the mapping ran on the re-drive");
+    let answers: Vec<(&str, &Value)> = relayed["answers"]
+        .as_object()
+        .expect("answers")
+        .iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
+    assert_eq!(answers.len(), names.len(), "{answers:?}");
+    for (name, answer) in answers {
+        assert_eq!(answer, &json!(format!("answer of {name}")));
+    }
+    let entry = captured.entry.as_ref().expect("the first message");
+    assert_eq!(
+        (entry.from.as_str(), &entry.data),
+        ("edge.a.relay-1:out", &json!({"raw": 7}))
+    );
+
+    // Replayed: green, values too, every call answered by its own name.
+    let report = Harness::builder()
+        .register::<Call>()
+        .register::<Relay>()
+        .flow(mapped_flow())
+        .replay(&captured, ReplayOptions { values: true })
+        .await
+        .expect("replays");
+    assert!(report.is_green(), "{report}");
+    assert_eq!(report.calls_answered, names.len());
+    assert_eq!(MADE.lock().expect("made").len(), names.len(), "the replay made no call");
+}
