@@ -238,3 +238,121 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
     other_module.stop().await;
     defs_module.stop().await;
 }
+
+/// A TCP relay from the module to the API server that the test can cut: while it is
+/// cut, the module sees nothing of what happens on the control plane.
+struct Relay {
+    url: String,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+    conns: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Relay {
+    async fn start(target: &str) -> Relay {
+        let to = target.trim_start_matches("https://").to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("relay binds");
+        let url = format!("https://{}", listener.local_addr().expect("relay address"));
+        let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let conns: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let (c, list) = (cut.clone(), conns.clone());
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if c.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue; // dropped: refused while cut
+                }
+                let to = to.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&to).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                list.lock().expect("relay list").push(task.abort_handle());
+            }
+        });
+        Relay { url, cut, conns }
+    }
+
+    /// Drops every connection, and refuses new ones until `restore`.
+    fn cut(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        for conn in self.conns.lock().expect("relay list").drain(..) {
+            conn.abort();
+        }
+    }
+
+    fn restore(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_deleted_during_a_watch_gap_is_uninstalled_at_the_relist() {
+    let mut env = env().await;
+    let client = env.client();
+    env.create_namespace(NS).await.expect("namespace");
+    // The module reaches the API server through a relay the test cuts.
+    let relay = Relay::start(env.server_url()).await;
+    let mut config = env.config().clone();
+    config.cluster_url = relay.url.parse().expect("relay URL");
+    let module_client = Client::try_from(config).expect("module client");
+    let mut serving = Registry::default();
+    serving.register::<Answer>().runtime(ExprRuntime);
+    let module = start(&module_client, "defs-v0", serving).await;
+    let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
+    api.create(
+        &PostParams::default(),
+        &definition("who", "expr", r#"{"name": "{{$.user.name}}"}"#),
+    )
+    .await
+    .expect("definition created");
+    status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
+    let flow = create_flow(&client, NS, FLOW).await;
+    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
+    nodes_ready(&client, NS, &names).await;
+
+    // Cut off, the module misses the deletion (its finalizer removed by hand). The API
+    // server restarts, so that its watch cache no longer reaches back to the module's
+    // last resource version: the module's watch must relist.
+    relay.cut();
+    api.delete("who", &DeleteParams::default()).await.expect("deleted");
+    api.patch(
+        "who",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("finalizer removed");
+    assert!(api.get_opt("who").await.expect("read").is_none(), "`who` is gone");
+    env.restart_apiserver().await.expect("API server restarts");
+    relay.restore();
+
+    // Once the module has relisted, `who` is no longer served: a message to its node
+    // fails. Messages are sent until one does, as the module's other watches (signals)
+    // may come back before this one.
+    let client = env.client();
+    let mut asked = 0;
+    let error = eventually("a message to `who`'s node to fail, `who` unknown", WAIT, || {
+        asked += 1;
+        let (client, name) = (client.clone(), format!("ask-after-gap-{asked}"));
+        async move {
+            let s = signal(
+                &client,
+                NS,
+                &name,
+                "f.defs-v0.who-1",
+                "request",
+                json!({"context": {}, "inputData": {"user": {"name": "Bo"}}}),
+            )
+            .await;
+            // Another failure (the module still finding its feet) is asked again.
+            // The node stopped by the uninstall, or re-applied since (the node watch
+            // relists too) and refused: `who` is unknown now.
+            s.status?
+                .error
+                .filter(|e| e.contains("no longer served") || e.contains("unknown component `who`"))
+        }
+    })
+    .await;
+    assert!(error.contains("UNKNOWN_COMPONENT"), "{error}");
+    module.stop().await;
+}

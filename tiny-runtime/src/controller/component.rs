@@ -6,7 +6,11 @@
 //!
 //! Deleting a definition uninstalls it: its nodes stop, and their status says why.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
 
 use futures::{StreamExt as _, TryStreamExt as _};
 use kube::{
@@ -32,6 +36,9 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
     // The definitions seen, by object name, and the component each installed here.
     let mut seen: HashMap<String, TinyComponent> = HashMap::new();
     let mut installed: HashMap<String, String> = HashMap::new();
+    // The names a relist (after a watch gap) returned, until it is done: a definition
+    // deleted during the gap has no Delete event, so what the list lacks goes then.
+    let mut listing: Option<HashSet<String>> = None;
     let mut resync = tokio::time::interval(RESYNC);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -43,12 +50,34 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
                 }
             }
             event = events.try_next() => match event {
+                Ok(Some(watcher::Event::Init)) => listing = Some(HashSet::new()),
+                Ok(Some(watcher::Event::InitDone)) => {
+                    if let Some(listed) = listing.take() {
+                        seen.retain(|name, _| listed.contains(name));
+                        let gone: Vec<String> = installed.keys().filter(|n| !listed.contains(*n)).cloned().collect();
+                        for name in gone {
+                            if let Some(component) = installed.remove(&name) {
+                                shared.engine.uninstall(&component);
+                            }
+                        }
+                    }
+                }
                 Ok(Some(watcher::Event::Apply(d) | watcher::Event::InitApply(d))) => match d.object() {
                     Ok(def) => {
+                        if let Some(listed) = listing.as_mut() {
+                            listed.insert(def.name_any());
+                        }
                         reconcile(&shared, def, &mut installed).await;
                         seen.insert(def.name_any(), TinyComponent::clone(def));
                     }
-                    Err(bad) => tracing::warn!(error = %bad, "TinyComponent ignored"),
+                    Err(bad) => {
+                        // Malformed now: what an earlier version installed stays until
+                        // it is fixed or deleted, as between two events.
+                        if let Some(listed) = listing.as_mut() {
+                            listed.insert(d.name_any());
+                        }
+                        tracing::warn!(error = %bad, "TinyComponent ignored");
+                    }
                 },
                 Ok(Some(watcher::Event::Delete(d))) => {
                     let name = d.name_any();
@@ -59,7 +88,6 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
                         shared.engine.uninstall(&component);
                     }
                 }
-                Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(e) => {
                     tracing::debug!(error = %e, "TinyComponent watch");
