@@ -356,3 +356,71 @@ async fn a_definition_deleted_during_a_watch_gap_is_uninstalled_at_the_relist() 
     assert!(error.contains("UNKNOWN_COMPONENT"), "{error}");
     module.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_definition_of_a_component_is_refused_and_its_delete_leaves_the_first() {
+    let env = env().await;
+    let client = env.client();
+    env.create_namespace(NS).await.expect("namespace");
+    let mut serving = Registry::default();
+    serving.register::<Answer>().runtime(ExprRuntime);
+    let module = start(&client, "defs-v0", serving).await;
+    let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
+    api.create(
+        &PostParams::default(),
+        &definition("who", "expr", r#"{"name": "{{$.user.name}}"}"#),
+    )
+    .await
+    .expect("definition created");
+    status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
+    // Another object defining `who`: younger (or as old, and after by name), refused.
+    let mut copy = definition("who", "expr", r#"{"name": "copy"}"#);
+    copy.metadata.name = Some("who-copy".into());
+    api.create(&PostParams::default(), &copy).await.expect("copy created");
+    let refused = status_where(&api, "who-copy", "`who-copy` to be refused", |s| !s.reason.is_empty()).await;
+    let status = refused.status.expect("status");
+    assert!(!status.installed);
+    assert!(status.reason.contains("TinyComponent `who`"), "{}", status.reason);
+
+    let flow = create_flow(&client, NS, FLOW).await;
+    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
+    nodes_ready(&client, NS, &names).await;
+    let ask = |name: &'static str| {
+        let client = client.clone();
+        async move {
+            signal(
+                &client,
+                NS,
+                name,
+                "f.defs-v0.who-1",
+                "request",
+                json!({"context": {}, "inputData": {"user": {"name": "Ada"}}}),
+            )
+            .await
+        }
+    };
+    let first = ask("ask-first").await;
+    assert_eq!(
+        delivered(&first),
+        Some(json!({"context": {}, "outputData": {"name": "Ada"}}))
+    );
+
+    // Deleting the refused copy leaves `who` served.
+    api.delete("who-copy", &DeleteParams::default()).await.expect("deleted");
+    eventually("`who-copy` to be gone", WAIT, || {
+        let api = api.clone();
+        async move {
+            api.get_opt("who-copy")
+                .await
+                .ok()
+                .and_then(|d| d.is_none().then_some(()))
+        }
+    })
+    .await;
+    let after = ask("ask-after").await;
+    assert_eq!(
+        delivered(&after),
+        Some(json!({"context": {}, "outputData": {"name": "Ada"}}))
+    );
+    module.stop().await;
+}

@@ -4,7 +4,10 @@
 //! not serve the runtime leaves the definition alone: no finalizer, no status (in Go
 //! every module writes its own answer, and the status flips between them).
 //!
-//! Deleting a definition uninstalls it: its nodes stop, and their status says why.
+//! Deleting a definition uninstalls it: its nodes stop, and their status says why (one
+//! deleted while the watch was down too, when it relists). Two definitions of one
+//! component in a namespace: the oldest (then the first by name) is served, the others
+//! are refused with a status reason naming it, and take over when it is deleted.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -46,7 +49,7 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
             () = &mut shutdown => break,
             _ = resync.tick() => {
                 for def in seen.values() {
-                    reconcile(&shared, def, &mut installed).await;
+                    reconcile(&shared, def, &seen, &mut installed).await;
                 }
             }
             event = events.try_next() => match event {
@@ -56,9 +59,7 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
                         seen.retain(|name, _| listed.contains(name));
                         let gone: Vec<String> = installed.keys().filter(|n| !listed.contains(*n)).cloned().collect();
                         for name in gone {
-                            if let Some(component) = installed.remove(&name) {
-                                shared.engine.uninstall(&component);
-                            }
+                            release(&shared, &name, &mut installed);
                         }
                     }
                 }
@@ -67,8 +68,8 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
                         if let Some(listed) = listing.as_mut() {
                             listed.insert(def.name_any());
                         }
-                        reconcile(&shared, def, &mut installed).await;
                         seen.insert(def.name_any(), TinyComponent::clone(def));
+                        claimants(&shared, &def.spec.component, &seen, &mut installed).await;
                     }
                     Err(bad) => {
                         // Malformed now: what an earlier version installed stays until
@@ -81,11 +82,13 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
                 },
                 Ok(Some(watcher::Event::Delete(d))) => {
                     let name = d.name_any();
-                    seen.remove(&name);
+                    let gone = seen.remove(&name);
                     // Gone without our finalizer (another runtime, or the finalizer
                     // removed by hand): what it installed here goes all the same.
-                    if let Some(component) = installed.remove(&name) {
-                        shared.engine.uninstall(&component);
+                    release(&shared, &name, &mut installed);
+                    // Another definition of the same component takes it over.
+                    if let Some(gone) = gone {
+                        claimants(&shared, &gone.spec.component, &seen, &mut installed).await;
                     }
                 }
                 Ok(None) => break,
@@ -98,24 +101,63 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
     }
 }
 
+/// Forgets what object `object` installed, and uninstalls it unless another object
+/// installed the same component (the one that holds it).
+fn release(shared: &Reconciling, object: &str, installed: &mut HashMap<String, String>) {
+    if let Some(component) = installed.remove(object)
+        && !installed.values().any(|c| *c == component)
+    {
+        shared.engine.uninstall(&component);
+    }
+}
+
+/// The order in which definitions of one component claim it: the oldest, then the
+/// first by name, holds it.
+fn claim_order(def: &TinyComponent) -> (Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>, String) {
+    (def.metadata.creation_timestamp.clone(), def.name_any())
+}
+
+/// The definition that holds `component`: the first claimant not being deleted.
+fn holder<'a>(component: &str, seen: &'a HashMap<String, TinyComponent>) -> Option<&'a TinyComponent> {
+    seen.values()
+        .filter(|d| d.spec.component == component && d.metadata.deletion_timestamp.is_none())
+        .min_by_key(|d| claim_order(d))
+}
+
+/// Reconciles every definition of `component`: those being deleted first (they
+/// release it), then the holder, then the others (refused).
+async fn claimants(
+    shared: &Reconciling,
+    component: &str,
+    seen: &HashMap<String, TinyComponent>,
+    installed: &mut HashMap<String, String>,
+) {
+    let mut all: Vec<&TinyComponent> = seen.values().filter(|d| d.spec.component == component).collect();
+    all.sort_by_key(|d| (d.metadata.deletion_timestamp.is_none(), claim_order(d)));
+    for def in all {
+        reconcile(shared, def, seen, installed).await;
+    }
+}
+
 /// Installs, updates or uninstalls one definition, when this module serves its runtime.
-async fn reconcile(shared: &Reconciling, def: &TinyComponent, installed: &mut HashMap<String, String>) {
+async fn reconcile(
+    shared: &Reconciling,
+    def: &TinyComponent,
+    seen: &HashMap<String, TinyComponent>,
+    installed: &mut HashMap<String, String>,
+) {
     let runtime = def.spec.runtime();
     let object = def.name_any();
     if !shared.engine.serves(runtime) {
         // Not ours. If it was (its runtime edited away), what it installed goes.
-        if let Some(component) = installed.remove(&object) {
-            shared.engine.uninstall(&component);
-        }
+        release(shared, &object, installed);
         return;
     }
     let api: Api<TinyComponent> = shared.api();
     let leads = shared.leadership.is_leader();
     let has_finalizer = def.finalizers().iter().any(|f| f == COMPONENT_FINALIZER);
     if def.metadata.deletion_timestamp.is_some() {
-        if let Some(component) = installed.remove(&object) {
-            shared.engine.uninstall(&component);
-        }
+        release(shared, &object, installed);
         if leads && has_finalizer {
             let rest: Vec<&String> = def.finalizers().iter().filter(|f| *f != COMPONENT_FINALIZER).collect();
             if let Err(e) = set_finalizers(&api, def, &rest).await {
@@ -124,6 +166,11 @@ async fn reconcile(shared: &Reconciling, def: &TinyComponent, installed: &mut Ha
         }
         return;
     }
+    // Two definitions of one component in a namespace: the holder is served, the
+    // others are refused (not overwriting each other at every resync).
+    let held_by = holder(&def.spec.component, seen)
+        .map(|h| h.name_any())
+        .filter(|h| *h != object);
     if leads && !has_finalizer {
         let mut all: Vec<&String> = def.finalizers().iter().collect();
         let ours = COMPONENT_FINALIZER.to_owned();
@@ -134,13 +181,16 @@ async fn reconcile(shared: &Reconciling, def: &TinyComponent, installed: &mut Ha
         }
     }
     // A renamed component: the old name is no longer served.
-    if let Some(old) = installed.get(&object).filter(|c| **c != def.spec.component) {
-        shared.engine.uninstall(old);
-        installed.remove(&object);
+    if installed.get(&object).is_some_and(|c| *c != def.spec.component) {
+        release(shared, &object, installed);
     }
-    let outcome = match definition(def) {
-        Ok(d) => shared.engine.install(runtime, d).await,
-        Err(e) => Err(e),
+    let outcome = match (&held_by, definition(def)) {
+        (Some(holder), _) => Err(format!(
+            "component `{}` is defined by TinyComponent `{holder}`, which is older (or first by name when as old); this one is served once that one is deleted",
+            def.spec.component
+        )),
+        (None, Ok(d)) => shared.engine.install(runtime, d).await.map_err(|e| e.to_string()),
+        (None, Err(e)) => Err(e.to_string()),
     };
     match &outcome {
         Ok(()) => {
@@ -149,10 +199,8 @@ async fn reconcile(shared: &Reconciling, def: &TinyComponent, installed: &mut Ha
         Err(e) => {
             tracing::warn!(definition = %object, reason = %e, "TinyComponent not served");
             // Refused: an earlier version of it stops too, rather than run what the
-            // definition no longer says.
-            if let Some(component) = installed.remove(&object) {
-                shared.engine.uninstall(&component);
-            }
+            // definition no longer says (unless the holder runs it).
+            release(shared, &object, installed);
         }
     }
     if !leads {
@@ -165,7 +213,7 @@ async fn reconcile(shared: &Reconciling, def: &TinyComponent, installed: &mut Ha
         } else {
             String::new()
         },
-        reason: outcome.err().map(|e| e.to_string()).unwrap_or_default(),
+        reason: outcome.err().unwrap_or_default(),
         observed_generation: def.metadata.generation.unwrap_or(0),
     };
     if def.status.as_ref() == Some(&status) {
