@@ -888,28 +888,124 @@ fn validate(args: &ValidateArgs, registry: &Registry) -> ExitCode {
     };
     // Read as `render` hands it to the API server, so that every form `render` takes
     // (a bare `"{{$}}"` mapping too) is checked as it will be applied.
-    let flow = match text
+    let read = text
         .map_err(|e| e.to_string())
         .and_then(|t| crate::crd::render(&t).map_err(|e| e.to_string()))
-        .and_then(|t| tiny_sdk::flow::Flow::from_yaml(&t).map_err(|e| e.to_string()))
-    {
-        Ok(flow) => flow,
+        .and_then(|t| {
+            let flow = tiny_sdk::flow::Flow::from_yaml(&t).map_err(|e| e.to_string())?;
+            Ok((flow, definitions(&t)?))
+        });
+    let (flow, definitions) = match read {
+        Ok(read) => read,
         Err(e) => return unreadable(format!("{}: {e}", args.file.display())),
     };
+    // The file's TinyComponents: each checked as this module installs it, and nodes
+    // of those it serves checked as nodes of a component of its own.
+    let (served, refused) = match block_on_value(check_definitions(registry, definitions)) {
+        Ok(checked) => checked,
+        Err(e) => return unreadable(format!("{}: {e}", args.file.display())),
+    };
+    catalog.add_local(served);
+    for line in &refused {
+        println!("{line}");
+    }
     let problems = tiny_sdk::flow::validate(&flow, &catalog);
     for problem in &problems {
         println!("{problem}");
     }
     let checked = format!("{} nodes, {} signals", flow.nodes.len(), flow.signals.len());
-    if problems.is_empty() {
+    if problems.is_empty() && refused.is_empty() {
         eprintln!("{}: no problems ({checked})", args.file.display());
         ExitCode::SUCCESS
     } else {
-        let n = problems.len();
+        let n = problems.len() + refused.len();
         let noun = if n == 1 { "problem" } else { "problems" };
         eprintln!("{}: {n} {noun} ({checked})", args.file.display());
         ExitCode::from(PROBLEMS_FOUND)
     }
+}
+
+/// The TinyComponents of a rendered flow file.
+fn definitions(yaml: &str) -> Result<Vec<crate::crd::TinyComponent>, String> {
+    use serde::Deserialize as _;
+    let mut found = Vec::new();
+    for (i, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+        let value = serde_yaml::Value::deserialize(doc).map_err(|e| format!("YAML document {}: {e}", i + 1))?;
+        if value.get("kind").and_then(serde_yaml::Value::as_str) == Some("TinyComponent") {
+            let def = serde_yaml::from_value(value).map_err(|e| format!("TinyComponent (document {}): {e}", i + 1))?;
+            found.push(def);
+        }
+    }
+    Ok(found)
+}
+
+/// Installs each definition in an engine of `registry`, as the module's controller
+/// does when one is applied (schemas parse, the runtime is served here, the script
+/// compiles, no compiled component holds the name): the catalogue entries of those
+/// served, and one line for each refused.
+async fn check_definitions(
+    registry: &Registry,
+    definitions: Vec<crate::crd::TinyComponent>,
+) -> Result<(Vec<tiny_sdk::flow::ComponentSchema>, Vec<String>), String> {
+    use serde_json::json;
+    use tiny_sdk::{
+        engine::{DefineError, Definition, Engine, REQUEST_PORT, RESPONSE_PORT},
+        flow::{ComponentSchema, PortSchema},
+    };
+    let engine = Engine::builder().registry(registry.clone()).build();
+    let (mut served, mut refused) = (Vec::new(), Vec::new());
+    for def in definitions {
+        let name = kube::ResourceExt::name_any(&def);
+        let spec = &def.spec;
+        let definition = DefineError::parse_schema("input", &spec.input).and_then(|input| {
+            Ok(Definition {
+                name: spec.component.clone(),
+                description: spec.description.clone(),
+                info: spec.info.clone(),
+                script: spec.script.clone(),
+                input,
+                output: DefineError::parse_schema("output", &spec.output)?,
+                enable_error_port: spec.enable_error_port,
+            })
+        });
+        let installed = match definition {
+            Ok(d) => engine.install(spec.runtime(), d.clone()).await.map(|()| d),
+            Err(e) => Err(e),
+        };
+        let d = match installed {
+            Ok(d) => d,
+            Err(e) => {
+                refused.push(format!(
+                    "TinyComponent `{name}` (component `{}`, runtime `{}`): {e} [definition]",
+                    spec.component,
+                    spec.runtime()
+                ));
+                continue;
+            }
+        };
+        // The ports every defined component has, with the definition's schemas.
+        let mut ports = vec![
+            PortSchema::new(
+                REQUEST_PORT,
+                false,
+                json!({"type": "object", "properties": {"context": {}, "inputData": d.input}}),
+            ),
+            PortSchema::new(
+                RESPONSE_PORT,
+                true,
+                json!({"type": "object", "properties": {"context": {}, "outputData": d.output}}),
+            ),
+        ];
+        if d.enable_error_port {
+            ports.push(PortSchema::new(
+                tiny_sdk::contract::port::ERROR,
+                true,
+                tiny_sdk::schema::port_schema::<tiny_sdk::error::ErrorMessage>(),
+            ));
+        }
+        served.push(ComponentSchema { name: d.name, ports });
+    }
+    Ok((served, refused))
 }
 
 /// Exit status of `check-upgrade` when the upgrade breaks a deployed flow.

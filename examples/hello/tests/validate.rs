@@ -316,3 +316,22 @@ spec:
     }
     assert_eq!(lines.len(), expected.len(), "nothing else: {lines:#?}");
 }
+
+#[test]
+fn a_tinycomponent_holding_a_builtin_components_name_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let file = dir.path().join("defined.yaml");
+    let yaml = "kind: TinyComponent\nmetadata: { name: hello }\n\
+                spec: { component: hello, runtime: expr, script: '{}', input: '{}', output: '{}' }\n";
+    std::fs::write(&file, yaml).expect("written");
+    let (code, lines, stderr) = validate(&[file.to_str().expect("a UTF-8 path")]);
+    assert_eq!(code, Some(1), "{lines:?} {stderr}");
+    assert_eq!(
+        lines,
+        [
+            "TinyComponent `hello` (component `hello`, runtime `expr`): `hello` is a built-in component of this module; \
+          a definition may not replace it [definition]"
+        ],
+        "{stderr}"
+    );
+}

@@ -59,7 +59,8 @@ enum Way {
 /// the API server takes it: base64 of the field's JSON. A value that is already
 /// base64 of JSON is kept; anything else (a mapping, a list, a number, a string such
 /// as `"{{$}}"`) is taken as the JSON it stands for. A document without `apiVersion`
-/// gets `operator.tinysystems.io/v1alpha1`. Other kinds pass unchanged.
+/// gets `operator.tinysystems.io/v1alpha1`. A TinyComponent's `input` and `output`
+/// written as YAML become the JSON text the CRD holds. Other kinds pass unchanged.
 pub fn render(yaml: &str) -> Result<String, RenderError> {
     transform(yaml, Way::Encode)
 }
@@ -102,7 +103,7 @@ fn object(value: &mut Value, document: usize, way: Way) -> Result<(), RenderErro
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    let ours = matches!(kind.as_str(), "TinyNode" | "TinySignal");
+    let ours = matches!(kind.as_str(), "TinyNode" | "TinySignal" | "TinyComponent");
     if !ours {
         return Ok(());
     }
@@ -126,7 +127,7 @@ fn object(value: &mut Value, document: usize, way: Way) -> Result<(), RenderErro
         field: field.to_owned(),
         reason,
     };
-    let spec = value.get_mut("spec");
+    let mut spec = value.get_mut("spec");
     match kind.as_str() {
         "TinyNode" => {
             let ports = spec.and_then(|s| s.get_mut("ports")).and_then(Value::as_sequence_mut);
@@ -135,6 +136,21 @@ fn object(value: &mut Value, document: usize, way: Way) -> Result<(), RenderErro
                     if let Some(v) = port.get_mut(field) {
                         convert(v, way).map_err(|e| fail(&format!("spec.ports[{i}].{field}"), e))?;
                     }
+                }
+            }
+        }
+        // Its schemas are JSON text (strings in the CRD, as Go's): written as YAML,
+        // they become that text.
+        "TinyComponent" => {
+            for field in ["input", "output"] {
+                if way == Way::Encode
+                    && let Some(v) = spec.as_deref_mut().and_then(|s| s.get_mut(field))
+                    && !v.is_string()
+                    && !v.is_null()
+                {
+                    let json: serde_json::Value =
+                        serde_json::to_value(&*v).map_err(|e| fail(&format!("spec.{field}"), e.to_string()))?;
+                    *v = Value::String(json.to_string());
                 }
             }
         }

@@ -91,6 +91,13 @@ impl Catalog {
         }
     }
 
+    /// Adds components of this module's own beyond its registry's: the components
+    /// defined as data (TinyComponents) it serves.
+    pub fn add_local(&mut self, components: Vec<ComponentSchema>) -> &mut Self {
+        self.local.extend(components);
+        self
+    }
+
     /// Adds another module's components, known by `module`, the name its nodes carry
     /// (`{flow}.{module}.{component}-{suffix}`, compared as
     /// [`module_matches`](super::module_matches)).
