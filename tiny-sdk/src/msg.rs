@@ -51,6 +51,7 @@
 mod body;
 mod fields;
 mod rendered;
+mod slot;
 
 use std::{
     any::{Any, TypeId},
@@ -63,8 +64,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
 use body::Body;
-pub(crate) use fields::{Placed, Placing};
-pub(crate) use rendered::Slot;
+pub(crate) use slot::{Placed, Placing, Slot};
 
 use crate::{
     error::{Error, Result},

@@ -5,7 +5,7 @@ use std::{any::Any, borrow::Cow};
 
 use serde_json::Value;
 
-use super::fields::{Placed, Placing};
+use super::slot::{Placed, Placing};
 use crate::error::Result;
 
 /// What a `Msg` holds. Object safe, so messages of every type travel the same way.

@@ -16,15 +16,7 @@ use serde::{
 };
 use serde_json::{Map, Value, value::Serializer as Tree};
 
-use super::rendered::{Slot, Struct};
-
-/// A tree of some of a message's fields, and the values of others made apart, by
-/// their place in an object (see [`Msg::tree_placing`](super::Msg::tree_placing)).
-pub(crate) type Placed = (Value, Vec<Option<Slot>>);
-
-/// For each top-level field read (in the order of the keys given beside it), the index
-/// in the object being made where it is to be placed whole, if it is.
-pub(crate) type Placing = [Option<usize>];
+use super::slot::{Placing, Slot, Struct};
 
 type Error = serde_json::Error;
 

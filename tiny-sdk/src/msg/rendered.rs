@@ -29,7 +29,10 @@ use serde::{
 };
 use serde_json::{Map, Value};
 
-use super::Body;
+use super::{
+    Body,
+    slot::{Slot, Struct},
+};
 use crate::error::{Error, Result};
 
 /// An edge template's object: names shared by every message of the edge, values of
@@ -41,37 +44,9 @@ pub(super) struct Rendered {
     json: OnceLock<Value>,
 }
 
-/// A value of an edge template's object: JSON, or a struct placed whole from a typed
-/// message, kept as its fields.
-pub(crate) enum Slot {
-    Json(Value),
-    Struct(Struct),
-}
-
-/// A struct serialised as its fields' names (the `&'static str`s its `Serialize` gives)
-/// and values, in order, each name once: the object serde_json would make of it, with
-/// no map built, no key copied or hashed. Made by [`fields`](super::fields) for a field
-/// an edge places whole (`"user": "{{$.user}}"`); a receiver decodes straight from it.
-pub(crate) struct Struct {
-    pub(super) names: Vec<&'static str>,
-    pub(super) values: Vec<Slot>,
-}
-
+// A slot is written and read with this file's `Fields`, so those impls stay here (the
+// types sit below, in `slot`, for `body` and `fields` to name).
 impl Slot {
-    /// The JSON it stands for, moved.
-    pub(crate) fn into_value(self) -> Value {
-        match self {
-            Slot::Json(v) => v,
-            Slot::Struct(s) => Value::Object(
-                s.names
-                    .into_iter()
-                    .zip(s.values)
-                    .map(|(name, value)| (name.to_owned(), value.into_value()))
-                    .collect(),
-            ),
-        }
-    }
-
     /// The JSON it stands for, copied.
     fn to_value(&self) -> Value {
         match self {
