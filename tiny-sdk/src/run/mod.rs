@@ -64,9 +64,9 @@ pub use ledger_key::{
     parse_ledger_key, redrive_key, sanitize_key, scoped_key, step_record_key, step_records_prefix,
 };
 pub use reconcile::{LedgerScan, Plan, ReconcileSettings, Redrive};
-pub use redrive::{RedrivePlan, carry_calls, plan_redrive, superseded};
+pub use redrive::{RedrivePlan, carry_calls, plan_redrive};
 pub use state::RunState;
-pub use status::{RunStatus, StepSummary, frontier};
+pub use status::{RunStatus, StepSummary, frontier, superseded};
 pub use step::{AnswerInbox, ReplyAddress, RunAnswer, RunStep};
 pub use store::{MemoryRunStore, RunStore, read_run, run_status};
 pub use time::Timestamp;

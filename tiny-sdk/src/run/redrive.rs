@@ -16,11 +16,11 @@
 //! so that its target's mapping shapes it again; a hop whose answer's waiter has
 //! given up (its deadline passed) is sent as a background hop, without the reply.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use super::{
     EmitRecord, RunEntry, RunStore, StepRecord, StepStatus, Timestamp, call_key, calls_prefix, child_step_key,
-    root_step_key,
+    root_step_key, superseded,
 };
 use crate::error::{Error, Result, code};
 
@@ -35,27 +35,6 @@ pub struct RedrivePlan {
     pub attempt: StepRecord,
     /// The hop to send: the target step's message, under a fresh step key.
     pub hop: EmitRecord,
-}
-
-/// The step keys whose records a later attempt superseded: each re-driven step and
-/// every step that followed from it (by the hops the records list).
-pub fn superseded(records: &[(String, StepRecord)]) -> HashSet<String> {
-    let children: HashMap<&str, Vec<&str>> = records
-        .iter()
-        .map(|(key, r)| (key.as_str(), r.emits.iter().map(|e| e.step_key.as_str()).collect()))
-        .collect();
-    let mut out = HashSet::new();
-    let mut todo: Vec<&str> = records
-        .iter()
-        .filter(|(_, r)| !r.redrive_of.is_empty())
-        .map(|(_, r)| r.redrive_of.as_str())
-        .collect();
-    while let Some(key) = todo.pop() {
-        if out.insert(key.to_owned()) {
-            todo.extend(children.get(key).into_iter().flatten().copied());
-        }
-    }
-    out
 }
 
 /// Plans re-driving run `run_id`, whose step records are `records` and whose first

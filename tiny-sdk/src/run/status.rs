@@ -1,7 +1,7 @@
 //! A run's progress, read from its ledger records: the answer of Go's `run_status`
 //! component, and the frontier the reconciler re-drives.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,28 @@ pub fn frontier(records: &[(String, StepRecord)]) -> Vec<&EmitRecord> {
         .flat_map(|(_, record)| &record.emits)
         .filter(|hop| !seen.contains(hop.step_key.as_str()))
         .collect()
+}
+
+/// The step keys whose records a later attempt superseded: each re-driven step and
+/// every step that followed from it (by the hops the records list). Read as history
+/// by [`RunStatus::from_records`] and by a re-drive's plan ([`plan_redrive`](super::plan_redrive)).
+pub fn superseded(records: &[(String, StepRecord)]) -> HashSet<String> {
+    let children: HashMap<&str, Vec<&str>> = records
+        .iter()
+        .map(|(key, r)| (key.as_str(), r.emits.iter().map(|e| e.step_key.as_str()).collect()))
+        .collect();
+    let mut out = HashSet::new();
+    let mut todo: Vec<&str> = records
+        .iter()
+        .filter(|(_, r)| !r.redrive_of.is_empty())
+        .map(|(_, r)| r.redrive_of.as_str())
+        .collect();
+    while let Some(key) = todo.pop() {
+        if out.insert(key.to_owned()) {
+            todo.extend(children.get(key).into_iter().flatten().copied());
+        }
+    }
+    out
 }
 
 /// A run's progress, as Go's `run_status` answers it (its JSON names). Its schema is
@@ -90,7 +112,7 @@ impl RunStatus {
         let found = !records.is_empty();
         // A step a re-drive ran again (tiny's `redrive`), and those after it, are
         // history: the run is what its latest attempt makes it.
-        let gone = super::superseded(records);
+        let gone = superseded(records);
         let failed = records
             .iter()
             .any(|(key, record)| record.is_failed() && !gone.contains(key));
