@@ -14,7 +14,7 @@
 //! Go's keys have `_state/start` and `_state/port`: read when Go's are absent,
 //! removed when Go's are written.
 
-use std::{collections::BTreeMap, convert::Infallible, sync::Arc, task::Poll, time::Duration};
+use std::{convert::Infallible, sync::Arc, task::Poll, time::Duration};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full, Limited, combinators::BoxBody};
@@ -26,8 +26,10 @@ use tiny_sdk::{Msg, PortShape, client::ExposePortRequest, flow::Node, message::R
 use crate::headers::Header;
 
 mod arrived;
+mod request;
 
 use arrived::{Arrived, Http};
+pub use request::Request;
 
 /// Settings, as Go's server, and two limits of tiny's.
 #[derive(Debug, Clone, Serialize, Deserialize, Schema)]
@@ -181,46 +183,6 @@ pub struct Stop {
     #[tiny(configurable, title = "Context")]
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub context: Value,
-}
-
-/// One HTTP request, as the flow sees it (Go's fields).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, Schema)]
-#[serde(rename_all = "camelCase")]
-pub struct Request {
-    /// The start message's context.
-    #[serde(default)]
-    pub context: Value,
-    /// The path without the query string, percent-decoded: route on this.
-    #[tiny(title = "Path")]
-    pub path: String,
-    /// The path split on `/`, empty parts dropped.
-    #[tiny(title = "Path Segments")]
-    #[serde(default)]
-    pub path_segments: Vec<String>,
-    /// The request target with its query string.
-    #[tiny(title = "Request URI")]
-    #[serde(rename = "requestURI")]
-    pub request_uri: String,
-    /// The query string: each name with its values.
-    #[serde(default)]
-    pub request_params: BTreeMap<String, Vec<String>>,
-    pub host: String,
-    #[tiny(title = "Method", enum("GET", "POST", "PATCH", "PUT", "DELETE"))]
-    pub method: String,
-    /// The client: the first `X-Forwarded-For`, else `X-Real-Ip`, else the peer.
-    #[serde(rename = "realIP")]
-    pub real_ip: String,
-    /// Every header, sorted by name, one entry per value.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub headers: Vec<Header>,
-    /// The body as text.
-    #[serde(default)]
-    pub body: String,
-    pub scheme: String,
-    /// The pod that took the request.
-    #[tiny(title = "Pod Name")]
-    #[serde(default)]
-    pub pod_name: String,
 }
 
 /// The answer to an HTTP request. Fields left out keep their defaults (status 200).

@@ -17,7 +17,7 @@ use hyper::{header, http::request::Parts};
 use serde::{Deserialize, Serialize, Serializer, ser::SerializeStruct as _};
 use serde_json::Value;
 
-use super::Request;
+use super::request::Request;
 use crate::headers::to_list_without;
 
 /// A request on its way into the flow: as it came off the connection, or (decoded from
