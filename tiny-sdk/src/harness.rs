@@ -425,7 +425,9 @@ impl HarnessBuilder {
                     from: &entry.from,
                     edge_id: &entry.edge_id,
                 };
-                h.engine.deliver(crate::engine::Delivery::new(node, port, source, msg)).await
+                h.engine
+                    .deliver(crate::engine::Delivery::new(node, port, source, msg))
+                    .await
             }
             _ => h.engine.send(&entry.to, entry.data.clone()).await,
         };

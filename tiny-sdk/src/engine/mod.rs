@@ -57,7 +57,7 @@ mod trace;
 
 pub use address::{Delivery, NodeDirectory, RemoteRouter, Source};
 pub use defined::{
-    ComponentRuntime, CompiledScript, DEFINED_TAG, DefineError, Definition, EXPR_RUNTIME, ExprRuntime, REQUEST_PORT,
+    CompiledScript, ComponentRuntime, DEFINED_TAG, DefineError, Definition, EXPR_RUNTIME, ExprRuntime, REQUEST_PORT,
     RESPONSE_PORT, Script,
 };
 pub use deliver::NODE_WAIT;
