@@ -386,7 +386,7 @@ impl<C: Component> Ctx<C> {
     ///   recorded answer and does not make the call twice, a step re-driven by
     ///   `<module> redrive` gets the answers of the failed attempt, and
     ///   `capture-run` puts the answer in the captured run.
-    /// - In a replay of a captured run ([`crate::harness::Harness::replay`]), the
+    /// - In a replay of a captured run ([`crate::harness::HarnessBuilder::replay`]), the
     ///   answer comes from the recording and `call` is never polled, so no side
     ///   effect runs again; a call the recording has no answer for fails with code
     ///   [`NOT_RECORDED`](crate::error::code::NOT_RECORDED).

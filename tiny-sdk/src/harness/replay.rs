@@ -15,7 +15,7 @@ use crate::{
     run::{CapturedRun, RecordedCalls},
 };
 
-/// What a replay compares (see [`HarnessBuilder::replay`]).
+/// What a replay compares (see [`HarnessBuilder::replay`](crate::harness::HarnessBuilder::replay)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReplayOptions {
     /// Compare payloads value for value, not only their shapes (field names and JSON

@@ -1,5 +1,5 @@
 //! A durable run captured from its ledger into a file that a test replays
-//! ([`crate::harness::Harness::replay`]): the message that started it and, per step,
+//! ([`crate::harness::HarnessBuilder::replay`]): the message that started it and, per step,
 //! the node and port, what arrived, what it emitted and what each outside call
 //! ([`Ctx::outside`](crate::Ctx::outside)) answered.
 //!
@@ -22,7 +22,7 @@ use crate::error::{Error, Result, code};
 /// The version of the capture format this build writes and reads.
 pub const CAPTURE_VERSION: u32 = 1;
 
-/// A run as its ledger recorded it (see the [module](self)).
+/// A run as its ledger recorded it (see the [module](crate::run)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CapturedRun {

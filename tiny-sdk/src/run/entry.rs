@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result, code};
 
-/// What a run's first message was and where it came from (see the [module](self)).
+/// What a run's first message was and where it came from (see the [module](crate::run)).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunEntry {
     /// The port it arrived at (on the first step's node).

@@ -24,7 +24,7 @@ use super::{
 };
 use crate::error::{Error, Result, code};
 
-/// What a re-drive writes and sends (see the [module](self)).
+/// What a re-drive writes and sends (see the [module](crate::run)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedrivePlan {
     /// The step run again.
