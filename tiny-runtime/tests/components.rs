@@ -149,6 +149,31 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
         who.metadata.finalizers.clone().unwrap_or_default(),
         [COMPONENT_FINALIZER]
     );
+    // The module publishes it among its components (Go's tag `Defined`), with the
+    // definition's schemas in its ports: what the platform's palette reads.
+    let modules: Api<tiny_runtime::crd::TinyModule> = Api::namespaced(client.clone(), NS);
+    let published = eventually("`who` in the TinyModule's components", WAIT, || {
+        let modules = modules.clone();
+        async move {
+            let module = modules.get("defs-v0").await.ok()?;
+            module.status?.components.into_iter().find(|c| c.name == "who")
+        }
+    })
+    .await;
+    assert_eq!(published.tags, [tiny_sdk::engine::DEFINED_TAG]);
+    assert_eq!(published.description, "Picks the user's name");
+    let request = published
+        .ports
+        .iter()
+        .find(|p| p.name == "request")
+        .and_then(|p| p.schema.clone())
+        .expect("a request port with a schema");
+    assert_eq!(
+        request.0["properties"]["inputData"]["properties"]["user"]["type"],
+        "object"
+    );
+    let ports: Vec<&str> = published.ports.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(ports, ["request", "response"]);
 
     // A node of it in a flow answers, with Go's request/response shape.
     let flow = create_flow(&client, NS, FLOW).await;
@@ -234,6 +259,15 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
     .await;
     let error = failed(&s);
     assert!(error.contains("no longer served"), "{error}");
+    // And the module no longer publishes it.
+    eventually("`who` out of the TinyModule's components", WAIT, || {
+        let modules = modules.clone();
+        async move {
+            let module = modules.get("defs-v0").await.ok()?;
+            (!module.status?.components.iter().any(|c| c.name == "who")).then_some(())
+        }
+    })
+    .await;
 
     other_module.stop().await;
     defs_module.stop().await;

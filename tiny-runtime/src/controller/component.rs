@@ -106,8 +106,9 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
 fn release(shared: &Reconciling, object: &str, installed: &mut HashMap<String, String>) {
     if let Some(component) = installed.remove(object)
         && !installed.values().any(|c| *c == component)
+        && shared.engine.uninstall(&component)
     {
-        shared.engine.uninstall(&component);
+        shared.catalogue.notify_one();
     }
 }
 
@@ -189,7 +190,15 @@ async fn reconcile(
             "component `{}` is defined by TinyComponent `{holder}`, which is older (or first by name when as old); this one is served once that one is deleted",
             def.spec.component
         )),
-        (None, Ok(d)) => shared.engine.install(runtime, d).await.map_err(|e| e.to_string()),
+        (None, Ok(d)) => {
+            let before = shared.engine.registry().definition(&d.name);
+            let name = d.name.clone();
+            let outcome = shared.engine.install(runtime, d).await.map_err(|e| e.to_string());
+            if shared.engine.registry().definition(&name) != before {
+                shared.catalogue.notify_one();
+            }
+            outcome
+        }
         (None, Err(e)) => Err(e.to_string()),
     };
     match &outcome {

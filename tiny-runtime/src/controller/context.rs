@@ -40,6 +40,9 @@ pub(crate) struct Reconciling {
     pub(crate) directory: Arc<super::directory::Directory>,
     /// Failed reconciles, for their backoff.
     pub(crate) retries: super::retries::Retries,
+    /// Told when a definition is installed or uninstalled: the TinyModule's
+    /// components are published again.
+    pub(crate) catalogue: Arc<tokio::sync::Notify>,
 }
 
 impl Reconciling {
@@ -73,6 +76,7 @@ impl Reconciling {
             permissions: Arc::default(),
             directory: Arc::default(),
             retries: super::retries::Retries::default(),
+            catalogue: Arc::default(),
         }
     }
 }

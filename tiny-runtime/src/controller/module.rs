@@ -10,7 +10,10 @@ use kube::{
     runtime::watcher,
 };
 use serde_json::json;
-use tiny_sdk::{engine::Registry, flow::RawJson};
+use tiny_sdk::{
+    engine::{DEFINED_TAG, Registry},
+    flow::RawJson,
+};
 
 use super::Reconciling;
 use crate::{
@@ -32,6 +35,27 @@ pub fn module_status(config: &ModuleConfig, registry: &Registry) -> TinyModuleSt
                 ports: (entry.ports)().iter().flat_map(|p| published(entry, p)).collect(),
             }
         })
+        // The definitions installed here, as Go's scheduler lists them (tag `Defined`).
+        .chain(registry.definitions().into_iter().map(|def| {
+            let ports = def
+                .ports()
+                .into_iter()
+                .map(|(p, schema)| ModulePort {
+                    name: p.name.into(),
+                    label: p.label.into(),
+                    source: p.is_source(),
+                    position: i32::from(p.position.as_int()),
+                    schema: Some(RawJson(schema)),
+                })
+                .collect();
+            ModuleComponent {
+                name: def.name,
+                description: def.description,
+                info: def.info,
+                tags: vec![DEFINED_TAG.to_owned()],
+                ports,
+            }
+        }))
         .collect();
     TinyModuleStatus {
         addr: config.grpc_addr.clone().unwrap_or_default(),
@@ -136,6 +160,8 @@ pub async fn run(shared: Arc<Reconciling>, shutdown: impl Future<Output = ()> + 
                 tokio::select! {
                     _ = leadership.changed() => {}
                     () = again => {}
+                    // A definition installed or uninstalled: the components follow.
+                    () = shared.catalogue.notified() => {}
                     // The broker came or went: the address and the condition follow.
                     true = wire_changed => {}
                     changed = refusals.changed() => {

@@ -116,6 +116,18 @@ pub enum DefineError {
     },
 }
 
+impl Definition {
+    /// The ports of a node of this definition (`error` when enabled), with the
+    /// schemas its status shows: what a module publishes for the component.
+    pub fn ports(&self) -> Vec<(&'static PortSpec, Value)> {
+        PORTS
+            .iter()
+            .filter(|p| p.name != system::ERROR || self.enable_error_port)
+            .map(|p| (p, port_schema(self, p.name)))
+            .collect()
+    }
+}
+
 fn at(line: Option<u32>, column: Option<u32>) -> String {
     match (line, column) {
         (Some(l), Some(c)) => format!(" at line {l}, column {c}"),
@@ -229,6 +241,10 @@ impl Defined {
 
     pub(crate) fn get(&self, name: &str) -> Option<Arc<Installed>> {
         self.read().get(name).cloned()
+    }
+
+    pub(crate) fn definitions(&self) -> Vec<Definition> {
+        self.read().values().map(|i| i.definition.clone()).collect()
     }
 
     pub(crate) fn definition(&self, name: &str) -> Option<Definition> {
@@ -436,20 +452,25 @@ impl DefinedInstance {
     }
 
     fn schema_of(&self, port: &str) -> Value {
-        let def = &self.installed.definition;
-        match port {
-            REQUEST_PORT => json!({
-                "type": "object",
-                "properties": {"context": {"title": "Context", "configurable": true}, "inputData": def.input},
-                "propertyOrder": ["context", "inputData"],
-            }),
-            RESPONSE_PORT => json!({
-                "type": "object",
-                "properties": {"context": {"title": "Context"}, "outputData": def.output},
-                "propertyOrder": ["context", "outputData"],
-            }),
-            _ => error_schema(),
-        }
+        port_schema(&self.installed.definition, port)
+    }
+}
+
+/// The schema of a defined component's port: Go's request/response envelopes around
+/// the definition's schemas.
+fn port_schema(def: &Definition, port: &str) -> Value {
+    match port {
+        REQUEST_PORT => json!({
+            "type": "object",
+            "properties": {"context": {"title": "Context", "configurable": true}, "inputData": def.input},
+            "propertyOrder": ["context", "inputData"],
+        }),
+        RESPONSE_PORT => json!({
+            "type": "object",
+            "properties": {"context": {"title": "Context"}, "outputData": def.output},
+            "propertyOrder": ["context", "outputData"],
+        }),
+        _ => error_schema(),
     }
 }
 

@@ -115,6 +115,12 @@ impl Registry {
         self.defined.definition(name)
     }
 
+    /// The installed definitions, by name: in an engine's registry
+    /// ([`Engine::registry`](super::Engine::registry)).
+    pub fn definitions(&self) -> Vec<Definition> {
+        self.defined.definitions()
+    }
+
     /// Registered names, sorted.
     pub fn names(&self) -> Vec<&str> {
         self.components.keys().map(String::as_str).collect()
