@@ -458,3 +458,61 @@ async fn a_second_definition_of_a_component_is_refused_and_its_delete_leaves_the
     );
     module.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_modules_serving_a_runtime_one_writes_the_status() {
+    let env = env().await;
+    let client = env.client();
+    env.create_namespace(NS).await.expect("namespace");
+    let mut first = Registry::default();
+    first.runtime(ExprRuntime);
+    // The second serves `other` too: a probe only it answers.
+    let mut second = Registry::default();
+    second.runtime(ExprRuntime).runtime(Other);
+    let a = start(&client, "defs-v0", first).await;
+    let b = start(&client, "defs2-v0", second).await;
+    let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
+    api.create(
+        &PostParams::default(),
+        &definition("who", "expr", r#"{"name": "{{$.user.name}}"}"#),
+    )
+    .await
+    .expect("definition created");
+    status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
+    // Both serve it and say so.
+    let modules: Api<tiny_runtime::crd::TinyModule> = Api::namespaced(client.clone(), NS);
+    for name in ["defs-v0", "defs2-v0"] {
+        eventually(&format!("`who` in {name}'s components"), WAIT, || {
+            let modules = modules.clone();
+            async move {
+                let module = modules.get(name).await.ok()?;
+                module.status?.components.iter().any(|c| c.name == "who").then_some(())
+            }
+        })
+        .await;
+    }
+    // Both reconcile `who` again (a label): the one its status names keeps it.
+    let touched = api
+        .patch(
+            "who",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .expect("labelled");
+    let writer = touched.status.clone().expect("status").module;
+    // The second module has reconciled the label once it installed `probe`, made after
+    // it (a watch delivers in order).
+    api.create(&PostParams::default(), &definition("probe", "other", "anything"))
+        .await
+        .expect("probe created");
+    status_where(&api, "probe", "`probe` to be installed", |s| s.installed).await;
+    let after = api.get("who").await.expect("who");
+    assert_eq!(after.status.expect("status").module, writer, "the status changed hands");
+    assert_eq!(
+        after.metadata.resource_version, touched.metadata.resource_version,
+        "`who` was written again"
+    );
+    b.stop().await;
+    a.stop().await;
+}

@@ -2,7 +2,9 @@
 //! definition's runtime compiles and installs it (every replica, so each can run its
 //! nodes), and its leader holds the finalizer and writes the status. A module that does
 //! not serve the runtime leaves the definition alone: no finalizer, no status (in Go
-//! every module writes its own answer, and the status flips between them).
+//! every module writes its own answer, and the status flips between them). Of several
+//! modules serving the runtime, the one `status.module` names keeps writing while its
+//! TinyModule lists the component; the others leave the status alone.
 //!
 //! Deleting a definition uninstalls it: its nodes stop, and their status says why (one
 //! deleted while the watch was down too, when it relists). Two definitions of one
@@ -25,7 +27,7 @@ use serde_json::json;
 use tiny_sdk::engine::{DefineError, Definition};
 
 use super::Reconciling;
-use crate::crd::{COMPONENT_FINALIZER, Decoded, TinyComponent, TinyComponentStatus};
+use crate::crd::{COMPONENT_FINALIZER, Decoded, TinyComponent, TinyComponentStatus, TinyModule};
 
 /// How often the definitions seen are looked at again, so that a replica that became
 /// the leader writes the status and finalizer its predecessor did not.
@@ -212,7 +214,7 @@ async fn reconcile(
             release(shared, &object, installed);
         }
     }
-    if !leads {
+    if !leads || written_by_another(shared, def).await {
         return;
     }
     let status = TinyComponentStatus {
@@ -237,6 +239,32 @@ async fn reconcile(
     }}));
     if let Err(e) = api.patch_status(&object, &PatchParams::default(), &patch).await {
         tracing::debug!(definition = %object, error = %e, "TinyComponent status");
+    }
+}
+
+/// Whether another module that serves the definition writes its status: the one named
+/// in `status.module` keeps it while its TinyModule lists the component, so that two
+/// modules serving one runtime do not flip the status between them (Go's do).
+async fn written_by_another(shared: &Reconciling, def: &TinyComponent) -> bool {
+    let Some(other) = def
+        .status
+        .as_ref()
+        .map(|s| s.module.as_str())
+        .filter(|m| !m.is_empty() && *m != shared.config.name)
+    else {
+        return false;
+    };
+    let modules: Api<TinyModule> = shared.api();
+    // A list by name: the module's role may list TinyModules, not get them.
+    let by_name = kube::api::ListParams::default().fields(&format!("metadata.name={other}"));
+    match modules.list(&by_name).await {
+        Ok(list) => list.items.into_iter().any(|module| {
+            module
+                .status
+                .is_some_and(|s| s.components.iter().any(|c| c.name == def.spec.component))
+        }),
+        // Unknown: leave it, as writing is what flips it; the next resync asks again.
+        Err(_) => true,
     }
 }
 
