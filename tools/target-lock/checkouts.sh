@@ -3,7 +3,7 @@
 # other's crates (docs/testing.md, "The shared target folder"). Each checkout is the
 # real Makefile and tools/target-lock/ beside a two-crate workspace: `a` (v() returns the
 # checkout's number), `b` (calls it; a doctest, an integration test and a binary the
-# tests start through CARGO_BIN_EXE_bb). Every check compares b::v() with the number the
+# tests start through CARGO_BIN_EXE_b-b). Every check compares b::v() with the number the
 # checkout's own file says, compiled into the test itself.
 #   1. one after the other: B's sources are older than A's last build, which used to
 #      make cargo take A's artifacts for B's (fresh by mtime, same file names);
@@ -60,14 +60,14 @@ mod tests {
     }
 }
 RS
-  echo 'fn main() { println!("{}", b::v()); }' >"$dir/b/src/bin/bb.rs"
+  echo 'fn main() { println!("{}", b::v()); }' >"$dir/b/src/bin/b-b.rs"
   cat >"$dir/b/tests/own.rs" <<'RS'
 const OWN: u32 = include!(concat!(env!("CARGO_MANIFEST_DIR"), "/../value"));
 #[test]
 fn the_library_is_this_checkouts() { assert_eq!(b::v(), OWN); }
 #[test]
 fn the_binary_is_this_checkouts() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bb")).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_b-b")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), OWN.to_string());
 }
 RS
@@ -90,7 +90,7 @@ make_test "$work/A" >"$work/a.log" || fail "A's own tests: $(cat "$work/a.log")"
 make_test "$work/B" >"$work/b.log" || fail "one after the other, B ran A's crates: $(cat "$work/b.log")"
 echo "ok: one after the other, each checkout tested its own crates"
 
-# At once: B held in its test phase while a plain cargo in A rebuilds `a` and `bb`.
+# At once: B held in its test phase while a plain cargo in A rebuilds `a` and `b-b`.
 TL_GATE="$work/gate" make_test "$work/B" >"$work/b2.log" &
 tested=$!
 until_true "B's tests to reach the gate" test -e "$work/gate.reached"
