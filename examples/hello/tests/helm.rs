@@ -315,7 +315,7 @@ fn the_crds_chart_holds_the_crds_generated_from_the_rust_types() {
         documents(&want),
         "charts/tiny-crds drifted from the Rust types: run `make crds`"
     );
-    assert_eq!(documents(&rendered).len(), 7);
+    assert_eq!(documents(&rendered).len(), 8);
 }
 
 #[test]
