@@ -449,8 +449,9 @@ impl HarnessBuilder {
 /// ```no_run
 /// # use tiny_sdk::harness::{Harness, replay_runs};
 /// # async fn t() {
-/// // tests/replay.rs
-/// replay_runs(|| Harness::builder().yaml(include_str!("../flows/main.yaml")), "tests/runs").await;
+/// # const FLOW: &str = "";
+/// // tests/replay.rs; FLOW is the flow's YAML, e.g. include_str!("../flows/main.yaml")
+/// replay_runs(|| Harness::builder().yaml(FLOW), "tests/runs").await;
 /// # }
 /// ```
 ///
