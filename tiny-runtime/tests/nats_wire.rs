@@ -50,42 +50,17 @@ impl Big {
     }
 }
 
-/// Set by `release`; `spin` works until it sees it.
-static RELEASED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// Set by `spin` when its synchronous work starts.
-static SPINNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// A handler that works synchronously, never awaiting, until `release` runs; it
-/// answers whether it was released (its bound only ends a broken run).
+/// Answers the id of the tokio task its handler runs on.
 #[derive(Debug, Component, Default)]
-#[component(name = "spin")]
-struct Spin {
+#[component(name = "task")]
+struct Task {
     input: Input<Value>,
 }
 
-impl Spin {
+impl Task {
     async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Reply {
-        use std::sync::atomic::Ordering::SeqCst;
-        SPINNING.store(true, SeqCst);
-        let bound = std::time::Instant::now() + Duration::from_secs(20);
-        while !RELEASED.load(SeqCst) && std::time::Instant::now() < bound {
-            std::hint::spin_loop();
-        }
-        Reply::value(json!(RELEASED.load(SeqCst)))
-    }
-}
-
-/// Lets `spin` go.
-#[derive(Debug, Component, Default)]
-#[component(name = "release")]
-struct Release {
-    input: Input<Value>,
-}
-
-impl Release {
-    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Reply {
-        RELEASED.store(true, std::sync::atomic::Ordering::SeqCst);
-        Reply::value(json!("released"))
+        // Read before any await: where the handler's synchronous part runs.
+        Reply::value(json!(tokio::task::try_id().map(|id| id.to_string())))
     }
 }
 
@@ -101,8 +76,7 @@ fn engine(module: &str, router: Option<NatsRouter>) -> Engine {
         .register::<Flaky>()
         .register::<Whoami>()
         .register::<Big>()
-        .register::<Spin>()
-        .register::<Release>()
+        .register::<Task>()
         .register::<Tag>();
     if let Some(r) = router {
         b = b.router(Arc::new(r));
@@ -534,50 +508,39 @@ async fn two_modules_talk_over_nats_and_nested_requests_do_not_deadlock() {
     }
 }
 
-/// One node's synchronous work (a handler that never awaits) does not hold up the
-/// module's other nodes: every message is handled on its own task, not polled in the
-/// receiving loop. Broken, `release` is never read while `spin` works, and `spin`
-/// ends by its bound, unreleased. Four workers: with two, tokio's scheduler still
-/// leaves `release` behind the busy worker now and then (a known gap, docs/limits.md).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_node_working_without_awaiting_does_not_hold_up_the_others() {
-    use std::sync::atomic::Ordering::SeqCst;
+/// Every message from another module is handled on a task of its own, from its
+/// first poll: a handler's synchronous part (work before its first `.await`) never
+/// runs in the receiving loop, which goes on reading while it works. Broken (the
+/// loop polling a handler inline first, or awaiting it), the handlers run on the
+/// loop's task, and two messages show the same task. Whether a handler that never
+/// awaits stalls others then is tokio's scheduling, not the loop (docs/limits.md).
+#[tokio::test]
+async fn each_message_is_handled_on_a_task_of_its_own_not_in_the_receiving_loop() {
     let broker = NatsServer::start().await.expect("nats-server starts");
-    let flow = FlowBuilder::new()
-        .module("b")
-        .node("f.b.spin-1", "spin")
-        .node("f.b.release-1", "release")
-        .build();
+    let flow = FlowBuilder::new().module("b").node("f.b.task-1", "task").build();
     let (_b, _receiver, link) = module_b(&broker, &flow).await;
-    let client = link.client().clone();
-    let spun = tokio::spawn(async move {
-        send(
-            &client,
-            "f.b.spin-1",
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let reply = send(
+            link.client(),
+            "f.b.task-1",
             "input",
             b"{}".to_vec(),
             &SendOptions::default().wait(),
         )
         .await
-    });
-    while !SPINNING.load(SeqCst) {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        .expect("task answers")
+        .and_then(Reply::into_value)
+        .expect("a reply");
+        let id = reply
+            .as_str()
+            .map(str::to_owned)
+            .expect("the handler runs on a tokio task");
+        tasks.push(id);
     }
-    let released = send(
-        link.client(),
-        "f.b.release-1",
-        "input",
-        b"{}".to_vec(),
-        &SendOptions::default().wait(),
-    )
-    .await
-    .expect("release answers while spin works");
-    assert_eq!(released.and_then(Reply::into_value), Some(json!("released")));
-    let spun = spun.await.expect("joins").expect("spin answers");
-    assert_eq!(
-        spun.and_then(Reply::into_value),
-        Some(json!(true)),
-        "spin was released, not ended by its bound"
+    assert_ne!(
+        tasks[0], tasks[1],
+        "two messages were handled on one task (the receiving loop's)"
     );
 }
 
