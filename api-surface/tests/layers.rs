@@ -111,14 +111,10 @@ const APART: &[(&str, &str, &str)] = &[
 const OUTSIDE: &str = "<outside>";
 
 /// The arrows allowed against the rules, each with why: `(crate, from, to)`. Each
-/// must still be there (a stale exception fails too).
-///
-/// - tiny-sdk `node -> engine::emitter`: a node's context holds the engine's emitter
-///   by its type, so that a hop's future is the engine's own, inline in the emitting
-///   handler's (one allocation per hop, `tiny-sdk/tests/allocs.rs`). Everything else
-///   goes through the `Emit` trait. It goes once the local hop is a state of the
-///   receiving handler's box (docs/architecture.md, "What is left").
-const ALLOWED: &[(&str, &str, &str)] = &[("tiny-sdk", "node", "engine::emitter")];
+/// must still be there (a stale exception fails too). None today: where a lower
+/// layer needs a higher one's type (a node's context holds the engine's emitter),
+/// it declares a slot the higher one fills (`node::Wired`).
+const ALLOWED: &[(&str, &str, &str)] = &[];
 
 /// A module path inside its crate, `engine::runner`; the root is `""`.
 type ModPath = String;

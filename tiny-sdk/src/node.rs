@@ -36,12 +36,22 @@ pub struct NodeIdentity {
     pub project_name: String,
 }
 
-/// The engine's emitter, which every node's context holds: the one name this layer
-/// takes from the engine above it. A hop's future is the engine's own type, made
-/// inline in the emitting handler's future, so that a hop costs one allocation
-/// (`tests/allocs.rs`); everything this layer does with it goes through [`Emit`].
-/// (Checked as the one allowed upward arrow in `api-surface/tests/layers.rs`.)
-pub(crate) type NodeEmitter = crate::engine::NodeEmitter;
+/// Where the layer above plugs its emitter in: this layer declares the slot, the
+/// engine fills it (`impl Wired for Wiring` in `engine/emitter.rs`), and nothing here
+/// names the engine. Everything this layer does with the emitter goes through
+/// [`Emit`]; the projection is the engine's own type once compiled, so a hop's future
+/// stays inline in the emitting handler's and a hop costs one allocation
+/// (`tests/allocs.rs`), which a boxed or `dyn` emitter would double.
+pub(crate) struct Wiring;
+
+/// The slot [`Wiring`] fills: the emitter every node's context holds.
+pub(crate) trait Wired {
+    /// The engine's emitter.
+    type Emitter: Emit;
+}
+
+/// The emitter every node's context holds, whichever layer provides it.
+pub(crate) type NodeEmitter = <Wiring as Wired>::Emitter;
 
 /// A node's way out, which the engine implements: where its emits go, and what the
 /// author's API asks of the engine about the node.

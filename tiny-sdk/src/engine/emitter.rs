@@ -12,7 +12,7 @@ use crate::{
     hop::Hop,
     message::Reply,
     msg::Msg,
-    node::Emit,
+    node::{Emit, Wired, Wiring},
     run::{AnswerInbox, RunStore},
 };
 
@@ -142,6 +142,11 @@ impl NodeEmitter {
         .with_code(crate::error::code::UNKNOWN_PORT)
         .at(|| format!("node `{}`", self.node))))
     }
+}
+
+/// Every node's context holds this emitter (the slot `node.rs` declares).
+impl Wired for Wiring {
+    type Emitter = NodeEmitter;
 }
 
 impl Emit for NodeEmitter {

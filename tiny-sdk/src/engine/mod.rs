@@ -72,4 +72,3 @@ pub use table::{Engine, EngineBuilder, MAX_IN_FLIGHT};
 pub use trace::{TARGET as TRACE_TARGET, record_outcome};
 
 pub use crate::hop::{HOP_BUDGET, MAX_DEPTH};
-pub(crate) use emitter::NodeEmitter;
