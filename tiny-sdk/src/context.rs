@@ -202,7 +202,7 @@ impl<C: Component> Ctx<C> {
         let stopped = node.stopped.clone();
         let loaded = node.loaded.clone();
         let node_name = node.identity.node_name.clone();
-        tokio::spawn(async move {
+        node.detached.spawn(async move {
             tokio::select! {
                 () = stopped.cancelled() => {}
                 // As for named work: not before the node has its edges.

@@ -354,6 +354,21 @@ impl Harness {
         self.engine.node_metadata(node)
     }
 
+    /// Waits until the work node `node` detached (`Ctx::detach`: what an async
+    /// component goes on with after it answered) has ended: a probe for a test that
+    /// asserts what that work left behind. At once when the node does not run.
+    ///
+    /// ```no_run
+    /// # async fn f(h: tiny_sdk::harness::Harness) {
+    /// h.send("a:in", serde_json::json!({"context": 1})).await.ok(); // answered at once
+    /// h.settled("a").await; // its background emit is done
+    /// assert_eq!(h.arrivals("ans:input").len(), 1);
+    /// # }
+    /// ```
+    pub async fn settled(&self, node: &str) {
+        self.engine.detached_settled(node).await;
+    }
+
     /// Restarts node `node` as a module does when its pod restarts: the component is
     /// stopped (its work too) and made anew, and starts from the state it had stored.
     pub async fn restart_node(&self, node: &str) -> Result<()> {

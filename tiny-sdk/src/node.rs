@@ -90,6 +90,8 @@ pub(crate) struct NodeContext {
     pub(crate) loaded: CancellationToken,
     /// Work that outlives the calls that started it.
     pub(crate) work: NodeWork,
+    /// The work `Ctx::detach` started, while it runs (`Harness::settled` waits for it).
+    pub(crate) detached: tokio_util::task::TaskTracker,
     pub(crate) state: NodeState,
     /// The node's raw `status.metadata` keys (outside `_state/`).
     pub(crate) metadata: NodeMetadata,
@@ -109,6 +111,7 @@ impl NodeContext {
             stopped: CancellationToken::new(),
             loaded: CancellationToken::new(),
             work: NodeWork::default(),
+            detached: tokio_util::task::TaskTracker::new(),
             state,
             metadata,
             control: Mutex::new(None),
@@ -144,6 +147,16 @@ impl NodeContext {
     /// The `_control` view the component shows, if it showed one.
     pub(crate) fn control_view(&self) -> Option<Value> {
         self.control.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Resolves once no work the node detached is running (none may start meanwhile
+    /// for this to mean "settled"; a test's probe).
+    pub(crate) async fn detached_settled(&self) {
+        while !self.detached.is_empty() {
+            self.detached.close();
+            self.detached.wait().await;
+            self.detached.reopen();
+        }
     }
 
     /// Whether this replica leads its module (always, in-process).

@@ -273,3 +273,50 @@ async fn a_mapping_from_another_modules_node_loads() {
         .expect("built");
     assert_eq!(errors.len(), 1, "{errors:?}");
 }
+
+/// Answers at once and emits its message on `out` in the background, an hour later
+/// (paused time: the test's clock).
+#[derive(Debug, Default, tiny_sdk::Component)]
+#[component(name = "later")]
+struct Later {
+    input: tiny_sdk::Input<serde_json::Value>,
+    out: tiny_sdk::Output<serde_json::Value>,
+}
+
+impl Later {
+    async fn on_input(&self, ctx: &tiny_sdk::Ctx<Self>, msg: serde_json::Value) -> tiny_sdk::Reply {
+        let out = self.out;
+        ctx.detach(move |ctx| async move {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            out.emit(&ctx, msg).await.map(drop)
+        });
+        tiny_sdk::Reply::empty()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn settled_waits_for_the_work_a_node_detached() {
+    let h = Harness::builder()
+        .register::<Later>()
+        .register::<Answer>()
+        .flow(
+            tiny_sdk::flow::FlowBuilder::new()
+                .node("l", "later")
+                .node("ans", "answer")
+                .edge("l:out", "ans:input", json!("{{$}}"))
+                .build(),
+        )
+        .build()
+        .await
+        .expect("builds");
+    h.send("l:input", json!(1)).await.expect("answers at once");
+    h.send("l:input", json!(2)).await.expect("answers at once");
+    assert!(h.arrivals("ans:input").is_empty(), "the work waits its hour");
+    h.settled("l").await;
+    let mut arrived = h.arrivals("ans:input");
+    arrived.sort_by_key(|v| v.as_i64());
+    assert_eq!(arrived, [json!(1), json!(2)]);
+    // Nothing detached: at once; a node that does not run: at once.
+    h.settled("ans").await;
+    h.settled("missing").await;
+}

@@ -656,6 +656,14 @@ impl Engine {
         self.inner.runner(name).map(|r| f(r.instance.node().state()))
     }
 
+    /// Resolves once node `name` runs no work it detached (`Ctx::detach`); at once
+    /// when the node does not run.
+    pub(crate) async fn detached_settled(&self, name: &str) {
+        if let Some(runner) = self.inner.runner(name) {
+            runner.instance.node().detached_settled().await;
+        }
+    }
+
     /// `true` when the node is in the table (running or failed).
     pub fn has_node(&self, name: &str) -> bool {
         self.inner.nodes_read().contains_key(name)
