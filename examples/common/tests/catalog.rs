@@ -3,9 +3,12 @@
 //! form, chat), in-process: messages in, messages out, errors, settings, node state and
 //! `_control` views.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::{eventually, names, port};
 use tiny_example_common::{
     array_filter::ArrayFilter,
     array_get::ArrayGet,
@@ -21,7 +24,7 @@ use tiny_example_common::{
 };
 use tiny_sdk::{
     Position,
-    engine::{NodeReport, PortReport},
+    engine::NodeReport,
     flow::{Flow, FlowBuilder},
     harness::{Harness, HarnessBuilder, Relay},
 };
@@ -70,20 +73,9 @@ async fn harness(flow: Flow) -> Harness {
     builder().flow(flow).build().await.expect("the flow loads")
 }
 
+/// Node `n`'s report.
 fn report(h: &Harness) -> NodeReport {
-    h.report("n").expect("node `n` has a report")
-}
-
-fn port(r: &NodeReport, name: &str) -> PortReport {
-    r.ports
-        .iter()
-        .find(|p| p.name == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("port `{name}` in {:?}", names(r)))
-}
-
-fn names(r: &NodeReport) -> Vec<String> {
-    r.ports.iter().map(|p| p.name.clone()).collect()
+    support::report(h, "n")
 }
 
 /// (label, position, source) of a port.
@@ -92,21 +84,9 @@ fn place(r: &NodeReport, name: &str) -> (String, Position, bool) {
     (p.label, p.position, p.source)
 }
 
+/// What node `n`'s `_control` port shows.
 fn control(h: &Harness) -> Value {
-    port(&report(h), "_control").configuration
-}
-
-/// Whether `done` holds within `within`, asked every 5 ms. Tokio's clock, so that
-/// under paused time the bound is the test's own time, not a busy loop's.
-async fn eventually(within: Duration, done: impl Fn() -> bool) -> bool {
-    let end = tokio::time::Instant::now() + within;
-    while tokio::time::Instant::now() < end {
-        if done() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    done()
+    support::control(h, "n")
 }
 
 // ---------------------------------------------------------------------------------

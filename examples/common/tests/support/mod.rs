@@ -101,10 +101,11 @@ pub fn at(schema: &Value, path: &str) -> Value {
         .unwrap_or_else(|| panic!("{path} in {schema}"))
 }
 
-/// Waits (up to `within`) until `done` holds; `false` if it never did.
+/// Whether `done` holds within `within`, asked every 5 ms. Tokio's clock, so that
+/// under paused time the bound is the test's own time, not a busy loop's.
 pub async fn eventually(within: Duration, done: impl Fn() -> bool) -> bool {
-    let end = Instant::now() + within;
-    while Instant::now() < end {
+    let end = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < end {
         if done() {
             return true;
         }
