@@ -3,25 +3,22 @@
 //! a build whose component changed an output, and no outside call made by a replay
 //! (issue 46).
 
-use std::{
-    sync::{
-        Mutex,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
+mod support;
+
+use std::sync::{
+    Mutex,
+    atomic::{AtomicUsize, Ordering},
 };
 
 use serde_json::{Value, json};
+use support::runs::{durable, module_a, recorded_run, status_once};
 use tiny_sdk::{
-    engine::{EXECUTION_MODE_LABEL, Registry},
+    engine::Registry,
     flow::{Flow, FlowBuilder},
     harness::{Harness, HarnessBuilder, Relay, ReplayDiff, ReplayOptions, ShapeChange, replay_runs},
     prelude::*,
     run::{self, CapturedRun},
 };
-use tiny_testkit::{NatsServer, durable_module, eventually};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 /// How many times the outside call was really made.
 static OUTSIDE: AtomicUsize = AtomicUsize::new(0);
@@ -85,7 +82,7 @@ impl FormatRenamed {
 
 /// `cap.a.fetch-1` (durable) → `cap.a.format-1` → `cap.a.relay-1`.
 fn flow() -> Flow {
-    let mut flow = FlowBuilder::new()
+    let flow = FlowBuilder::new()
         .module("a")
         .node("cap.a.fetch-1", "fetch")
         .node("cap.a.format-1", "format")
@@ -93,12 +90,7 @@ fn flow() -> Flow {
         .edge("cap.a.fetch-1:out", "cap.a.format-1:input", json!("{{$}}"))
         .edge("cap.a.format-1:out", "cap.a.relay-1:input", json!("{{$}}"))
         .build();
-    for n in &mut flow.nodes {
-        if n.name == "cap.a.fetch-1" {
-            n.labels.insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
-        }
-    }
-    flow
+    durable(flow, "cap.a.fetch-1")
 }
 
 fn this_build() -> HarnessBuilder {
@@ -111,20 +103,15 @@ fn this_build() -> HarnessBuilder {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_captured_run_replays_green_on_its_build_and_red_on_a_changed_output_without_outside_calls() {
-    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
     let mut registry = Registry::default();
     registry.register::<Fetch>().register::<Format>().register::<Relay>();
-    let a = durable_module(&broker, "a", registry, &flow()).await;
+    let (_broker, a) = module_a(registry, &flow()).await;
     a.engine
         .send("cap.a.fetch-1:input", json!({"n": 7}))
         .await
         .expect("the first step runs");
     let run_id = RUNS.lock().expect("runs").first().cloned().expect("fetch ran in a run");
-    let status = eventually("the run completes", WAIT, || async {
-        let s = run::run_status(&*a.js, &run_id).await.ok()?;
-        (s.complete || s.failed).then_some(s)
-    })
-    .await;
+    let status = status_once(&*a.js, &run_id, "the run completes", |s| s.complete || s.failed).await;
     assert!(status.complete && status.steps.len() == 3, "{status:?}");
     assert_eq!(
         OUTSIDE.load(Ordering::SeqCst),
@@ -279,7 +266,7 @@ impl Call {
 /// `edge.a.relay-1` (not durable) → `edge.a.call-1` (durable) over a mapping →
 /// `edge.a.relay-2`.
 fn mapped_flow() -> Flow {
-    let mut flow = FlowBuilder::new()
+    let flow = FlowBuilder::new()
         .module("a")
         .node("edge.a.relay-1", "relay")
         .node("edge.a.call-1", "call")
@@ -287,30 +274,17 @@ fn mapped_flow() -> Flow {
         .edge("edge.a.relay-1:out", "edge.a.call-1:input", json!({"x": "{{$.raw}}"}))
         .edge("edge.a.call-1:out", "edge.a.relay-2:input", json!("{{$}}"))
         .build();
-    for n in &mut flow.nodes {
-        if n.name == "edge.a.call-1" {
-            n.labels.insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
-        }
-    }
-    flow
+    durable(flow, "edge.a.call-1")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_run_entered_over_a_mapped_edge_redrives_and_replays_along_it_with_every_call_name_kept() {
-    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
     let mut registry = Registry::default();
     registry.register::<Call>().register::<Relay>();
-    let a = durable_module(&broker, "a", registry, &mapped_flow()).await;
+    let (_broker, a) = module_a(registry, &mapped_flow()).await;
     let _ = a.engine.send("edge.a.relay-1:input", json!({"raw": 7})).await;
-    let run_id = eventually("the run is recorded", WAIT, || async {
-        let keys = run::RunStore::keys(&*a.js, "exec/").await.ok()?;
-        keys.iter().find_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))
-    })
-    .await;
-    eventually("the run fails", WAIT, || async {
-        run::run_status(&*a.js, &run_id).await.ok().filter(|s| s.failed)
-    })
-    .await;
+    let run_id = recorded_run(&*a.js).await;
+    status_once(&*a.js, &run_id, "the run fails", |s| s.failed).await;
     let names = ["GET /users", "a b", "a_b", "weather api"];
     assert_eq!(
         *MADE.lock().expect("made"),
@@ -324,11 +298,7 @@ async fn a_run_entered_over_a_mapped_edge_redrives_and_replays_along_it_with_eve
     tiny_runtime::jetstream::redrive(&a.js, &run_id, Some("edge.a.call-1:input"))
         .await
         .expect("re-driven");
-    let status = eventually("the re-driven run completes", WAIT, || async {
-        let s = run::run_status(&*a.js, &run_id).await.ok()?;
-        s.complete.then_some(s)
-    })
-    .await;
+    let status = status_once(&*a.js, &run_id, "the re-driven run completes", |s| s.complete).await;
     assert!(!status.failed, "{status:?}");
     assert_eq!(*MADE.lock().expect("made"), names, "the re-drive made no call again");
     let captured = run::capture_run(&*a.js, &run_id).await.expect("captured");

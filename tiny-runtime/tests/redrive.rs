@@ -3,27 +3,24 @@
 //! ledger keeps both attempts, the gate's outside call is not made again, and the
 //! run's capture replays green as the run it became (issue 46).
 
-use std::{
-    sync::{
-        Mutex,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
+mod support;
+
+use std::sync::{
+    Mutex,
+    atomic::{AtomicUsize, Ordering},
 };
 
 use serde_json::{Value, json};
+use support::runs::{durable, module_a, status_once};
 use tiny_runtime::jetstream;
 use tiny_sdk::{
-    engine::{EXECUTION_MODE_LABEL, Registry},
+    engine::Registry,
     error::code,
     flow::{Flow, FlowBuilder},
     harness::{Harness, Relay, ReplayOptions},
     prelude::*,
     run::{self, StepStatus},
 };
-use tiny_testkit::{NatsServer, durable_module, eventually};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 /// Handler calls, by node, with the run each was in.
 static CALLS: Mutex<Vec<(String, Option<String>)>> = Mutex::new(Vec::new());
@@ -89,7 +86,7 @@ impl Count {
 
 /// `red.a.count-1` (durable) → `red.a.gate-1` (open or not) → `red.a.relay-1`.
 fn flow(open: bool) -> Flow {
-    let mut flow = FlowBuilder::new()
+    let flow = FlowBuilder::new()
         .module("a")
         .node("red.a.count-1", "count")
         .node("red.a.gate-1", "gate")
@@ -98,28 +95,21 @@ fn flow(open: bool) -> Flow {
         .edge("red.a.count-1:out", "red.a.gate-1:input", json!({"n": "{{$.n}}"}))
         .edge("red.a.gate-1:out", "red.a.relay-1:input", json!("{{$}}"))
         .build();
-    for n in &mut flow.nodes {
-        if n.name == "red.a.count-1" {
-            n.labels.insert(EXECUTION_MODE_LABEL.to_owned(), "durable".to_owned());
-        }
-    }
-    flow
+    durable(flow, "red.a.count-1")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failed_run_redriven_from_its_middle_step_completes_on_the_fixed_flow_with_both_attempts_recorded() {
-    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
     let mut registry = Registry::default();
     registry.register::<Count>().register::<Gate>().register::<Relay>();
-    let a = durable_module(&broker, "a", registry, &flow(false)).await;
+    let (_broker, a) = module_a(registry, &flow(false)).await;
     a.engine
         .send("red.a.count-1:input", json!({"n": 5}))
         .await
         .expect("the first step runs");
     let run_id = CALLS.lock().expect("calls")[0].1.clone().expect("in a run");
-    let status = eventually("the run fails at the gate", WAIT, || async {
-        let s = run::run_status(&*a.js, &run_id).await.ok()?;
-        (s.failed && s.pending_steps == 0).then_some(s)
+    let status = status_once(&*a.js, &run_id, "the run fails at the gate", |s| {
+        s.failed && s.pending_steps == 0
     })
     .await;
     assert_eq!(status.steps.len(), 2, "{status:?}");
@@ -137,11 +127,7 @@ async fn a_failed_run_redriven_from_its_middle_step_completes_on_the_fixed_flow_
     let plan = jetstream::redrive(&a.js, &run_id, Some("red.a.gate-1:input"))
         .await
         .expect("re-driven");
-    let status = eventually("the re-driven run completes", WAIT, || async {
-        let s = run::run_status(&*a.js, &run_id).await.ok()?;
-        s.complete.then_some(s)
-    })
-    .await;
+    let status = status_once(&*a.js, &run_id, "the re-driven run completes", |s| s.complete).await;
     assert!(!status.failed && status.pending_steps == 0, "{status:?}");
     assert_eq!(calls("red.a.count-1"), 1, "the first step did not run again");
     assert_eq!(calls("red.a.gate-1"), 2, "the gate ran twice: failed, then open");

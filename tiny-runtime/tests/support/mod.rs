@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod gate;
+pub mod runs;
 pub mod tag;
