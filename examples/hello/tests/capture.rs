@@ -2,7 +2,10 @@
 //! ledger into a file by the module binary, and the file replayed green by the
 //! harness's `replay_runs`, as a module's `tests/runs/` is (issue 46).
 
-use std::{process::Command, time::Duration};
+use std::{
+    process::{Command, Output},
+    time::Duration,
+};
 
 use serde_json::json;
 use tiny_example_hello::{Hello, Respond, Shout};
@@ -10,9 +13,9 @@ use tiny_sdk::{
     engine::EXECUTION_MODE_LABEL,
     flow::{Flow, FlowBuilder},
     harness::{Harness, HarnessBuilder, replay_runs},
-    run::{self, CapturedRun, RunStore as _},
+    run::{self, CapturedRun, RunStatus, RunStore as _},
 };
-use tiny_testkit::{NatsServer, durable_module, eventually};
+use tiny_testkit::{DurableModule, NatsServer, durable_module, eventually};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -46,9 +49,10 @@ fn this_build() -> HarnessBuilder {
         .flow(flow())
 }
 
-fn capture_run(broker: &NatsServer, args: &[&str]) -> std::process::Output {
+/// `hello-module <command> <args>` against `broker`, run to its end.
+fn hello_module(broker: &NatsServer, command: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hello-module"))
-        .arg("capture-run")
+        .arg(command)
         .args(args)
         .env("TINY_NATS_URL", broker.url())
         .env("RUST_LOG", "warn")
@@ -56,30 +60,50 @@ fn capture_run(broker: &NatsServer, args: &[&str]) -> std::process::Output {
         .expect("hello-module runs")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn capture_run_writes_a_file_that_replays_green() {
+/// A broker of the test's own, with JetStream, and the hello module on it, `flow()`
+/// loaded.
+async fn hello_on_broker() -> (NatsServer, DurableModule) {
     let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
     let module = durable_module(&broker, "hello", tiny_example_hello::registry(), &flow()).await;
+    (broker, module)
+}
+
+/// The run of the first step record in the ledger, once there is one.
+async fn recorded_run(module: &DurableModule) -> String {
+    eventually("the run is recorded", WAIT, || async {
+        let keys = module.js.keys("exec/").await.ok()?;
+        keys.iter().find_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))
+    })
+    .await
+}
+
+/// Waits until run `run_id`'s status says `settled` (waiting for `what`).
+async fn status_once(module: &DurableModule, run_id: &str, what: &str, settled: impl Fn(&RunStatus) -> bool) {
+    eventually(what, WAIT, || async {
+        run::run_status(&*module.js, run_id).await.ok().filter(|s| settled(s))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn capture_run_writes_a_file_that_replays_green() {
+    let (broker, module) = hello_on_broker().await;
     module
         .engine
         .send("cap.hello.hello-1:input", json!({"name": "Ada"}))
         .await
         .expect("the first step runs");
-    let run_id = eventually("the run is recorded", WAIT, || async {
-        let keys = module.js.keys("exec/").await.ok()?;
-        keys.iter().find_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))
-    })
-    .await;
-    eventually("the run completes", WAIT, || async {
-        let s = run::run_status(&*module.js, &run_id).await.ok()?;
-        s.complete.then_some(())
-    })
-    .await;
+    let run_id = recorded_run(&module).await;
+    status_once(&module, &run_id, "the run completes", |s| s.complete).await;
     module.receiver.stop().await;
 
     let dir = tempfile::tempdir().expect("a folder");
     let file = dir.path().join("greet.json");
-    let out = capture_run(&broker, &[&run_id, "-o", file.to_str().expect("a UTF-8 path")]);
+    let out = hello_module(
+        &broker,
+        "capture-run",
+        &[&run_id, "-o", file.to_str().expect("a UTF-8 path")],
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(&format!("run {run_id}: 3 step(s) captured")),
@@ -108,7 +132,7 @@ async fn capture_run_writes_a_file_that_replays_green() {
     assert_eq!(reports[0].run_id, run_id);
 
     // A run the ledger does not have: a clear error and a failing exit status.
-    let out = capture_run(&broker, &["no-such-run"]);
+    let out = hello_module(&broker, "capture-run", &["no-such-run"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -117,40 +141,24 @@ async fn capture_run_writes_a_file_that_replays_green() {
     );
 }
 
-fn redrive(broker: &NatsServer, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hello-module"))
-        .arg("redrive")
-        .args(args)
-        .env("TINY_NATS_URL", broker.url())
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("hello-module runs")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redrive_runs_a_failed_run_again_as_a_new_attempt() {
-    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
-    let module = durable_module(&broker, "hello", tiny_example_hello::registry(), &flow()).await;
+    let (broker, module) = hello_on_broker().await;
     // An empty name fails the first step: the run fails there.
     module
         .engine
         .send("cap.hello.hello-1:input", json!({"name": ""}))
         .await
         .expect_err("the greeting fails");
-    let run_id = eventually("the run fails", WAIT, || async {
-        let keys = module.js.keys("exec/").await.ok()?;
-        let run_id = keys.iter().find_map(|k| run::parse_ledger_key(k).map(|k| k.run_id))?;
-        let s = run::run_status(&*module.js, &run_id).await.ok()?;
-        s.failed.then_some(run_id)
-    })
-    .await;
+    let run_id = recorded_run(&module).await;
+    status_once(&module, &run_id, "the run fails", |s| s.failed).await;
 
-    let out = redrive(&broker, &[&run_id, "--at", "cap.hello.shout-1:input"]);
+    let out = hello_module(&broker, "redrive", &[&run_id, "--at", "cap.hello.shout-1:input"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("has no step at `cap.hello.shout-1:input`"), "{stderr}");
 
-    let out = redrive(&broker, &[&run_id]);
+    let out = hello_module(&broker, "redrive", &[&run_id]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
