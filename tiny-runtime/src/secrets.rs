@@ -18,7 +18,7 @@
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use futures::future::BoxFuture;
@@ -92,8 +92,37 @@ pub struct KubeSecrets {
     api: Api<Secret>,
     namespace: String,
     declared: Vec<String>,
+    cache: Trusted<Read>,
+}
+
+/// Values kept by name, each trusted for a TTL from when it was kept. On tokio's
+/// clock, so that a paused test clock proves the rule to the millisecond.
+struct Trusted<T> {
     ttl: Duration,
-    cache: Mutex<HashMap<String, (Instant, Read)>>,
+    kept: Mutex<HashMap<String, (tokio::time::Instant, T)>>,
+}
+
+impl<T: Clone> Trusted<T> {
+    fn new(ttl: Duration) -> Self {
+        Self {
+            ttl,
+            kept: Mutex::default(),
+        }
+    }
+
+    /// The value kept for `name`, while its TTL runs.
+    fn get(&self, name: &str) -> Option<T> {
+        let kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.get(name)
+            .filter(|(at, _)| at.elapsed() < self.ttl)
+            .map(|(_, value)| value.clone())
+    }
+
+    /// Keeps `value` for `name`, trusted from now.
+    fn keep(&self, name: &str, value: T) {
+        let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.insert(name.to_owned(), (tokio::time::Instant::now(), value));
+    }
 }
 
 impl std::fmt::Debug for KubeSecrets {
@@ -101,7 +130,7 @@ impl std::fmt::Debug for KubeSecrets {
         f.debug_struct("KubeSecrets")
             .field("namespace", &self.namespace)
             .field("declared", &self.declared)
-            .field("ttl", &self.ttl)
+            .field("ttl", &self.cache.ttl)
             .finish_non_exhaustive()
     }
 }
@@ -113,21 +142,12 @@ impl KubeSecrets {
             api: Api::namespaced(client, namespace),
             namespace: namespace.to_owned(),
             declared,
-            ttl,
-            cache: Mutex::default(),
+            cache: Trusted::new(ttl),
         }
     }
 
-    fn cached(&self, name: &str) -> Option<Read> {
-        let cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache
-            .get(name)
-            .filter(|(at, _)| at.elapsed() < self.ttl)
-            .map(|(_, read)| read.clone())
-    }
-
     async fn read(&self, name: &str) -> Result<Read, SecretError> {
-        if let Some(read) = self.cached(name) {
+        if let Some(read) = self.cache.get(name) {
             return Ok(read);
         }
         let read = match self.api.get_opt(name).await {
@@ -142,8 +162,7 @@ impl KubeSecrets {
                 });
             }
         };
-        let mut cache = self.cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache.insert(name.to_owned(), (Instant::now(), read.clone()));
+        self.cache.keep(name, read.clone());
         Ok(read)
     }
 
@@ -212,6 +231,27 @@ mod tests {
             },
             ..Default::default()
         })
+    }
+
+    /// The rule itself, on a paused clock: trusted until the TTL is over, to the
+    /// millisecond, then no more; keeping again trusts from then; names apart.
+    #[tokio::test(start_paused = true)]
+    async fn a_kept_read_is_trusted_for_the_ttl_and_not_a_moment_longer() {
+        let ttl = Duration::from_secs(60);
+        let trusted = Trusted::new(ttl);
+        assert_eq!(trusted.get("a"), None);
+        trusted.keep("a", 1);
+        tokio::time::advance(Duration::from_secs(30)).await;
+        trusted.keep("b", 2);
+        tokio::time::advance(Duration::from_millis(29_999)).await;
+        assert_eq!(trusted.get("a"), Some(1), "within the TTL");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(trusted.get("a"), None, "the TTL is over");
+        assert_eq!(trusted.get("b"), Some(2), "b was kept later");
+        trusted.keep("a", 3);
+        tokio::time::advance(ttl - Duration::from_millis(1)).await;
+        assert_eq!(trusted.get("a"), Some(3), "kept again: trusted from then");
+        assert_eq!(trusted.get("b"), None);
     }
 
     /// The annotation that refuses `node` of `flow`; None when admitted.
