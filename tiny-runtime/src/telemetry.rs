@@ -1,8 +1,11 @@
 //! Logs and traces of a module.
 //!
-//! **Traces.** The engine makes a `tracing` span per hop (target
-//! [`tiny_sdk::engine::TRACE_TARGET`], `tiny::flow`), the TinySignal controller one per
-//! signal and the gRPC pool one per call to another module. When the standard
+//! **Traces.** The engine makes a span per hop, which [`hop::HopExport`] turns into
+//! OpenTelemetry span data without `tracing` (the cost of a recorded hop); the
+//! TinySignal controller makes a `tracing` span per signal, the gRPC and NATS routers
+//! one per call to another module (target [`tiny_sdk::engine::TRACE_TARGET`],
+//! `tiny::flow`), a call under the hop that sends it ([`under_hop`]). Both go to one
+//! batch exporter. When the standard
 //! OpenTelemetry variables say where to send them ([`otlp_configured`]:
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), they are
 //! exported by OTLP/gRPC, batched (`OTEL_BSP_*`), with `OTEL_SERVICE_NAME` or the
@@ -21,12 +24,15 @@
 //! (`--log-format json` or `TINY_LOG_FORMAT=json`). While a trace is recorded each line
 //! carries its `trace_id` and `span_id`.
 
+pub mod hop;
+
 use std::{
     fmt,
     sync::{
-        OnceLock,
+        Arc, OnceLock,
         atomic::{AtomicBool, Ordering},
     },
+    time::Duration,
 };
 
 use opentelemetry::{
@@ -36,8 +42,9 @@ use opentelemetry::{
 };
 use opentelemetry_sdk::{
     Resource,
+    error::OTelSdkResult,
     propagation::{BaggagePropagator, TraceContextPropagator},
-    trace::SdkTracerProvider,
+    trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanProcessor},
 };
 use tonic::metadata::{KeyRef, MetadataKey, MetadataMap, MetadataValue};
 use tracing::{Event, Subscriber, field::Field};
@@ -216,6 +223,9 @@ pub struct Telemetry {
 impl Telemetry {
     /// Exports what is left and stops the exporter.
     pub fn shutdown(self) {
+        if self.provider.is_some() {
+            tiny_sdk::engine::set_hop_spans(None);
+        }
         if let Some(p) = self.provider
             && let Err(e) = p.shutdown()
         {
@@ -230,7 +240,14 @@ impl Telemetry {
 pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, TelemetryError> {
     let (provider, refused) = match service {
         Some(service) if otlp_configured() => match provider(service)? {
-            Some(p) => (Some(p), false),
+            Some((p, batch)) => {
+                // Hop spans go straight to the batch exporter (see [`hop`]).
+                let scope = opentelemetry::InstrumentationScope::builder(TRACER).build();
+                let export: &'static hop::HopExport<BatchSpanProcessor> =
+                    Box::leak(Box::new(hop::HopExport::new(batch, scope)));
+                tiny_sdk::engine::set_hop_spans(Some(export));
+                (Some(p), false)
+            }
             None => (None, true),
         },
         _ => (None, false),
@@ -256,7 +273,7 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
         .with_filter(filter_fn(|m| !m.target().starts_with(tiny_sdk::engine::TRACE_TARGET)).and(filter));
     let otel = provider.as_ref().map(|p| {
         tracing_opentelemetry::layer()
-            .with_tracer(p.tracer("tiny"))
+            .with_tracer(p.tracer(TRACER))
             // Not on Go's spans, and each costs a recorded hop: the source location
             // (three attributes on every span and event), the thread's id and name (a
             // string per span), busy and idle time (two clock reads per poll).
@@ -302,9 +319,36 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
     Ok(Telemetry { provider })
 }
 
-/// The exporter the environment asks for; `None` when the DSN's token may not be sent
-/// ([`DsnTransport::PlaintextRefused`]).
-fn provider(service: &Service) -> Result<Option<SdkTracerProvider>, TelemetryError> {
+/// The instrumentation scope of the module's spans.
+const TRACER: &str = "tiny";
+
+/// The batch exporter, shared by the tracer provider (the runtime's `tracing` spans)
+/// and the hop spans ([`hop::HopExport`]). Its resource is set before it is shared.
+#[derive(Debug)]
+struct Shared(Arc<BatchSpanProcessor>);
+
+impl SpanProcessor for Shared {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &Context) {
+        self.0.on_start(span, cx);
+    }
+
+    fn on_end(&self, span: SpanData) {
+        self.0.on_end(span);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.0.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.0.shutdown_with_timeout(timeout)
+    }
+}
+
+/// The exporter the environment asks for, and its batch processor; `None` when the
+/// DSN's token may not be sent ([`DsnTransport::PlaintextRefused`]).
+#[allow(clippy::type_complexity, reason = "a private pair")]
+fn provider(service: &Service) -> Result<Option<(SdkTracerProvider, Arc<BatchSpanProcessor>)>, TelemetryError> {
     use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
     let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
     // The standard variables win; the Go SDK's DSN is the TinySystems way.
@@ -330,12 +374,16 @@ fn provider(service: &Service) -> Result<Option<SdkTracerProvider>, TelemetryErr
     if std::env::var("OTEL_SERVICE_NAME").map_or(true, |v| v.trim().is_empty()) {
         resource = resource.with_service_name(service.name.clone());
     }
-    Ok(Some(
-        SdkTracerProvider::builder()
-            .with_resource(resource.build())
-            .with_batch_exporter(exporter)
-            .build(),
-    ))
+    let resource = resource.build();
+    // Batched as `OTEL_BSP_*` says, as `with_batch_exporter` would.
+    let mut batch = BatchSpanProcessor::builder(exporter).build();
+    batch.set_resource(&resource);
+    let batch = Arc::new(batch);
+    let provider = SdkTracerProvider::builder()
+        .with_resource(resource)
+        .with_span_processor(Shared(batch.clone()))
+        .build();
+    Ok(Some((provider, batch)))
 }
 
 /// W3C trace context and baggage, as the Go SDK propagates them.
@@ -386,6 +434,19 @@ pub fn inject(span: &tracing::Span, metadata: &mut MetadataMap) {
     propagator().inject_context(&span.context(), &mut MetadataWriter(metadata));
 }
 
+/// Makes `span`, the runtime's span for what a hop's handler sends (a call to another
+/// module), a child of that hop's span ([`tiny_sdk::engine::current_hop`]): the
+/// `tracing` span around it is the run's outer one (a signal's, a receiver's).
+pub(crate) fn under_hop(span: &tracing::Span) {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    if let Some(ids) = tiny_sdk::engine::current_hop()
+        && !span.is_disabled()
+    {
+        // Fails only once the span started, which nothing did yet.
+        let _ = span.set_parent(hop::hop_context(ids));
+    }
+}
+
 /// The trace context a request carries (empty without one).
 pub fn extract(metadata: &MetadataMap) -> Context {
     propagator().extract(&MetadataReader(metadata))
@@ -395,10 +456,14 @@ pub fn extract(metadata: &MetadataMap) -> Context {
 /// (weak: the subscriber owns the layer that asks).
 static DISPATCH: OnceLock<tracing::dispatcher::WeakDispatch> = OnceLock::new();
 
-/// The trace and span ids of the innermost recorded span around the span `current`,
-/// else of the OpenTelemetry context made current (a request's extracted parent), when
+/// The trace and span ids of the hop whose handler runs, else of the innermost
+/// recorded span around the span `current`, else of the OpenTelemetry context made current (a request's extracted parent), when
 /// one is recorded.
 fn current_ids(current: Option<&tracing::span::Id>) -> Option<(String, String)> {
+    // A hop's handler (or its end) logs in the hop's span.
+    if let Some(hop) = tiny_sdk::engine::current_hop() {
+        return Some((format!("{:032x}", hop.trace_id), format!("{:016x}", hop.span_id)));
+    }
     let cx = current.and_then(recorded_context).unwrap_or_else(Context::current);
     let span = cx.span();
     let sc = span.span_context();

@@ -301,8 +301,51 @@ fn runtime_subscriber_without_exporter() -> impl tracing::Subscriber + Send + Sy
         .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink))
 }
 
-/// The same with an OpenTelemetry layer recording every hop span (spans are built
-/// and dropped: no exporter, so no network in the figure).
+/// The runtime's hop spans to OpenTelemetry span data: its own code, compiled here.
+#[allow(dead_code, reason = "the runtime's file as it is; the bench uses a part")]
+#[path = "../../tiny-runtime/src/telemetry/hop.rs"]
+mod hop;
+
+/// A span processor that drops what it is given: the span data is built, as for the
+/// batch exporter, but no exporter is in the figure.
+#[derive(Debug)]
+struct Dropped;
+
+impl opentelemetry_sdk::trace::SpanProcessor for Dropped {
+    fn on_start(&self, _: &mut opentelemetry_sdk::trace::Span, _: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: opentelemetry_sdk::trace::SpanData) {
+        std::hint::black_box(span);
+    }
+
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _: std::time::Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        Ok(())
+    }
+}
+
+/// Runs `f` with every hop span recorded as the runtime records them: its hop spans'
+/// sink ([`hop::HopExport`]) installed, and its subscriber with the OpenTelemetry
+/// layer for the spans it makes with `tracing`.
+fn recording<R>(f: impl FnOnce() -> R) -> R {
+    static EXPORT: std::sync::OnceLock<hop::HopExport<Dropped>> = std::sync::OnceLock::new();
+    let export = EXPORT.get_or_init(|| {
+        hop::HopExport::new(
+            Arc::new(Dropped),
+            opentelemetry::InstrumentationScope::builder("bench").build(),
+        )
+    });
+    tiny_sdk::engine::set_hop_spans(Some(export));
+    let result = tracing::subscriber::with_default(runtime_subscriber_recording(), f);
+    tiny_sdk::engine::set_hop_spans(None);
+    result
+}
+
+/// The runtime's subscriber with an OpenTelemetry layer for the spans it makes with
+/// `tracing` (spans are built and dropped: no exporter, so no network in the figure).
 fn runtime_subscriber_recording() -> impl tracing::Subscriber + Send + Sync {
     use opentelemetry::trace::TracerProvider as _;
     use tracing_subscriber::{Layer as _, filter::FilterExt as _, layer::SubscriberExt as _};
@@ -352,9 +395,7 @@ fn tracing_ratio(rt: &tokio::runtime::Runtime, a: &Args) -> TracingCost {
         let w = tracing::subscriber::with_default(runtime_subscriber_without_exporter(), || {
             rt.block_on(throughput(&e, n, a.window))
         });
-        let r = tracing::subscriber::with_default(runtime_subscriber_recording(), || {
-            rt.block_on(throughput(&e, n, a.window))
-        });
+        let r = recording(|| rt.block_on(throughput(&e, n, a.window)));
         (off, without, recorded) = (off.max(o), without.max(w), recorded.max(r));
         rounds.push(o / w);
     }
@@ -441,9 +482,7 @@ fn main() {
             rt.block_on(engine(chain("step", 10, &json!(PASS_THROUGH), a.max_attempts)))
         };
         if a.traced {
-            tracing::subscriber::with_default(runtime_subscriber_recording(), || {
-                rt.block_on(throughput_of(&e, a.n, a.window, !a.json));
-            });
+            recording(|| rt.block_on(throughput_of(&e, a.n, a.window, !a.json)));
         } else {
             rt.block_on(throughput_of(&e, a.n, a.window, !a.json));
         }

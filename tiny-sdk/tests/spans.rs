@@ -1,62 +1,43 @@
-//! The engine's `tracing` spans, in-process: one `hop` span per delivery, under the hop
-//! that sent it, across the fresh tasks delivery moves to on long chains. (A file of its
-//! own: a test process with one subscriber, whose interest no other test races.)
+//! The engine's hop spans, in-process: one span per delivery, under the hop that sent
+//! it, across the fresh tasks delivery moves to on long chains, handed to the sink
+//! installed. (A file of its own: the sink is the process's.)
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use tiny_testkit::components::Answer;
 
 use serde_json::json;
-use tiny_sdk::{engine::Engine, flow::FlowBuilder, harness::Relay};
-use tracing_subscriber::{Layer, layer::SubscriberExt as _, registry::LookupSpan};
+use tiny_sdk::{
+    engine::{EndedHop, Engine, HopSpans, SpanParent, set_hop_spans},
+    flow::FlowBuilder,
+    harness::Relay,
+};
 
-/// Records each `hop` span: its `to`, and the `to` of the nearest hop span above it.
-#[derive(Clone, Default)]
-struct Hops(Arc<Mutex<Vec<Hop>>>);
+/// Records each hop span's `to`, id and parent id.
+#[derive(Default)]
+struct Hops(Mutex<Vec<Hop>>);
 
-/// A hop span's `to`, and that of its nearest hop ancestor.
-type Hop = (String, Option<String>);
+/// A hop span's `node:port`, its span id, its parent's, and the `data` payload.
+type Hop = (String, u64, Option<u64>, Option<String>);
 
-struct To(String);
+impl HopSpans for Hops {
+    fn parent(&self) -> Option<SpanParent> {
+        None
+    }
 
-impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Hops {
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        if attrs.metadata().name() != "hop" {
-            return;
-        }
-        struct Visit(Option<String>);
-        impl tracing::field::Visit for Visit {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "to" {
-                    self.0 = Some(format!("{value:?}"));
-                }
-            }
-        }
-        let mut to = Visit(None);
-        attrs.record(&mut to);
-        let to = to.0.unwrap_or_default();
-        let Some(span) = ctx.span(id) else { return };
-        let parent = span
-            .scope()
-            .skip(1)
-            .find_map(|s| s.extensions().get::<To>().map(|t| t.0.clone()));
-        span.extensions_mut().insert(To(to.clone()));
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push((to, parent));
+    fn ended(&self, hop: EndedHop<'_>) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((
+            format!("{}:{}", hop.node, hop.port),
+            hop.ids.span_id,
+            hop.parent.map(|p| p.ids.span_id),
+            hop.payload,
+        ));
     }
 }
 
 #[tokio::test]
 async fn every_hop_is_a_span_under_the_hop_that_sent_it() {
-    let hops = Hops::default();
-    let subscriber = tracing_subscriber::registry().with(hops.clone());
-    let _default = tracing::subscriber::set_default(subscriber);
+    let hops: &'static Hops = Box::leak(Box::default());
+    set_hop_spans(Some(hops));
     // Long enough that delivery continues on a fresh task (every 16 hops) on the way.
     let mut flow = FlowBuilder::new();
     for i in 0..20 {
@@ -77,10 +58,19 @@ async fn every_hop_is_a_span_under_the_hop_that_sent_it() {
     }
     engine.send("n0:input", json!({"x": 1})).await.expect("arrives");
 
-    let hops = hops.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let mut hops = hops.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     assert_eq!(hops.len(), 21, "{hops:?}");
-    assert_eq!(hops[0], ("n0:input".to_owned(), None), "the first hop is a root");
+    // Each ends after the one it sent: in the order they end, the last sent first.
+    hops.reverse();
+    assert_eq!(hops[0].0, "n0:input", "{hops:?}");
+    assert_eq!(hops[0].2, None, "the first hop is a root");
     for window in hops.windows(2) {
-        assert_eq!(window[1].1.as_ref(), Some(&window[0].0), "{hops:?}");
+        assert_eq!(window[1].2, Some(window[0].1), "{hops:?}");
     }
+    assert_eq!(hops[20].0, "end:input", "{hops:?}");
+    assert_eq!(
+        hops[0].3.as_deref(),
+        Some(r#"{"x":1}"#),
+        "the input is the `data` payload"
+    );
 }

@@ -307,6 +307,7 @@ impl Pool {
             otel.status_code = Empty,
             otel.status_description = Empty,
         );
+        crate::telemetry::under_hop(&span);
         crate::telemetry::inject(&span, request.metadata_mut());
         Ok(Call {
             module: module.to_owned(),

@@ -246,6 +246,7 @@ impl RemoteRouter for JetStreamRouter {
             otel.status_code = Empty,
             otel.status_description = Empty,
         );
+        crate::telemetry::under_hop(&span);
         if hop.run.as_ref().is_some_and(|s| s.parent().is_some()) {
             let edge = Edge::of(&source);
             let outcome = router.durable(module, to, edge, payload, hop);

@@ -142,6 +142,7 @@ impl NatsRouter {
             otel.status_code = Empty,
             otel.status_description = Empty,
         );
+        crate::telemetry::under_hop(&span);
         let mut headers = headers;
         crate::nats::trace::inject_nats(&span, &mut headers);
         // A hop given up before its reply (the edge's timeout, a cancelled flow) is

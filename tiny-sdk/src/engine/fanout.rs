@@ -194,8 +194,14 @@ fn send<'a>(
         return Either::Left(attempts(engine, from, route, msg, hop, started));
     }
     let (engine, from, route) = (engine.clone(), from.clone(), route.clone());
-    // The task goes on in the sending hop's span, so the hops it makes stay its children.
-    let task = tokio::spawn(async move { attempts(&engine, &from, &route, msg, hop, started).await }.in_current_span());
+    // The task goes on under the sending hop (and in the runtime's span around it), so
+    // the hops it makes stay its children.
+    let task = tokio::spawn(
+        super::trace::InHop::new(Box::pin(
+            async move { attempts(&engine, &from, &route, msg, hop, started).await },
+        ))
+        .in_current_span(),
+    );
     Either::Right(async move {
         match task.await {
             Ok(result) => result,

@@ -278,21 +278,10 @@ impl EdgeMapping {
         Ok((input, (!failures.is_empty()).then(|| Box::new(failures))))
     }
 
-    /// Puts the failures on the hop's span, and says the first in a while in the log
-    /// and to the runtime (which shows it on the node's status).
+    /// Says the first of the failures in a while in the log and to the runtime (which
+    /// shows it on the node's status). (The hop's span gets them all, as
+    /// `expression_error` events, when it ends.)
     fn report(&self, failures: &[EvalError], policy: &Policy, site: &Site<'_>) {
-        for f in failures {
-            // In the hop's span (the caller runs in it); the target is the flow's, so
-            // the log does not print it for every message.
-            tracing::event!(
-                target: super::trace::TARGET,
-                tracing::Level::WARN,
-                expression = %f.expression,
-                error = %f.message,
-                field = %f.pointer,
-                "expression_error"
-            );
-        }
         let Some(first) = failures.first() else { return };
         let now = Instant::now();
         let fresh = {

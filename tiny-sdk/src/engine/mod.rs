@@ -69,6 +69,9 @@ pub use report::{NodeReport, PortReport};
 pub use retry::{Backoff, MIN_RETRY_DELAY};
 pub use state::ClientFactory;
 pub use table::{Engine, EngineBuilder, MAX_IN_FLIGHT};
-pub use trace::{TARGET as TRACE_TARGET, record_outcome};
+pub use trace::{
+    EndedHop, HopSpans, MAX_PAYLOAD, SpanIds, SpanParent, TARGET as TRACE_TARGET, current_hop, record_outcome,
+    set_hop_spans,
+};
 
 pub use crate::hop::{HOP_BUDGET, MAX_DEPTH};

@@ -28,6 +28,7 @@ use super::{
     masking::{Known, redact_with},
     observe::{HopEvent, HopKind, Observer},
     retry::Backoff,
+    trace::{Entered, Recording},
 };
 
 /// A node ready to take messages. Rebuilt on every spec change; the instance (and so
@@ -302,14 +303,13 @@ impl Runner {
             Landing::Port(port) => port,
             Landing::Inlet(index, _) => self.inputs[index].spec.name,
         };
-        let span = super::trace::hop_span(module, &self.node, port, source, depth, attempt);
-        // Entered by hand rather than `in_scope`: its closure is large, and `in_scope`
-        // stopped being inlined here (a call and a copy per hop).
+        let mut span = super::trace::Recording::start(module);
+        let traced = span.as_ref().is_some_and(|s| s.sampled());
         let invocation = {
-            let _entered = span.enter();
+            let _entered = span.as_ref().map(|s| Entered::new(s.ids()));
             match landing {
-                Landing::Inlet(index, mapping) => self.handler(index, mapping, source, msg, hop, observed),
-                Landing::Port(port) => self.call(port, source, msg, hop, observed),
+                Landing::Inlet(index, mapping) => self.handler(index, mapping, source, msg, hop, observed, traced),
+                Landing::Port(port) => self.call(port, source, msg, hop, observed, traced),
             }
         };
         let observing = observer.map(|o| (o.clone(), std::time::Instant::now()));
@@ -319,7 +319,13 @@ impl Runner {
                 future,
                 seen,
                 expressions,
-            } => (future, Landed::Inlet(inlet as u32), seen, expressions),
+                payload,
+            } => {
+                if let (Some(span), Some(payload)) = (span.as_mut(), payload) {
+                    span.set_payload(payload);
+                }
+                (future, Landed::Inlet(inlet as u32), seen, expressions)
+            }
             Invocation::System(port, future) => (future, Landed::System(port), None, None),
             Invocation::Refused(e) => {
                 // Finished now: the port it names may be no port of the node's.
@@ -330,7 +336,7 @@ impl Runner {
                     expressions: &[],
                 };
                 let observer = observing.as_ref().map(|(o, clock)| (&**o, *clock, *source));
-                let result = self.finish(Err(e), at, seen, observer, &span);
+                let result = self.finish(Err(e), at, seen, observer, span.take(), source);
                 let future = Box::pin(std::future::ready(result)) as BoxFuture<'static, _>;
                 (future, Landed::Finished, None, None)
             }
@@ -349,15 +355,20 @@ impl Runner {
     }
 
     /// After the handler: masks secrets out of an error, tells the observer (with
-    /// when the handler started), logs a failure where it arose, and records the
-    /// outcome on the span.
+    /// when the handler started), logs a failure where it arose, and ends the span
+    /// (the delivery came from `source`).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a hop's parts, which its delivery holds apart"
+    )]
     fn finish(
         &self,
         result: Result<Reply>,
         at: Arrival<'_>,
         seen: InputKept<'_>,
         observer: Option<(&dyn Observer, std::time::Instant, Source<'_>)>,
-        span: &tracing::Span,
+        span: Option<Box<Recording>>,
+        source: &Source<'_>,
     ) -> Result<Reply> {
         let Arrival { port, depth, attempt } = at;
         let base = seen.inlet.map_or(Secrets::none(), |i| &self.inputs[i].secrets);
@@ -402,18 +413,30 @@ impl Runner {
             let e = if fresh { e } else { e.relayed() };
             let e = e.at(|| format!("node `{}` port `{port}`", self.name));
             if fresh {
-                span.in_scope(|| tracing::warn!(node = %self.name, port, error = %e, "message failed"));
+                // In the hop's span: the line carries its trace id.
+                let _entered = span.as_ref().map(|s| Entered::new(s.ids()));
+                tracing::warn!(node = %self.name, port, error = %e, "message failed");
             }
             e
         });
-        super::trace::record(span, &result);
+        if let Some(span) = span {
+            (*span).end(
+                &self.node,
+                port,
+                source,
+                depth,
+                attempt,
+                result.as_ref().err(),
+                seen.expressions,
+            );
+        }
         result
     }
 
     /// What a message for `port` runs: a system port's hook, or a business port's
     /// handler with its input (kept in `seen` for an observer, or to mask a secret in
     /// an error).
-    fn call(&self, port: &str, source: &Source<'_>, data: Msg, hop: Hop, observed: bool) -> Invocation {
+    fn call(&self, port: &str, source: &Source<'_>, data: Msg, hop: Hop, observed: bool, traced: bool) -> Invocation {
         match port {
             system::SETTINGS => {
                 let instance = self.instance.clone();
@@ -475,11 +498,16 @@ impl Runner {
             Source::Edge { from, .. } => self.mapping(index, from),
             Source::Signal => None,
         };
-        self.handler(index, mapping, source, data, hop, observed)
+        self.handler(index, mapping, source, data, hop, observed, traced)
     }
 
     /// A business port's handler call, with its input made by the port's mapping
-    /// `mapping` (see [`mapping`](Self::mapping)), or its default when it has none.
+    /// `mapping` (see [`mapping`](Self::mapping)), or its default when it has none;
+    /// the input's JSON for the span's `data` event when `traced`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a hop's parts, taken apart once on its hot path"
+    )]
     fn handler(
         &self,
         index: usize,
@@ -488,6 +516,7 @@ impl Runner {
         data: Msg,
         hop: Hop,
         observed: bool,
+        traced: bool,
     ) -> Invocation {
         let inlet = &self.inputs[index];
         let (input, expressions) = match self.input(inlet, mapping, source, data) {
@@ -495,7 +524,7 @@ impl Runner {
             Err(e) => return Invocation::Refused(e),
         };
         let secrets = self.with_known(&inlet.secrets);
-        super::trace::data(&input, &secrets);
+        let payload = traced.then(|| super::trace::payload(&input, &secrets));
         // The observer sees the input after the handler ran, and a secret is masked
         // out of an error with the input's values: keep a reference (the handler then
         // gets a copy; the JSON is made only if something asks).
@@ -505,6 +534,7 @@ impl Runner {
             future: self.instance.clone().handle(inlet.spec.name, input, hop),
             seen,
             expressions,
+            payload,
         }
     }
 }
@@ -535,7 +565,8 @@ enum Landed {
 pub(crate) struct Delivering {
     runner: Arc<Runner>,
     future: BoxFuture<'static, Result<Reply>>,
-    span: tracing::Span,
+    /// The hop's span, while recorded.
+    span: Option<Box<Recording>>,
     seen: Option<Msg>,
     expressions: Failed,
     /// Where it landed (a hop's future is allocated and moved with each hop: its
@@ -553,7 +584,7 @@ impl Delivering {
     #[inline]
     pub fn poll_from(&mut self, cx: &mut std::task::Context<'_>, source: Source<'_>) -> std::task::Poll<Result<Reply>> {
         let result = {
-            let _entered = self.span.enter();
+            let _entered = self.span.as_ref().map(|s| Entered::new(s.ids()));
             std::task::ready!(self.future.as_mut().poll(cx))
         };
         let runner = &self.runner;
@@ -573,7 +604,7 @@ impl Delivering {
             expressions: self.expressions.as_deref().map_or(&[], Vec::as_slice),
         };
         let observer = self.observing.as_ref().map(|(o, clock)| (&**o, *clock, source));
-        std::task::Poll::Ready(runner.finish(result, at, seen, observer, &self.span))
+        std::task::Poll::Ready(runner.finish(result, at, seen, observer, self.span.take(), &source))
     }
 }
 
@@ -604,6 +635,8 @@ enum Invocation {
         seen: Option<Msg>,
         /// Edge expressions that failed making the input, if any did.
         expressions: Failed,
+        /// The input's JSON for the span's `data` event, when recorded.
+        payload: Option<String>,
     },
     /// A system port's hook, and the port.
     System(&'static str, BoxFuture<'static, Result<Reply>>),

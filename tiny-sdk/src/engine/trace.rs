@@ -1,25 +1,38 @@
-//! Spans of the flow: one `hop` span per delivery to a node, from the `tracing`
-//! crate, under the target [`TARGET`].
+//! Spans of the flow: one hop span per delivery to a node, handed, once it ended, to
+//! the [`HopSpans`] sink installed ([`set_hop_spans`]); without one a hop pays one
+//! atomic load.
 //!
-//! The SDK only makes spans; whoever installs a `tracing` subscriber decides what
-//! becomes of them (`tiny-runtime` exports them by OTLP when `OTEL_*` says where, and
-//! turns the target off otherwise, so that a hop then pays one cached check).
+//! A hop's span is made here rather than by `tracing`: a recorded hop then costs the
+//! ids, two clock reads and what the sink does with [`EndedHop`] (`tiny-runtime` builds
+//! the OpenTelemetry span data from it and hands it to the batch exporter), instead of
+//! a `tracing` span visited field by field and an OpenTelemetry span built from it.
 //!
-//! A hop's span is entered while its handler runs, so everything the handler emits is
-//! delivered in hop spans that are its children: a flow run is one tree. The
-//! attribute names the Go SDK uses on its spans are kept (`to`, `from`, `edgeID`,
-//! `flowID`, `projectID`), so a mixed Go and Rust flow reads the same; tiny's own
-//! are under `tiny.`.
+//! While a hop's handler runs, its span is the [current hop](current_hop), so
+//! everything the handler emits is delivered in hop spans that are its children: a
+//! flow run is one tree. A hop no other hop sent asks the sink for its parent (the
+//! runtime's span around it: a signal, another module's request). The attribute names
+//! the Go SDK uses on its spans are kept (`to`, `from`, `edgeID`, `flowID`,
+//! `projectID`), so a mixed Go and Rust flow reads the same; tiny's own are under
+//! `tiny.`. The runtime's own spans (a signal, a gRPC or NATS call) are `tracing` spans
+//! under the target [`TARGET`].
 
-use std::fmt;
+use std::{
+    cell::Cell,
+    sync::{
+        PoisonError, RwLock,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::SystemTime,
+};
 
-use tracing::{Span, field::Empty};
+use tracing::Span;
 
-use crate::{error::Error, flow::Node, message::Reply, msg::Msg, redact::Secrets};
+use crate::{error::Error, flow::Node, msg::Msg, redact::Secrets};
 
 use super::address::Source;
 
-/// The `tracing` target of every span the flow engine makes.
+/// The `tracing` target of the runtime's spans around hops (a signal, a call to another
+/// module) and of their events.
 pub const TARGET: &str = "tiny::flow";
 
 /// The most bytes of a payload a `data` event keeps.
@@ -27,44 +40,283 @@ pub const MAX_PAYLOAD: usize = 16 * 1024;
 
 use crate::contract::label::{FLOW_NAME as FLOW_LABEL, PROJECT_NAME as PROJECT_LABEL};
 
-/// `node:port`, formatted only when a span is recorded.
-struct Addr<'a>(&'a str, &'a str);
+/// A span's identity, as W3C trace context carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanIds {
+    /// The trace's id (never 0).
+    pub trace_id: u128,
+    /// The span's id (never 0).
+    pub span_id: u64,
+    /// Whether the trace is recorded (W3C's `sampled` flag).
+    pub sampled: bool,
+}
 
-impl fmt::Display for Addr<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.0, self.1)
+/// The parent of a hop span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanParent {
+    /// The parent's identity.
+    pub ids: SpanIds,
+    /// Whether it is another process's span (read from a request's trace context).
+    pub remote: bool,
+}
+
+/// What becomes of hop spans: installed once by whoever exports them
+/// ([`set_hop_spans`]).
+pub trait HopSpans: Send + Sync {
+    /// The parent of a hop that no other hop sent (a signal's, another module's
+    /// message's), from what is current where it is delivered; `None` starts a trace.
+    fn parent(&self) -> Option<SpanParent>;
+
+    /// A recorded hop span ended (a hop whose trace is not sampled is not given).
+    fn ended(&self, hop: EndedHop<'_>);
+}
+
+/// A hop span that ended, borrowed from the engine; `payload`, the `data` event's
+/// JSON, is the sink's to keep.
+#[derive(Debug)]
+pub struct EndedHop<'a> {
+    /// The span's identity.
+    pub ids: SpanIds,
+    /// Its parent, if any.
+    pub parent: Option<SpanParent>,
+    /// When the delivery began.
+    pub start: SystemTime,
+    /// When it answered.
+    pub end: SystemTime,
+    /// The module's name (`tiny.module`).
+    pub module: &'a str,
+    /// The node (`tiny.node`); the span is named `node:port` (`to`).
+    pub node: &'a str,
+    /// The port (`tiny.port`).
+    pub port: &'a str,
+    /// The node's component (`tiny.component`).
+    pub component: &'a str,
+    /// The sender, `node:port`, or `signal` (`from`).
+    pub from: &'a str,
+    /// The edge it came along, empty for none (`edgeID`).
+    pub edge_id: &'a str,
+    /// The flow's name, empty for none (`flowID`).
+    pub flow_id: &'a str,
+    /// The project's name, empty for none (`projectID`).
+    pub project_id: &'a str,
+    /// Hops from the flow run's start (`tiny.depth`).
+    pub depth: u32,
+    /// The attempt along the edge, from 1 (`tiny.attempt`).
+    pub attempt: u32,
+    /// How it failed, secrets masked; `None` when it answered.
+    pub error: Option<&'a Error>,
+    /// The input, as JSON masked and cut at [`MAX_PAYLOAD`] bytes (the Go SDK's `data`
+    /// event); `None` when there was none (a system port, a refusal).
+    pub payload: Option<String>,
+    /// The edge expressions that failed making the input (Go's `expression_error`
+    /// events).
+    pub expressions: &'a [tiny_expr::EvalError],
+}
+
+/// Whether a sink is installed: what an unrecorded hop reads (one atomic load).
+static RECORDING: AtomicBool = AtomicBool::new(false);
+
+/// The sink installed.
+static SINK: RwLock<Option<&'static dyn HopSpans>> = RwLock::new(None);
+
+/// Installs what becomes of hop spans; `None` stops recording them.
+pub fn set_hop_spans(sink: Option<&'static dyn HopSpans>) {
+    *SINK.write().unwrap_or_else(PoisonError::into_inner) = sink;
+    RECORDING.store(sink.is_some(), Ordering::Release);
+}
+
+#[inline]
+fn sink() -> Option<&'static dyn HopSpans> {
+    if !RECORDING.load(Ordering::Acquire) {
+        return None;
+    }
+    *SINK.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+thread_local! {
+    /// The hop whose handler runs on this thread.
+    static CURRENT: Cell<Option<SpanIds>> = const { Cell::new(None) };
+}
+
+/// The hop span whose handler runs here, if a hop span is recorded: the parent of
+/// a span the runtime makes for what the handler sends (a call to another module).
+pub fn current_hop() -> Option<SpanIds> {
+    CURRENT.with(Cell::get)
+}
+
+/// Makes `ids` the [current hop](current_hop) until dropped.
+pub(crate) struct Entered(Option<SpanIds>);
+
+impl Entered {
+    #[inline]
+    pub(crate) fn new(ids: SpanIds) -> Self {
+        Entered(CURRENT.with(|c| c.replace(Some(ids))))
     }
 }
 
-/// The span of one delivery to `node`'s `port`. Its fields are only evaluated when
-/// the span is enabled.
-#[inline(always)]
-pub(crate) fn hop_span(module: &str, node: &Node, port: &str, source: &Source<'_>, depth: u32, attempt: u32) -> Span {
-    let (from, edge_id) = match source {
-        Source::Signal => ("signal", ""),
-        Source::Edge { from, edge_id } => (*from, *edge_id),
-    };
-    tracing::info_span!(
-        target: TARGET,
-        "hop",
-        otel.name = %Addr(&node.name, port),
-        otel.kind = "internal",
-        to = %Addr(&node.name, port),
-        from,
-        edgeID = edge_id,
-        flowID = node.labels.get(FLOW_LABEL).map_or("", String::as_str),
-        projectID = node.labels.get(PROJECT_LABEL).map_or("", String::as_str),
-        tiny.module = module,
-        tiny.component = node.spec.component.as_str(),
-        tiny.node = node.name.as_str(),
-        tiny.port = port,
-        tiny.depth = depth,
-        tiny.attempt = attempt,
-        tiny.outcome = Empty,
-        tiny.error.code = Empty,
-        otel.status_code = Empty,
-        otel.status_description = Empty,
-    )
+impl Drop for Entered {
+    #[inline]
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}
+
+/// A future that runs with the hop current where it was made: a delivery moved to a
+/// task of its own stays under the hop that sent it.
+pub(crate) struct InHop<F> {
+    hop: Option<SpanIds>,
+    future: F,
+}
+
+impl<F> InHop<F> {
+    pub(crate) fn new(future: F) -> Self {
+        InHop {
+            hop: current_hop(),
+            future,
+        }
+    }
+}
+
+impl<F: Future + Unpin> Future for InHop<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let _entered = self.hop.map(Entered::new);
+        std::pin::Pin::new(&mut self.future).poll(cx)
+    }
+}
+
+/// Random span and trace ids: a per-thread xorshift seeded from the system's generator
+/// (ids must be unique, not secret).
+fn random() -> u64 {
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        if x == 0 {
+            let mut b = [0u8; 8];
+            // A failing generator still gives distinct threads distinct streams.
+            if getrandom::fill(&mut b).is_err() {
+                b = (std::ptr::from_ref(s) as u64 ^ 0x9e37_79b9_7f4a_7c15).to_le_bytes();
+            }
+            x = u64::from_le_bytes(b) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1
+    })
+}
+
+/// A hop span being recorded: what its end needs that the delivery does not keep.
+pub(crate) struct Recording {
+    sink: &'static dyn HopSpans,
+    ids: SpanIds,
+    parent: Option<SpanParent>,
+    start: SystemTime,
+    module: Box<str>,
+    payload: Option<String>,
+}
+
+impl Recording {
+    /// Begins a hop's span when a sink is installed: under the current hop, else
+    /// where the sink says.
+    #[inline]
+    pub(crate) fn start(module: &str) -> Option<Box<Recording>> {
+        let sink = sink()?;
+        Some(Self::begin(sink, module))
+    }
+
+    #[inline(never)]
+    fn begin(sink: &'static dyn HopSpans, module: &str) -> Box<Recording> {
+        let parent = match current_hop() {
+            Some(ids) => Some(SpanParent { ids, remote: false }),
+            None => sink.parent(),
+        };
+        let ids = SpanIds {
+            trace_id: parent.map_or_else(
+                || (u128::from(random()) << 64) | u128::from(random()),
+                |p| p.ids.trace_id,
+            ),
+            span_id: random(),
+            sampled: parent.is_none_or(|p| p.ids.sampled),
+        };
+        Box::new(Recording {
+            sink,
+            ids,
+            parent,
+            start: SystemTime::now(),
+            module: module.into(),
+            payload: None,
+        })
+    }
+
+    /// The span's identity.
+    #[inline]
+    pub(crate) fn ids(&self) -> SpanIds {
+        self.ids
+    }
+
+    /// Whether its input is worth encoding for the `data` event.
+    #[inline]
+    pub(crate) fn sampled(&self) -> bool {
+        self.ids.sampled
+    }
+
+    /// Keeps the input's JSON for the `data` event.
+    pub(crate) fn set_payload(&mut self, payload: String) {
+        self.payload = Some(payload);
+    }
+
+    /// Ends the span and hands it to the sink.
+    #[allow(clippy::too_many_arguments, reason = "a hop's parts, which its delivery holds apart")]
+    pub(crate) fn end(
+        self,
+        node: &Node,
+        port: &str,
+        source: &Source<'_>,
+        depth: u32,
+        attempt: u32,
+        error: Option<&Error>,
+        expressions: &[tiny_expr::EvalError],
+    ) {
+        if !self.ids.sampled {
+            return;
+        }
+        let (from, edge_id) = match source {
+            Source::Signal => ("signal", ""),
+            Source::Edge { from, edge_id } => (*from, *edge_id),
+        };
+        let Recording {
+            sink,
+            ids,
+            parent,
+            start,
+            module,
+            payload,
+        } = self;
+        sink.ended(EndedHop {
+            ids,
+            parent,
+            start,
+            end: SystemTime::now(),
+            module: &module,
+            node: &node.name,
+            port,
+            component: &node.spec.component,
+            from,
+            edge_id,
+            flow_id: node.labels.get(FLOW_LABEL).map_or("", String::as_str),
+            project_id: node.labels.get(PROJECT_LABEL).map_or("", String::as_str),
+            depth,
+            attempt,
+            error,
+            payload,
+            expressions,
+        });
+    }
 }
 
 /// Records how a call ended on its span: `tiny.outcome` is `ok` or `error`; an error
@@ -90,65 +342,43 @@ pub fn record_outcome<T>(span: &Span, result: &Result<T, Error>) {
     }
 }
 
-/// Records how a hop ended on its span ([`record_outcome`]); a failure is first an
-/// `exception` event with the message, as OpenTelemetry's `RecordError` (which the Go
-/// SDK calls) makes it.
-pub(crate) fn record(span: &Span, result: &Result<Reply, Error>) {
-    if let Err(e) = result
-        && !span.is_disabled()
-    {
-        tracing::event!(
-            target: TARGET,
-            parent: span,
-            tracing::Level::ERROR,
-            exception.message = %e,
-            "exception"
-        );
+/// A hop's input as its span's `data` event keeps it (the Go SDK's event): the JSON,
+/// secret fields masked, cut at [`MAX_PAYLOAD`] bytes.
+pub(crate) fn payload(input: &Msg, secrets: &Secrets) -> String {
+    // Straight from the typed value, unless something may need masking: a declared
+    // secret, or a key that may name a credential.
+    let direct = if secrets.is_empty() {
+        input
+            .to_json_bytes()
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .filter(|text| !may_hold_credential(text))
+    } else {
+        None
+    };
+    let text = direct.or_else(|| input.json().ok().map(|v| secrets.masked_published(v).to_string()));
+    let Some(mut text) = text else {
+        return "<not JSON>".to_owned();
+    };
+    if text.len() > MAX_PAYLOAD {
+        let mut cut = MAX_PAYLOAD;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
     }
-    record_outcome(span, result);
+    text
 }
 
-/// Records a hop's input on its span as a `data` event with the JSON in `payload`
-/// (the Go SDK's event), secret fields masked and cut at [`MAX_PAYLOAD`] bytes. Nothing
-/// is encoded unless the span is recorded.
-pub(crate) fn data(input: &Msg, secrets: &Secrets) {
-    tracing::event!(
-        target: TARGET,
-        tracing::Level::INFO,
-        payload = %Payload(input, secrets),
-        "data"
-    );
-}
-
-/// A message's masked JSON, written when a recorded event asks for it.
+/// A message's masked JSON ([`payload`]), for the tests.
+#[cfg(test)]
 struct Payload<'a>(&'a Msg, &'a Secrets);
 
-impl fmt::Display for Payload<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Straight from the typed value, unless something may need masking: a
-        // declared secret, or a key that may name a credential.
-        let direct = if self.1.is_empty() {
-            self.0
-                .to_json_bytes()
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-                .filter(|text| !may_hold_credential(text))
-        } else {
-            None
-        };
-        let text = direct.or_else(|| self.0.json().ok().map(|v| self.1.masked_published(v).to_string()));
-        let Some(mut text) = text else {
-            return f.write_str("<not JSON>");
-        };
-        if text.len() > MAX_PAYLOAD {
-            let mut cut = MAX_PAYLOAD;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-            text.push('…');
-        }
-        f.write_str(&text)
+#[cfg(test)]
+impl std::fmt::Display for Payload<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&payload(self.0, self.1))
     }
 }
 

@@ -1,0 +1,161 @@
+//! Hop spans as OpenTelemetry span data: the engine hands each recorded hop's span
+//! ([`EndedHop`]) to [`HopExport`], which builds its [`SpanData`] (Go's span name and
+//! attributes, the `data`, `expression_error` and `exception` events) and gives it to
+//! the span processor, the batch exporter, that the runtime's own spans go to.
+//!
+//! (The flow bench compiles this file too, so that what it measures is this code: it
+//! names only `tiny_sdk`, `opentelemetry`, `opentelemetry_sdk`, `tracing` and
+//! `tracing_opentelemetry`.)
+
+use std::{borrow::Cow, sync::Arc};
+
+use opentelemetry::{
+    Context, InstrumentationScope, KeyValue,
+    trace::{Event, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId, TraceState},
+};
+use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks, SpanProcessor};
+use tiny_sdk::engine::{EndedHop, HopSpans, SpanIds, SpanParent};
+
+/// Gives hop spans to a span processor.
+#[derive(Debug)]
+pub struct HopExport<P> {
+    processor: Arc<P>,
+    scope: InstrumentationScope,
+}
+
+impl<P: SpanProcessor> HopExport<P> {
+    /// Hop spans for `processor`, from the instrumentation scope `scope` (the runtime's
+    /// tracer's).
+    pub fn new(processor: Arc<P>, scope: InstrumentationScope) -> Self {
+        HopExport { processor, scope }
+    }
+}
+
+/// The OpenTelemetry span context of `ids`.
+pub fn span_context(ids: SpanIds, remote: bool) -> SpanContext {
+    let flags = if ids.sampled {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    };
+    SpanContext::new(
+        TraceId::from(ids.trace_id),
+        SpanId::from(ids.span_id),
+        flags,
+        remote,
+        TraceState::NONE,
+    )
+}
+
+/// A context whose span is the hop span `ids` (the parent of a span the runtime makes
+/// for what the hop sends).
+pub fn hop_context(ids: SpanIds) -> Context {
+    Context::new().with_remote_span_context(span_context(ids, false))
+}
+
+impl<P: SpanProcessor> HopSpans for HopExport<P> {
+    /// The recorded `tracing` span around the delivery (a signal's, a receiver's), else
+    /// the OpenTelemetry context made current.
+    fn parent(&self) -> Option<SpanParent> {
+        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+        let current = tracing::Span::current();
+        let cx = if current.is_disabled() {
+            Context::current()
+        } else {
+            current.context()
+        };
+        let span = cx.span();
+        let sc = span.span_context();
+        sc.is_valid().then(|| SpanParent {
+            ids: SpanIds {
+                trace_id: u128::from_be_bytes(sc.trace_id().to_bytes()),
+                span_id: u64::from_be_bytes(sc.span_id().to_bytes()),
+                sampled: sc.is_sampled(),
+            },
+            remote: sc.is_remote(),
+        })
+    }
+
+    fn ended(&self, hop: EndedHop<'_>) {
+        self.processor.on_end(span_data(hop, &self.scope));
+    }
+}
+
+/// The span data of a hop span, as the Go SDK names and describes it.
+pub fn span_data(hop: EndedHop<'_>, scope: &InstrumentationScope) -> SpanData {
+    let to = format!("{}:{}", hop.node, hop.port);
+    let mut attributes = Vec::with_capacity(13);
+    attributes.extend([
+        KeyValue::new("to", to.clone()),
+        KeyValue::new("from", hop.from.to_owned()),
+        KeyValue::new("edgeID", hop.edge_id.to_owned()),
+        KeyValue::new("flowID", hop.flow_id.to_owned()),
+        KeyValue::new("projectID", hop.project_id.to_owned()),
+        KeyValue::new("tiny.module", hop.module.to_owned()),
+        KeyValue::new("tiny.component", hop.component.to_owned()),
+        KeyValue::new("tiny.node", hop.node.to_owned()),
+        KeyValue::new("tiny.port", hop.port.to_owned()),
+        KeyValue::new("tiny.depth", i64::from(hop.depth)),
+        KeyValue::new("tiny.attempt", i64::from(hop.attempt)),
+        KeyValue::new("tiny.outcome", if hop.error.is_some() { "error" } else { "ok" }),
+    ]);
+    let mut events = Vec::with_capacity(hop.expressions.len() + 2);
+    for f in hop.expressions {
+        events.push(Event::new(
+            "expression_error",
+            hop.start,
+            vec![
+                KeyValue::new("expression", f.expression.clone()),
+                KeyValue::new("error", f.message.clone()),
+                KeyValue::new("field", f.pointer.clone()),
+            ],
+            0,
+        ));
+    }
+    if let Some(payload) = hop.payload {
+        events.push(Event::new(
+            "data",
+            hop.start,
+            vec![KeyValue::new("payload", payload)],
+            0,
+        ));
+    }
+    let status = match hop.error {
+        None => Status::Unset,
+        Some(e) => {
+            if let Some(code) = e.code() {
+                attributes.push(KeyValue::new("tiny.error.code", code.to_owned()));
+            }
+            let message = e.to_string();
+            // As OpenTelemetry's `RecordError`, which the Go SDK calls.
+            events.push(Event::new(
+                "exception",
+                hop.end,
+                vec![KeyValue::new("exception.message", message.clone())],
+                0,
+            ));
+            Status::error(message)
+        }
+    };
+    let mut span_events = SpanEvents::default();
+    span_events.events = events;
+    let (parent_span_id, parent_span_is_remote) = match hop.parent {
+        Some(p) => (SpanId::from(p.ids.span_id), p.remote),
+        None => (SpanId::INVALID, false),
+    };
+    SpanData {
+        span_context: span_context(hop.ids, false),
+        parent_span_id,
+        parent_span_is_remote,
+        span_kind: SpanKind::Internal,
+        name: Cow::Owned(to),
+        start_time: hop.start,
+        end_time: hop.end,
+        attributes,
+        dropped_attributes_count: 0,
+        events: span_events,
+        links: SpanLinks::default(),
+        status,
+        instrumentation_scope: scope.clone(),
+    }
+}
