@@ -21,7 +21,7 @@ LOCK := $(ROOT)tools/target-lock/run.sh
 override CARGO := $(LOCK) $(CARGO)
 CRATE ?= tiny-example-hello
 
-.PHONY: help up run demo test test-k8s-oldest lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-durable bench-expr fuzz fuzz-smoke load durable soak ci
+.PHONY: help up run demo test test-k8s-oldest lint doc fmt expand crds chart-rbac image helm-lint bench-flow bench-http bench-nats bench-instructions bench-http-instructions bench-durable bench-expr fuzz fuzz-smoke load durable soak ci
 
 help: ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | column -t -s $$'\t'
@@ -102,6 +102,9 @@ bench-nats: ## the cross-module hop over a real nats-server beside a bare async-
 
 bench-instructions: ## instructions per hop of the flow engine (10-node chain, default edges), counted by callgrind: the stable figure
 	$(LOCK) tools/callgrind-hop.sh
+
+bench-http-instructions: ## instructions per HTTP request through the http module beside a bare hyper server, counted by callgrind (tools/callgrind-http.sh): the stable figure
+	$(LOCK) tools/callgrind-http.sh
 
 bench-durable: ## durable runs/s through a 3-step flow on JetStream beside a bare async-nats program doing the same stores, with ratios; a durable hop beside a core NATS hop
 	$(CARGO) bench -p tiny-runtime --bench durable
