@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use kube::{Api, api::PostParams};
-use serde_json::json;
+use kube::{Api, Client, api::PostParams};
+use serde_json::{Value, json};
 use tiny_js::JsRuntime;
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{TinyComponent, TinyComponentSpec},
+    crd::{TinyComponent, TinyComponentSpec, TinyComponentStatus, TinySignal},
 };
 use tiny_sdk::engine::{ExprRuntime, Registry};
 use tiny_testkit::{
@@ -21,16 +21,37 @@ use tiny_testkit::{
 
 const NS: &str = "js";
 
-fn definition(component: &str, runtime: &str, script: &str) -> TinyComponent {
+/// TinyComponent `component` in `js`, running `script` on any object.
+fn definition(component: &str, script: &str) -> TinyComponent {
     let spec = TinyComponentSpec {
         component: component.into(),
-        runtime: runtime.into(),
+        runtime: "js".into(),
         script: script.into(),
         input: r#"{"type": "object"}"#.into(),
         output: r#"{"type": "object"}"#.into(),
         ..Default::default()
     };
     TinyComponent::new(component, spec)
+}
+
+/// Definition `name`'s status once `pred` holds.
+async fn status_where(
+    api: &Api<TinyComponent>,
+    name: &str,
+    what: &str,
+    pred: impl Fn(&TinyComponentStatus) -> bool,
+) -> TinyComponentStatus {
+    eventually(what, Duration::from_secs(60), || async {
+        api.get(name).await.ok()?.status.filter(|s| pred(s))
+    })
+    .await
+}
+
+/// Signal `name` to node `node`'s `request` port with `data` as its input, once it has
+/// ended.
+async fn ask(client: &Client, name: &str, node: &str, data: Value) -> TinySignal {
+    let request = json!({"context": null, "inputData": data});
+    signal(client, NS, name, node, "request", request).await
 }
 
 const FLOW: &str = r#"
@@ -87,35 +108,25 @@ async fn a_js_definition_runs_and_a_looping_one_is_stopped() {
     )
     .await;
     let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
-    for def in [
-        definition(
+    for (name, script) in [
+        (
             "spin",
-            "js",
             "export default (input) => { while (input.spin) {} return {ok: true}; }",
         ),
-        definition(
+        (
             "who",
-            "js",
             "export default (input) => ({name: input.user.name.toUpperCase()})",
         ),
-        definition("bad", "js", "export default (input) => {\n  return input +;\n}"),
+        ("bad", "export default (input) => {\n  return input +;\n}"),
     ] {
-        api.create(&PostParams::default(), &def)
+        api.create(&PostParams::default(), &definition(name, script))
             .await
             .expect("definition created");
     }
     for name in ["spin", "who"] {
-        eventually(&format!("`{name}` to be installed"), Duration::from_secs(60), || {
-            let api = api.clone();
-            async move { api.get(name).await.ok()?.status.filter(|s| s.installed) }
-        })
-        .await;
+        status_where(&api, name, &format!("`{name}` to be installed"), |s| s.installed).await;
     }
-    let bad = eventually("`bad` to be refused", Duration::from_secs(60), || {
-        let api = api.clone();
-        async move { api.get("bad").await.ok()?.status.filter(|s| !s.reason.is_empty()) }
-    })
-    .await;
+    let bad = status_where(&api, "bad", "`bad` to be refused", |s| !s.reason.is_empty()).await;
     assert!(!bad.installed);
     assert!(
         bad.reason.starts_with("the script does not compile at line 2, column "),
@@ -130,51 +141,24 @@ async fn a_js_definition_runs_and_a_looping_one_is_stopped() {
         &flow.nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(),
     )
     .await;
-    let request = |data| json!({"context": null, "inputData": data});
-    let s = signal(
-        &client,
-        NS,
-        "who",
-        "f.js-module-v0.who-1",
-        "request",
-        request(json!({"user": {"name": "ada"}})),
-    )
-    .await;
+    let s = ask(&client, "who", "f.js-module-v0.who-1", json!({"user": {"name": "ada"}})).await;
     assert_eq!(delivered(&s), Some(json!({"name": "ADA"})));
 
     // Loops for ever: stopped by the watchdog, the message fails saying so.
-    let s = signal(
-        &client,
-        NS,
-        "spin",
-        "f.js-module-v0.spin-1",
-        "request",
-        request(json!({"spin": true})),
-    )
-    .await;
+    let s = ask(&client, "spin", "f.js-module-v0.spin-1", json!({"spin": true})).await;
     let error = failed(&s);
     assert!(
         error.contains("ran longer than") && error.contains("was stopped"),
         "{error}"
     );
     // The node and the others go on.
-    let s = signal(
-        &client,
-        NS,
-        "calm",
-        "f.js-module-v0.spin-1",
-        "request",
-        request(json!({"spin": false})),
-    )
-    .await;
+    let s = ask(&client, "calm", "f.js-module-v0.spin-1", json!({"spin": false})).await;
     assert_eq!(delivered(&s), Some(json!({"ok": true})));
-    let s = signal(
+    let s = ask(
         &client,
-        NS,
         "who-2",
         "f.js-module-v0.who-1",
-        "request",
-        request(json!({"user": {"name": "bo"}})),
+        json!({"user": {"name": "bo"}}),
     )
     .await;
     assert_eq!(delivered(&s), Some(json!({"name": "BO"})));
