@@ -13,7 +13,7 @@ use kube::{
 use serde_json::{Value, json};
 use tiny_runtime::{
     config::ModuleConfig,
-    crd::{COMPONENT_FINALIZER, TinyComponent, TinyComponentSpec, TinyComponentStatus},
+    crd::{COMPONENT_FINALIZER, TinyComponent, TinyComponentSpec, TinyComponentStatus, TinySignal},
 };
 use tiny_sdk::engine::{CompiledScript, ComponentRuntime, DefineError, Definition, ExprRuntime, Registry, Script};
 use tiny_testkit::{
@@ -80,6 +80,41 @@ async fn status_where(
     .await
 }
 
+/// Creates `def`.
+async fn create(api: &Api<TinyComponent>, def: &TinyComponent) {
+    api.create(&PostParams::default(), def)
+        .await
+        .unwrap_or_else(|e| panic!("{:?} created: {e}", def.metadata.name));
+}
+
+/// `who` in `expr`, answering with the user's name, once a module has installed it.
+async fn install_who(api: &Api<TinyComponent>) {
+    create(api, &definition("who", "expr", r#"{"name": "{{$.user.name}}"}"#)).await;
+    status_where(api, "who", "`who` to be installed", |s| s.installed).await;
+}
+
+/// Waits until definition `name` is gone from the API server.
+async fn gone(api: &Api<TinyComponent>, name: &str) {
+    eventually(&format!("`{name}` to be gone"), WAIT, || {
+        let api = api.clone();
+        async move { api.get_opt(name).await.ok().and_then(|d| d.is_none().then_some(())) }
+    })
+    .await;
+}
+
+/// FLOW created, once each of its nodes is ready.
+async fn flow_ready(client: &Client) {
+    let flow = create_flow(client, NS, FLOW).await;
+    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
+    nodes_ready(client, NS, &names).await;
+}
+
+/// Signal `name` to `who-1`'s `request` port with `request` (Go's `{context,
+/// inputData}`), once it has ended.
+async fn ask_who(client: &Client, name: &str, request: Value) -> TinySignal {
+    signal(client, NS, name, "f.defs-v0.who-1", "request", request).await
+}
+
 const FLOW: &str = r#"
 apiVersion: operator.tinysystems.io/v1alpha1
 kind: TinyNode
@@ -130,16 +165,15 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
     let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
 
     // Applied: installed by the module serving `expr`, which holds the finalizer.
-    api.create(
-        &PostParams::default(),
+    create(
+        &api,
         &definition(
             "who",
             "expr",
             r#"{"name": "{{$.user.name}}", "shout": "{{upper($.user.name)}}"}"#,
         ),
     )
-    .await
-    .expect("definition created");
+    .await;
     let who = status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
     let status = who.status.clone().expect("status");
     assert_eq!(status.module, "defs-v0");
@@ -176,19 +210,10 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
     assert_eq!(ports, ["request", "response"]);
 
     // A node of it in a flow answers, with Go's request/response shape.
-    let flow = create_flow(&client, NS, FLOW).await;
-    nodes_ready(
+    flow_ready(&client).await;
+    let s = ask_who(
         &client,
-        NS,
-        &flow.nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>(),
-    )
-    .await;
-    let s = signal(
-        &client,
-        NS,
         "ask-ada",
-        "f.defs-v0.who-1",
-        "request",
         json!({"context": {"id": 7}, "inputData": {"user": {"name": "Ada"}}}),
     )
     .await;
@@ -199,9 +224,7 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
 
     // The module that serves `other` and not `expr` leaves `who` alone. It has seen
     // `who` once it installed `probe`, made after `who` (a watch delivers in order).
-    api.create(&PostParams::default(), &definition("probe", "other", "anything"))
-        .await
-        .expect("probe created");
+    create(&api, &definition("probe", "other", "anything")).await;
     let probe = status_where(&api, "probe", "`probe` to be installed by the other module", |s| {
         s.installed
     })
@@ -215,12 +238,7 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
     );
 
     // A script that does not compile: a status reason naming line and column.
-    api.create(
-        &PostParams::default(),
-        &definition("bad", "expr", "{\n  \"name\": \"{{$.user +}}\"\n}"),
-    )
-    .await
-    .expect("bad created");
+    create(&api, &definition("bad", "expr", "{\n  \"name\": \"{{$.user +}}\"\n}")).await;
     let bad = status_where(&api, "bad", "`bad` to be refused", |s| !s.reason.is_empty()).await;
     let status = bad.status.expect("status");
     assert!(!status.installed);
@@ -232,9 +250,7 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
         status.reason
     );
     // A name a compiled component holds is refused too.
-    api.create(&PostParams::default(), &definition("answer", "expr", "{}"))
-        .await
-        .expect("answer created");
+    create(&api, &definition("answer", "expr", "{}")).await;
     let taken = status_where(&api, "answer", "`answer` to be refused", |s| !s.reason.is_empty()).await;
     assert_eq!(
         taken.status.expect("status").reason,
@@ -243,17 +259,10 @@ async fn a_definition_is_served_by_the_module_of_its_runtime_only() {
 
     // Deleted: the finalizer goes, and the node stops.
     api.delete("who", &DeleteParams::default()).await.expect("deleted");
-    eventually("`who` to be gone", WAIT, || {
-        let api = api.clone();
-        async move { api.get_opt("who").await.ok().and_then(|d| d.is_none().then_some(())) }
-    })
-    .await;
-    let s = signal(
+    gone(&api, "who").await;
+    let s = ask_who(
         &client,
-        NS,
         "ask-bo",
-        "f.defs-v0.who-1",
-        "request",
         json!({"context": {}, "inputData": {"user": {"name": "Bo"}}}),
     )
     .await;
@@ -333,16 +342,8 @@ async fn a_definition_deleted_during_a_watch_gap_is_uninstalled_at_the_relist() 
     serving.register::<Answer>().runtime(ExprRuntime);
     let module = start(&module_client, "defs-v0", serving).await;
     let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
-    api.create(
-        &PostParams::default(),
-        &definition("who", "expr", r#"{"name": "{{$.user.name}}"}"#),
-    )
-    .await
-    .expect("definition created");
-    status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
-    let flow = create_flow(&client, NS, FLOW).await;
-    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
-    nodes_ready(&client, NS, &names).await;
+    install_who(&api).await;
+    flow_ready(&client).await;
 
     // Cut off, the module misses the deletion (its finalizer removed by hand). The API
     // server restarts, so that its watch cache no longer reaches back to the module's
@@ -369,12 +370,9 @@ async fn a_definition_deleted_during_a_watch_gap_is_uninstalled_at_the_relist() 
         asked += 1;
         let (client, name) = (client.clone(), format!("ask-after-gap-{asked}"));
         async move {
-            let s = signal(
+            let s = ask_who(
                 &client,
-                NS,
                 &name,
-                "f.defs-v0.who-1",
-                "request",
                 json!({"context": {}, "inputData": {"user": {"name": "Bo"}}}),
             )
             .await;
@@ -400,34 +398,23 @@ async fn a_second_definition_of_a_component_is_refused_and_its_delete_leaves_the
     serving.register::<Answer>().runtime(ExprRuntime);
     let module = start(&client, "defs-v0", serving).await;
     let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
-    api.create(
-        &PostParams::default(),
-        &definition("who", "expr", r#"{"name": "{{$.user.name}}"}"#),
-    )
-    .await
-    .expect("definition created");
-    status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
+    install_who(&api).await;
     // Another object defining `who`: younger (or as old, and after by name), refused.
     let mut copy = definition("who", "expr", r#"{"name": "copy"}"#);
     copy.metadata.name = Some("who-copy".into());
-    api.create(&PostParams::default(), &copy).await.expect("copy created");
+    create(&api, &copy).await;
     let refused = status_where(&api, "who-copy", "`who-copy` to be refused", |s| !s.reason.is_empty()).await;
     let status = refused.status.expect("status");
     assert!(!status.installed);
     assert!(status.reason.contains("TinyComponent `who`"), "{}", status.reason);
 
-    let flow = create_flow(&client, NS, FLOW).await;
-    let names: Vec<String> = flow.nodes.iter().map(|n| n.name.clone()).collect();
-    nodes_ready(&client, NS, &names).await;
+    flow_ready(&client).await;
     let ask = |name: &'static str| {
         let client = client.clone();
         async move {
-            signal(
+            ask_who(
                 &client,
-                NS,
                 name,
-                "f.defs-v0.who-1",
-                "request",
                 json!({"context": {}, "inputData": {"user": {"name": "Ada"}}}),
             )
             .await
@@ -441,16 +428,7 @@ async fn a_second_definition_of_a_component_is_refused_and_its_delete_leaves_the
 
     // Deleting the refused copy leaves `who` served.
     api.delete("who-copy", &DeleteParams::default()).await.expect("deleted");
-    eventually("`who-copy` to be gone", WAIT, || {
-        let api = api.clone();
-        async move {
-            api.get_opt("who-copy")
-                .await
-                .ok()
-                .and_then(|d| d.is_none().then_some(()))
-        }
-    })
-    .await;
+    gone(&api, "who-copy").await;
     let after = ask("ask-after").await;
     assert_eq!(
         delivered(&after),
@@ -472,13 +450,7 @@ async fn of_two_modules_serving_a_runtime_one_writes_the_status() {
     let a = start(&client, "defs-v0", first).await;
     let b = start(&client, "defs2-v0", second).await;
     let api: Api<TinyComponent> = Api::namespaced(client.clone(), NS);
-    api.create(
-        &PostParams::default(),
-        &definition("who", "expr", r#"{"name": "{{$.user.name}}"}"#),
-    )
-    .await
-    .expect("definition created");
-    status_where(&api, "who", "`who` to be installed", |s| s.installed).await;
+    install_who(&api).await;
     // Both serve it and say so.
     let modules: Api<tiny_runtime::crd::TinyModule> = Api::namespaced(client.clone(), NS);
     for name in ["defs-v0", "defs2-v0"] {
@@ -503,9 +475,7 @@ async fn of_two_modules_serving_a_runtime_one_writes_the_status() {
     let writer = touched.status.clone().expect("status").module;
     // The second module has reconciled the label once it installed `probe`, made after
     // it (a watch delivers in order).
-    api.create(&PostParams::default(), &definition("probe", "other", "anything"))
-        .await
-        .expect("probe created");
+    create(&api, &definition("probe", "other", "anything")).await;
     status_where(&api, "probe", "`probe` to be installed", |s| s.installed).await;
     let after = api.get("who").await.expect("who");
     assert_eq!(after.status.expect("status").module, writer, "the status changed hands");
