@@ -65,6 +65,59 @@ pub trait Carrier: RemoteRouter + Discovery + std::fmt::Debug {
     }
 }
 
+/// A wire a module is told to be reached on beside its direct address (a broker:
+/// NATS), as the module tells the cluster of it: the address it advertises there while
+/// the wire is up, and why not when it is down.
+/// [`Transport`](crate::transport::Transport) reports it (the TinyModule's
+/// `status.addr`, its `Transport` condition, `/readyz`) knowing it only by this trait.
+pub trait Presence: Send + Sync + std::fmt::Debug {
+    /// `nats`: for logs and metrics while messages come this way.
+    fn name(&self) -> &'static str;
+
+    /// The condition's reason while the wire is up (`Nats`); down, the reason is this
+    /// and [`Down`]'s word (`NatsUnreachable`, `NatsUnusable`).
+    fn reason(&self) -> &'static str;
+
+    /// How `/readyz` and the condition name it (`NATS`).
+    fn label(&self) -> &'static str;
+
+    /// Where other modules reach this one over it (`nats://tinymodule.<module>.msg`).
+    fn address(&self) -> String;
+
+    /// `Ok` while messages come this way, else why not.
+    fn state(&self) -> Result<(), Down>;
+
+    /// Yields whenever [`state`](Self::state) may have changed; `None`: it never does.
+    fn changes(&self) -> Option<BoxStream<'static, ()>>;
+}
+
+/// Why a [`Presence`] does not carry messages now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Down {
+    /// It cannot be used at all (a URL or credentials that do not work): it will not
+    /// come up without a change of settings.
+    Unusable(String),
+    /// Not reachable now (connecting, or gone away): it may come back by itself.
+    Unreachable(String),
+}
+
+impl Down {
+    /// The words after the wire's name in the condition's reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Unusable(_) => "Unusable",
+            Self::Unreachable(_) => "Unreachable",
+        }
+    }
+
+    /// Why, in words.
+    pub fn why(&self) -> &str {
+        match self {
+            Self::Unusable(why) | Self::Unreachable(why) => why,
+        }
+    }
+}
+
 /// The receiving half of a transport: hands what other modules and the platform send
 /// this one to its engine. gRPC ([`Grpc`](crate::grpc::Grpc)), core NATS
 /// ([`nats::Subscriptions`](crate::nats::Subscriptions)) and JetStream

@@ -15,24 +15,35 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::SystemPortsFrom;
 
-/// One message from another module.
-#[derive(Debug)]
-pub(crate) struct Inbound<'a> {
-    /// `<node>:<port>`.
+/// What a message from another module says of its hop, whatever wire carried it
+/// (gRPC metadata, NATS headers): each transport reads its own framing into one, and
+/// [`deliver`] checks it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Envelope<'a> {
+    /// `<node>:<port>`, never empty on NATS (gRPC's check is [`split_target`]).
     pub to: &'a str,
     /// `<node>:<port>` of the sender, `signal`, or empty.
     pub from: &'a str,
-    /// The edge's id.
+    /// The edge's id, empty when none.
     pub edge_id: &'a str,
-    /// Hops made so far.
+    /// Hops made so far (0 when the wire says none).
     pub depth: u32,
-    /// Which attempt of the sender's edge this is.
+    /// Which attempt of the sender's edge this is (1 when the wire says none: a Go
+    /// sender never does).
     pub attempt: u32,
-    /// Hops the message's root made before it came here (tiny's `x-message-hops`).
+    /// Hops the message's root made before it came here (tiny's `x-message-hops`; 0
+    /// when absent, and the receiver then counts from the depth).
     pub hops: u32,
     /// When the sender stops waiting, Unix ms (Go's `x-reply-deadline`): past it,
     /// the message is dropped unrun.
     pub deadline_unix_ms: Option<u64>,
+}
+
+/// One message from another module.
+#[derive(Debug)]
+pub(crate) struct Inbound<'a> {
+    /// Where it goes and what its hop made so far.
+    pub envelope: Envelope<'a>,
     /// The payload's JSON bytes (none is `null`).
     pub payload: Vec<u8>,
     /// Cancelled when the sender goes away or the server stops.
@@ -153,27 +164,36 @@ fn check_system_port(
 
 /// Checks `msg` and delivers it to the engine; the reply of the chain behind it.
 pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, (Error, Refusal)> {
-    if msg.depth > MAX_DEPTH {
-        return Err((cycle(msg.depth), Refusal::Cycle));
+    let Envelope {
+        to,
+        from,
+        edge_id,
+        depth,
+        attempt,
+        hops,
+        deadline_unix_ms,
+    } = msg.envelope;
+    if depth > MAX_DEPTH {
+        return Err((cycle(depth), Refusal::Cycle));
     }
-    let (node, port) = split_target(msg.to).map_err(|e| (e, Refusal::Invalid))?;
+    let (node, port) = split_target(to).map_err(|e| (e, Refusal::Invalid))?;
     if port::is_system(port) {
         check_system_port(
             SystemPortsFrom::current(),
             engine.module(),
-            msg.to,
-            msg.from,
+            to,
+            from,
             msg.on_system_subject,
         )
         .map_err(|e| (e, Refusal::Forbidden))?;
     }
-    if let Some(deadline) = msg.deadline_unix_ms {
+    if let Some(deadline) = deadline_unix_ms {
         let now = unix_ms();
         if now >= deadline {
             crate::metrics::expired();
             let e = Error::permanent(format!(
                 "the message for `{}` arrived {} ms after its sender's deadline (`x-reply-deadline`): dropped unrun",
-                msg.to,
+                to,
                 now - deadline
             ))
             .with_code(code::EXPIRED);
@@ -202,21 +222,21 @@ pub(crate) async fn deliver(engine: &Engine, msg: Inbound<'_>) -> Result<Reply, 
     // when it is taken: no JSON tree unless something asks for one.
     crate::remote::check_json(&msg.payload).map_err(|e| {
         let e = e
-            .context(format_args!("the payload for `{}`", msg.to))
+            .context(format_args!("the payload for `{}`", to))
             .with_code(code::INVALID_MESSAGE);
         (e, Refusal::Invalid)
     })?;
     let data = Msg::from_json_bytes(msg.payload);
-    let source = crate::remote::source_from_wire(msg.from, msg.edge_id);
+    let source = crate::remote::source_from_wire(from, edge_id);
     let hop = Hop {
-        depth: msg.depth,
+        depth,
         // A root's hops are at least its depth; senders leave the header out when equal.
-        cancel: Cancel::from_wire(msg.cancel, msg.hops.max(msg.depth), msg.deadline_unix_ms),
+        cancel: Cancel::from_wire(msg.cancel, hops.max(depth), deadline_unix_ms),
         leader: msg.leader,
         run: msg.run,
     };
     engine
-        .deliver(Delivery::new(node, port, source, data).hop(hop).attempt(msg.attempt))
+        .deliver(Delivery::new(node, port, source, data).hop(hop).attempt(attempt))
         .await
         .map_err(|e| {
             // A node this module does not have (and does not expect) is not here; a

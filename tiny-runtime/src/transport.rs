@@ -1,16 +1,18 @@
 //! Which wire a module speaks to other modules, and what it tells the cluster about it.
 //!
-//! Without `TINY_NATS_URL` a module is on gRPC, as before. With it, the module
-//! listens on its NATS subjects and, beside them, still serves gRPC: while the broker
-//! answers, its TinyModule advertises `nats://tinymodule.<module>.msg`, `/readyz` is
-//! ready and the `Transport` condition is `True`; while it does not (at start, or
-//! after the broker went away), the TinyModule advertises the gRPC address (tiny
-//! peers reach it there meanwhile), `/readyz` says why it is not ready and the
+//! Without a broker a module is on gRPC, as before. With one (`TINY_NATS_URL`), the
+//! module listens there and, beside it, still serves gRPC: while the broker answers,
+//! its TinyModule advertises the broker's address (`nats://tinymodule.<module>.msg`),
+//! `/readyz` is ready and the `Transport` condition is `True`; while it does not (at
+//! start, or after the broker went away), the TinyModule advertises the gRPC address
+//! (tiny peers reach it there meanwhile), `/readyz` says why it is not ready and the
 //! condition is `False`. The Go SDK falls back to gRPC in silence and only at start.
+//! [`Transport`] knows the broker only as a [`Presence`].
 //!
-//! [`Routes`] sends each message the way its peer listens: over NATS to a module
-//! that advertises a `nats://` address (or none: Go modules on NATS are reached by
-//! subject alone), over gRPC to one that advertises `host:port`.
+//! [`Routes`] sends each message the way its peer listens, over a list of
+//! [`Carrier`]s it knows only by their trait: over the broker to a module that
+//! advertises the broker's address (or none: Go modules on NATS are reached by subject
+//! alone), over gRPC to one that advertises `host:port`.
 
 use std::{
     collections::HashMap,
@@ -26,162 +28,98 @@ use tiny_sdk::{
     Reply, Result,
     engine::{Delivery, RemoteRouter},
 };
-use tokio::sync::watch;
 
 use crate::{
-    carrier::Carrier,
+    carrier::{Carrier, Down, Presence},
     discovery::Discovery,
-    grpc::Pool,
-    jetstream::JetStreamRouter,
-    nats::{Credentials, Link, LinkError, LinkState, NatsRouter, wire},
 };
 
 /// The TinyModule condition that says whether the module is on the wire it was told
 /// to use.
 pub const CONDITION: &str = "Transport";
 
-/// The module's wire: gRPC, or NATS (with gRPC beside it).
+/// The module's wire: gRPC, or a broker (with gRPC beside it).
 #[derive(Debug)]
 pub struct Transport {
-    module: String,
     grpc_addr: String,
-    nats: Nats,
+    /// The broker the module was told to use, if any.
+    broker: Option<Arc<dyn Presence>>,
     /// When the condition last changed, and to what.
     since: Mutex<Option<(bool, Time)>>,
 }
 
-#[derive(Debug)]
-enum Nats {
-    /// Not asked for.
-    Off,
-    /// Asked for, and connecting or connected.
-    On(Link),
-    /// Asked for with a URL that cannot be used.
-    Unusable(String),
-}
-
 impl Transport {
     /// gRPC only, advertising `grpc_addr`.
-    pub fn grpc(module: &str, grpc_addr: &str) -> Self {
+    pub fn grpc(grpc_addr: &str) -> Self {
         tiny_sdk::limits::set_wire_max(crate::grpc::DEFAULT_MAX_MESSAGE_SIZE);
-        Self::new(module, grpc_addr, Nats::Off)
-    }
-
-    /// NATS on `link`, gRPC at `grpc_addr` while the broker does not answer.
-    pub fn nats(module: &str, grpc_addr: &str, link: Link) -> Self {
-        Self::new(module, grpc_addr, Nats::On(link))
-    }
-
-    /// NATS was asked for but cannot be used (`why`): gRPC, and the condition and
-    /// `/readyz` say so.
-    pub fn nats_unusable(module: &str, grpc_addr: &str, why: String) -> Self {
-        Self::new(module, grpc_addr, Nats::Unusable(why))
-    }
-
-    /// What a module binary does with `TINY_NATS_URL` (`nats_url`): connect, waiting up
-    /// to [`CONNECT_TIMEOUT`](crate::nats::CONNECT_TIMEOUT) for the broker, and go on
-    /// (on gRPC while the broker does not answer); a URL that cannot be used is logged
-    /// and shown. No URL: gRPC.
-    pub async fn connect(module: &str, grpc_addr: &str, nats_url: Option<&str>) -> Self {
-        Self::connect_with(module, grpc_addr, nats_url, Ok(Credentials::Url)).await
-    }
-
-    /// [`connect`](Self::connect) proving who the module is with `credentials` (its
-    /// own nkey or `.creds` file); credentials that could not be read make NATS
-    /// unusable, as a bad URL does, and say why.
-    pub async fn connect_with(
-        module: &str,
-        grpc_addr: &str,
-        nats_url: Option<&str>,
-        credentials: Result<Credentials, LinkError>,
-    ) -> Self {
-        let Some(url) = nats_url.map(str::trim).filter(|u| !u.is_empty()) else {
-            return Self::grpc(module, grpc_addr);
-        };
-        let link = match credentials {
-            Ok(c) => Link::connect_with_credentials(url, Some(module), &c).await,
-            Err(e) => Err(e),
-        };
-        match link {
-            Ok(link) => {
-                if link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
-                    // What the broker takes, read once at connect: components whose
-                    // own limits are larger say so (a default broker takes 1 MiB).
-                    let max = link.client().server_info().max_payload;
-                    tiny_sdk::limits::set_wire_max(max);
-                    tracing::info!(url = %link.url(), max_payload = max, "NATS broker connected");
-                } else {
-                    tracing::warn!(
-                        url = %link.url(),
-                        grpc = %grpc_addr,
-                        "NATS does not answer; serving gRPC meanwhile and reconnecting every 2 s (see /readyz and the TinyModule's Transport condition)"
-                    );
-                }
-                Self::nats(module, grpc_addr, link)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, grpc = %grpc_addr, "NATS cannot be used; serving gRPC only");
-                Self::nats_unusable(module, grpc_addr, e.to_string())
-            }
-        }
-    }
-
-    fn new(module: &str, grpc_addr: &str, nats: Nats) -> Self {
         Self {
-            module: module.to_owned(),
             grpc_addr: grpc_addr.to_owned(),
-            nats,
+            broker: None,
             since: Mutex::new(None),
         }
     }
 
-    /// The NATS connection, when there is one.
-    pub fn link(&self) -> Option<&Link> {
-        match &self.nats {
-            Nats::On(link) => Some(link),
-            _ => None,
+    /// On `broker` (as [`nats::Broker`](crate::nats::Broker)), gRPC at `grpc_addr`
+    /// while the broker does not carry.
+    pub fn beside(grpc_addr: &str, broker: Arc<dyn Presence>) -> Self {
+        Self {
+            grpc_addr: grpc_addr.to_owned(),
+            broker: Some(broker),
+            since: Mutex::new(None),
         }
     }
 
-    /// Whether messages come over NATS now (the broker answers).
-    fn on_nats(&self) -> bool {
-        self.link().is_some_and(Link::is_up)
+    /// Whether messages come over the broker now.
+    fn on_broker(&self) -> Option<&dyn Presence> {
+        self.broker.as_deref().filter(|b| b.state().is_ok())
     }
 
-    /// `nats` while messages come over NATS, else `grpc` (for logs and metrics).
+    /// `nats` while messages come over the broker, else `grpc` (for logs and metrics).
     pub fn current(&self) -> &'static str {
-        if self.on_nats() { "nats" } else { "grpc" }
+        self.on_broker().map_or("grpc", Presence::name)
     }
 
     /// What the TinyModule's `status.addr` says now.
     pub fn advertised(&self) -> String {
-        if self.on_nats() {
-            wire::advertised_addr(&self.module)
-        } else {
-            self.grpc_addr.clone()
+        match self.on_broker() {
+            Some(broker) => broker.address(),
+            None => self.grpc_addr.clone(),
         }
     }
 
     /// Why the module is not on the wire it was told to use (`/readyz`'s reason);
-    /// `Ok` on plain gRPC and while NATS answers.
+    /// `Ok` on plain gRPC and while the broker answers.
     pub fn check(&self) -> std::result::Result<(), String> {
-        match &self.nats {
-            Nats::Off => Ok(()),
-            Nats::Unusable(why) => Err(format!("NATS: {why}; serving gRPC at {} instead", self.grpc_addr)),
-            Nats::On(link) => crate::nats::router::link_health(link)
-                .map_err(|why| format!("NATS: {why}; serving gRPC at {} meanwhile", self.grpc_addr)),
-        }
+        self.down()
+            .map_or(Ok(()), |(broker, down)| Err(self.why(broker, &down)))
     }
 
-    /// The `Transport` condition, on a module asked to use NATS.
+    /// The broker, when it was asked for and does not carry, and why.
+    fn down(&self) -> Option<(&dyn Presence, Down)> {
+        let broker = self.broker.as_deref()?;
+        broker.state().err().map(|down| (broker, down))
+    }
+
+    fn why(&self, broker: &dyn Presence, down: &Down) -> String {
+        let instead = match down {
+            Down::Unusable(_) => "instead",
+            Down::Unreachable(_) => "meanwhile",
+        };
+        format!(
+            "{}: {}; serving gRPC at {} {instead}",
+            broker.label(),
+            down.why(),
+            self.grpc_addr
+        )
+    }
+
+    /// The `Transport` condition, on a module asked to use a broker.
     pub fn condition(&self) -> Option<Condition> {
-        if matches!(self.nats, Nats::Off) {
-            return None;
-        }
-        let result = self.check();
-        let ok = result.is_ok();
+        let broker = self.broker.as_deref()?;
+        let down = broker.state().err();
+        let ok = down.is_none();
         let time = {
-            let mut since = self.since.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut since = self.since.lock().unwrap_or_else(PoisonError::into_inner);
             match &*since {
                 Some((was, t)) if *was == ok => t.clone(),
                 _ => {
@@ -191,39 +129,47 @@ impl Transport {
                 }
             }
         };
-        let (status, reason, message) = match result {
-            Ok(()) => (
+        let (status, reason, message) = match down {
+            None => (
                 "True",
-                "Nats",
-                format!("on NATS: {}", wire::advertised_addr(&self.module)),
+                broker.reason().to_owned(),
+                format!("on {}: {}", broker.label(), broker.address()),
             ),
-            Err(why) if matches!(self.nats, Nats::Unusable(_)) => ("False", "NatsUnusable", why),
-            Err(why) => ("False", "NatsUnreachable", why),
+            Some(down) => (
+                "False",
+                format!("{}{}", broker.reason(), down.reason()),
+                self.why(broker, &down),
+            ),
         };
         Some(Condition {
             type_: CONDITION.into(),
             status: status.into(),
-            reason: reason.into(),
+            reason,
             message,
             last_transition_time: time,
             observed_generation: None,
         })
     }
 
-    /// Changes of the broker connection, when there is one.
-    pub fn changes(&self) -> Option<watch::Receiver<LinkState>> {
-        self.link().map(Link::state)
+    /// Yields whenever what [`advertised`](Self::advertised),
+    /// [`check`](Self::check) or [`condition`](Self::condition) say may have changed;
+    /// `None`: they never do.
+    pub fn changes(&self) -> Option<BoxStream<'static, ()>> {
+        self.broker.as_ref()?.changes()
     }
 }
 
 /// Sends each message the way its peer listens (see the module docs), over
-/// [`Carrier`]s it knows only by their trait: the direct one (gRPC) for modules that
-/// advertise an address it takes, and a broker (NATS or JetStream), when there is
-/// one, for the others and for the hops it claims.
+/// [`Carrier`]s it knows only by their trait, in the order given: a hop goes to the
+/// first carrier that [claims](Carrier::claims) it (JetStream: a durable run's), else
+/// to the first that [reaches](Carrier::reaches) its module (gRPC once the module
+/// advertised `host:port`; a broker reaches every module, so it comes after the
+/// carriers that reach only the modules they learnt of). A module is learnt by the
+/// first carrier that [listens at](Carrier::listens_at) its address, and forgotten by
+/// the others.
 #[derive(Debug)]
 pub struct Routes {
-    direct: Arc<dyn Carrier>,
-    broker: Option<Arc<dyn Carrier>>,
+    carriers: Vec<Arc<dyn Carrier>>,
     /// This module's own wire: what it advertises and how it is doing.
     own: Option<Arc<Transport>>,
     /// Modules whose advertised address no carrier here listens at (a module on NATS,
@@ -232,29 +178,11 @@ pub struct Routes {
 }
 
 impl Routes {
-    /// gRPC through `pool`, and NATS through `nats` when given.
-    pub fn new(pool: Arc<Pool>, nats: Option<NatsRouter>) -> Self {
-        Self::over(pool, nats.map(|r| Arc::new(r) as Arc<dyn Carrier>))
-    }
-
-    /// gRPC through `pool`, and JetStream through `router` (Go's
-    /// `TINY_NATS_TRANSPORT=jetstream`): a durable run's hops always go there.
-    pub fn jetstream(pool: Arc<Pool>, router: JetStreamRouter) -> Self {
-        Self::over(pool, Some(Arc::new(router)))
-    }
-
-    /// gRPC through `pool`, and NATS when `transport` has a link.
-    pub fn for_transport(pool: Arc<Pool>, transport: &Transport) -> Self {
-        Self::new(pool, transport.link().cloned().map(NatsRouter::new))
-    }
-
-    /// `direct` for the modules that advertise an address it listens at, `broker`
-    /// (when given) for every other module and for the hops it
-    /// [claims](Carrier::claims): any two carriers, whatever their wire.
-    pub fn over(direct: Arc<dyn Carrier>, broker: Option<Arc<dyn Carrier>>) -> Self {
+    /// Over `carriers`, the first one first (see [`Routes`]): any carriers, whatever
+    /// their wire.
+    pub fn over(carriers: impl IntoIterator<Item = Arc<dyn Carrier>>) -> Self {
         Self {
-            direct,
-            broker,
+            carriers: carriers.into_iter().collect(),
             own: None,
             elsewhere: RwLock::default(),
         }
@@ -274,31 +202,32 @@ impl Routes {
 
     /// The carrier for `module`, or why it cannot be reached from here.
     fn pick(&self, module: &str) -> std::result::Result<&dyn Carrier, tiny_sdk::Error> {
-        // A peer that advertises a direct address is reached there.
-        if self.direct.reaches(module) {
-            return Ok(&*self.direct);
+        if let Some(carrier) = self.carriers.iter().find(|c| c.reaches(module)) {
+            return Ok(&**carrier);
         }
-        if let Some(broker) = &self.broker {
-            return Ok(&**broker);
-        }
+        let unreachable =
+            |why: String| Err(tiny_sdk::Error::permanent(why).with_code(tiny_sdk::error::code::UNREACHABLE));
         let elsewhere = self.elsewhere.read().unwrap_or_else(PoisonError::into_inner);
-        match elsewhere.get(module) {
-            Some(addr) => Err(tiny_sdk::Error::permanent(format!(
-                "module `{module}` listens at {addr}, which this module cannot reach (a module on NATS needs TINY_NATS_URL)"
-            ))
-            .with_code(tiny_sdk::error::code::UNREACHABLE)),
-            // The direct carrier says why (an unknown module).
-            None => Ok(&*self.direct),
+        match (elsewhere.get(module), self.carriers.first()) {
+            (Some(addr), _) => unreachable(format!(
+                "module `{module}` listens at {addr}, which no transport of this module reaches (a module on NATS needs TINY_NATS_URL)"
+            )),
+            // The first carrier says why (an unknown module).
+            (None, Some(first)) => Ok(&**first),
+            (None, None) => unreachable(format!(
+                "module `{module}`: this module has no transport to other modules"
+            )),
         }
     }
 }
 
 impl RemoteRouter for Routes {
     fn route(&self, module: &str, d: Delivery<'_>) -> BoxFuture<'static, Result<Reply>> {
-        if let Some(broker) = self.broker.as_ref().filter(|b| b.claims(&d)) {
-            return broker.route(module, d);
-        }
-        match self.pick(module) {
+        let carrier = match self.carriers.iter().find(|c| c.claims(&d)) {
+            Some(claimed) => Ok(&**claimed),
+            None => self.pick(module),
+        };
+        match carrier {
             Ok(carrier) => carrier.route(module, d),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }
@@ -307,41 +236,40 @@ impl RemoteRouter for Routes {
 
 impl Discovery for Routes {
     fn register(&self, module: &str, addr: &str) {
-        let on_broker = self.broker.as_ref().filter(|b| b.listens_at(addr));
-        if on_broker.is_some() || !self.direct.listens_at(addr) {
-            // On the broker now, or where no carrier here goes: no longer at a
-            // direct address.
-            self.direct.deregister(module);
-            self.elsewhere().insert(module.to_owned(), addr.trim().to_owned());
-            if let Some(broker) = on_broker {
-                broker.register(module, addr);
+        let at = self.carriers.iter().position(|c| c.listens_at(addr));
+        for (i, carrier) in self.carriers.iter().enumerate() {
+            if Some(i) == at {
+                carrier.register(module, addr);
+            } else {
+                // Moved away from it (to a broker, or where no carrier here goes).
+                carrier.deregister(module);
             }
-        } else {
+        }
+        if at.is_some() {
             self.elsewhere().remove(module);
-            self.direct.register(module, addr);
+        } else {
+            self.elsewhere().insert(module.to_owned(), addr.trim().to_owned());
         }
     }
 
     fn deregister(&self, module: &str) {
         self.elsewhere().remove(module);
-        self.direct.deregister(module);
-        if let Some(broker) = &self.broker {
-            broker.deregister(module);
+        for carrier in &self.carriers {
+            carrier.deregister(module);
         }
     }
 }
 
 // All the carriers as one: what a module holds.
 impl Carrier for Routes {
+    /// The last healthy carrier's (a broker's while it answers), else the first's.
     fn name(&self) -> &'static str {
-        match &self.broker {
-            Some(broker) if broker.health().is_ok() => broker.name(),
-            _ => self.direct.name(),
-        }
+        let healthy = self.carriers.iter().rev().find(|c| c.health().is_ok());
+        healthy.or(self.carriers.first()).map_or("none", |c| c.name())
     }
 
     fn listens_at(&self, addr: &str) -> bool {
-        self.direct.listens_at(addr) || self.broker.as_ref().is_some_and(|b| b.listens_at(addr))
+        self.carriers.iter().any(|c| c.listens_at(addr))
     }
 
     fn reaches(&self, module: &str) -> bool {
@@ -349,15 +277,14 @@ impl Carrier for Routes {
     }
 
     fn claims(&self, delivery: &Delivery<'_>) -> bool {
-        self.broker.as_ref().is_some_and(|b| b.claims(delivery))
+        self.carriers.iter().any(|c| c.claims(delivery))
     }
 
     fn health(&self) -> std::result::Result<(), String> {
         if let Some(own) = &self.own {
             return own.check();
         }
-        self.direct.health()?;
-        self.broker.as_ref().map_or(Ok(()), |b| b.health())
+        self.carriers.iter().try_for_each(|c| c.health())
     }
 
     fn advertised(&self) -> Option<String> {
@@ -369,10 +296,6 @@ impl Carrier for Routes {
     }
 
     fn changes(&self) -> Option<BoxStream<'static, ()>> {
-        let link = self.own.as_ref()?.changes()?;
-        let changed = futures::stream::unfold(link, |mut link| async move {
-            link.changed().await.ok().map(|()| ((), link))
-        });
-        Some(Box::pin(changed))
+        self.own.as_ref()?.changes()
     }
 }

@@ -2,8 +2,9 @@
 //! always, and beside it, when a broker is configured, core NATS or JetStream. Each
 //! comes back as a [`Transceiver`] (it listens, it carries, and JetStream keeps the
 //! runs); the module binary starts the listeners and hands the rest to the runtime
-//! without naming a transport, so a later one (an agent-tool RPC) is one more arm
-//! here and touches no other.
+//! without naming a transport, so a later one (an agent-tool RPC) is one more
+//! `Transceiver` pushed here, whose carrier joins [`Routes`]'s list, and touches no
+//! other.
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use crate::{
     carrier::{Carrier, Listen, Transceiver},
     grpc::Grpc,
     jetstream::{self, Consumers, JetStream, config::JetStreamLimits},
-    nats::{Credentials, LinkError, Subscriptions},
+    nats::{Broker, Credentials, LinkError, Subscriptions},
     transport::{Routes, Transport},
 };
 
@@ -58,9 +59,9 @@ pub(crate) struct Transports {
 
 impl Transports {
     /// Connects to the broker when there is one (a broker that does not answer yet
-    /// leaves the module on gRPC meanwhile, see [`Transport::connect_with`]) and
-    /// chooses the transports `settings` name for `module` (replica `identity`).
-    /// Core NATS on a broker whose streams JetStream modules use is refused.
+    /// leaves the module on gRPC meanwhile, see [`Broker::connect`]) and chooses the
+    /// transports `settings` name for `module` (replica `identity`). Core NATS on a
+    /// broker whose streams JetStream modules use is refused.
     pub async fn choose(module: &str, identity: &str, settings: Settings) -> Result<Self, crate::Error> {
         let Settings {
             grpc,
@@ -71,23 +72,30 @@ impl Transports {
             jetstream_limits,
             reconcile,
         } = settings;
-        let own = Arc::new(Transport::connect_with(module, &grpc_addr, nats_url.as_deref(), credentials).await);
-        let broker: Option<Box<dyn Transceiver>> = match (own.link(), nats_mode) {
+        let broker = match nats_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+            Some(url) => Some(Arc::new(Broker::connect(module, url, credentials).await)),
+            None => None,
+        };
+        let own = Arc::new(match &broker {
+            Some(broker) => Transport::beside(&grpc_addr, broker.clone()),
+            None => Transport::grpc(&grpc_addr),
+        });
+        // In the order a hop picks its carrier (see `Routes`): gRPC first, for the
+        // modules that advertise `host:port`; then the broker's, which takes every
+        // other module and the hops it claims. A later transport is one more line.
+        let mut chosen: Vec<Box<dyn Transceiver>> = vec![Box::new(grpc)];
+        match (broker.as_ref().and_then(|b| b.link()), nats_mode) {
             (Some(link), NatsMode::JetStream) => {
                 let js = JetStream::with_limits(link.clone(), module, identity, jetstream_limits);
-                Some(Box::new(Consumers::new(js, reconcile)))
+                chosen.push(Box::new(Consumers::new(js, reconcile)));
             }
             (Some(link), NatsMode::Core) => {
                 jetstream::refuse_core_beside_jetstream(link, module).await?;
-                Some(Box::new(Subscriptions::new(link.clone())))
+                chosen.push(Box::new(Subscriptions::new(link.clone())));
             }
-            (None, _) => None,
-        };
-        // gRPC is the direct carrier (modules that advertise `host:port`); the
-        // broker's takes every other module and the hops it claims.
-        let routes = Routes::over(grpc.carrier(), broker.as_ref().map(|b| b.carrier())).advertising(own.clone());
-        let mut chosen: Vec<Box<dyn Transceiver>> = vec![Box::new(grpc)];
-        chosen.extend(broker);
+            (None, _) => {}
+        }
+        let routes = Routes::over(chosen.iter().map(|t| t.carrier())).advertising(own.clone());
         Ok(Self {
             chosen,
             routes: Arc::new(routes),

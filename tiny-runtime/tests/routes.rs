@@ -2,7 +2,9 @@
 //! later (here two written in the test, each answering with its own name) fits in
 //! without touching gRPC, NATS or JetStream, and the choice among carriers is the
 //! one the built-in ones get (a module with a direct address is reached there, any
-//! other through the broker, a claimed hop always through the broker).
+//! other through the broker, a claimed hop always through the broker), for two
+//! carriers or three. What the module advertises comes from a broker it knows only as
+//! a `Presence`.
 
 use std::{
     collections::HashMap,
@@ -11,7 +13,11 @@ use std::{
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use tiny_runtime::{carrier::Carrier, runtime::Discovery, transport::Routes};
+use tiny_runtime::{
+    carrier::{Carrier, Down, Presence},
+    runtime::Discovery,
+    transport::Routes,
+};
 use tiny_sdk::{
     Msg, Reply, Result,
     engine::{Delivery, RemoteRouter, Source},
@@ -111,7 +117,7 @@ async fn carried(routes: &Routes, node: &str, port: &str) -> std::result::Result
 async fn each_hop_takes_the_carrier_its_peer_listens_on() {
     let direct = Named::direct("direct", "tcp://");
     let bus = Named::broker("bus", "bus://", Some("durable"));
-    let routes = Routes::over(direct.clone(), Some(bus.clone()));
+    let routes = Routes::over([direct.clone() as Arc<dyn Carrier>, bus.clone()]);
     routes.register("a-v0", "tcp://10.0.0.1:50051");
     routes.register("b-v0", "bus://tinymodule.b-v0.msg");
     // A module that advertised a direct address is reached there; the direct carrier
@@ -141,7 +147,7 @@ async fn each_hop_takes_the_carrier_its_peer_listens_on() {
 #[tokio::test]
 async fn a_peer_on_a_wire_this_module_lacks_is_refused_by_name() {
     let direct = Named::direct("direct", "tcp://");
-    let routes = Routes::over(direct.clone(), None);
+    let routes = Routes::over([direct.clone() as Arc<dyn Carrier>]);
     routes.register("a-v0", "tcp://10.0.0.1:50051");
     routes.register("b-v0", "bus://tinymodule.b-v0.msg");
     assert_eq!(carried(&routes, "f.a-v0.x-1", "in").await.expect("carried"), "direct");
@@ -163,28 +169,125 @@ async fn what_the_module_advertises_comes_from_its_carrier() {
     use tiny_runtime::transport::Transport;
     // Without a transport of its own, the carrier advertises nothing: the module's
     // config says its address.
-    let bare = Routes::over(Named::direct("direct", "tcp://"), None);
+    let bare = Routes::over([Named::direct("direct", "tcp://") as Arc<dyn Carrier>]);
     assert_eq!((bare.advertised(), bare.condition().is_none()), (None, true));
     // On gRPC: its address, no condition, ready.
-    let grpc = Routes::over(Named::direct("direct", "tcp://"), None)
-        .advertising(Arc::new(Transport::grpc("m-v0", "10.0.0.9:50051")));
+    let grpc = Routes::over([Named::direct("direct", "tcp://") as Arc<dyn Carrier>])
+        .advertising(Arc::new(Transport::grpc("10.0.0.9:50051")));
     assert_eq!(grpc.advertised().as_deref(), Some("10.0.0.9:50051"));
     assert!(grpc.condition().is_none() && grpc.health().is_ok());
-    // Told to use NATS with a URL that cannot be used: gRPC's address, and the
-    // condition and readiness say why.
-    let unusable = Routes::over(Named::direct("direct", "tcp://"), None).advertising(Arc::new(
-        Transport::nats_unusable("m-v0", "10.0.0.9:50051", "no host".into()),
-    ));
-    assert_eq!(unusable.advertised().as_deref(), Some("10.0.0.9:50051"));
-    let condition = unusable.condition().expect("a Transport condition");
+    // Told to use a broker that cannot be used: gRPC's address, and the condition
+    // and readiness say why, in the broker's own words.
+    let wire = Arc::new(Wire::default());
+    *wire.state.lock().expect("state") = Err(Down::Unusable("no host".into()));
+    let on_wire = Routes::over([Named::direct("direct", "tcp://") as Arc<dyn Carrier>])
+        .advertising(Arc::new(Transport::beside("10.0.0.9:50051", wire.clone())));
+    assert_eq!(on_wire.advertised().as_deref(), Some("10.0.0.9:50051"));
+    let condition = on_wire.condition().expect("a Transport condition");
     assert_eq!(
         (
             condition.type_.as_str(),
             condition.status.as_str(),
             condition.reason.as_str()
         ),
-        ("Transport", "False", "NatsUnusable")
+        ("Transport", "False", "BusUnusable")
     );
-    let why = unusable.health().expect_err("not ready");
-    assert!(why.contains("no host") && why.contains("10.0.0.9:50051"), "{why}");
+    let why = on_wire.health().expect_err("not ready");
+    assert!(
+        why.contains("no host") && why.contains("10.0.0.9:50051") && why.starts_with("Bus: "),
+        "{why}"
+    );
+    // Unreachable for now: the same, with the reason that says it may come back.
+    *wire.state.lock().expect("state") = Err(Down::Unreachable("gone".into()));
+    let condition = on_wire.condition().expect("a Transport condition");
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("False", "BusUnreachable")
+    );
+    // Up: the module is advertised on it, ready.
+    *wire.state.lock().expect("state") = Ok(());
+    assert_eq!(on_wire.advertised().as_deref(), Some("bus://m-v0"));
+    let condition = on_wire.condition().expect("a Transport condition");
+    assert_eq!(
+        (
+            condition.status.as_str(),
+            condition.reason.as_str(),
+            condition.message.as_str()
+        ),
+        ("True", "Bus", "on Bus: bus://m-v0")
+    );
+    assert!(on_wire.health().is_ok());
+}
+
+/// A broker the module is told to use, in the test's hands: its state is what the
+/// test sets.
+#[derive(Debug)]
+struct Wire {
+    state: Mutex<std::result::Result<(), Down>>,
+}
+
+impl Default for Wire {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(Ok(())),
+        }
+    }
+}
+
+impl Presence for Wire {
+    fn name(&self) -> &'static str {
+        "bus"
+    }
+
+    fn reason(&self) -> &'static str {
+        "Bus"
+    }
+
+    fn label(&self) -> &'static str {
+        "Bus"
+    }
+
+    fn address(&self) -> String {
+        "bus://m-v0".into()
+    }
+
+    fn state(&self) -> std::result::Result<(), Down> {
+        self.state.lock().map_or(Ok(()), |s| s.clone())
+    }
+
+    fn changes(&self) -> Option<futures::stream::BoxStream<'static, ()>> {
+        None
+    }
+}
+
+#[tokio::test]
+async fn a_third_carrier_beside_the_two_takes_the_modules_at_its_addresses() {
+    // Two carriers that reach only the modules they learnt of (as gRPC does), then a
+    // broker: each module is reached on the carrier that listens at its address.
+    let direct = Named::direct("direct", "tcp://");
+    let tools = Named::direct("tools", "rpc://");
+    let bus = Named::broker("bus", "bus://", Some("durable"));
+    let routes = Routes::over([direct.clone() as Arc<dyn Carrier>, tools.clone(), bus.clone()]);
+    routes.register("a-v0", "tcp://10.0.0.1:50051");
+    routes.register("t-v0", "rpc://tools.t-v0");
+    routes.register("b-v0", "bus://tinymodule.b-v0.msg");
+    assert_eq!(carried(&routes, "f.a-v0.x-1", "in").await.expect("carried"), "direct");
+    assert_eq!(carried(&routes, "f.t-v0.x-1", "in").await.expect("carried"), "tools");
+    assert_eq!(carried(&routes, "f.b-v0.x-1", "in").await.expect("carried"), "bus");
+    assert!(tools.knows("t-v0") && !direct.knows("t-v0") && !tools.knows("a-v0"));
+    // A hop the broker claims still goes there, whatever carrier its module is on.
+    assert_eq!(carried(&routes, "f.t-v0.x-1", "durable").await.expect("carried"), "bus");
+    // A module that moves from the third carrier to the first is forgotten by it.
+    routes.register("t-v0", "tcp://10.0.0.4:50051");
+    assert!(direct.knows("t-v0") && !tools.knows("t-v0"));
+    assert_eq!(carried(&routes, "f.t-v0.x-1", "in").await.expect("carried"), "direct");
+    // Without the broker, a module at an address none of them listens at is refused.
+    let no_bus = Routes::over([direct.clone() as Arc<dyn Carrier>, tools.clone()]);
+    no_bus.register("t-v0", "rpc://tools.t-v0");
+    no_bus.register("b-v0", "bus://tinymodule.b-v0.msg");
+    assert_eq!(carried(&no_bus, "f.t-v0.x-1", "in").await.expect("carried"), "tools");
+    let e = carried(&no_bus, "f.b-v0.x-1", "in")
+        .await
+        .expect_err("nothing here reaches b-v0");
+    assert_eq!(e.code(), Some(tiny_sdk::error::code::UNREACHABLE), "{e}");
 }

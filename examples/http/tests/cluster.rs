@@ -23,9 +23,11 @@ use kube::{
 };
 use serde_json::{Value, json};
 use tiny_runtime::{
+    carrier::Carrier,
     config::ModuleConfig,
     crd::{TinyModule, TinyNode},
     grpc::Grpc,
+    nats::{Broker, Credentials, NatsRouter},
     runtime::{Options, Runtime},
     transport::{Routes, Transport},
 };
@@ -147,8 +149,19 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
     let mut config = ModuleConfig::new("common-module-v0", "0.1.0", ns, "common-0");
     let grpc_addr = format!("127.0.0.1:{}", grpc.port());
     config.grpc_addr = Some(grpc_addr.clone());
-    let transport = Arc::new(Transport::connect(&config.name, &grpc_addr, nats).await);
-    let routes = Arc::new(Routes::for_transport(grpc.pool(), &transport).advertising(transport.clone()));
+    // As the module binary chooses them: gRPC, and NATS beside it when given.
+    let broker = match nats {
+        Some(url) => Some(Arc::new(Broker::connect(&config.name, url, Ok(Credentials::Url)).await)),
+        None => None,
+    };
+    let link = broker.as_ref().and_then(|b| b.link()).cloned();
+    let transport = Arc::new(match &broker {
+        Some(broker) => Transport::beside(&grpc_addr, broker.clone()),
+        None => Transport::grpc(&grpc_addr),
+    });
+    let mut carriers: Vec<Arc<dyn Carrier>> = vec![grpc.pool()];
+    carriers.extend(link.clone().map(|l| Arc::new(NatsRouter::new(l)) as Arc<dyn Carrier>));
+    let routes = Arc::new(Routes::over(carriers).advertising(transport.clone()));
     let runtime = Runtime::start(
         client.clone(),
         Options {
@@ -158,7 +171,7 @@ async fn common_module(client: &Kube, ns: &str, nats: Option<&str>) -> (Runtime,
     )
     .await
     .expect("the common module starts");
-    let receiver = match transport.link() {
+    let receiver = match link {
         Some(link) => Some(
             tiny_runtime::nats::listen(link.client().clone(), runtime.engine().clone(), None)
                 .await

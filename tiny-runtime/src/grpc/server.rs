@@ -13,7 +13,7 @@ use tonic::{
     transport::{Server, server::TcpIncoming},
 };
 
-use crate::inbound::{self, Inbound, Refusal};
+use crate::inbound::{self, Envelope, Inbound, Refusal};
 
 use super::{
     proto::{
@@ -95,13 +95,15 @@ impl Handler {
         let cancel = self.stopping.child_token();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let inbound = Inbound {
-            to: &msg.to,
-            from: &msg.from,
-            edge_id: &msg.edge_id,
-            depth,
-            attempt,
-            hops,
-            deadline_unix_ms,
+            envelope: Envelope {
+                to: &msg.to,
+                from: &msg.from,
+                edge_id: &msg.edge_id,
+                depth,
+                attempt,
+                hops,
+                deadline_unix_ms,
+            },
             payload: std::mem::take(&mut msg.payload),
             cancel,
             leader: self.leader.as_ref().is_some_and(|f| f()),

@@ -252,8 +252,7 @@ async fn minted(listening: &Listening, to: &str, seed: Option<String>) -> Option
 }
 
 /// Handles one message as the receiver of [`listen`] does once its consumer has
-/// delivered it: the hop headers read and checked
-/// ([`hop_headers`](crate::nats::wire::hop_headers): a message without `x-to`, or
+/// delivered it: the hop headers read and checked (a message without `x-to`, or
 /// with a hop count that is no number, is refused with code `INVALID_MESSAGE` naming
 /// the header), an agent-tool call (`x-mode: rpc`) told from a hop, the durable run
 /// the hop continues read from `x-run-id`, `x-step-key` and `x-reply-*`, or, for a

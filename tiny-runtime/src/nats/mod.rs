@@ -8,7 +8,8 @@
 //!
 //! - [`wire`]: subjects, header names, replies.
 //! - [`Link`]: the connection (Go's options; reconnects by itself; says whether the
-//!   broker answers).
+//!   broker answers); [`Broker`]: the module's place on the broker, as the cluster is
+//!   told of it.
 //! - [`listen`]: the receiving side, over an [`Engine`](tiny_sdk::engine::Engine);
 //!   [`Subscriptions`] starts it as a [`Listen`](crate::carrier::Listen)er.
 //! - [`NatsRouter`]: the sending side, the engine's
@@ -19,6 +20,7 @@
 //! Core NATS delivers at most once: a message in flight when a replica dies is lost,
 //! and the sender's edge retry policy is what recovers it (see `docs/delivery.md`).
 
+mod broker;
 mod link;
 mod receiver;
 pub(crate) mod router;
@@ -28,6 +30,7 @@ mod subscriptions;
 pub(crate) mod trace;
 pub mod wire;
 
+pub use broker::Broker;
 pub use link::{
     CONNECT_TIMEOUT, Credentials, CredentialsProblem, Link, LinkError, LinkState, RECONNECT_WAIT, inbox_prefix,
     with_token, with_user,

@@ -152,7 +152,7 @@ async fn handle(
 }
 
 /// Handles one message as the receiver of [`listen`] does once the client has read
-/// its frame: the hop headers read and checked ([`wire::hop_headers`]: a message
+/// its frame: the hop headers read and checked (a message
 /// without `x-to`, or with a hop count that is no number, is refused with code
 /// `INVALID_MESSAGE` naming the header), an agent-tool call (`x-mode: rpc`) told from
 /// a hop, and either one run on `engine`. `system` says whether it came on the

@@ -15,9 +15,9 @@ use tiny_sdk::{
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::wire::{self, HopHeaders};
+use super::wire;
 use crate::{
-    inbound::{self, Inbound},
+    inbound::{self, Envelope, Inbound},
     remote::LeaderFn,
 };
 
@@ -44,31 +44,19 @@ impl Listening {
     /// this replica leads, and never runs in a run.
     pub(crate) async fn deliver(
         &self,
-        hop: HopHeaders<'_>,
+        hop: Envelope<'_>,
         payload: Bytes,
         is_system: bool,
         run: Option<Arc<RunStep>>,
         span: tracing::Span,
     ) -> Result<Reply> {
-        let HopHeaders {
-            to,
-            from,
-            edge_id,
-            depth,
-            attempt,
-            hops,
-            deadline_unix_ms,
-        } = hop;
         let inbound = Inbound {
-            to,
-            from,
-            edge_id,
-            depth,
-            attempt,
-            hops,
-            // A durable hop's deadline is its run's answer's (Go checks it nowhere):
-            // the run goes on after its origin stops waiting.
-            deadline_unix_ms: if run.is_some() { None } else { deadline_unix_ms },
+            envelope: Envelope {
+                // A durable hop's deadline is its run's answer's (Go checks it nowhere):
+                // the run goes on after its origin stops waiting.
+                deadline_unix_ms: if run.is_some() { None } else { hop.deadline_unix_ms },
+                ..hop
+            },
             payload: payload.into(),
             cancel: self.stopping.child_token(),
             leader: is_system && self.leader.as_ref().is_some_and(|f| f()),
@@ -113,7 +101,7 @@ pub(crate) enum Broker {
 pub(crate) fn server_span(
     broker: Broker,
     subject: &Subject,
-    hop: &HopHeaders<'_>,
+    hop: &Envelope<'_>,
     run: Option<&RunStep>,
 ) -> tracing::Span {
     // The span's name and kind are literals: one expansion for each receiver.

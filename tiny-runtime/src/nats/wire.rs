@@ -35,6 +35,8 @@ use async_nats::{HeaderMap, HeaderValue, header::HeaderName};
 use bytes::Bytes;
 use tiny_sdk::{Error, ErrorKind, Reply, Result};
 
+use crate::inbound::Envelope;
+
 /// Header names, exactly as the Go SDK writes them.
 pub mod header {
     /// `<node>:<port>` of the sender; `signal` for a message from outside a flow.
@@ -169,30 +171,11 @@ pub fn get<'a>(headers: Option<&'a HeaderMap>, header: &'static str) -> Option<&
     headers.and_then(|h| h.get(name(header))).map(HeaderValue::as_str)
 }
 
-/// What a request's headers say about its hop, as both receivers (core and JetStream)
-/// read them.
-#[derive(Debug, Clone, Copy)]
-pub struct HopHeaders<'a> {
-    /// `x-to`: `<node>:<port>`, never empty.
-    pub to: &'a str,
-    /// `x-from`, empty when absent.
-    pub from: &'a str,
-    /// `x-edge-id`, empty when absent.
-    pub edge_id: &'a str,
-    /// `x-message-depth`, 0 when absent.
-    pub depth: u32,
-    /// `x-hop-attempt`, 1 when absent or unreadable (a Go sender never sets it).
-    pub attempt: u32,
-    /// `x-message-hops`, 0 when absent (the receiver then counts from the depth).
-    pub hops: u32,
-    /// `x-reply-deadline` (Unix ms), when present.
-    pub deadline_unix_ms: Option<u64>,
-}
-
-/// Reads the hop headers of a request that arrived on `subject`: one without `x-to`,
-/// or with a depth that is not a number, is refused with
+/// Reads the hop headers of a request that arrived on `subject` (core NATS and
+/// JetStream alike) into the [`Envelope`] gRPC's server also fills: one without
+/// `x-to`, or with a depth that is not a number, is refused with
 /// [`INVALID_MESSAGE`](tiny_sdk::error::code::INVALID_MESSAGE), naming the header.
-pub fn hop_headers<'a>(subject: &str, headers: Option<&'a HeaderMap>) -> Result<HopHeaders<'a>> {
+pub(crate) fn hop_headers<'a>(subject: &str, headers: Option<&'a HeaderMap>) -> Result<Envelope<'a>> {
     let invalid = |what: String| Error::permanent(what).with_code(tiny_sdk::error::code::INVALID_MESSAGE);
     let to = get(headers, header::TO).filter(|t| !t.is_empty()).ok_or_else(|| {
         invalid(format!(
@@ -223,7 +206,7 @@ pub fn hop_headers<'a>(subject: &str, headers: Option<&'a HeaderMap>) -> Result<
             ))
         })?),
     };
-    Ok(HopHeaders {
+    Ok(Envelope {
         to,
         from: get(headers, header::FROM).unwrap_or_default(),
         edge_id: get(headers, header::EDGE_ID).unwrap_or_default(),

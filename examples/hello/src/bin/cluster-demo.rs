@@ -12,10 +12,11 @@ use std::sync::Arc;
 use kube::{Api, ResourceExt as _, api::PostParams};
 use tiny_example_hello::{GREET_FLOW, registry};
 use tiny_runtime::{
+    carrier::Carrier,
     config::ModuleConfig,
     crd::{TinyModule, TinyNode},
     grpc::Pool,
-    nats::{SendOptions, listen, send, wire},
+    nats::{Broker, Credentials, NatsRouter, SendOptions, listen, send, wire},
     runtime::{Options, Runtime},
     transport::{Routes, Transport},
 };
@@ -50,8 +51,17 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("nats-server up at {} (token auth)", broker.address());
     let config = ModuleConfig::new("examples-v0", "0.1.0", NAMESPACE, "demo-0");
     let module = config.name.clone();
-    let transport = Arc::new(Transport::connect(&module, "", Some(&broker.url())).await);
-    let routes = Arc::new(Routes::for_transport(Arc::new(Pool::default()), &transport).advertising(transport.clone()));
+    // On NATS only (no gRPC server): the broker's carrier beside an empty gRPC pool.
+    let on_nats = Arc::new(Broker::connect(&module, &broker.url(), Ok(Credentials::Url)).await);
+    let link = on_nats.link().ok_or("no NATS link")?.clone();
+    let transport = Arc::new(Transport::beside("", on_nats.clone()));
+    let routes = Arc::new(
+        Routes::over([
+            Arc::new(Pool::default()) as Arc<dyn Carrier>,
+            Arc::new(NatsRouter::new(link.clone())),
+        ])
+        .advertising(transport.clone()),
+    );
     let runtime = Runtime::start(
         client.clone(),
         Options {
@@ -60,7 +70,6 @@ async fn demo() -> Result<(), Box<dyn std::error::Error>> {
         },
     )
     .await?;
-    let link = transport.link().ok_or("no NATS link")?;
     let receiver = listen(link.client().clone(), runtime.engine().clone(), None).await?;
 
     let flow = Flow::from_yaml(GREET_FLOW)?;
