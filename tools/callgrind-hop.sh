@@ -7,6 +7,9 @@
 # `--no-retries` gives the edges one attempt (no copy kept for a retry); `--expr` puts
 # chain10_expr's expression on every edge; `--traced` records every hop span (the
 # OpenTelemetry layer, no exporter), as on a cluster that sets `OTLP_DSN`.
+# `CALLGRIND_KEEP=DIR` keeps the two runs' profiles as DIR/hop.N1 and DIR/hop.N2, for
+# `callgrind_annotate --inclusive=yes [--tree=calling]`: a function's count in the second
+# minus the first, over (N2 - N1) x 10, is what it costs a hop.
 #
 # Usage: tools/callgrind-hop.sh [--json] [--no-retries] [--expr] [--traced] [N1 N2]   (defaults 2000 6000)
 set -euo pipefail
@@ -32,8 +35,12 @@ bin=$(cargo bench -p tiny-sdk --bench flow "${features[@]}" --no-run 2>&1 \
     | sed -n 's/.*Executable benches\/flow.rs (\(.*\))/\1/p' | tail -1)
 [[ -x "$bin" ]] || { echo "callgrind-hop: the flow bench did not build" >&2; exit 1; }
 count() {
-    local out
-    out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" --instructions --n "$1" "${json[@]}" "${edges[@]}" 2>&1 >/dev/null)
+    local out file=/dev/null
+    if [[ -n "${CALLGRIND_KEEP:-}" ]]; then
+        mkdir -p "$CALLGRIND_KEEP"
+        file="$CALLGRIND_KEEP/hop.$1"
+    fi
+    out=$(valgrind --tool=callgrind --callgrind-out-file="$file" "$bin" --instructions --n "$1" "${json[@]}" "${edges[@]}" 2>&1 >/dev/null)
     sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<<"$out" | tail -1
 }
 i1=$(count "$n1")

@@ -7,6 +7,8 @@
 # requests between them is what one request costs, setup cancelled out. Each run
 # counts its threads apart: the main thread is the load generator, the rest the
 # servers, so the server's own part is printed beside the total.
+# `CALLGRIND_KEEP=DIR` keeps each run's profiles (one file a thread) as
+# DIR/<bare|tiny>.<N>-<thread>, for `callgrind_annotate --inclusive=yes [--tree=calling]`.
 #
 # Usage: tools/callgrind-http.sh [N1 N2]   (defaults 2000 6000)
 set -euo pipefail
@@ -31,6 +33,10 @@ count() {
         total=$((total + ${n:-0}))
         [[ "$f" == *-01 ]] && main=${n:-0}
     done
+    if [[ -n "${CALLGRIND_KEEP:-}" ]]; then
+        mkdir -p "$CALLGRIND_KEEP"
+        for f in "$out"/cg*; do cp "$f" "$CALLGRIND_KEEP/$1.$2${f##*/cg}"; done
+    fi
     echo "$total $main"
 }
 sent() { echo $(($1 + $1 / 10)); }
