@@ -203,6 +203,8 @@ struct RenderArgs {
 }
 
 #[derive(Debug, clap::Args)]
+// `send` cannot go without a broker (`run` can: gRPC only).
+#[command(mut_arg("nats_url", |a| a.required(true)))]
 struct SendArgs {
     /// The node's full name (`<flow>.<module>.<component>-<suffix>`): its module picks the subject.
     node: String,
@@ -216,9 +218,18 @@ struct SendArgs {
     /// How long to wait for the reply, in seconds.
     #[arg(long, default_value_t = crate::nats::wire::DEFAULT_SIGNAL_TIMEOUT.as_secs())]
     timeout: u64,
+    #[command(flatten)]
+    broker: BrokerArgs,
+}
+
+/// The broker and the module's credentials on it (`run`, `send`, `capture-run`, `redrive`):
+/// one set of flags, so that every command reads `TINY_NATS_*` the same way. The help is
+/// `send`'s; a command that says more or less of a flag replaces its help with `mut_arg`.
+#[derive(Debug, clap::Args)]
+struct BrokerArgs {
     /// The broker (`nats://[token@]host:port`).
     #[arg(long, env = "TINY_NATS_URL")]
-    nats_url: String,
+    nats_url: Option<String>,
     /// The broker's token, when it is not in the URL (the chart sets it from the broker's
     /// Secret): any characters, none of them escaped; it replaces the URL's user info.
     #[arg(long, env = "TINY_NATS_TOKEN")]
@@ -238,7 +249,36 @@ struct SendArgs {
     nkey: NkeyArgs,
 }
 
-/// An nkey or `.creds` file of one's own, instead of a token or a user (`run`, `send`).
+impl BrokerArgs {
+    /// The broker's URL with the token or user in it; `None` without `--nats-url`.
+    fn url(&self) -> Option<String> {
+        user_nats_url(
+            self.nats_url.as_deref(),
+            self.nats_token.as_deref(),
+            self.nats_user.as_deref(),
+            self.nats_password.as_deref(),
+        )
+    }
+
+    /// A link to the broker, up (for a command that needs `--nats-url`).
+    async fn connect(&self) -> Result<crate::nats::Link, String> {
+        let credentials = self.nkey.credentials().map_err(|e| e.to_string())?;
+        let url = self.url().unwrap_or_default();
+        let link = crate::nats::Link::connect_with_credentials(&url, None, &credentials)
+            .await
+            .map_err(|e| e.to_string())?;
+        if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
+            return Err(format!(
+                "the NATS broker at {} did not answer within {} s",
+                link.url(),
+                crate::nats::CONNECT_TIMEOUT.as_secs()
+            ));
+        }
+        Ok(link)
+    }
+}
+
+/// An nkey or `.creds` file of one's own, instead of a token or a user (in [`BrokerArgs`]).
 #[derive(Debug, clap::Args)]
 struct NkeyArgs {
     /// The module's own nkey: a user seed (`SU...`) whose public key the broker gives
@@ -294,7 +334,19 @@ struct HookArgs {
     wait_lease_free: u64,
 }
 
+// `run` says more than `send` of the URL (it may be left out) and of the user.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("nats_url", |a| a.help(
+        "The NATS broker (`nats://[token@]host:port`): other modules and the platform reach this one \
+         over NATS, as a Go module with TINY_NATS_URL. Unset: gRPC only"
+    )),
+    mut_arg("nats_user", |a| a.help(
+        "The module's own NATS user, instead of the shared token (the chart sets it from a \
+         Secret): the broker gives it subject permissions of its own; see the README's \
+         \"Security\". Any characters; it replaces the URL's user info"
+    ))
+)]
 struct RunArgs {
     /// Module name (usually the image repository).
     #[arg(short = 'n', long)]
@@ -337,29 +389,8 @@ struct RunArgs {
     /// Suffix of generated hostnames.
     #[arg(long, env = "TINY_INGRESS_HOSTNAME_SUFFIX")]
     ingress_hostname_suffix: Option<String>,
-    /// The NATS broker (`nats://[token@]host:port`): other modules and the platform reach this one
-    /// over NATS, as a Go module with TINY_NATS_URL. Unset: gRPC only.
-    #[arg(long, env = "TINY_NATS_URL")]
-    nats_url: Option<String>,
-    /// The broker's token, when it is not in the URL (the chart sets it from the broker's
-    /// Secret): any characters, none of them escaped; it replaces the URL's user info.
-    #[arg(long, env = "TINY_NATS_TOKEN")]
-    nats_token: Option<String>,
-    /// The module's own NATS user, instead of the shared token (the chart sets it from a
-    /// Secret): the broker gives it subject permissions of its own; see the README's
-    /// "Security". Any characters; it replaces the URL's user info.
-    #[arg(
-        long,
-        env = "TINY_NATS_USER",
-        conflicts_with = "nats_token",
-        requires = "nats_password"
-    )]
-    nats_user: Option<String>,
-    /// The password of `TINY_NATS_USER`.
-    #[arg(long, env = "TINY_NATS_PASSWORD", requires = "nats_user")]
-    nats_password: Option<String>,
     #[command(flatten)]
-    nkey: NkeyArgs,
+    broker: BrokerArgs,
     /// Whom messages from the wire (NATS or gRPC) to a system port (`_settings`,
     /// `_control`, ...) are taken from: `any` (as the Go SDK), `platform`, or `self` (the
     /// platform and this module's own nodes); others get a FORBIDDEN error. See the
@@ -734,12 +765,7 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
             .unwrap_or_else(|| format!("127.0.0.1:{}", grpc.port())),
     );
     let grpc_addr = config.grpc_addr.clone().unwrap_or_default();
-    let nats_url = user_nats_url(
-        args.nats_url.as_deref(),
-        args.nats_token.as_deref(),
-        args.nats_user.as_deref(),
-        args.nats_password.as_deref(),
-    );
+    let nats_url = args.broker.url();
     // The transport layer chooses them: gRPC always, a broker beside it when there is one.
     let transports = Transports::choose(
         &config.name,
@@ -748,7 +774,7 @@ async fn run(args: RunArgs, registry: Registry, requirements: &Requirements) -> 
             grpc,
             grpc_addr: grpc_addr.clone(),
             nats_url,
-            credentials: args.nkey.credentials(),
+            credentials: args.broker.nkey.credentials(),
             nats_mode: args.nats_transport,
             jetstream_limits: jetstream_limits(&args),
             reconcile: tiny_sdk::run::ReconcileSettings {
@@ -1137,24 +1163,7 @@ async fn send(args: SendArgs) -> Result<(), String> {
     }
     // A target that cannot be sent to is said before connecting.
     crate::nats::envelope(&args.node, &args.port, &opts).map_err(|e| e.to_string())?;
-    let url = user_nats_url(
-        Some(&args.nats_url),
-        args.nats_token.as_deref(),
-        args.nats_user.as_deref(),
-        args.nats_password.as_deref(),
-    )
-    .unwrap_or_default();
-    let credentials = args.nkey.credentials().map_err(|e| e.to_string())?;
-    let link = crate::nats::Link::connect_with_credentials(&url, None, &credentials)
-        .await
-        .map_err(|e| e.to_string())?;
-    if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
-        return Err(format!(
-            "the NATS broker at {} did not answer within {} s",
-            link.url(),
-            crate::nats::CONNECT_TIMEOUT.as_secs()
-        ));
-    }
+    let link = args.broker.connect().await?;
     let reply = crate::nats::send(link.client(), &args.node, &args.port, data.into_bytes(), &opts)
         .await
         .map_err(|e| e.to_string())?;
@@ -1198,45 +1207,19 @@ struct RedriveArgs {
 
 /// The broker whose `TINY_EXEC` ledger `capture-run` and `redrive` read.
 #[derive(Debug, clap::Args)]
+#[command(
+    mut_arg("nats_url", |a| a.required(true)),
+    mut_arg("nats_token", |a| a.help("The broker's token, when it is not in the URL (see `send`)"))
+)]
 struct LedgerArgs {
-    /// The broker (`nats://[token@]host:port`).
-    #[arg(long, env = "TINY_NATS_URL")]
-    nats_url: String,
-    /// The broker's token, when it is not in the URL (see `send`).
-    #[arg(long, env = "TINY_NATS_TOKEN")]
-    nats_token: Option<String>,
-    /// A NATS user of one's own instead of the shared token (see `run`).
-    #[arg(
-        long,
-        env = "TINY_NATS_USER",
-        conflicts_with = "nats_token",
-        requires = "nats_password"
-    )]
-    nats_user: Option<String>,
-    /// The password of `TINY_NATS_USER`.
-    #[arg(long, env = "TINY_NATS_PASSWORD", requires = "nats_user")]
-    nats_password: Option<String>,
     #[command(flatten)]
-    nkey: NkeyArgs,
+    broker: BrokerArgs,
 }
 
 impl LedgerArgs {
     /// The ledger on the broker, bound as it is: creates and changes nothing.
     async fn open(&self, client: &str) -> Result<std::sync::Arc<crate::jetstream::JetStream>, String> {
-        let url = user_nats_url(
-            Some(&self.nats_url),
-            self.nats_token.as_deref(),
-            self.nats_user.as_deref(),
-            self.nats_password.as_deref(),
-        )
-        .unwrap_or_default();
-        let credentials = self.nkey.credentials().map_err(|e| e.to_string())?;
-        let link = crate::nats::Link::connect_with_credentials(&url, None, &credentials)
-            .await
-            .map_err(|e| e.to_string())?;
-        if !link.wait_up(crate::nats::CONNECT_TIMEOUT).await {
-            return Err(format!("the NATS broker at {} did not answer", link.url()));
-        }
+        let link = self.broker.connect().await?;
         let js = crate::jetstream::JetStream::new(link, client, client);
         js.open_ledger().await.map_err(|e| e.to_string())?;
         Ok(js)
@@ -1386,11 +1369,62 @@ mod tests {
         assert!(e.contains("any, platform, self"), "{e}");
         // No credential's value in `--help`, whichever variable holds it.
         let cmd = cli_command();
-        for sub in ["run", "send"] {
+        for sub in ["run", "send", "capture-run", "redrive"] {
             let sub = cmd.find_subcommand(sub).unwrap();
             for id in ["nats_nkey_seed", "nats_nkey_seed_file", "nats_creds"] {
                 let arg = sub.get_arguments().find(|a| a.get_id() == id).unwrap();
                 assert!(arg.is_hide_env_values_set(), "{id}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_that_reaches_the_broker_takes_the_same_flags() {
+        let parse = |sub: &str, extra: &[&str]| {
+            let mut argv = match sub {
+                "run" => vec!["m", "run", "--name=hello", "--version=0.1.0"],
+                "send" => vec!["m", "send", "f.m.c-1", "in", "{}"],
+                _ => vec!["m", sub, "run-1"],
+            };
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|cli| match cli.command {
+                Command::Run(args) => args.broker,
+                Command::Send(args) => args.broker,
+                Command::CaptureRun(args) => args.broker.broker,
+                Command::Redrive(args) => args.broker.broker,
+                _ => panic!("not a broker's command"),
+            })
+        };
+        let kind = |r: Result<BrokerArgs, clap::Error>| r.err().map(|e| e.kind());
+        for sub in ["run", "send", "capture-run", "redrive"] {
+            let broker = parse(sub, &["--nats-url=nats://h:4222", "--nats-token=t"]).unwrap();
+            assert_eq!(broker.url().as_deref(), Some("nats://t@h:4222"), "{sub}");
+            let broker = parse(
+                sub,
+                &[
+                    "--nats-url=nats://h:4222",
+                    "--nats-user=u",
+                    "--nats-password=p",
+                    "--nats-creds=/c",
+                ],
+            );
+            assert_eq!(kind(broker), Some(clap::error::ErrorKind::ArgumentConflict), "{sub}");
+            let broker = parse(sub, &["--nats-url=nats://h:4222", "--nats-user=u"]);
+            assert_eq!(
+                kind(broker),
+                Some(clap::error::ErrorKind::MissingRequiredArgument),
+                "{sub}"
+            );
+            // Only `run` goes without a broker (gRPC only); the others need one.
+            let without = parse(sub, &[]);
+            if sub == "run" {
+                assert_eq!(without.unwrap().url(), None);
+            } else {
+                assert_eq!(
+                    kind(without),
+                    Some(clap::error::ErrorKind::MissingRequiredArgument),
+                    "{sub}"
+                );
             }
         }
     }
