@@ -7,10 +7,10 @@
 //! names only `tiny_sdk`, `opentelemetry`, `opentelemetry_sdk`, `tracing` and
 //! `tracing_opentelemetry`.)
 
-use std::{borrow::Cow, sync::Arc};
+use std::{borrow::Cow, cell::RefCell, sync::Arc};
 
 use opentelemetry::{
-    Context, InstrumentationScope, KeyValue,
+    Context, InstrumentationScope, KeyValue, StringValue,
     trace::{Event, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId, TraceState},
 };
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks, SpanProcessor};
@@ -81,20 +81,64 @@ impl<P: SpanProcessor> HopSpans for HopExport<P> {
     }
 }
 
+/// Slots of the per-thread string cache ([`interned`]): more than the names a module's
+/// hops use at once (nodes, ports, edges, `node:port`s), few enough to stay small.
+const INTERNED: usize = 256;
+
+thread_local! {
+    /// Names already made shareable, by where the engine holds them.
+    static NAMES: RefCell<Vec<Option<Arc<str>>>> = RefCell::new(vec![None; INTERNED]);
+}
+
+/// `text` as a shared string: the one made last time for the same text at the same
+/// place (the engine's names live as long as their node), else a new one. A hop's
+/// names are the same on every message, so a span then copies none of them. Keyed by
+/// address, checked by content: a slot reused for another string is just replaced.
+fn interned(text: &str, key: usize, make: impl FnOnce() -> Arc<str>) -> Arc<str> {
+    // Fibonacci hashing of the address: the low bits of pointers repeat.
+    let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) % INTERNED;
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        match &names[slot] {
+            Some(name) if **name == *text => name.clone(),
+            _ => {
+                let name = make();
+                names[slot] = Some(name.clone());
+                name
+            }
+        }
+    })
+}
+
+/// A name the engine holds, as an attribute's value: shared ([`interned`]).
+fn name(text: &str) -> StringValue {
+    if text.is_empty() {
+        return StringValue::from("");
+    }
+    interned(text, text.as_ptr() as usize ^ text.len(), || Arc::from(text)).into()
+}
+
 /// The span data of a hop span, as the Go SDK names and describes it.
 pub fn span_data(hop: EndedHop<'_>, scope: &InstrumentationScope) -> SpanData {
-    let to = format!("{}:{}", hop.node, hop.port);
+    // `node:port`: the span's name and `to`, shared as the names are (by the node's
+    // and the port's places).
+    let key = (hop.node.as_ptr() as usize).rotate_left(17) ^ (hop.port.as_ptr() as usize) ^ 0x5bd1;
+    let mut to = String::with_capacity(hop.node.len() + 1 + hop.port.len());
+    to.push_str(hop.node);
+    to.push(':');
+    to.push_str(hop.port);
+    let shared = interned(&to, key, || Arc::from(to.as_str()));
     let mut attributes = Vec::with_capacity(13);
     attributes.extend([
-        KeyValue::new("to", to.clone()),
-        KeyValue::new("from", hop.from.to_owned()),
-        KeyValue::new("edgeID", hop.edge_id.to_owned()),
-        KeyValue::new("flowID", hop.flow_id.to_owned()),
-        KeyValue::new("projectID", hop.project_id.to_owned()),
-        KeyValue::new("tiny.module", hop.module.to_owned()),
-        KeyValue::new("tiny.component", hop.component.to_owned()),
-        KeyValue::new("tiny.node", hop.node.to_owned()),
-        KeyValue::new("tiny.port", hop.port.to_owned()),
+        KeyValue::new("to", shared),
+        KeyValue::new("from", name(hop.from)),
+        KeyValue::new("edgeID", name(hop.edge_id)),
+        KeyValue::new("flowID", name(hop.flow_id)),
+        KeyValue::new("projectID", name(hop.project_id)),
+        KeyValue::new("tiny.module", name(hop.module)),
+        KeyValue::new("tiny.component", name(hop.component)),
+        KeyValue::new("tiny.node", name(hop.node)),
+        KeyValue::new("tiny.port", name(hop.port)),
         KeyValue::new("tiny.depth", i64::from(hop.depth)),
         KeyValue::new("tiny.attempt", i64::from(hop.attempt)),
         KeyValue::new("tiny.outcome", if hop.error.is_some() { "error" } else { "ok" }),

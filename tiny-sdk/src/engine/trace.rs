@@ -17,9 +17,9 @@
 //! under the target [`TARGET`].
 
 use std::{
-    cell::Cell,
+    cell::{Cell, RefCell},
     sync::{
-        PoisonError, RwLock,
+        Arc, PoisonError, RwLock,
         atomic::{AtomicBool, Ordering},
     },
     time::SystemTime,
@@ -216,8 +216,27 @@ pub(crate) struct Recording {
     ids: SpanIds,
     parent: Option<SpanParent>,
     start: SystemTime,
-    module: Box<str>,
+    module: Arc<str>,
     payload: Option<String>,
+}
+
+/// The module's name, shared: one engine's hops all name the same module, so the
+/// last one made on this thread serves (no copy per hop).
+fn module_name(module: &str) -> Arc<str> {
+    thread_local! {
+        static LAST: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some(name) if **name == *module => name.clone(),
+            _ => {
+                let name: Arc<str> = module.into();
+                *last = Some(name.clone());
+                name
+            }
+        }
+    })
 }
 
 impl Recording {
@@ -248,7 +267,7 @@ impl Recording {
             ids,
             parent,
             start: SystemTime::now(),
-            module: module.into(),
+            module: module_name(module),
             payload: None,
         })
     }
