@@ -6,6 +6,8 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::flow::PortAddress;
+
 /// Whether a change stops the new build from accepting what the old one did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -180,8 +182,10 @@ impl fmt::Display for Finding {
         write!(f, "{}: flow `{}`, node `{}`", self.verdict, self.flow, self.node)?;
         if let Some(edge) = &self.edge {
             write!(f, ", edge `{edge}`")?;
+            // An edge into the node names its source; one out of it, its target.
+            let outgoing = |from: &str| PortAddress::parse(from).is_ok_and(|a| a.node == self.node);
             match (&self.from, &self.to) {
-                (Some(from), _) if !from.starts_with(&format!("{}:", self.node)) => write!(f, " from `{from}`")?,
+                (Some(from), _) if !outgoing(from) => write!(f, " from `{from}`")?,
                 (_, Some(to)) => write!(f, " to `{to}`")?,
                 _ => {}
             }

@@ -294,6 +294,10 @@ fn an_output_field_an_edge_reads_breaks_that_edge_when_removed() {
         [(Verdict::Breaking, ChangeKind::FieldRemoved, "/text".into())]
     );
     assert_eq!(f[0].to.as_deref(), Some("f.other-v0.sink-1:in"));
+    // An edge out of the node is named with its target, not its source (the node itself).
+    let text = f[0].to_string();
+    assert!(text.contains("` to `f.other-v0.sink-1:in`, port `out`"), "{text}");
+    assert!(!text.contains(" from `"), "{text}");
     assert!(reads(&json!({"a": "{{$.text}}"}), "/text"));
     assert!(!reads(&json!({"a": "{{$.texts}}"}), "/text"));
 }
