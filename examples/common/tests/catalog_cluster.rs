@@ -2,44 +2,17 @@
 //! inject, display and chat keep what they hold in the TinyNode's `status.metadata`,
 //! under Go's `_state/` keys, and a new module process carries on from it.
 
-use base64::{Engine as _, engine::general_purpose::STANDARD};
-use kube::{Api, Client};
+mod support;
+
+use kube::Api;
 use serde_json::{Value, json};
 use std::time::Duration;
-use tiny_runtime::{
-    config::ModuleConfig,
-    crd::{TinyModule, TinyNode},
-    runtime::Runtime,
-};
+use support::cluster::{MODULE, b64, start_module, state, state_bytes};
+use tiny_runtime::crd::{TinyModule, TinyNode};
 use tiny_testkit::{
     cluster::{apply_yaml, delivered, env, port_config, signal},
     eventually,
 };
-
-const MODULE: &str = "common-module-v0";
-
-async fn start_module(client: &Client, ns: &str) -> Runtime {
-    tiny_testkit::cluster::start_module(
-        client,
-        ModuleConfig::new(MODULE, "0.1.0", ns, "test-0"),
-        tiny_example_common::registry(),
-    )
-    .await
-}
-
-/// The raw bytes of a node's state value (`_state/<key>`, base64).
-fn state_bytes(node: &TinyNode, key: &str) -> Option<Vec<u8>> {
-    let raw = node.status.as_ref()?.metadata.get(&format!("_state/{key}"))?;
-    STANDARD.decode(raw).ok()
-}
-
-fn state(node: &TinyNode, key: &str) -> Option<Value> {
-    serde_json::from_slice(&state_bytes(node, key)?).ok()
-}
-
-fn b64(v: &Value) -> String {
-    STANDARD.encode(serde_json::to_vec(v).expect("json"))
-}
 
 /// A TinyNode of this module, with settings and edges (`port -> node:port`).
 fn node(name: &str, component: &str, settings: Option<Value>, edges: &[(&str, &str)]) -> String {

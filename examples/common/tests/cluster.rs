@@ -2,32 +2,22 @@
 //! between replicas, a router whose ports follow its settings, a kv store that
 //! outlives the module) and a flow written the way the Go module's editor writes it.
 
+mod support;
+
 use std::time::{Duration, Instant};
 
-use base64::{Engine as _, engine::general_purpose::STANDARD};
 use kube::{
-    Api, Client,
+    Api,
     api::{Patch, PatchParams},
 };
 use serde_json::{Value, json};
-use tiny_runtime::{config::ModuleConfig, crd::TinyNode, runtime::Runtime};
+use support::cluster::{MODULE, b64, start_module, state};
+use tiny_runtime::crd::TinyNode;
 use tiny_testkit::{
     Replica, ReplicaBuilder, TestEnv,
     cluster::{apply_yaml, delivered, env, port_config, signal},
     eventually, the_leader,
 };
-
-/// `--name common-module-v0` owns nodes named `*.common-module-v0.*`, as a Go module does.
-const MODULE: &str = "common-module-v0";
-
-async fn start_module(client: &Client, ns: &str) -> Runtime {
-    tiny_testkit::cluster::start_module(
-        client,
-        ModuleConfig::new(MODULE, "0.1.0", ns, "test-0"),
-        tiny_example_common::registry(),
-    )
-    .await
-}
 
 fn port_schema(node: &TinyNode, port: &str) -> Option<Value> {
     let p = node.status.as_ref()?.ports.iter().find(|p| p.name == port)?;
@@ -41,12 +31,6 @@ fn port_names(node: &TinyNode) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A node's state value, read as the Go SDK stores it (`_state/<key>`, base64 JSON).
-fn state(node: &TinyNode, key: &str) -> Option<Value> {
-    let raw = node.status.as_ref()?.metadata.get(&format!("_state/{key}"))?;
-    serde_json::from_slice(&STANDARD.decode(raw).ok()?).ok()
-}
-
 /// The tick number a debug node shows as its last message.
 async fn last_tick(nodes: &Api<TinyNode>, debug: &str) -> Option<u64> {
     let node = nodes.get(debug).await.ok()?;
@@ -56,10 +40,6 @@ async fn last_tick(nodes: &Api<TinyNode>, debug: &str) -> Option<u64> {
 /// A raw `status.metadata` value, where Go's components keep theirs.
 fn meta(node: &TinyNode, key: &str) -> Option<String> {
     node.status.as_ref()?.metadata.get(key).cloned()
-}
-
-fn b64(v: &Value) -> String {
-    STANDARD.encode(serde_json::to_vec(v).expect("json"))
 }
 
 /// Waits until `ticker`'s dashboard offers Start (the node loaded and showed its view).

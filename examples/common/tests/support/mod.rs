@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unused_imports, reason = "each test file uses some of these")]
 
+pub mod cluster;
+
 pub use std::time::{Duration, Instant};
 
 pub use serde_json::{Value, json};
