@@ -149,14 +149,12 @@ impl NodeContext {
         self.control.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Resolves once no work the node detached is running (none may start meanwhile
-    /// for this to mean "settled"; a test's probe).
+    /// Resolves once no work the node detached is running (a test's probe). The
+    /// tracker stays closed: closing only lets `wait` end when it is empty, work
+    /// detached later is still tracked, and two waiters never reopen it under each other.
     pub(crate) async fn detached_settled(&self) {
-        while !self.detached.is_empty() {
-            self.detached.close();
-            self.detached.wait().await;
-            self.detached.reopen();
-        }
+        self.detached.close();
+        self.detached.wait().await;
     }
 
     /// Whether this replica leads its module (always, in-process).

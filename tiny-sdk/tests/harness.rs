@@ -316,6 +316,10 @@ async fn settled_waits_for_the_work_a_node_detached() {
     let mut arrived = h.arrivals("ans:input");
     arrived.sort_by_key(|v| v.as_i64());
     assert_eq!(arrived, [json!(1), json!(2)]);
+    // Work detached after a settle is waited for too, by two waiters at once.
+    h.send("l:input", json!(3)).await.expect("answers at once");
+    tokio::join!(h.settled("l"), h.settled("l"));
+    assert_eq!(h.arrivals("ans:input").len(), 3);
     // Nothing detached: at once; a node that does not run: at once.
     h.settled("ans").await;
     h.settled("missing").await;
