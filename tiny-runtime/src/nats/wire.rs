@@ -182,41 +182,38 @@ pub(crate) fn hop_headers<'a>(subject: &str, headers: Option<&'a HeaderMap>) -> 
             "a message on `{subject}` has no `x-to` header (want `<node>:<port>`)"
         ))
     })?;
-    let depth = match get(headers, header::DEPTH).map(str::trim) {
-        None | Some("") => 0,
-        Some(text) => text.parse().map_err(|_| {
-            invalid(format!(
-                "the message for `{to}` has `x-message-depth: {text}`, not a hop count"
-            ))
-        })?,
-    };
-    let hops = match get(headers, header::HOPS).map(str::trim) {
-        None | Some("") => 0,
-        Some(text) => text.parse().map_err(|_| {
-            invalid(format!(
-                "the message for `{to}` has `x-message-hops: {text}`, not a hop count"
-            ))
-        })?,
-    };
-    let deadline_unix_ms = match get(headers, header::REPLY_DEADLINE).map(str::trim) {
-        None | Some("") | Some("0") => None,
-        Some(text) => Some(text.parse().map_err(|_| {
-            invalid(format!(
-                "the message for `{to}` has `x-reply-deadline: {text}`, not Unix milliseconds"
-            ))
-        })?),
-    };
+    let depth = number(headers, header::DEPTH, to, "a hop count").map_err(invalid)?;
+    let hops = number(headers, header::HOPS, to, "a hop count").map_err(invalid)?;
+    let deadline = number(headers, header::REPLY_DEADLINE, to, "Unix milliseconds").map_err(invalid)?;
     Ok(Envelope {
         to,
         from: get(headers, header::FROM).unwrap_or_default(),
         edge_id: get(headers, header::EDGE_ID).unwrap_or_default(),
-        depth,
+        depth: depth.unwrap_or(0),
         attempt: get(headers, header::ATTEMPT)
             .and_then(|a| a.trim().parse().ok())
             .unwrap_or(1),
-        hops,
-        deadline_unix_ms,
+        hops: hops.unwrap_or(0),
+        // Go writes `0` for no deadline.
+        deadline_unix_ms: deadline.filter(|&ms: &u64| ms != 0),
     })
+}
+
+/// A number header of the message for `to`: absent or empty is `None`; anything else
+/// must read as a `T` (`want` says what), else the refusal's words, naming the header.
+fn number<T: std::str::FromStr>(
+    headers: Option<&HeaderMap>,
+    header: &'static str,
+    to: &str,
+    want: &str,
+) -> std::result::Result<Option<T>, String> {
+    match get(headers, header).map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("the message for `{to}` has `{header}: {text}`, not {want}")),
+    }
 }
 
 /// A handler's outcome as a reply: headers (none for a value) and body.
@@ -388,6 +385,38 @@ mod tests {
             ("ünï code", "ünï code"),
         ] {
             assert_eq!(header_value(text).as_str(), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn hop_headers_read_numbers_and_name_a_bad_one() {
+        let mut h = HeaderMap::new();
+        h.insert(header::TO, "f.m.a-1:in");
+        fn read(h: &HeaderMap) -> Result<Envelope<'_>> {
+            hop_headers("s", Some(h))
+        }
+        let e = read(&h).unwrap();
+        assert_eq!((e.depth, e.hops, e.attempt, e.deadline_unix_ms), (0, 0, 1, None));
+        h.insert(header::DEPTH, " 3 ");
+        h.insert(header::HOPS, "7");
+        h.insert(header::REPLY_DEADLINE, "0");
+        let e = read(&h).unwrap();
+        assert_eq!((e.depth, e.hops, e.deadline_unix_ms), (3, 7, None));
+        h.insert(header::REPLY_DEADLINE, "1700000000000");
+        assert_eq!(read(&h).unwrap().deadline_unix_ms, Some(1_700_000_000_000));
+        for (name, bad, want) in [
+            (header::DEPTH, "many", "not a hop count"),
+            (header::HOPS, "-1", "not a hop count"),
+            (header::REPLY_DEADLINE, "soon", "not Unix milliseconds"),
+        ] {
+            let mut h = h.clone();
+            h.insert(name, bad);
+            let e = read(&h).unwrap_err();
+            assert_eq!(e.code(), Some(tiny_sdk::error::code::INVALID_MESSAGE));
+            assert_eq!(
+                e.message(),
+                format!("the message for `f.m.a-1:in` has `{name}: {bad}`, {want}")
+            );
         }
     }
 
