@@ -60,15 +60,26 @@ pub fn parse_node_name(name: &str) -> Option<(&str, &str)> {
 /// assert!(!module_matches("module-v0", "http-module-v0x"));
 /// ```
 pub fn module_matches(found: &str, running: &str) -> bool {
-    fn normal(s: &str) -> String {
-        s.to_ascii_lowercase().replace('/', "-")
+    // Compared byte by byte as normalised (ASCII lowercase, `/` as `-`), without making
+    // normalised copies: a hop to another module asks this on every delivery. Both
+    // changes keep a byte's length, so suffixes line up as in the normalised strings.
+    fn normal(b: u8) -> u8 {
+        if b == b'/' { b'-' } else { b.to_ascii_lowercase() }
     }
-    let (f, r) = (normal(found), normal(running));
+    fn same(a: &[u8], b: &[u8]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| normal(*x) == normal(*y))
+    }
+    // `long` is `short` with a prefix ending in `-`.
+    fn prefixed(long: &[u8], short: &[u8]) -> bool {
+        long.len() > short.len()
+            && same(&long[long.len() - short.len()..], short)
+            && normal(long[long.len() - short.len() - 1]) == b'-'
+    }
+    let (f, r) = (found.as_bytes(), running.as_bytes());
     if f.is_empty() || r.is_empty() {
         return false;
     }
-    let prefixed = |long: &str, short: &str| long.strip_suffix(short).is_some_and(|p| p.ends_with('-'));
-    f == r || prefixed(&r, &f) || prefixed(&f, &r)
+    same(f, r) || prefixed(r, f) || prefixed(f, r)
 }
 
 /// Why a TinyNode's name does not fit its spec.
@@ -252,5 +263,11 @@ mod tests {
         assert!(module_matches("Hello-Module-V0", "hello-module-v0"));
         assert!(!module_matches("", "x"));
         assert!(!module_matches("hello-module", "hello-module-v0"));
+        // The separator before a publisher prefix may be written `/`, on either side.
+        assert!(module_matches("TinySystems/Hello-Module-V0", "hello-module-v0"));
+        assert!(module_matches("hello-module-v0", "tinysystems/hello-module-v0"));
+        assert!(!module_matches("hello-module-v0", "tinysystemshello-module-v0"));
+        assert!(!module_matches("-hello-module-v0", "hello-module-v0x"));
+        assert!(!module_matches("x", ""));
     }
 }
