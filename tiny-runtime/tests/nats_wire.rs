@@ -64,6 +64,30 @@ impl Task {
     }
 }
 
+/// Lets one waiting `gate` message through (a permit kept when none waits yet).
+static GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+/// Told when a `gate` message starts waiting.
+static AT_GATE: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// `{"open": false}` waits (awaiting, not working) until an `{"open": true}` arrives.
+#[derive(Debug, Component, Default)]
+#[component(name = "gate")]
+struct Gate {
+    input: Input<Value>,
+}
+
+impl Gate {
+    async fn on_input(&self, _: &Ctx<Self>, msg: Value) -> Reply {
+        if msg["open"] == json!(true) {
+            GATE.notify_one();
+            return Reply::value(json!("opened"));
+        }
+        AT_GATE.notify_one();
+        GATE.notified().await;
+        Reply::value(json!("passed"))
+    }
+}
+
 const WAIT: Duration = Duration::from_secs(10);
 
 fn engine(module: &str, router: Option<NatsRouter>) -> Engine {
@@ -77,6 +101,7 @@ fn engine(module: &str, router: Option<NatsRouter>) -> Engine {
         .register::<Whoami>()
         .register::<Big>()
         .register::<Task>()
+        .register::<Gate>()
         .register::<Tag>();
     if let Some(r) = router {
         b = b.router(Arc::new(r));
@@ -510,10 +535,11 @@ async fn two_modules_talk_over_nats_and_nested_requests_do_not_deadlock() {
 
 /// Every message from another module is handled on a task of its own, from its
 /// first poll: a handler's synchronous part (work before its first `.await`) never
-/// runs in the receiving loop, which goes on reading while it works. Broken (the
-/// loop polling a handler inline first, or awaiting it), the handlers run on the
-/// loop's task, and two messages show the same task. Whether a handler that never
-/// awaits stalls others then is tokio's scheduling, not the loop (docs/limits.md).
+/// runs in the receiving loop. Broken (the loop polling a handler inline first, or
+/// awaiting it in place), the handlers run on the loop's task, and two messages show
+/// the same task. (That the loop reads on while a handler waits is the next test;
+/// whether a handler that never awaits stalls others is tokio's scheduling, not the
+/// loop: docs/limits.md.)
 #[tokio::test]
 async fn each_message_is_handled_on_a_task_of_its_own_not_in_the_receiving_loop() {
     let broker = NatsServer::start().await.expect("nats-server starts");
@@ -542,6 +568,46 @@ async fn each_message_is_handled_on_a_task_of_its_own_not_in_the_receiving_loop(
         tasks[0], tasks[1],
         "two messages were handled on one task (the receiving loop's)"
     );
+}
+
+/// The receiving loop goes on reading while a handler waits: the first message's
+/// handler awaits what only a second message does. A loop that awaited each handler
+/// (inline, or its task) would never read the second, and the test would fail at its
+/// bound.
+#[tokio::test]
+async fn the_receiving_loop_reads_on_while_a_handler_waits() {
+    let broker = NatsServer::start().await.expect("nats-server starts");
+    let flow = FlowBuilder::new().module("b").node("f.b.gate-1", "gate").build();
+    let (_b, _receiver, link) = module_b(&broker, &flow).await;
+    let ask = |open: bool| {
+        let client = link.client().clone();
+        async move {
+            send(
+                &client,
+                "f.b.gate-1",
+                "input",
+                serde_json::to_vec(&json!({ "open": open })).expect("JSON"),
+                &SendOptions::default().wait(),
+            )
+            .await
+            .expect("gate answers")
+            .and_then(Reply::into_value)
+        }
+    };
+    let waiting = tokio::spawn(ask(false));
+    // Opened only once the first waits: else it would find the permit and never wait.
+    tokio::time::timeout(WAIT, AT_GATE.notified())
+        .await
+        .expect("the first message reaches the gate");
+    let opened = tokio::time::timeout(WAIT, ask(true))
+        .await
+        .expect("the second message is read while the first waits");
+    assert_eq!(opened, Some(json!("opened")));
+    let passed = tokio::time::timeout(WAIT, waiting)
+        .await
+        .expect("the first answers once let through")
+        .expect("joins");
+    assert_eq!(passed, Some(json!("passed")));
 }
 
 #[tokio::test]
