@@ -6,7 +6,7 @@ mod common;
 
 use std::{path::Path, process::Command, time::Duration};
 
-use common::{HELLO, delivered, env, eventually, replica};
+use common::{HELLO, delivered, env, eventually, flow_files, replica};
 use kube::Api;
 use serde_json::json;
 use tiny_runtime::crd::TinySignal;
@@ -37,14 +37,7 @@ async fn every_flow_file_applies_with_kubectl_as_documented_and_runs() {
     env.create_namespace(ns).await.expect("namespace");
     let kubectl = tiny_testenv::kubectl().await.expect("kubectl");
     let _module = replica(&env, ns, "flows-0");
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/flows"));
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("flows/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty());
+    let files = flow_files();
     for file in &files {
         let script = format!(
             r#""$MODULE" render {} | "$KUBECTL" apply -n "$NS" -f -"#,

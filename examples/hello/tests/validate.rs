@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::{path::Path, process::Command};
+use std::process::Command;
 
 use kube::{
     Api,
@@ -13,7 +13,7 @@ use kube::{
 };
 use tiny_runtime::crd::{TinyModule, TinyModuleSpec, TinyModuleStatus};
 
-use common::HELLO;
+use common::{HELLO, flow_files};
 
 /// `hello-module validate <args>`: exit status, stdout lines, stderr.
 fn validate(args: &[&str]) -> (Option<i32>, Vec<String>, String) {
@@ -29,6 +29,20 @@ fn validate(args: &[&str]) -> (Option<i32>, Vec<String>, String) {
         stdout.lines().map(str::to_owned).collect(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Each expected `(where, what it says, kind)` is one line of `lines`, and nothing else
+/// is.
+#[track_caller]
+fn each_line_once(lines: &[String], expected: &[(&str, &str, &str)]) {
+    for &(at, says, kind) in expected {
+        let matching: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with(at) && l.contains(says) && l.ends_with(kind))
+            .collect();
+        assert_eq!(matching.len(), 1, "`{at} ... {says} ... {kind}` once in:\n{lines:#?}");
+    }
+    assert_eq!(lines.len(), expected.len(), "nothing else: {lines:#?}");
 }
 
 #[test]
@@ -83,14 +97,7 @@ fn each_mistake_of_the_invalid_flow_is_reported_once() {
         ),
     ];
     assert_eq!(code, Some(1), "{lines:#?}\n{stderr}");
-    for (at, says, kind) in expected {
-        let matching: Vec<&String> = lines
-            .iter()
-            .filter(|l| l.starts_with(at) && l.contains(says) && l.ends_with(kind))
-            .collect();
-        assert_eq!(matching.len(), 1, "`{at} ... {says} ... {kind}` once in:\n{lines:#?}");
-    }
-    assert_eq!(lines.len(), expected.len(), "nothing else: {lines:#?}");
+    each_line_once(&lines, &expected);
     assert!(
         stderr.contains("tests/flows/invalid.yaml: 8 problems (7 nodes, 1 signals)"),
         "{stderr}"
@@ -113,14 +120,7 @@ fn without_the_other_modules_yaml_its_node_is_named_as_unknown() {
 
 #[test]
 fn the_examples_flow_files_pass() {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/flows"));
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .expect("flows/")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty());
+    let files = flow_files();
     for file in &files {
         let (code, lines, stderr) = validate(&[file.to_str().expect("utf-8")]);
         assert_eq!(code, Some(0), "{}: {lines:#?}\n{stderr}", file.display());
@@ -307,14 +307,7 @@ spec:
         ),
     ];
     assert_eq!(code, Some(1), "{lines:#?}\n{stderr}");
-    for (at, says, kind) in expected {
-        let matching: Vec<&String> = lines
-            .iter()
-            .filter(|l| l.starts_with(at) && l.contains(says) && l.ends_with(kind))
-            .collect();
-        assert_eq!(matching.len(), 1, "`{at} ... {says} ... {kind}` once in:\n{lines:#?}");
-    }
-    assert_eq!(lines.len(), expected.len(), "nothing else: {lines:#?}");
+    each_line_once(&lines, &expected);
 }
 
 #[test]

@@ -80,6 +80,19 @@ spec:
     )
 }
 
+/// The example flow files (`flows/*.yaml`), in name order; there is at least one.
+pub fn flow_files() -> Vec<std::path::PathBuf> {
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/flows"));
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("flows/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    files
+}
+
 /// Resident memory of process `pid`, in KiB (`VmRSS`).
 pub fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
