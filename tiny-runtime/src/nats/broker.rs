@@ -93,3 +93,24 @@ impl Presence for Broker {
         Some(Box::pin(changed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_url_that_cannot_be_used_is_an_unusable_broker_that_says_why() {
+        let broker = Broker::connect("m-v0", "http://10.0.0.1:4222", Ok(Credentials::Url)).await;
+        assert!(broker.link().is_none());
+        assert_eq!(broker.address(), "nats://tinymodule.m-v0.msg");
+        match broker.state() {
+            Err(Down::Unusable(why)) => assert!(why.contains("not a NATS URL"), "{why}"),
+            other => panic!("want unusable, got {other:?}"),
+        }
+        // The `Transport` condition's reason is `NatsUnusable`.
+        assert_eq!(
+            (broker.reason(), Down::Unusable(String::new()).reason()),
+            ("Nats", "Unusable")
+        );
+    }
+}
