@@ -104,12 +104,78 @@ enum StructOut<'k> {
     Whole(<Tree as serde::Serializer>::SerializeStruct),
 }
 
-macro_rules! whole {
-    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(fn $name(self, $($arg: $ty),*) -> Result<Value, Error> {
-            Tree.$name($($arg),*)
+/// The `Serializer` methods of [`Fields`] and [`SlotOf`] for everything they do not
+/// take apart (all but maps and structs): serde_json's tree serializer makes it, then
+/// `$value` turns what it made into `$ok` and `$compound` wraps its compound
+/// serializers. An option's value and a newtype's pass through, as serde_json's do.
+macro_rules! to_tree {
+    // The arms a call of its own reaches, before the one that makes them all.
+    (@compound $compound:expr; $($name:ident($($arg:ident: $ty:ty),*) -> $out:ident;)*) => {
+        $(fn $name(self, $($arg: $ty),*) -> Result<Self::$out, Error> {
+            Tree.$name($($arg),*).map($compound)
         })*
     };
+    (@each $ok:ty, $value:expr; $($name:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(fn $name(self, $($arg: $ty),*) -> Result<$ok, Error> {
+            Tree.$name($($arg),*).map($value)
+        })*
+    };
+    ($ok:ty, $value:expr, $compound:expr) => {
+        to_tree! { @each $ok, $value;
+            serialize_bool(v: bool);
+            serialize_i8(v: i8);
+            serialize_i16(v: i16);
+            serialize_i32(v: i32);
+            serialize_i64(v: i64);
+            serialize_i128(v: i128);
+            serialize_u8(v: u8);
+            serialize_u16(v: u16);
+            serialize_u32(v: u32);
+            serialize_u64(v: u64);
+            serialize_u128(v: u128);
+            serialize_f32(v: f32);
+            serialize_f64(v: f64);
+            serialize_char(v: char);
+            serialize_str(v: &str);
+            serialize_bytes(v: &[u8]);
+            serialize_none();
+            serialize_unit();
+            serialize_unit_struct(name: &'static str);
+            serialize_unit_variant(name: &'static str, index: u32, variant: &'static str);
+        }
+
+        fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<$ok, Error> {
+            value.serialize(self)
+        }
+
+        fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<$ok, Error> {
+            value.serialize(self)
+        }
+
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            name: &'static str,
+            index: u32,
+            variant: &'static str,
+            value: &T,
+        ) -> Result<$ok, Error> {
+            Tree.serialize_newtype_variant(name, index, variant, value).map($value)
+        }
+
+        to_tree! { @compound $compound;
+            serialize_seq(len: Option<usize>) -> SerializeSeq;
+            serialize_tuple(len: usize) -> SerializeTuple;
+            serialize_tuple_struct(name: &'static str, len: usize) -> SerializeTupleStruct;
+            serialize_tuple_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> SerializeTupleVariant;
+            serialize_struct_variant(name: &'static str, index: u32, variant: &'static str, len: usize) -> SerializeStructVariant;
+        }
+    };
+}
+
+/// serde_json's own structs are named `$serde_json::private::...` (its `RawValue`,
+/// arbitrary-precision numbers): they go to its tree whole.
+fn serde_json_own(name: &str) -> bool {
+    name.starts_with("$serde_json")
 }
 
 impl<'k> serde::Serializer for Fields<'k> {
@@ -123,89 +189,18 @@ impl<'k> serde::Serializer for Fields<'k> {
     type SerializeStruct = StructOut<'k>;
     type SerializeStructVariant = <Tree as serde::Serializer>::SerializeStructVariant;
 
-    whole! {
-        serialize_bool(v: bool);
-        serialize_i8(v: i8);
-        serialize_i16(v: i16);
-        serialize_i32(v: i32);
-        serialize_i64(v: i64);
-        serialize_i128(v: i128);
-        serialize_u8(v: u8);
-        serialize_u16(v: u16);
-        serialize_u32(v: u32);
-        serialize_u64(v: u64);
-        serialize_u128(v: u128);
-        serialize_f32(v: f32);
-        serialize_f64(v: f64);
-        serialize_char(v: char);
-        serialize_str(v: &str);
-        serialize_bytes(v: &[u8]);
-        serialize_none();
-        serialize_unit();
-        serialize_unit_struct(name: &'static str);
-        serialize_unit_variant(name: &'static str, index: u32, variant: &'static str);
-    }
-
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Value, Error> {
-        value.serialize(self)
-    }
-
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<Value, Error> {
-        value.serialize(self)
-    }
-
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-        value: &T,
-    ) -> Result<Value, Error> {
-        Tree.serialize_newtype_variant(name, index, variant, value)
-    }
-
-    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Tree.serialize_seq(len)
-    }
-
-    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Error> {
-        Tree.serialize_tuple(len)
-    }
-
-    fn serialize_tuple_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeTupleStruct, Error> {
-        Tree.serialize_tuple_struct(name, len)
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-        len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Tree.serialize_tuple_variant(name, index, variant, len)
-    }
+    // What serde_json makes, as it makes it.
+    to_tree!(Value, std::convert::identity, std::convert::identity);
 
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Error> {
         Ok(Filtered::new(self, len))
     }
 
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, Error> {
-        // serde_json's own structs are named `$serde_json::private::...`.
-        if name.starts_with("$serde_json") {
+        if serde_json_own(name) {
             return Tree.serialize_struct(name, len).map(StructOut::Whole);
         }
         Ok(StructOut::Filtered(Filtered::new(self, Some(len))))
-    }
-
-    fn serialize_struct_variant(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-        len: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Tree.serialize_struct_variant(name, index, variant, len)
     }
 }
 
@@ -295,61 +290,30 @@ enum StructSlot {
     Map(<Tree as serde::Serializer>::SerializeStruct),
 }
 
+/// A compound serde_json makes, finished as a [`Slot`].
+struct JsonSlot<S>(S);
+
+/// [`JsonSlot`]'s impl of each compound whose elements come one way (`$add`).
 macro_rules! json_slot {
-    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(fn $name(self, $($arg: $ty),*) -> Result<Slot, Error> {
-            Tree.$name($($arg),*).map(Slot::Json)
+    ($($compound:ident::$add:ident;)*) => {
+        $(impl<S: serde::ser::$compound<Ok = Value, Error = Error>> serde::ser::$compound for JsonSlot<S> {
+            type Ok = Slot;
+            type Error = Error;
+            fn $add<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.0.$add(value)
+            }
+            fn end(self) -> Result<Slot, Error> {
+                self.0.end().map(Slot::Json)
+            }
         })*
     };
 }
 
-/// A compound serde_json makes, finished as a [`Slot`].
-struct JsonSlot<S>(S);
-
-impl<S: serde::ser::SerializeSeq<Ok = Value, Error = Error>> serde::ser::SerializeSeq for JsonSlot<S> {
-    type Ok = Slot;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.0.serialize_element(value)
-    }
-    fn end(self) -> Result<Slot, Error> {
-        self.0.end().map(Slot::Json)
-    }
-}
-
-impl<S: serde::ser::SerializeTuple<Ok = Value, Error = Error>> serde::ser::SerializeTuple for JsonSlot<S> {
-    type Ok = Slot;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.0.serialize_element(value)
-    }
-    fn end(self) -> Result<Slot, Error> {
-        self.0.end().map(Slot::Json)
-    }
-}
-
-impl<S: serde::ser::SerializeTupleStruct<Ok = Value, Error = Error>> serde::ser::SerializeTupleStruct for JsonSlot<S> {
-    type Ok = Slot;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.0.serialize_field(value)
-    }
-    fn end(self) -> Result<Slot, Error> {
-        self.0.end().map(Slot::Json)
-    }
-}
-
-impl<S: serde::ser::SerializeTupleVariant<Ok = Value, Error = Error>> serde::ser::SerializeTupleVariant
-    for JsonSlot<S>
-{
-    type Ok = Slot;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.0.serialize_field(value)
-    }
-    fn end(self) -> Result<Slot, Error> {
-        self.0.end().map(Slot::Json)
-    }
+json_slot! {
+    SerializeSeq::serialize_element;
+    SerializeTuple::serialize_element;
+    SerializeTupleStruct::serialize_field;
+    SerializeTupleVariant::serialize_field;
 }
 
 impl<S: SerializeMap<Ok = Value, Error = Error>> SerializeMap for JsonSlot<S> {
@@ -393,94 +357,22 @@ impl serde::Serializer for SlotOf {
     type SerializeStruct = StructSlot;
     type SerializeStructVariant = JsonSlot<<Tree as serde::Serializer>::SerializeStructVariant>;
 
-    json_slot! {
-        serialize_bool(v: bool);
-        serialize_i8(v: i8);
-        serialize_i16(v: i16);
-        serialize_i32(v: i32);
-        serialize_i64(v: i64);
-        serialize_i128(v: i128);
-        serialize_u8(v: u8);
-        serialize_u16(v: u16);
-        serialize_u32(v: u32);
-        serialize_u64(v: u64);
-        serialize_u128(v: u128);
-        serialize_f32(v: f32);
-        serialize_f64(v: f64);
-        serialize_char(v: char);
-        serialize_str(v: &str);
-        serialize_bytes(v: &[u8]);
-        serialize_none();
-        serialize_unit();
-        serialize_unit_struct(name: &'static str);
-        serialize_unit_variant(name: &'static str, index: u32, variant: &'static str);
-    }
-
-    // serde_json's tree serialiser passes both through to the value.
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<Slot, Error> {
-        value.serialize(self)
-    }
-
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<Slot, Error> {
-        value.serialize(self)
-    }
-
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-        value: &T,
-    ) -> Result<Slot, Error> {
-        Tree.serialize_newtype_variant(name, index, variant, value)
-            .map(Slot::Json)
-    }
-
-    fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Tree.serialize_seq(len).map(JsonSlot)
-    }
-
-    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Error> {
-        Tree.serialize_tuple(len).map(JsonSlot)
-    }
-
-    fn serialize_tuple_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeTupleStruct, Error> {
-        Tree.serialize_tuple_struct(name, len).map(JsonSlot)
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-        len: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Tree.serialize_tuple_variant(name, index, variant, len).map(JsonSlot)
-    }
+    // What serde_json makes, as a `Slot::Json`.
+    to_tree!(Slot, Slot::Json, JsonSlot);
 
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, Error> {
         Tree.serialize_map(len).map(JsonSlot)
     }
 
     fn serialize_struct(self, name: &'static str, len: usize) -> Result<Self::SerializeStruct, Error> {
-        // serde_json's own structs (`$serde_json::private::...`), and large ones, as its tree.
-        if name.starts_with("$serde_json") || len > MAX_STRUCT_FIELDS {
+        // serde_json's own structs, and large ones, as its tree.
+        if serde_json_own(name) || len > MAX_STRUCT_FIELDS {
             return Tree.serialize_struct(name, len).map(StructSlot::Map);
         }
         Ok(StructSlot::Fields(Struct {
             names: Vec::with_capacity(len),
             values: Vec::with_capacity(len),
         }))
-    }
-
-    fn serialize_struct_variant(
-        self,
-        name: &'static str,
-        index: u32,
-        variant: &'static str,
-        len: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Tree.serialize_struct_variant(name, index, variant, len).map(JsonSlot)
     }
 }
 

@@ -195,12 +195,50 @@ impl<N: Name> Serialize for Fields<'_, N> {
 /// visited as borrowed or owned, no decoded message type can: they own their data.)
 struct StaticName(&'static str);
 
-macro_rules! as_string {
-    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
+/// The requests of a `Deserializer` that a field's name and an object answer as a
+/// serde_json `Value` does, the one `self.$value()` makes: those written after `;`, and
+/// every request neither answers itself.
+macro_rules! as_value {
+    (@each $value:ident; $($method:ident($($arg:ident: $ty:ty),*);)*) => {
         $(fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> std::result::Result<V::Value, Self::Error> {
-            Value::String(self.0.to_owned()).$method($($arg,)* visitor)
+            self.$value().$method($($arg,)* visitor)
         })*
     };
+    ($value:ident; $($also:ident($($also_arg:ident: $also_ty:ty),*);)*) => {
+        as_value! { @each $value;
+            $($also($($also_arg: $also_ty),*);)*
+            deserialize_enum(name: &'static str, variants: &'static [&'static str]);
+            deserialize_newtype_struct(name: &'static str);
+            deserialize_unit_struct(name: &'static str);
+            deserialize_tuple_struct(name: &'static str, len: usize);
+            deserialize_bool();
+            deserialize_i8();
+            deserialize_i16();
+            deserialize_i32();
+            deserialize_i64();
+            deserialize_i128();
+            deserialize_u8();
+            deserialize_u16();
+            deserialize_u32();
+            deserialize_u64();
+            deserialize_u128();
+            deserialize_f32();
+            deserialize_f64();
+            deserialize_char();
+            deserialize_bytes();
+            deserialize_byte_buf();
+            deserialize_unit();
+            deserialize_seq();
+            deserialize_tuple(len: usize);
+        }
+    };
+}
+
+impl StaticName {
+    /// The name as serde_json holds it.
+    fn into_json(self) -> Value {
+        Value::String(self.0.to_owned())
+    }
 }
 
 impl<'de> Deserializer<'de> for StaticName {
@@ -219,45 +257,12 @@ impl<'de> Deserializer<'de> for StaticName {
         visitor.visit_borrowed_str(self.0)
     }
 
-    as_string! {
+    as_value! { into_json;
         deserialize_option();
         deserialize_ignored_any();
         deserialize_map();
         deserialize_struct(name: &'static str, fields: &'static [&'static str]);
-        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
-        deserialize_newtype_struct(name: &'static str);
-        deserialize_unit_struct(name: &'static str);
-        deserialize_tuple_struct(name: &'static str, len: usize);
-        deserialize_bool();
-        deserialize_i8();
-        deserialize_i16();
-        deserialize_i32();
-        deserialize_i64();
-        deserialize_i128();
-        deserialize_u8();
-        deserialize_u16();
-        deserialize_u32();
-        deserialize_u64();
-        deserialize_u128();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
-        deserialize_bytes();
-        deserialize_byte_buf();
-        deserialize_unit();
-        deserialize_seq();
-        deserialize_tuple(len: usize);
     }
-}
-
-/// What serde_json does for an object, for the requests that are not a map: asked of
-/// the object itself.
-macro_rules! as_object {
-    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> std::result::Result<V::Value, Self::Error> {
-            self.object().$method($($arg,)* visitor)
-        })*
-    };
 }
 
 impl<'de, N: Name> Deserializer<'de> for Fields<'de, N> {
@@ -300,32 +305,11 @@ impl<'de, N: Name> Deserializer<'de> for Fields<'de, N> {
         visitor.visit_unit()
     }
 
-    as_object! {
-        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
-        deserialize_newtype_struct(name: &'static str);
-        deserialize_unit_struct(name: &'static str);
-        deserialize_tuple_struct(name: &'static str, len: usize);
-        deserialize_bool();
-        deserialize_i8();
-        deserialize_i16();
-        deserialize_i32();
-        deserialize_i64();
-        deserialize_i128();
-        deserialize_u8();
-        deserialize_u16();
-        deserialize_u32();
-        deserialize_u64();
-        deserialize_u128();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
+    // What serde_json does for an object, for the requests that are not a map: asked of
+    // the object itself.
+    as_value! { object;
         deserialize_str();
         deserialize_string();
-        deserialize_bytes();
-        deserialize_byte_buf();
-        deserialize_unit();
-        deserialize_seq();
-        deserialize_tuple(len: usize);
         deserialize_identifier();
     }
 }
@@ -439,11 +423,10 @@ mod tests {
         Msg::from_fields(names, map.values().cloned().map(Slot::Json).collect())
     }
 
-    /// `object` kept as fields decodes into `T` as the object does, with the same
-    /// error when it does not; its JSON and its bytes are the object's.
-    fn same<T: DeserializeOwned + PartialEq + Debug + 'static>(object: Value) {
-        let msg = message(&object);
-        match (msg.decode::<T>("in"), crate::decode::decode::<T>("in", &object)) {
+    /// `msg` decodes into `T` as `object` does, with the same error when it does not;
+    /// its JSON and its bytes are the object's.
+    fn same_as_object<T: DeserializeOwned + PartialEq + Debug + 'static>(msg: &Msg, object: &Value) {
+        match (msg.decode::<T>("in"), crate::decode::decode::<T>("in", object)) {
             (Ok(fields), Ok(tree)) => assert_eq!(fields, tree, "{object}"),
             (Err(fields), Err(tree)) => assert_eq!(fields.to_string(), tree.to_string(), "{object}"),
             (fields, tree) => panic!(
@@ -451,9 +434,15 @@ mod tests {
                 std::any::type_name::<T>()
             ),
         }
-        assert_eq!(msg.json().ok(), Some(&object));
+        assert_eq!(msg.json().ok(), Some(object));
+        assert_eq!(msg.to_json_bytes().ok(), serde_json::to_vec(object).ok());
+    }
+
+    /// `object` kept as fields decodes into `T` as the object does ([`same_as_object`]).
+    fn same<T: DeserializeOwned + PartialEq + Debug + 'static>(object: Value) {
+        let msg = message(&object);
+        same_as_object::<T>(&msg, &object);
         assert_eq!(format!("{msg:?}"), format!("{:?}", Msg::from_json(object.clone())));
-        assert_eq!(msg.to_json_bytes().ok(), serde_json::to_vec(&object).ok());
     }
 
     #[test]
@@ -541,24 +530,12 @@ mod tests {
         f: T,
     }
 
-    /// `inner` kept as a [`Struct`] in field `f` decodes into `T` as the object does,
-    /// with the same error when it does not; its JSON and bytes are the object's.
+    /// `inner` kept as a [`Struct`] in field `f` decodes into `T` as the object does
+    /// ([`same_as_object`]).
     fn same_struct<T: DeserializeOwned + PartialEq + Debug + 'static>(inner: Value) {
         let object = json!({"f": inner});
         let msg = Msg::from_fields(Arc::from([json!("f")]), vec![slot(&inner)]);
-        match (
-            msg.decode::<Field<T>>("in"),
-            crate::decode::decode::<Field<T>>("in", &object),
-        ) {
-            (Ok(fields), Ok(tree)) => assert_eq!(fields, tree, "{object}"),
-            (Err(fields), Err(tree)) => assert_eq!(fields.to_string(), tree.to_string(), "{object}"),
-            (fields, tree) => panic!(
-                "{object} as {}: {fields:?} against {tree:?}",
-                std::any::type_name::<T>()
-            ),
-        }
-        assert_eq!(msg.json().ok(), Some(&object));
-        assert_eq!(msg.to_json_bytes().ok(), serde_json::to_vec(&object).ok());
+        same_as_object::<Field<T>>(&msg, &object);
         assert_eq!(msg.take_exact::<Value>("in").ok(), Some(object));
     }
 
