@@ -115,6 +115,26 @@ impl Future for HopFuture<'_> {
     }
 }
 
+/// A hop dropped while its handler runs (an edge's timeout, a cancellation, a caller
+/// gone) still ends its span, as abandoned ([`Delivering::abandon`]).
+impl Drop for HopFuture<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let HopFuture::Running(delivering, along) = self
+            && delivering.open_span()
+        {
+            let source = match along {
+                Along::Given(source) => *source,
+                Along::Edge { outlet, edge, .. } => Source::Edge {
+                    from: &outlet.from,
+                    edge_id: &outlet.edges[*edge as usize].id,
+                },
+            };
+            delivering.abandon(source);
+        }
+    }
+}
+
 /// Delivers `msg` along `route` once more each time it is called, counting attempts
 /// on from `done` (boxed: only retries and deadlines take this path). An edge with a
 /// timeout gives each attempt its deadline, which another module's receiver honours.

@@ -606,6 +606,40 @@ impl Delivering {
         let observer = self.observing.as_ref().map(|(o, clock)| (&**o, *clock, source));
         std::task::Poll::Ready(runner.finish(result, at, seen, observer, self.span.take(), &source))
     }
+
+    /// Ends the span of a hop dropped before it answered (an edge's timeout, a
+    /// cancellation, a caller gone), which came from `source`, as an error: its
+    /// children, exported already, then find their parent.
+    #[cold]
+    pub(crate) fn abandon(&mut self, source: Source<'_>) {
+        let Some(span) = self.span.take() else {
+            return;
+        };
+        let port = match self.landed {
+            Landed::Inlet(index) => self.runner.inputs[index as usize].spec.name,
+            Landed::System(port) => port,
+            Landed::Finished => return,
+        };
+        let error = Error::permanent(
+            "abandoned: the hop was dropped before it answered (a timeout, a cancellation, or its caller went away)",
+        );
+        let expressions = self.expressions.as_deref().map_or(&[][..], Vec::as_slice);
+        (*span).end(
+            &self.runner.node,
+            port,
+            &source,
+            self.depth,
+            self.attempt,
+            Some(&error),
+            expressions,
+        );
+    }
+
+    /// Whether its span is still open (the hop has not answered).
+    #[inline]
+    pub(crate) fn open_span(&self) -> bool {
+        self.span.is_some()
+    }
 }
 
 /// Where a delivery went: what its end reports.

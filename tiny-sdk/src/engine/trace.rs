@@ -67,6 +67,14 @@ pub trait HopSpans: Send + Sync {
     /// message's), from what is current where it is delivered; `None` starts a trace.
     fn parent(&self) -> Option<SpanParent>;
 
+    /// Whether the trace `trace_id`, begun by a hop without a parent, is sampled (the
+    /// exporter's sampler decides, as for any root span); the hops under it inherit
+    /// the decision. Every trace, unless the sink says otherwise.
+    fn sample_root(&self, trace_id: u128) -> bool {
+        let _ = trace_id;
+        true
+    }
+
     /// A recorded hop span ended (a hop whose trace is not sampled is not given).
     fn ended(&self, hop: EndedHop<'_>);
 }
@@ -254,13 +262,20 @@ impl Recording {
             Some(ids) => Some(SpanParent { ids, remote: false }),
             None => sink.parent(),
         };
-        let ids = SpanIds {
-            trace_id: parent.map_or_else(
-                || (u128::from(random()) << 64) | u128::from(random()),
-                |p| p.ids.trace_id,
-            ),
-            span_id: random(),
-            sampled: parent.is_none_or(|p| p.ids.sampled),
+        let ids = match parent {
+            Some(p) => SpanIds {
+                trace_id: p.ids.trace_id,
+                span_id: random(),
+                sampled: p.ids.sampled,
+            },
+            None => {
+                let trace_id = (u128::from(random()) << 64) | u128::from(random());
+                SpanIds {
+                    trace_id,
+                    span_id: random(),
+                    sampled: sink.sample_root(trace_id),
+                }
+            }
         };
         Box::new(Recording {
             sink,
