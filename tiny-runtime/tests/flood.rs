@@ -11,9 +11,8 @@ use std::{collections::HashSet, sync::atomic::Ordering, time::Duration};
 
 use async_nats::HeaderMap;
 use futures::StreamExt as _;
-use support::gate::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
+use support::gate::{HANDLED, MOST_LIVE, Recorded, gate, gate_module, live, record_at};
 use tiny_runtime::nats::{Link, listen};
-use tiny_sdk::{engine::Engine, flow::FlowBuilder};
 use tiny_testkit::NatsServer;
 
 /// How many messages the module handles at once.
@@ -49,15 +48,7 @@ async fn a_flood_at_a_slow_module_keeps_its_tasks_under_the_cap() {
     let broker = NatsServer::start().await.expect("nats-server starts");
     let link = Link::connect(&broker.url()).await.expect("a NATS URL");
     assert!(link.wait_up(WAIT).await, "connects");
-    let engine = Engine::builder()
-        .module("b")
-        .register::<Gate>()
-        .max_in_flight(CAP)
-        .build();
-    let flow = FlowBuilder::new().module("b").node("f.b.gate-1", "gate").build();
-    for node in flow.nodes {
-        engine.apply(node).await.expect("loads");
-    }
+    let engine = gate_module(CAP).await;
     let _receiver = listen(link.client().clone(), engine.clone(), None)
         .await
         .expect("subscribes");

@@ -9,12 +9,11 @@ mod support;
 use std::{collections::HashSet, sync::atomic::Ordering, time::Duration};
 
 use async_nats::HeaderMap;
-use support::gate::{Gate, HANDLED, MOST_LIVE, Recorded, gate, live, record_at};
+use support::gate::{HANDLED, MOST_LIVE, Recorded, gate, gate_module, live, record_at};
 use tiny_runtime::{
     jetstream::{self, JetStream, config::EDGES_STREAM},
     nats::Link,
 };
-use tiny_sdk::{engine::Engine, flow::FlowBuilder};
 use tiny_testkit::{NatsServer, eventually};
 
 /// How many messages the module handles at once.
@@ -33,15 +32,7 @@ async fn a_stored_flood_waits_on_the_broker_and_every_message_is_handled_once() 
     assert!(link.wait_up(WAIT).await, "connects");
     let js = JetStream::new(link.clone(), "b", "b-0");
     js.ensure().await.expect("streams");
-    let engine = Engine::builder()
-        .module("b")
-        .register::<Gate>()
-        .max_in_flight(CAP)
-        .build();
-    let flow = FlowBuilder::new().module("b").node("f.b.gate-1", "gate").build();
-    for node in flow.nodes {
-        engine.apply(node).await.expect("loads");
-    }
+    let engine = gate_module(CAP).await;
     // Stored first, as a backlog a module finds when it starts.
     let context = async_nats::jetstream::new(link.client().clone());
     for n in 0..FLOOD {

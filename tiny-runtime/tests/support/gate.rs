@@ -8,7 +8,7 @@ use std::sync::{
     atomic::{AtomicUsize, Ordering},
 };
 
-use tiny_sdk::prelude::*;
+use tiny_sdk::{engine::Engine, flow::FlowBuilder, prelude::*};
 use tokio::sync::watch;
 
 /// Opened by the test: until then every handler waits (a slow handler, without a clock).
@@ -42,6 +42,21 @@ static RECORDED: OnceLock<Recorded> = OnceLock::new();
 /// Says where the `gate` records, before any message comes (unsaid: before the gate).
 pub fn record_at(point: Recorded) {
     let _ = RECORDED.set(point);
+}
+
+/// Module `b`'s engine with one `gate` node, `f.b.gate-1`, at most `cap` messages in
+/// its handlers at once.
+pub async fn gate_module(cap: usize) -> Engine {
+    let engine = Engine::builder()
+        .module("b")
+        .register::<Gate>()
+        .max_in_flight(cap)
+        .build();
+    let flow = FlowBuilder::new().module("b").node("f.b.gate-1", "gate").build();
+    for node in flow.nodes {
+        engine.apply(node).await.expect("loads");
+    }
+    engine
 }
 
 /// `gate`: waits for the test's gate, then answers its number.
