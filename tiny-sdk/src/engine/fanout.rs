@@ -197,9 +197,9 @@ fn send<'a>(
     // The task goes on under the sending hop (and in the runtime's span around it), so
     // the hops it makes stay its children.
     let task = tokio::spawn(
-        super::trace::InHop::new(Box::pin(
-            async move { attempts(&engine, &from, &route, msg, hop, started).await },
-        ))
+        super::trace::InHop::new(Box::pin(async move {
+            attempts(&engine, &from, &route, msg, hop, started).await
+        }))
         .in_current_span(),
     );
     Either::Right(async move {

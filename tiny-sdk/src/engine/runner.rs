@@ -357,10 +357,7 @@ impl Runner {
     /// After the handler: masks secrets out of an error, tells the observer (with
     /// when the handler started), logs a failure where it arose, and ends the span
     /// (the delivery came from `source`).
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "a hop's parts, which its delivery holds apart"
-    )]
+    #[allow(clippy::too_many_arguments, reason = "a hop's parts, which its delivery holds apart")]
     fn finish(
         &self,
         result: Result<Reply>,
