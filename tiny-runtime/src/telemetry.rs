@@ -44,7 +44,7 @@ use opentelemetry_sdk::{
     Resource,
     error::OTelSdkResult,
     propagation::{BaggagePropagator, TraceContextPropagator},
-    trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanProcessor},
+    trace::{BatchSpanProcessor, SdkTracerProvider, ShouldSample, SpanData, SpanProcessor},
 };
 use tonic::metadata::{KeyRef, MetadataKey, MetadataMap, MetadataValue};
 use tracing::{Event, Subscriber, field::Field};
@@ -238,19 +238,18 @@ impl Telemetry {
 /// environment asks for it ([`otlp_configured`]). Must run inside a Tokio runtime when
 /// exporting (the gRPC exporter's connection lives there).
 pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, TelemetryError> {
-    let (provider, refused) = match service {
+    let (provider, hops, refused) = match service {
         Some(service) if otlp_configured() => match provider(service)? {
-            Some((p, batch)) => {
-                // Hop spans go straight to the batch exporter (see [`hop`]).
+            Some((p, batch, sampler)) => {
+                // Hop spans go straight to the batch exporter (see [`hop`]), sampled
+                // as the provider samples; installed once the subscriber is.
                 let scope = opentelemetry::InstrumentationScope::builder(TRACER).build();
-                let export: &'static hop::HopExport<BatchSpanProcessor> =
-                    Box::leak(Box::new(hop::HopExport::new(batch, scope)));
-                tiny_sdk::engine::set_hop_spans(Some(export));
-                (Some(p), false)
+                let export = hop::HopExport::new(batch, scope).with_sampler(sampler);
+                (Some(p), Some(export), false)
             }
-            None => (None, true),
+            None => (None, None, true),
         },
-        _ => (None, false),
+        _ => (None, None, false),
     };
     let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     // The flow's spans are made only when they go somewhere: whatever RUST_LOG says,
@@ -295,6 +294,12 @@ pub fn init(format: LogFormat, service: Option<&Service>) -> Result<Telemetry, T
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(otel).with(logs));
     let weak = dispatch.downgrade();
     dispatch.try_init().map_err(TelemetryError::AlreadyInstalled)?;
+    // Only now: a module whose telemetry failed to start exports nothing, and its hops
+    // build no span for an exporter that is gone.
+    if let Some(export) = hops {
+        let export: &'static hop::HopExport<BatchSpanProcessor> = Box::leak(Box::new(export));
+        tiny_sdk::engine::set_hop_spans(Some(export));
+    }
     // Only the first install counts, as only it succeeds.
     let _ = DISPATCH.set(weak);
     TRACING.store(provider.is_some(), Ordering::Relaxed);
@@ -347,8 +352,10 @@ impl SpanProcessor for Shared {
 
 /// The exporter the environment asks for, and its batch processor; `None` when the
 /// DSN's token may not be sent ([`DsnTransport::PlaintextRefused`]).
-#[allow(clippy::type_complexity, reason = "a private pair")]
-fn provider(service: &Service) -> Result<Option<(SdkTracerProvider, Arc<BatchSpanProcessor>)>, TelemetryError> {
+#[allow(clippy::type_complexity, reason = "a private triple")]
+fn provider(
+    service: &Service,
+) -> Result<Option<(SdkTracerProvider, Arc<BatchSpanProcessor>, Box<dyn ShouldSample>)>, TelemetryError> {
     use opentelemetry_otlp::{WithExportConfig as _, WithTonicConfig as _};
     let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
     // The standard variables win; the Go SDK's DSN is the TinySystems way.
@@ -379,11 +386,15 @@ fn provider(service: &Service) -> Result<Option<(SdkTracerProvider, Arc<BatchSpa
     let mut batch = BatchSpanProcessor::builder(exporter).build();
     batch.set_resource(&resource);
     let batch = Arc::new(batch);
+    // `OTEL_TRACES_SAMPLER` and its argument, read once: the provider's spans and the
+    // traces hops begin are sampled alike.
+    let sampler = opentelemetry_sdk::trace::Config::default().sampler;
     let provider = SdkTracerProvider::builder()
         .with_resource(resource)
+        .with_sampler(sampler.clone())
         .with_span_processor(Shared(batch.clone()))
         .build();
-    Ok(Some((provider, batch)))
+    Ok(Some((provider, batch, sampler)))
 }
 
 /// W3C trace context and baggage, as the Go SDK propagates them.
@@ -460,9 +471,12 @@ static DISPATCH: OnceLock<tracing::dispatcher::WeakDispatch> = OnceLock::new();
 /// recorded span around the span `current`, else of the OpenTelemetry context made current (a request's extracted parent), when
 /// one is recorded.
 fn current_ids(current: Option<&tracing::span::Id>) -> Option<(String, String)> {
-    // A hop's handler (or its end) logs in the hop's span.
+    // A hop's handler (or its end) logs in the hop's span: with its ids when its trace
+    // is exported, with none when it is not (no line names a trace nobody receives).
     if let Some(hop) = tiny_sdk::engine::current_hop() {
-        return Some((format!("{:032x}", hop.trace_id), format!("{:016x}", hop.span_id)));
+        return hop
+            .sampled
+            .then(|| (format!("{:032x}", hop.trace_id), format!("{:016x}", hop.span_id)));
     }
     let cx = current.and_then(recorded_context).unwrap_or_else(Context::current);
     let span = cx.span();

@@ -13,7 +13,9 @@ use opentelemetry::{
     Context, InstrumentationScope, KeyValue, StringValue,
     trace::{Event, SpanContext, SpanId, SpanKind, Status, TraceContextExt as _, TraceFlags, TraceId, TraceState},
 };
-use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks, SpanProcessor};
+use opentelemetry_sdk::trace::{
+    Sampler, SamplingDecision, ShouldSample, SpanData, SpanEvents, SpanLinks, SpanProcessor,
+};
 use tiny_sdk::engine::{EndedHop, HopSpans, SpanIds, SpanParent};
 
 /// Gives hop spans to a span processor.
@@ -21,13 +23,27 @@ use tiny_sdk::engine::{EndedHop, HopSpans, SpanIds, SpanParent};
 pub struct HopExport<P> {
     processor: Arc<P>,
     scope: InstrumentationScope,
+    /// Decides whether a trace a hop begins is sampled.
+    sampler: Box<dyn ShouldSample>,
 }
 
 impl<P: SpanProcessor> HopExport<P> {
     /// Hop spans for `processor`, from the instrumentation scope `scope` (the runtime's
-    /// tracer's).
+    /// tracer's), every trace sampled.
     pub fn new(processor: Arc<P>, scope: InstrumentationScope) -> Self {
-        HopExport { processor, scope }
+        HopExport {
+            processor,
+            scope,
+            sampler: Box::new(Sampler::AlwaysOn),
+        }
+    }
+
+    /// Samples the traces hops begin with `sampler`: the tracer provider's, which
+    /// `OTEL_TRACES_SAMPLER` configures.
+    #[must_use]
+    pub fn with_sampler(mut self, sampler: Box<dyn ShouldSample>) -> Self {
+        self.sampler = sampler;
+        self
     }
 }
 
@@ -74,6 +90,14 @@ impl<P: SpanProcessor> HopSpans for HopExport<P> {
             },
             remote: sc.is_remote(),
         })
+    }
+
+    /// As the sampler decides for a root span (a trace id ratio reads only the id).
+    fn sample_root(&self, trace_id: u128) -> bool {
+        let result = self
+            .sampler
+            .should_sample(None, TraceId::from(trace_id), "", &SpanKind::Internal, &[], &[]);
+        result.decision == SamplingDecision::RecordAndSample
     }
 
     fn ended(&self, hop: EndedHop<'_>) {
@@ -201,5 +225,52 @@ pub fn span_data(hop: EndedHop<'_>, scope: &InstrumentationScope) -> SpanData {
         links: SpanLinks::default(),
         status,
         instrumentation_scope: scope.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_sdk::error::OTelSdkResult;
+
+    use super::*;
+
+    /// A processor that keeps nothing: the sampling decision is the sink's own.
+    #[derive(Debug)]
+    struct Discard;
+
+    impl SpanProcessor for Discard {
+        fn on_start(&self, _: &mut opentelemetry_sdk::trace::Span, _: &Context) {}
+        fn on_end(&self, _: SpanData) {}
+        fn force_flush(&self) -> OTelSdkResult {
+            Ok(())
+        }
+        fn shutdown_with_timeout(&self, _: std::time::Duration) -> OTelSdkResult {
+            Ok(())
+        }
+    }
+
+    fn export(sampler: Sampler) -> HopExport<Discard> {
+        HopExport::new(Arc::new(Discard), InstrumentationScope::builder("test").build()).with_sampler(Box::new(sampler))
+    }
+
+    /// The trace a hop begins is sampled as the configured sampler says
+    /// (`OTEL_TRACES_SAMPLER`): `always_off` and a ratio of 0 sample none, the default
+    /// (parent based, always on) and a ratio of 1 all.
+    #[test]
+    fn a_root_hop_is_sampled_as_the_sampler_says() {
+        let ids = [1u128, u128::MAX / 3, u128::MAX];
+        for (sampler, sampled) in [
+            (Sampler::AlwaysOff, false),
+            (Sampler::TraceIdRatioBased(0.0), false),
+            (Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(0.0))), false),
+            (Sampler::ParentBased(Box::new(Sampler::AlwaysOn)), true),
+            (Sampler::TraceIdRatioBased(1.0), true),
+        ] {
+            let name = format!("{sampler:?}");
+            let export = export(sampler);
+            for id in ids {
+                assert_eq!(export.sample_root(id), sampled, "{name}, trace {id:x}");
+            }
+        }
     }
 }

@@ -146,8 +146,10 @@ thread_local! {
     static CURRENT: Cell<Option<SpanIds>> = const { Cell::new(None) };
 }
 
-/// The hop span whose handler runs here, if a hop span is recorded: the parent of
-/// a span the runtime makes for what the handler sends (a call to another module).
+/// The hop span whose handler runs here, while a sink is installed: the parent of a
+/// span the runtime makes for what the handler sends (a call to another module). A
+/// hop of a trace not sampled is current too (`sampled` is false): what it sends
+/// inherits the decision, and a log line leaves its ids out.
 pub fn current_hop() -> Option<SpanIds> {
     CURRENT.with(Cell::get)
 }
