@@ -113,7 +113,7 @@ impl JetStreamRouter {
             return self.answer(step, emit, payload).await;
         }
         let mut headers = durable_headers(&emit, step.run_id(), hop.depth);
-        crate::nats::trace::inject_nats(&tracing::Span::current(), &mut headers);
+        crate::nats::trace::inject_nats_here(&mut headers);
         store(&self.js, wire::subject(&module), headers, payload, &module).await?;
         step.stored(emit);
         Ok(Reply::empty())

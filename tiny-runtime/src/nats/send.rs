@@ -100,7 +100,7 @@ pub async fn send(client: &Client, node: &str, port: &str, data: Vec<u8>, opts: 
     let unreachable = |e: &dyn std::fmt::Display| {
         Error::transient(format!("sending to `{node}:{port}` on `{subject}`: {e}")).with_code(code::UNREACHABLE)
     };
-    crate::nats::trace::inject_nats(&tracing::Span::current(), &mut headers);
+    crate::nats::trace::inject_nats_here(&mut headers);
     let Some(wait) = opts.wait else {
         client
             .publish_with_headers(subject.clone(), headers, Bytes::from(data))

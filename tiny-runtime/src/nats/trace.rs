@@ -65,6 +65,17 @@ pub fn inject_nats(span: &tracing::Span, headers: &mut async_nats::HeaderMap) {
     propagator().inject_context(&span.context(), &mut NatsWriter(headers));
 }
 
+/// Puts the trace context of what runs here into NATS headers: the hop whose handler
+/// runs ([`current_hop`](tiny_sdk::engine::current_hop)), which is no `tracing` span,
+/// so that what a handler sends is the hop's child; else the current `tracing` span.
+pub(crate) fn inject_nats_here(headers: &mut async_nats::HeaderMap) {
+    match tiny_sdk::engine::current_hop() {
+        // A hop is current only while hop spans are recorded.
+        Some(ids) => propagator().inject_context(&crate::telemetry::hop::hop_context(ids), &mut NatsWriter(headers)),
+        None => inject_nats(&tracing::Span::current(), headers),
+    }
+}
+
 /// The trace context NATS headers carry (empty without one).
 pub fn extract_nats(headers: Option<&async_nats::HeaderMap>) -> Context {
     propagator().extract(&NatsReader(headers))
