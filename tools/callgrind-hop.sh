@@ -5,8 +5,11 @@
 # the two counts divided by (N2 - N1) x 10 hops is what one hop costs, setup and
 # warm-up cancelled out. `--json` sends the messages as JSON (a signal's way in);
 # `--no-retries` gives the edges one attempt (no copy kept for a retry); `--expr` puts
-# chain10_expr's expression on every edge; `--traced` records every hop span (the
-# OpenTelemetry layer, no exporter), as on a cluster that sets `OTLP_DSN`.
+# chain10_expr's expression on every edge; `--traced` records every hop span as a
+# module that exports traces does (the runtime's hop sink building each span's
+# OpenTelemetry data for a batch processor whose exporter sends nothing, and its
+# subscriber's OpenTelemetry layer for the spans it makes with `tracing`), as on a
+# cluster that sets `OTLP_DSN`.
 # `CALLGRIND_KEEP=DIR` keeps the two runs' profiles as DIR/hop.N1 and DIR/hop.N2, for
 # `callgrind_annotate --inclusive=yes [--tree=calling]`: a function's count in the second
 # minus the first, over (N2 - N1) x 10, is what it costs a hop.
