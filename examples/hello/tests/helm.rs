@@ -14,12 +14,16 @@ use std::{
     time::Duration,
 };
 
-use common::{create_flow, eventually, ready, signal};
+use common::{
+    create_flow, eventually,
+    helm::{Exit, JobPod, RanJob},
+    ready, signal,
+};
 use k8s_openapi::api::{
     apps::v1::Deployment,
     authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec},
     coordination::v1::Lease,
-    core::v1::{Namespace, Pod as PodObject, PodSpec, Service, ServiceAccount},
+    core::v1::{Namespace, PodSpec, Service, ServiceAccount},
     rbac::v1::{Role, RoleBinding},
 };
 use kube::{
@@ -932,13 +936,13 @@ impl Installed {
         match jobs {
             Some(image) => {
                 let ran = helm_running_jobs(&env, ns, image, &args).await;
-                let names: Vec<&str> = ran.iter().map(|j| j.name.as_str()).collect();
+                let names: Vec<&str> = ran.iter().map(|j| j.job.as_str()).collect();
                 assert_eq!(
                     names,
                     [format!("{RELEASE}-tiny-module-pre-install")],
                     "the pre-install hook ran"
                 );
-                assert!(ran[0].succeeded, "pre-install: {}", ran[0].log);
+                assert!(ran[0].succeeded(), "pre-install: {}", ran[0].stderr);
             }
             None => {
                 helm(&args);
@@ -1128,16 +1132,16 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
         &["uninstall", RELEASE, "--namespace", ns, "--kubeconfig", &kubeconfig],
     )
     .await;
-    let names: Vec<&str> = ran.iter().map(|j| j.name.as_str()).collect();
+    let names: Vec<&str> = ran.iter().map(|j| j.job.as_str()).collect();
     assert_eq!(
         names,
         [format!("{RELEASE}-tiny-module-cleanup")],
         "the cleanup hook ran"
     );
     assert!(
-        ran[0].succeeded && ran[0].log.contains("cleaned up"),
+        ran[0].succeeded() && ran[0].stderr.contains("cleaned up"),
         "cleanup: {}",
-        ran[0].log
+        ran[0].stderr
     );
 
     assert!(it.api::<Deployment>().get_opt(&name).await.expect("get").is_none());
@@ -1187,101 +1191,30 @@ async fn helm_install_runs_the_image_with_the_charts_service_account_and_uninsta
     let _ = &it.values;
 }
 
-/// A Job this test ran as a kubelet would.
-struct RanJob {
-    name: String,
-    succeeded: bool,
-    log: String,
-}
-
 /// Runs `helm args` and meanwhile acts as the kubelet for the Jobs Helm creates in `ns` (its
-/// hooks, which Helm waits for): each Pod the job controller makes for a Job runs from
-/// `image`, chrooted as user 65532, with its ServiceAccount's token, and its exit code
-/// becomes the Pod's phase; the job controller then marks the Job Complete or Failed.
+/// hooks, which Helm waits for; `common::helm::helm_running_jobs`): each Pod the job
+/// controller makes for a Job runs from `image`, chrooted as user 65532, with its
+/// ServiceAccount's token, and its exit code becomes the Pod's phase. Helm must succeed.
 async fn helm_running_jobs(env: &TestEnv, ns: &str, image: &Image, args: &[&str]) -> Vec<RanJob> {
-    let owned: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    let mut run = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = owned.iter().map(String::as_str).collect();
-        helm(&args)
-    });
-    let client = env.client();
-    let pods: Api<PodObject> = Api::namespaced(client.clone(), ns);
-    let mut ran: Vec<RanJob> = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    loop {
-        tokio::select! {
-            out = &mut run => {
-                for job in &ran {
-                    eprintln!("--- hook Job {} (succeeded: {}):\n{}", job.name, job.succeeded, job.log);
-                }
-                out.expect("helm ran");
-                return ran;
-            }
-            () = tokio::time::sleep(Duration::from_millis(300)) => {}
+    let owned = args.iter().map(|a| (*a).to_owned()).collect();
+    let ((ok, stdout, stderr), ran) = common::helm::helm_running_jobs(env, ns, owned, |job: JobPod| async move {
+        image.mount_token(env, &job.token, &job.namespace);
+        let mut process = Pod::of_spec(env, image, &job.spec, &job.namespace, &job.name, None);
+        let (succeeded, log) = tokio::task::spawn_blocking(move || {
+            let ok = process.wait(Duration::from_secs(90)) == Some(true);
+            (ok, process.log())
+        })
+        .await
+        .expect("the Job's process");
+        Exit {
+            code: Some(if succeeded { 0 } else { 1 }),
+            stdout: String::new(),
+            stderr: log,
         }
-        let Ok(list) = pods.list(&ListParams::default()).await else {
-            continue;
-        };
-        for pod in list.items {
-            let Some(job) = pod
-                .owner_references()
-                .iter()
-                .find(|o| o.kind == "Job")
-                .map(|o| o.name.clone())
-            else {
-                continue; // the Deployment's Pods: the tests start those themselves
-            };
-            if !seen.insert(pod.uid().unwrap_or_default()) {
-                continue;
-            }
-            let pod_name = pod.name_any();
-            let spec = pod.spec.clone().expect("the Pod's spec");
-            let container = spec.containers[0].clone();
-            let sa = spec.service_account_name.clone().unwrap_or_else(|| "default".into());
-            let token = env.service_account_token(ns, &sa).await.expect("the Job's token");
-            image.mount_token(env, &token, ns);
-            let mut process = Pod::of_spec(env, image, &spec, ns, &pod_name, None);
-            let (succeeded, log) = tokio::task::spawn_blocking(move || {
-                let ok = process.wait(Duration::from_secs(90)) == Some(true);
-                (ok, process.log())
-            })
-            .await
-            .expect("the Job's process");
-            // What a kubelet reports of a finished Pod. Finishing the Job is the job
-            // controller's part (Kubernetes 1.35 refuses a Complete Job status without the
-            // conditions, counts and start time it writes).
-            let now = k8s_openapi::jiff::Timestamp::now().to_string();
-            let (phase, exit_code, reason) = if succeeded {
-                ("Succeeded", 0, "Completed")
-            } else {
-                ("Failed", 1, "Error")
-            };
-            let status = json!({
-                "phase": phase,
-                "startTime": now,
-                "containerStatuses": [{
-                    "name": container.name,
-                    "image": container.image.unwrap_or_default(),
-                    "imageID": "",
-                    "ready": false,
-                    "restartCount": 0,
-                    "state": {"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": now, "finishedAt": now}},
-                }],
-            });
-            pods.patch_status(
-                &pod_name,
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": status })),
-            )
-            .await
-            .expect("the Pod's status");
-            ran.push(RanJob {
-                name: job,
-                succeeded,
-                log,
-            });
-        }
-    }
+    })
+    .await;
+    assert!(ok, "helm {args:?} failed:\n{stdout}\n{stderr}");
+    ran
 }
 
 /// The module's rules as the chart renders them for the installed module.

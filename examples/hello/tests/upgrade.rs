@@ -17,7 +17,10 @@ use kube::{
 use serde_json::{Value, json};
 use tiny_runtime::crd::{ModuleComponent, TinyModule, TinyModuleSpec, TinyModuleStatus};
 
-use common::HELLO;
+use common::{
+    HELLO,
+    helm::{Exit, JobPod, REPO, RanJob, helm_output as helm, helm_running_jobs, kubeconfig_as},
+};
 
 /// `hello-module <args>`: exit status, stdout, stderr.
 fn hello(args: &[&str]) -> (Option<i32>, String, String) {
@@ -270,21 +273,6 @@ fn offline_a_components_snapshot_and_a_flow_file_are_checked_alike() {
     );
 }
 
-const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
-/// `tools/helm/helm <args>`: whether it succeeded, stdout, stderr.
-fn helm(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(format!("{REPO}/tools/helm/helm"))
-        .args(args)
-        .output()
-        .expect("tools/helm/helm runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// `helm template` of the tiny-module chart as release `hello` in `ns` with the values
 /// file `values`: whether it succeeded, stdout, stderr.
 fn template(ns: &str, values: &std::path::Path) -> (bool, String, String) {
@@ -482,115 +470,29 @@ async fn the_rendered_hook_refuses_a_breaking_upgrade_with_only_its_own_rights()
     assert!(stderr.contains("--allow-breaking: going on"), "{stderr}");
 }
 
-/// A kubeconfig in `dir` for the test API server with the token of ServiceAccount `sa`
-/// of `ns`: what the in-cluster credentials a kubelet mounts into the Job's pod give.
-async fn kubeconfig_as(env: &tiny_testenv::TestEnv, ns: &str, sa: &str, dir: &std::path::Path) -> std::path::PathBuf {
-    let token = env.service_account_token(ns, sa).await.expect("token");
-    let ca = dir.join(format!("{ns}-ca.pem"));
-    std::fs::write(&ca, env.ca_pem().expect("CA")).expect("write");
-    let kubeconfig = dir.join(format!("{ns}-{sa}.kubeconfig"));
-    std::fs::write(
-        &kubeconfig,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{}\", certificate-authority: \"{}\"}}}}]\n\
-             users: [{{name: hook, user: {{token: \"{token}\"}}}}]\ncontexts: [{{name: hook, context: {{cluster: c, user: hook}}}}]\n\
-             current-context: hook\n",
-            env.server_url(),
-            ca.display()
-        ),
-    )
-    .expect("write");
-    kubeconfig
-}
-
-/// A hook Job's pod this test ran as the kubelet would: its Job, exit status, stdout, stderr.
-struct RanHook {
-    job: String,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `helm args` (an install or an upgrade into `ns`) and meanwhile plays the
-/// kubelet's part, and only that, for the pods the job controller makes for its hook
-/// Jobs (the test control plane has no kubelet): each such pod's container command runs,
-/// the image's `/manager` being this very binary, with the pod's args and env (the
-/// downward API's namespace filled in) and, standing in for the ServiceAccount's
-/// in-cluster credentials, a kubeconfig for the test API server with that account's
-/// token. Its exit status becomes the pod's phase; from it the control plane's job
-/// controller marks the Job Complete or Failed, which Helm waits for. What Helm said,
-/// and the pods run.
+/// kubelet's part for the pods of its hook Jobs (`common::helm::helm_running_jobs`): each
+/// such pod's container command runs, the image's `/manager` being this very binary, with
+/// the pod's args and env (the downward API's namespace filled in) and, standing in for the
+/// ServiceAccount's in-cluster credentials, a kubeconfig for the test API server with that
+/// account's token. What Helm said, and the pods run.
 async fn helm_as_kubelet(
     env: &tiny_testenv::TestEnv,
     ns: &str,
     args: Vec<String>,
-) -> ((bool, String, String), Vec<RanHook>) {
-    use futures::StreamExt as _;
-    use k8s_openapi::api::core::v1::Pod;
-    use kube::{
-        ResourceExt as _,
-        runtime::{WatchStreamExt as _, watcher},
-    };
-    let mut helm_run = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        helm(&args)
-    });
-    let pods: Api<Pod> = Api::namespaced(env.client(), ns);
-    let mut pod_events = watcher(pods.clone(), watcher::Config::default())
-        .default_backoff()
-        .applied_objects()
-        .boxed();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut ran = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    loop {
-        let pod = tokio::select! {
-            out = &mut helm_run => {
-                for hook in &ran {
-                    let RanHook { job, code, stdout, stderr } = hook;
-                    eprintln!("--- hook Job {job} exited {code:?}:\n{stdout}{stderr}");
-                }
-                return (out.expect("helm ran"), ran);
-            }
-            event = pod_events.next() => match event {
-                Some(Ok(pod)) => pod,
-                // The watcher lists again after an error.
-                Some(Err(_)) => continue,
-                None => panic!("the pod watch ended"),
-            },
-        };
-        let Some(job) = pod
-            .owner_references()
-            .iter()
-            .find(|o| o.kind == "Job")
-            .map(|o| o.name.clone())
-        else {
-            continue; // the Deployment's pods: no kubelet runs them, nor need the hooks them
-        };
-        // A pod of an earlier hook Job that already ran (Helm deletes that Job before it
-        // makes the next): a kubelet runs a pod once.
-        let finished = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .is_some_and(|p| p == "Succeeded" || p == "Failed");
-        if finished || pod.metadata.deletion_timestamp.is_some() || !seen.insert(pod.uid().unwrap_or_default()) {
-            continue;
-        }
-        let spec = pod.spec.clone().expect("the pod's spec");
-        let container = spec.containers[0].clone();
+) -> ((bool, String, String), Vec<RanJob>) {
+    helm_running_jobs(env, ns, args, |pod: JobPod| async move {
+        let container = &pod.spec.containers[0];
         assert_eq!(
             container.command.as_deref(),
             Some(&["/manager".to_owned()][..]),
             "the image's binary"
         );
-        let sa = spec.service_account_name.clone().unwrap_or_else(|| "default".into());
-        let kubeconfig = kubeconfig_as(env, ns, &sa, dir.path()).await;
         let mut command = Command::new(HELLO);
         command
             .args(container.args.iter().flatten())
             .env_clear()
-            .env("KUBECONFIG", &kubeconfig);
+            .env("KUBECONFIG", &pod.kubeconfig);
         for var in container.env.iter().flatten() {
             let value = match (&var.value, &var.value_from) {
                 (Some(v), _) => v.clone(),
@@ -601,7 +503,7 @@ async fn helm_as_kubelet(
                         Some("metadata.namespace"),
                         "a downward API field this kubelet fills: {var:?}"
                     );
-                    ns.to_owned()
+                    pod.namespace.clone()
                 }
                 (None, None) => String::new(),
             };
@@ -611,40 +513,13 @@ async fn helm_as_kubelet(
             .await
             .expect("the hook's process")
             .expect("hello-module runs");
-        let code = out.status.code();
-        // What a kubelet reports of a finished pod; the Job is the job controller's.
-        let now = k8s_openapi::jiff::Timestamp::now().to_string();
-        let (phase, reason) = if code == Some(0) {
-            ("Succeeded", "Completed")
-        } else {
-            ("Failed", "Error")
-        };
-        let status = json!({
-            "phase": phase,
-            "startTime": now,
-            "containerStatuses": [{
-                "name": container.name,
-                "image": container.image.unwrap_or_default(),
-                "imageID": "",
-                "ready": false,
-                "restartCount": 0,
-                "state": {"terminated": {"exitCode": code.unwrap_or(137), "reason": reason, "startedAt": now, "finishedAt": now}},
-            }],
-        });
-        pods.patch_status(
-            &pod.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(json!({ "status": status })),
-        )
-        .await
-        .expect("the pod's status");
-        ran.push(RanHook {
-            job,
-            code,
+        Exit {
+            code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
-    }
+        }
+    })
+    .await
 }
 
 /// `helm install|upgrade` of the tiny-module chart as release `hello` in `ns`, the module

@@ -2,6 +2,7 @@
 //! kit's, and the hello module's binary and in-process runtime.
 #![allow(dead_code, unused_imports)]
 
+pub mod helm;
 pub mod nats;
 
 use kube::Client;
