@@ -330,9 +330,9 @@ const TRACER: &str = "tiny";
 /// The batch exporter, shared by the tracer provider (the runtime's `tracing` spans)
 /// and the hop spans ([`hop::HopExport`]). Its resource is set before it is shared.
 #[derive(Debug)]
-struct Shared(Arc<BatchSpanProcessor>);
+struct SharedBatch(Arc<BatchSpanProcessor>);
 
-impl SpanProcessor for Shared {
+impl SpanProcessor for SharedBatch {
     fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &Context) {
         self.0.on_start(span, cx);
     }
@@ -392,7 +392,7 @@ fn provider(
     let provider = SdkTracerProvider::builder()
         .with_resource(resource)
         .with_sampler(sampler.clone())
-        .with_span_processor(Shared(batch.clone()))
+        .with_span_processor(SharedBatch(batch.clone()))
         .build();
     Ok(Some((provider, batch, sampler)))
 }
