@@ -46,7 +46,7 @@ test: ## run every test (what CI runs)
 CLUSTER_TESTS := -p tiny-testenv -p tiny-runtime -p tiny-example-hello -p tiny-example-http \
 	-p tiny-example-common -p tiny-example-guide -p tiny-js \
 	--test control_plane --test crds --test resources --test secrets --test cluster --test cross_module \
-	--test durable --test faults --test flows --test helm --test nats --test observability_traces \
+	--test durable --test faults --test flows --test helm_install --test nats --test observability_traces \
 	--test observability_metrics --test observability_secrets --test poison \
 	--test validate --test load --test template --test fresh_flow --test catalog_cluster --test soak \
 	--test signal_race --test nkeys --test identity --test upgrade --test components
