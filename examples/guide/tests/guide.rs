@@ -110,14 +110,14 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("make helm-lint", "Makefile", "\nhelm-lint: ## "),
     (
         "tools/helm/helm install charts/tiny-crds tiny-crds --namespace tinysystems",
-        "examples/hello/tests/helm.rs",
+        "examples/hello/tests/helm_install.rs",
         r#"repo("charts/tiny-crds").to_str().expect("utf-8"),
             "tiny-crds",
             "--namespace","#,
     ),
     (
         "tools/helm/helm install charts/tiny-module guide --namespace tinysystems -f rbac.yaml -f my-values.yaml",
-        "examples/hello/tests/helm.rs",
+        "examples/hello/tests/helm_install.rs",
         r#"RELEASE,
             "--namespace",
             ns,
@@ -130,7 +130,7 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     (
         "tools/helm/helm uninstall guide --namespace tinysystems",
-        "examples/hello/tests/helm.rs",
+        "examples/hello/tests/helm_install.rs",
         r#"&["uninstall", RELEASE, "--namespace", ns"#,
     ),
 ];
