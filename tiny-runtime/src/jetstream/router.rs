@@ -91,7 +91,17 @@ impl JetStreamRouter {
     /// redelivery is dropped by the broker), noted on the emitting step, not waited
     /// for. The run's answer goes straight to the origin's subject instead, with a
     /// step record of its own so the run is not left with a hop nobody records.
-    async fn durable(self, module: String, to: String, edge: Edge, payload: Bytes, hop: Hop) -> Result<Reply> {
+    /// `span` is the `jetstream.client` producer span: the stored message names it as
+    /// its parent, as a blocking hop's does.
+    async fn durable(
+        self,
+        module: String,
+        to: String,
+        edge: Edge,
+        payload: Bytes,
+        hop: Hop,
+        span: tracing::Span,
+    ) -> Result<Reply> {
         let Some(step) = hop.run.clone() else {
             return Err(Error::permanent("a durable hop without its run"));
         };
@@ -113,7 +123,7 @@ impl JetStreamRouter {
             return self.answer(step, emit, payload).await;
         }
         let mut headers = durable_headers(&emit, step.run_id(), hop.depth);
-        crate::nats::trace::inject_nats_here(&mut headers);
+        crate::nats::trace::inject_nats(&span, &mut headers);
         store(&self.js, wire::subject(&module), headers, payload, &module).await?;
         step.stored(emit);
         Ok(Reply::empty())
@@ -249,7 +259,7 @@ impl RemoteRouter for JetStreamRouter {
         crate::telemetry::under_hop(&span);
         if hop.run.as_ref().is_some_and(|s| s.parent().is_some()) {
             let edge = Edge::of(&source);
-            let outcome = router.durable(module, to, edge, payload, hop);
+            let outcome = router.durable(module, to, edge, payload, hop, span.clone());
             return Box::pin(record(outcome, span));
         }
         // A blocking hop: Go sends no `Nats-Msg-Id` (a deduplicated copy would leave

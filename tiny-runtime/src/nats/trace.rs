@@ -7,7 +7,7 @@ use opentelemetry::{
 };
 
 use super::wire::header;
-use crate::telemetry::{propagator, tracing_enabled};
+use crate::telemetry::propagator;
 
 /// The W3C keys as Go's `propagation.HeaderCarrier` (an `http.Header`) puts them on a
 /// NATS message: canonical MIME case, the only form a Go receiver finds.
@@ -56,10 +56,11 @@ impl Extractor for NatsReader<'_> {
 }
 
 /// Puts `span`'s trace context into NATS headers, as a Go module writes it
-/// (`Traceparent`, ...); nothing while traces are not exported.
+/// (`Traceparent`, ...); nothing for a span not recorded (the flow's spans are off
+/// while traces are not exported), as the gRPC side decides.
 pub fn inject_nats(span: &tracing::Span, headers: &mut async_nats::HeaderMap) {
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-    if span.is_disabled() || !tracing_enabled() {
+    if span.is_disabled() {
         return;
     }
     propagator().inject_context(&span.context(), &mut NatsWriter(headers));
