@@ -16,8 +16,9 @@
 //! unless `OTLP_DSN_PLAINTEXT=allow` says plain `http://` is trusted (in-cluster traffic
 //! a NetworkPolicy confines); refused, tracing stays off with one warning. Otherwise the `tiny::flow` target is switched off
 //! and a hop pays one cached check. W3C trace context (`traceparent`, `tracestate`,
-//! `baggage`, as the Go SDK's otelgrpc) travels in gRPC metadata, so a flow run that
-//! crosses modules is one trace. Only OTLP over gRPC is built in (`OTEL_EXPORTER_OTLP_PROTOCOL`
+//! `baggage`, as the Go SDK's otelgrpc) travels in gRPC metadata and NATS headers, so
+//! a flow run that crosses modules is one trace; what a hop sends keeps the baggage
+//! and vendor state of the context around the hop ([`hop::hop_context`]). Only OTLP over gRPC is built in (`OTEL_EXPORTER_OTLP_PROTOCOL`
 //! other than `grpc` is reported and ignored).
 //!
 //! **Logs.** On stderr, filtered by `RUST_LOG`, as text or as one JSON object a line
@@ -454,7 +455,7 @@ pub(crate) fn under_hop(span: &tracing::Span) {
         && !span.is_disabled()
     {
         // Fails only once the span started, which nothing did yet.
-        let _ = span.set_parent(hop::hop_context(ids));
+        let _ = span.set_parent(hop::hop_context(ids, &hop::outer_context()));
     }
 }
 

@@ -12,19 +12,22 @@ use std::{
 
 use futures::StreamExt as _;
 use opentelemetry::{
-    Context,
-    trace::{SpanId, TraceContextExt as _, TracerProvider as _},
+    Context, KeyValue,
+    baggage::BaggageExt as _,
+    context::FutureExt as _,
+    trace::{SpanContext, SpanId, TraceContextExt as _, TraceFlags, TraceId, TraceState, TracerProvider as _},
 };
 use opentelemetry_sdk::{
     error::OTelSdkResult,
     trace::{SdkTracerProvider, SpanData, SpanProcessor},
 };
-use serde_json::json;
-use tiny_runtime::nats::{Link, wire};
+use serde_json::{Value, json};
+use tiny_runtime::nats::{Link, SendOptions, send, wire};
 use tiny_sdk::{
-    engine::{EXECUTION_MODE_LABEL, EndedHop, HopSpans, Registry, SpanIds, SpanParent, set_hop_spans},
+    engine::{EXECUTION_MODE_LABEL, EndedHop, Engine, HopSpans, Registry, SpanIds, SpanParent, set_hop_spans},
     flow::FlowBuilder,
     harness::Relay,
+    prelude::*,
 };
 use tiny_testkit::{NatsServer, durable_module};
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -182,5 +185,124 @@ async fn a_durable_emit_names_its_producer_span_as_the_parent() {
             "the producer span is under the emitting hop"
         );
     }
+    near.receiver.stop().await;
+}
+
+/// The connection [`Sender`] sends on.
+static CLIENT: OnceLock<async_nats::Client> = OnceLock::new();
+
+/// Sends `{}` to `t.other-v0.target-1:input` over NATS from its handler.
+#[derive(Debug, Component, Default)]
+#[component(name = "sender")]
+struct Sender {
+    input: Input<Value>,
+}
+
+impl Sender {
+    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> {
+        let client = CLIENT.get().ok_or_else(|| Error::permanent("no connection"))?;
+        send(
+            client,
+            "t.other-v0.target-1",
+            "input",
+            b"{}".to_vec(),
+            &SendOptions::default(),
+        )
+        .await?;
+        Ok(Reply::empty())
+    }
+}
+
+/// The trace the incoming request continues.
+const INCOMING_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+/// What a receiver makes current for a request that came with `traceparent`,
+/// `tracestate: vendor=opaque` and `baggage: tenant=acme`.
+fn incoming() -> Context {
+    let state = TraceState::from_key_value([("vendor", "opaque")]).expect("a trace state");
+    let span = SpanContext::new(
+        TraceId::from_hex(INCOMING_TRACE).expect("a trace id"),
+        SpanId::from_hex("00f067aa0ba902b7").expect("a span id"),
+        TraceFlags::SAMPLED,
+        true,
+        state,
+    );
+    Context::new()
+        .with_remote_span_context(span)
+        .with_baggage([KeyValue::new("tenant", "acme")])
+}
+
+/// The request's trace, its vendor state and its baggage, as `message` carries them.
+fn carried(message: &async_nats::Message) -> (Option<String>, Option<&str>, Option<&str>) {
+    let header = |key: &str| message.headers.as_ref()?.get(key).map(async_nats::HeaderValue::as_str);
+    (
+        traceparent(message).map(|(trace, _)| format!("{trace:032x}")),
+        header(wire::header::TRACESTATE),
+        header(wire::header::BAGGAGE),
+    )
+}
+
+/// The request's baggage and vendor trace state reach what a handler sends with
+/// `nats::send`, in the request's trace, as the Go SDK's otel propagation carries
+/// them: the hop's context keeps what is around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baggage_and_trace_state_reach_what_a_handler_sends() {
+    recorded();
+    let broker = NatsServer::start().await.expect("nats-server");
+    let link = Link::connect(&broker.url()).await.expect("a NATS URL");
+    assert!(link.wait_up(WAIT).await, "connects");
+    let client = link.client().clone();
+    let mut sent = client.subscribe(wire::subject("other-v0")).await.expect("subscribes");
+    client.flush().await.expect("subscribed");
+    CLIENT.set(client).expect("set once");
+    let engine = Engine::builder().register::<Sender>().build();
+    for node in FlowBuilder::new().node("baggage-1", "sender").build().nodes {
+        engine.apply(node).await.expect("node loads");
+    }
+    engine
+        .send("baggage-1:input", json!({}))
+        .with_context(incoming())
+        .await
+        .expect("sends");
+
+    let message = tokio::time::timeout(WAIT, sent.next())
+        .await
+        .expect("the handler's message comes")
+        .expect("the handler's message");
+    assert_eq!(
+        carried(&message),
+        (
+            Some(INCOMING_TRACE.to_owned()),
+            Some("vendor=opaque"),
+            Some("tenant=acme")
+        )
+    );
+}
+
+/// The same through a durable emit's producer span, which is made a child of the
+/// emitting hop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baggage_and_trace_state_reach_a_durable_emit() {
+    recorded();
+    let broker = NatsServer::start_with(&["--jetstream"]).await.expect("nats-server");
+    let (near, mut stored) = durable_emit(&broker, "baggage").await;
+    near.engine
+        .send("baggage.near.first-1:input", json!({}))
+        .with_context(incoming())
+        .await
+        .expect("the first step runs");
+
+    let message = tokio::time::timeout(WAIT, stored.next())
+        .await
+        .expect("the emit is stored in time")
+        .expect("the stored emit");
+    assert_eq!(
+        carried(&message),
+        (
+            Some(INCOMING_TRACE.to_owned()),
+            Some("vendor=opaque"),
+            Some("tenant=acme")
+        )
+    );
     near.receiver.stop().await;
 }

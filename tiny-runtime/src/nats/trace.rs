@@ -72,7 +72,10 @@ pub fn inject_nats(span: &tracing::Span, headers: &mut async_nats::HeaderMap) {
 pub(crate) fn inject_nats_here(headers: &mut async_nats::HeaderMap) {
     match tiny_sdk::engine::current_hop() {
         // A hop is current only while hop spans are recorded.
-        Some(ids) => propagator().inject_context(&crate::telemetry::hop::hop_context(ids), &mut NatsWriter(headers)),
+        Some(ids) => {
+            let cx = crate::telemetry::hop::hop_context(ids, &crate::telemetry::hop::outer_context());
+            propagator().inject_context(&cx, &mut NatsWriter(headers));
+        }
         None => inject_nats(&tracing::Span::current(), headers),
     }
 }

@@ -63,23 +63,45 @@ pub fn span_context(ids: SpanIds, remote: bool) -> SpanContext {
     )
 }
 
+/// The OpenTelemetry context around what runs here: the recorded `tracing` span's (a
+/// signal's, a receiver's), else the one made current (a request's extracted parent).
+pub fn outer_context() -> Context {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let current = tracing::Span::current();
+    if current.is_disabled() {
+        Context::current()
+    } else {
+        current.context()
+    }
+}
+
 /// A context whose span is the hop span `ids` (the parent of a span the runtime makes
-/// for what the hop sends).
-pub fn hop_context(ids: SpanIds) -> Context {
-    Context::new().with_remote_span_context(span_context(ids, false))
+/// for what the hop sends), within `outer`, the context around the hop: its baggage
+/// kept, and its vendor trace state (`tracestate`) while the hop is in its trace, as
+/// an OpenTelemetry child span would inherit them. A hop span has neither of its own.
+pub fn hop_context(ids: SpanIds, outer: &Context) -> Context {
+    let outer_span = outer.span();
+    let around = outer_span.span_context();
+    let state = if around.trace_id() == TraceId::from(ids.trace_id) {
+        around.trace_state().clone()
+    } else {
+        TraceState::NONE
+    };
+    let hop = span_context(ids, false);
+    outer.with_remote_span_context(SpanContext::new(
+        hop.trace_id(),
+        hop.span_id(),
+        hop.trace_flags(),
+        false,
+        state,
+    ))
 }
 
 impl<P: SpanProcessor> HopSpans for HopExport<P> {
     /// The recorded `tracing` span around the delivery (a signal's, a receiver's), else
     /// the OpenTelemetry context made current.
     fn parent(&self) -> Option<SpanParent> {
-        use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-        let current = tracing::Span::current();
-        let cx = if current.is_disabled() {
-            Context::current()
-        } else {
-            current.context()
-        };
+        let cx = outer_context();
         let span = cx.span();
         let sc = span.span_context();
         sc.is_valid().then(|| SpanParent {
