@@ -3,7 +3,10 @@
 //! current in `tracing` is not the sender. (A file of its own: the hop spans' sink is
 //! the process's.)
 
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::{
+    sync::{Mutex, OnceLock, PoisonError},
+    time::Duration,
+};
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -60,7 +63,7 @@ impl HopSpans for Hops {
 async fn a_handler_sending_over_nats_names_its_hop_as_the_parent() {
     let broker = NatsServer::start().await.expect("nats-server starts");
     let link = Link::connect(&broker.url()).await.expect("a NATS URL");
-    assert!(link.wait_up(std::time::Duration::from_secs(30)).await, "connects");
+    assert!(link.wait_up(Duration::from_secs(30)).await, "connects");
     let client = link.client().clone();
     let mut sent = client.subscribe(">").await.expect("subscribes");
     client.flush().await.expect("subscribed");
@@ -74,7 +77,10 @@ async fn a_handler_sending_over_nats_names_its_hop_as_the_parent() {
     }
     engine.send("sender-1:input", json!({})).await.expect("sends");
 
-    let message = sent.next().await.expect("the handler's message");
+    let message = tokio::time::timeout(Duration::from_secs(10), sent.next())
+        .await
+        .expect("the handler's message comes in time")
+        .expect("the handler's message");
     let hop = hops.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
     assert_eq!(hop.len(), 1, "{hop:?}");
     let traceparent = message
