@@ -293,6 +293,10 @@ pub mod code {
     /// limit (`max_bytes`, `max_msgs`, `max_msg_size`; docs/limits.md). Transient: the
     /// stream drains as its consumers take their messages.
     pub const STREAM_FULL: &str = "STREAM_FULL";
+    /// The hop was dropped before it answered (an edge's timeout, a cancellation, its
+    /// caller gone): the error its span ends with, so that a trace view tells it from
+    /// a handler's failure.
+    pub const ABANDONED: &str = "ABANDONED";
 }
 
 /// Foreign errors are not retried unless marked: as in the Go SDK, an unmarked failure

@@ -12,6 +12,7 @@ use tiny_testkit::components::{Answer, Slow};
 use serde_json::json;
 use tiny_sdk::{
     engine::{EndedHop, Engine, HopSpans, SpanParent, set_hop_spans},
+    error::code,
     flow::{FlowBuilder, RetryPolicy},
     harness::Relay,
 };
@@ -21,7 +22,7 @@ use tiny_sdk::{
 struct Hops(Mutex<Vec<Hop>>);
 
 /// A hop span's `node:port`, its span id, its parent's, the `data` payload, and the
-/// error it ended with.
+/// code of the error it ended with (`""` for an error without one).
 type Hop = (String, u64, Option<u64>, Option<String>, Option<String>);
 
 thread_local! {
@@ -45,7 +46,7 @@ impl HopSpans for Hops {
             hop.ids.span_id,
             hop.parent.map(|p| p.ids.span_id),
             hop.payload,
-            hop.error.map(|e| e.message().to_owned()),
+            hop.error.map(|e| e.code().unwrap_or_default().to_owned()),
         ));
     }
 }
@@ -140,9 +141,9 @@ async fn a_hop_dropped_before_it_answers_ends_its_span_as_abandoned() {
         .find(|h| h.0 == "timeout-relay:input")
         .unwrap_or_else(|| panic!("the relay's span: {hops:?}"));
     assert_eq!(slow.2, Some(relay.1), "under the relay: {hops:?}");
-    let error = slow.4.as_deref().unwrap_or_default();
-    assert!(
-        error.contains("abandoned"),
+    assert_eq!(
+        slow.4.as_deref(),
+        Some(code::ABANDONED),
         "an error saying it was abandoned: {hops:?}"
     );
 }

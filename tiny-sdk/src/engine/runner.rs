@@ -619,7 +619,8 @@ impl Delivering {
         };
         let error = Error::permanent(
             "abandoned: the hop was dropped before it answered (a timeout, a cancellation, or its caller went away)",
-        );
+        )
+        .with_code(crate::error::code::ABANDONED);
         let expressions = self.expressions.as_deref().map_or(&[][..], Vec::as_slice);
         (*span).end(
             &self.runner.node,
