@@ -1345,7 +1345,7 @@ mod tests {
         let run = |extra: &[&str]| {
             let mut argv = vec!["m", "run", "--name=hello", "--version=0.1.0"];
             argv.extend_from_slice(extra);
-            Cli::try_parse_from(argv)
+            parse_without_env(argv)
         };
         for two in [
             &["--nats-nkey-seed=SU", "--nats-token=t"][..],
@@ -1379,7 +1379,8 @@ mod tests {
     }
 
     /// Parses `argv` as the CLI would, blind to the environment: a developer's
-    /// exported `TINY_NATS_URL` (the README's `make up` says to) must not decide a test.
+    /// exported `TINY_NATS_URL` (the README's `make up` says to), `SELF_SERVICE_HOST`
+    /// or `TINY_SYSTEM_PORTS_FROM` must not decide a test. Every parse test uses it.
     fn parse_without_env(argv: Vec<&str>) -> Result<Cli, clap::Error> {
         use clap::{CommandFactory as _, FromArgMatches as _};
         let blind = |a: clap::Arg| a.env(None::<&'static str>);
@@ -1443,7 +1444,7 @@ mod tests {
         let run = |extra: &[&str]| {
             let mut argv = vec!["m", "run", "--name=hello", "--version=0.1.0"];
             argv.extend_from_slice(extra);
-            let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            let Command::Run(args) = parse_without_env(argv).unwrap().command else {
                 panic!("not run")
             };
             grpc_bind_address(&args).to_string()
@@ -1456,7 +1457,7 @@ mod tests {
 
     #[test]
     fn the_go_operator_charts_arguments_parse() {
-        let cli = Cli::try_parse_from([
+        let cli = parse_without_env(vec![
             "manager",
             "run",
             "--health-probe-bind-address=:8081",
@@ -1480,14 +1481,14 @@ mod tests {
             Some("127.0.0.1:8080")
         );
         for hook in ["pre-install", "pre-delete"] {
-            assert!(Cli::try_parse_from(["manager", hook]).is_ok(), "{hook}");
+            assert!(parse_without_env(vec!["manager", hook]).is_ok(), "{hook}");
         }
     }
 
     #[test]
     fn a_flag_given_twice_takes_its_last_value_as_cobra_does() {
         // The chart's own flags, then the same flag from `extraArgs`.
-        let cli = Cli::try_parse_from([
+        let cli = parse_without_env(vec![
             "manager",
             "run",
             "--name=hello",
@@ -1515,8 +1516,14 @@ mod tests {
             lenient::<NatsMode>("jetstrem"),
             Err("`jetstrem` is not one of: core, jetstream".to_owned())
         );
-        let cli =
-            Cli::try_parse_from(["manager", "run", "--name=hello", "--version=1.0.0", "--nats-transport="]).unwrap();
+        let cli = parse_without_env(vec![
+            "manager",
+            "run",
+            "--name=hello",
+            "--version=1.0.0",
+            "--nats-transport=",
+        ])
+        .unwrap();
         let Command::Run(args) = cli.command else {
             panic!("not run")
         };
