@@ -67,12 +67,27 @@ const RUN_EVERY: Duration = Duration::from_millis(500);
 const SIGNAL_EVERY: Duration = Duration::from_secs(2);
 /// How long a core request waits for its answer.
 const CORE_WAIT: Duration = Duration::from_secs(15);
-/// Broker kills so far: a core request that was waiting when one came lost its reply
-/// with the broker (core NATS keeps nothing), which is what a kill gives, not a loss.
-static BROKER_KILLS: AtomicU64 = AtomicU64::new(0);
-/// The code a core request's `TIMEOUT` is counted under when a broker kill came while
-/// it waited.
+/// When each broker kill came: a core request sent just before one ([`IN_FLIGHT`])
+/// lost its reply with the broker (core NATS keeps nothing), which is what a kill
+/// gives, not a loss.
+static KILLED_AT: Mutex<Vec<Instant>> = Mutex::new(Vec::new());
+/// How long before a kill a request may have been sent and still be in flight: a few
+/// times a core request's latency under the soak's load. One sent earlier should have
+/// had its answer before the kill, so its `TIMEOUT` is a loss, however long its
+/// [`CORE_WAIT`] ran on past the kill.
+const IN_FLIGHT: Duration = Duration::from_secs(2);
+/// The code a core request's `TIMEOUT` is counted under when a broker kill came within
+/// [`IN_FLIGHT`] of its sending.
 const CUT_BY_KILL: &str = "TIMEOUT across a broker kill";
+
+/// Whether a broker kill came within [`IN_FLIGHT`] after `sent`.
+fn cut_by_kill(sent: Instant) -> bool {
+    KILLED_AT
+        .lock()
+        .map(|kills| kills.iter().any(|&at| at >= sent && at - sent <= IN_FLIGHT))
+        .unwrap_or(false)
+}
+
 /// How long the work may take to drain once the traffic stops: a durable hop held by a
 /// broker that died is redelivered after JetStream's 30 s ack wait at worst.
 const DRAIN: Duration = Duration::from_secs(180);
@@ -152,7 +167,7 @@ impl Counts {
     }
 
     /// Failures that are losses: every one but what a broker kill gives, an
-    /// `UNREACHABLE` or a request that was waiting when the brokers died
+    /// `UNREACHABLE` or a request sent just before the brokers died
     /// ([`CUT_BY_KILL`]). Any other dropped request comes back as a `TIMEOUT`, so
     /// counting it as failed would hide it.
     fn lost_failures(&self) -> u64 {
@@ -408,7 +423,9 @@ impl Soak {
     }
 
     async fn kill_brokers(&mut self, down: u64) -> String {
-        BROKER_KILLS.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut kills) = KILLED_AT.lock() {
+            kills.push(Instant::now());
+        }
         self.core_broker.kill();
         self.run_broker.kill();
         tokio::time::sleep(Duration::from_secs(down)).await;
@@ -494,7 +511,7 @@ async fn core_traffic(link: Link, stop: Arc<AtomicBool>, counts: Arc<Counts>) {
                 wait: Some(CORE_WAIT),
                 ..SendOptions::default()
             };
-            let kills = BROKER_KILLS.load(Ordering::SeqCst);
+            let sent = Instant::now();
             match send(&client, CORE_ENTRY, "input", data, &opts).await {
                 Ok(reply) => {
                     let got = reply.and_then(tiny_sdk::Reply::into_value);
@@ -506,8 +523,7 @@ async fn core_traffic(link: Link, stop: Arc<AtomicBool>, counts: Arc<Counts>) {
                     }
                 }
                 Err(e) => {
-                    let cut = e.code() == Some(tiny_sdk::error::code::TIMEOUT)
-                        && BROKER_KILLS.load(Ordering::SeqCst) != kills;
+                    let cut = e.code() == Some(tiny_sdk::error::code::TIMEOUT) && cut_by_kill(sent);
                     counts.failed_with(if cut { Some(CUT_BY_KILL) } else { e.code() });
                 }
             }
@@ -783,7 +799,7 @@ async fn mixed_traffic_survives_broker_kills_api_server_pauses_and_leader_kills(
     if lost_core > 0 {
         problems.push(format!(
             "{lost_core} core requests lost: {unanswered} neither answered nor failed, {} failed otherwise than \
-             a broker kill fails them (UNREACHABLE, or a TIMEOUT across a kill){}",
+             a broker kill fails them (UNREACHABLE, or a TIMEOUT of one sent just before a kill){}",
             core.lost_failures(),
             core.codes()
         ));
