@@ -14,7 +14,7 @@ use crate::carrier::{Down, Presence};
 pub struct Broker {
     module: String,
     /// The connection, or why the URL or credentials cannot be used.
-    link: Result<Link, String>,
+    link: Result<Link, LinkError>,
 }
 
 impl Broker {
@@ -46,7 +46,7 @@ impl Broker {
             }
             Err(e) => {
                 tracing::error!(error = %e, "NATS cannot be used; serving gRPC only");
-                Err(e.to_string())
+                Err(e)
             }
         };
         Self {
@@ -58,6 +58,11 @@ impl Broker {
     /// The connection, unless the broker cannot be used.
     pub fn link(&self) -> Option<&Link> {
         self.link.as_ref().ok()
+    }
+
+    /// Why the broker cannot be used (its URL or credentials), if it cannot.
+    pub fn unusable(&self) -> Option<&LinkError> {
+        self.link.as_ref().err()
     }
 }
 
@@ -81,7 +86,7 @@ impl Presence for Broker {
     fn state(&self) -> Result<(), Down> {
         match &self.link {
             Ok(link) => super::router::link_health(link).map_err(Down::Unreachable),
-            Err(why) => Err(Down::Unusable(why.clone())),
+            Err(why) => Err(Down::Unusable(why.to_string())),
         }
     }
 
@@ -103,14 +108,20 @@ mod tests {
         let broker = Broker::connect("m-v0", "http://10.0.0.1:4222", Ok(Credentials::Url)).await;
         assert!(broker.link().is_none());
         assert_eq!(broker.address(), "nats://tinymodule.m-v0.msg");
-        match broker.state() {
-            Err(Down::Unusable(why)) => assert!(why.contains("not a NATS URL"), "{why}"),
-            other => panic!("want unusable, got {other:?}"),
-        }
-        // The `Transport` condition's reason is `NatsUnusable`.
+        assert!(
+            matches!(broker.unusable(), Some(LinkError::Url { .. })),
+            "{:?}",
+            broker.unusable()
+        );
+        let down = broker.state().err();
+        // The `Transport` condition's reason is `NatsUnusable`, its message the error's.
         assert_eq!(
-            (broker.reason(), Down::Unusable(String::new()).reason()),
-            ("Nats", "Unusable")
+            (broker.reason(), down.as_ref().map(Down::reason)),
+            ("Nats", Some("Unusable"))
+        );
+        assert_eq!(
+            down.as_ref().map(Down::why),
+            broker.unusable().map(ToString::to_string).as_deref()
         );
     }
 }
