@@ -357,8 +357,8 @@ impl Recording {
 
 /// Records how a call ended on its span: `tiny.outcome` is `ok` or `error`; an error
 /// also sets the span's OpenTelemetry status and, on a span with the field,
-/// `tiny.error.code`. Nothing on a span that is not recorded. The engine's hop spans
-/// and the runtime's client spans (a gRPC or NATS request, a signal) record alike.
+/// `tiny.error.code`. Nothing on a span that is not recorded. The runtime's `tracing`
+/// spans (a gRPC or NATS request, a signal) record alike.
 pub fn record_outcome<T>(span: &Span, result: &Result<T, Error>) {
     if span.is_disabled() {
         return;

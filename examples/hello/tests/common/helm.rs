@@ -22,6 +22,7 @@ use tiny_testenv::TestEnv;
 pub const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 /// The module the chart tests install.
 pub const MODULE: &str = "examples-v0";
+/// The module's version the chart tests install.
 pub const VERSION: &str = "0.1.0";
 /// The Helm release the chart tests install.
 pub const RELEASE: &str = "hello";
@@ -87,8 +88,11 @@ pub fn kubeconfig_with(env: &TestEnv, ns: &str, sa: &str, token: &str, dir: &Pat
 pub struct JobPod {
     /// The Job that owns the pod.
     pub job: String,
+    /// The pod's name.
     pub name: String,
+    /// Its namespace.
     pub namespace: String,
+    /// What it runs: containers, args, env, ServiceAccount.
     pub spec: PodSpec,
     /// A token of the pod's ServiceAccount.
     pub token: String,
@@ -98,20 +102,28 @@ pub struct JobPod {
 
 /// How a Job's pod ended: exit status, stdout, stderr.
 pub struct Exit {
+    /// The exit status, `None` when a signal ended it.
     pub code: Option<i32>,
+    /// What it wrote on stdout.
     pub stdout: String,
+    /// What it wrote on stderr.
     pub stderr: String,
 }
 
 /// A Job's pod run as the kubelet would: its Job, exit status, stdout, stderr.
 pub struct RanJob {
+    /// The Job that owns the pod.
     pub job: String,
+    /// The pod's exit status, `None` when a signal ended it.
     pub code: Option<i32>,
+    /// What it wrote on stdout.
     pub stdout: String,
+    /// What it wrote on stderr.
     pub stderr: String,
 }
 
 impl RanJob {
+    /// Whether the pod exited 0 (the Job then completes).
     pub fn succeeded(&self) -> bool {
         self.code == Some(0)
     }
