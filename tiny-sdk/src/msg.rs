@@ -156,12 +156,17 @@ impl<T: Serialize + Send + Sync + 'static> Body for Typed<T> {
         .map_err(not_serialised)?;
         Ok((Cow::Owned(tree), whole))
     }
-    fn tree_placing(&self, keys: &[Box<str>], placed: &Placing) -> Option<Result<Placed>> {
+    fn tree_placing(
+        &self,
+        keys: &[Box<str>],
+        placed: &Placing,
+        spare: &mut Option<serde_json::Map<String, Value>>,
+    ) -> Option<Result<Placed>> {
         if self.json.get().is_some() {
             return None;
         }
         let made = self.value.as_ref().ok_or_else(moved).and_then(|value| {
-            fields::project_placing(value, keys, placed)
+            fields::project_placing(value, keys, placed, spare.take())
                 .map(|(tree, _, slots)| (tree, slots))
                 .map_err(not_serialised)
         });
@@ -285,8 +290,17 @@ impl Msg {
     /// value of each of those, at the index `placed` gives (`None` where the value did
     /// not come as a struct's field). Made from a typed value whose tree is not made
     /// yet; `None` otherwise.
-    pub(crate) fn tree_placing(&self, keys: &[Box<str>], placed: &Placing) -> Option<Result<Placed>> {
-        self.0.tree_placing(keys, placed)
+    ///
+    /// `spare`, the map of a tree made so before (its values no longer needed), is taken
+    /// to make the tree in when it is made: written over in place, the tree is the same
+    /// as in a map of its own.
+    pub(crate) fn tree_placing(
+        &self,
+        keys: &[Box<str>],
+        placed: &Placing,
+        spare: &mut Option<serde_json::Map<String, Value>>,
+    ) -> Option<Result<Placed>> {
+        self.0.tree_placing(keys, placed, spare)
     }
 
     /// The message as JSON bytes, written straight from the typed value (no tree).

@@ -21,7 +21,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tiny_expr::{EvalError, Template};
 
 use crate::{
@@ -102,6 +102,10 @@ pub(crate) struct EdgeMapping {
     /// (`Template::placed_fields`), if it is: a typed message makes those values apart
     /// rather than into the tree the template reads.
     placed: Option<Box<crate::msg::Placing>>,
+    /// The map of the last tree made so (`placed`), its values dropped: the next hop
+    /// makes its tree in it (see `Msg::tree_placing`), rather than allocate a map and
+    /// copy and hash its keys again.
+    spare: Mutex<Option<Map<String, Value>>>,
     /// Touched only when an expression fails; shared with the runner the node's next
     /// spec builds, so that a re-apply does not forget a failing edge.
     failing: Arc<Mutex<Option<Failing>>>,
@@ -162,6 +166,7 @@ impl EdgeMapping {
             moves,
             names,
             placed,
+            spare: Mutex::default(),
             failing: Arc::default(),
         }
     }
@@ -198,7 +203,14 @@ impl EdgeMapping {
             .filter(|_| !self.reads_all.load(Ordering::Relaxed));
         // Fields placed whole made apart, straight from a typed value.
         let placing = match (&self.placed, self.reads.as_deref()) {
-            (Some(placed), Some(keys)) => data.tree_placing(keys, placed).transpose()?,
+            (Some(placed), Some(keys)) => {
+                let mut spare = self.take_spare();
+                let placing = data.tree_placing(keys, placed, &mut spare).transpose()?;
+                if spare.is_some() {
+                    self.keep_spare(spare);
+                }
+                placing
+            }
             _ => None,
         };
         let (mut root, all, slots) = match (placing, keys) {
@@ -275,7 +287,31 @@ impl EdgeMapping {
             }
             self.report(&failures, policy, site);
         }
+        // The tree made from a typed value's fields: its map serves the next hop (one
+        // as large as the fields read, at most: the map kept is never a whole message).
+        if let (Some(_), Some(reads), Cow::Owned(Value::Object(mut map))) = (&self.placed, &self.reads, root)
+            && map.len() <= reads.len()
+        {
+            for value in map.values_mut() {
+                *value = Value::Null;
+            }
+            self.keep_spare(Some(map));
+        }
         Ok((input, (!failures.is_empty()).then(|| Box::new(failures))))
+    }
+
+    /// The spare map, if no other hop has it.
+    fn take_spare(&self) -> Option<Map<String, Value>> {
+        self.spare.try_lock().ok().and_then(|mut spare| spare.take())
+    }
+
+    /// Keeps `map` for the next hop, unless another hop kept one already.
+    fn keep_spare(&self, map: Option<Map<String, Value>>) {
+        if let Ok(mut spare) = self.spare.try_lock()
+            && spare.is_none()
+        {
+            *spare = map;
+        }
     }
 
     /// Says the first of the failures in a while in the log and to the runtime (which

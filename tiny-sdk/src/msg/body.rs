@@ -23,8 +23,13 @@ pub(super) trait Body: Send + Sync + 'static {
     }
     /// [`tree`](Body::tree) for `keys`, a struct's fields named in `placed` made apart
     /// (see [`Msg::tree_placing`]); `None` when the message has no typed value to make
-    /// them from, or its tree is made already.
-    fn tree_placing(&self, _keys: &[Box<str>], _placed: &Placing) -> Option<Result<Placed>> {
+    /// them from, or its tree is made already. `spare` is taken when it is used.
+    fn tree_placing(
+        &self,
+        _keys: &[Box<str>],
+        _placed: &Placing,
+        _spare: &mut Option<serde_json::Map<String, Value>>,
+    ) -> Option<Result<Placed>> {
         None
     }
     /// The message as JSON bytes.

@@ -8,7 +8,10 @@
 //! (a string, a sequence, an enum's tuple variant) is serialised whole, exactly as
 //! [`serde_json::to_value`] would: an expression reading a field of it fails the same way.
 
-use std::cell::{Cell, RefCell};
+use std::{
+    borrow::Cow,
+    cell::{Cell, RefCell},
+};
 
 use serde::{
     Serialize,
@@ -24,17 +27,23 @@ type Error = serde_json::Error;
 /// `value` serialises them), or the whole tree when `value` is neither a struct nor a
 /// map; and whether that is the whole tree (no field was left out).
 pub(super) fn project<T: Serialize + ?Sized>(value: &T, keys: &[Box<str>]) -> Result<(Value, bool), Error> {
-    project_placing(value, keys, &[]).map(|(tree, whole, _)| (tree, whole))
+    project_placing(value, keys, &[], None).map(|(tree, whole, _)| (tree, whole))
 }
 
 /// [`project`], with a struct's field `keys[k]` serialised into slot `placed[k]`, when
 /// that is given, instead of into the tree. A field that does not come that way (a
 /// map's entry, a skipped field) goes into the tree as any other.
+///
+/// `spare`, a map an earlier projection made (its values no longer needed), is written
+/// over in place when its keys come again in its order: no map allocated, no key copied
+/// or hashed. The tree is the same either way (see [`Out`]).
 pub(super) fn project_placing<T: Serialize + ?Sized>(
     value: &T,
     keys: &[Box<str>],
     placed: &Placing,
+    spare: Option<Map<String, Value>>,
 ) -> Result<(Value, bool, Vec<Option<Slot>>), Error> {
+    let spare = Cell::new(spare);
     let left_out = Cell::new(false);
     // One slot per place up to the last one used: none is grown while serialising.
     let places = placed.iter().flatten().max().map_or(0, |last| last + 1);
@@ -44,6 +53,7 @@ pub(super) fn project_placing<T: Serialize + ?Sized>(
         left_out: &left_out,
         placed,
         slots: &slots,
+        spare: &spare,
     })?;
     Ok((tree, !left_out.get(), slots.into_inner()))
 }
@@ -57,6 +67,49 @@ struct Fields<'k> {
     /// For each of `keys`, the slot a struct's field of that name goes in, if any.
     placed: &'k Placing,
     slots: &'k RefCell<Vec<Option<Slot>>>,
+    /// A map to write the tree into, taken by the first struct or map (the top level).
+    spare: &'k Cell<Option<Map<String, Value>>>,
+}
+
+/// The tree being made: a map of its own, or a spare one whose keys are the ones
+/// written so far, in that order (`written` of them), whose values are written over.
+/// A key that does not come where the spare has it turns what was written into a map of
+/// its own, so that the tree is what a fresh map would hold: same keys, same order, a
+/// key written twice keeping its first place and its last value.
+enum Out {
+    Fresh(Map<String, Value>),
+    Reusing { map: Map<String, Value>, written: usize },
+}
+
+impl Out {
+    fn insert(&mut self, key: Cow<'_, str>, value: Value) {
+        match self {
+            Out::Fresh(map) => {
+                map.insert(key.into_owned(), value);
+            }
+            Out::Reusing { map, written } => {
+                if let Some((k, v)) = map.iter_mut().nth(*written)
+                    && **k == *key
+                {
+                    *v = value;
+                    *written += 1;
+                    return;
+                }
+                let mut fresh = Map::with_capacity(map.len().max(*written + 1));
+                fresh.extend(std::mem::take(map).into_iter().take(*written));
+                fresh.insert(key.into_owned(), value);
+                *self = Out::Fresh(fresh);
+            }
+        }
+    }
+
+    fn finish(self) -> Map<String, Value> {
+        match self {
+            Out::Fresh(map) => map,
+            Out::Reusing { map, written } if written == map.len() => map,
+            Out::Reusing { map, written } => map.into_iter().take(written).collect(),
+        }
+    }
 }
 
 /// A struct or map being filtered: the fields kept so far, and for a map the key of
@@ -66,7 +119,7 @@ struct Filtered<'k> {
     left_out: &'k Cell<bool>,
     placed: &'k Placing,
     slots: &'k RefCell<Vec<Option<Slot>>>,
-    out: Map<String, Value>,
+    out: Out,
     next: Option<String>,
 }
 
@@ -77,8 +130,11 @@ impl<'k> Filtered<'k> {
             left_out: of.left_out,
             placed: of.placed,
             slots: of.slots,
-            // As serde_json sizes a struct's map: growing it costs more than the fields.
-            out: Map::with_capacity(len.unwrap_or(0).min(of.keys.len())),
+            out: match of.spare.take() {
+                Some(map) => Out::Reusing { map, written: 0 },
+                // As serde_json sizes a struct's map: growing it costs more than the fields.
+                None => Out::Fresh(Map::with_capacity(len.unwrap_or(0).min(of.keys.len()))),
+            },
             next: None,
         }
     }
@@ -223,7 +279,7 @@ impl SerializeStruct for StructOut<'_> {
                         }
                     }
                     None => {
-                        f.out.insert(key.to_owned(), serde_json::to_value(value)?);
+                        f.out.insert(Cow::Borrowed(key), serde_json::to_value(value)?);
                     }
                 }
                 Ok(())
@@ -241,7 +297,7 @@ impl SerializeStruct for StructOut<'_> {
 
     fn end(self) -> Result<Value, Error> {
         match self {
-            StructOut::Filtered(f) => Ok(Value::Object(f.out)),
+            StructOut::Filtered(f) => Ok(Value::Object(f.out.finish())),
             StructOut::Whole(s) => SerializeStruct::end(s),
         }
     }
@@ -265,13 +321,13 @@ impl SerializeMap for Filtered<'_> {
 
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         if let Some(key) = self.next.take() {
-            self.out.insert(key, serde_json::to_value(value)?);
+            self.out.insert(Cow::Owned(key), serde_json::to_value(value)?);
         }
         Ok(())
     }
 
     fn end(self) -> Result<Value, Error> {
-        Ok(Value::Object(self.out))
+        Ok(Value::Object(self.out.finish()))
     }
 }
 
@@ -423,7 +479,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use serde::Serialize;
-    use serde_json::{Value, json};
+    use serde_json::{Map, Value, json};
 
     use super::{Slot, project, project_placing};
 
@@ -453,6 +509,30 @@ mod tests {
         // Key order too: what serde_json's tree would have.
         if let (Value::Object(g), Value::Object(e)) = (&got, &expected) {
             assert!(g.keys().eq(e.keys()));
+        }
+        // Made in a spare map: the one this projection made (its keys come again), one
+        // with more keys, other keys, the same keys in another order, or none.
+        let mut spares = vec![Map::new(), json_map(json!({"zz": 1, "a": 2, "b": 3}))];
+        if let Value::Object(made) = got {
+            let mut longer = made.clone();
+            longer.insert("zz-extra".into(), json!(0));
+            let reversed: Map<String, Value> = made.clone().into_iter().rev().collect();
+            spares.extend([made, longer, reversed]);
+        }
+        for spare in spares {
+            let before: Vec<String> = spare.keys().cloned().collect();
+            let (got, _, _) = project_placing(value, &keys(wanted), &[], Some(spare)).expect("projects");
+            assert_eq!(got, expected, "in a spare map with {before:?}");
+            if let (Value::Object(g), Value::Object(e)) = (&got, &expected) {
+                assert!(g.keys().eq(e.keys()), "in a spare map with {before:?}: {got}");
+            }
+        }
+    }
+
+    fn json_map(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
         }
     }
 
@@ -527,6 +607,20 @@ mod tests {
 
     #[test]
     fn what_is_not_a_struct_or_map_is_serialised_whole() {
+        // A struct that writes a key twice: its first place, its last value.
+        struct Twice;
+        impl Serialize for Twice {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeStruct as _;
+                let mut st = s.serialize_struct("Twice", 3)?;
+                st.serialize_field("a", &1)?;
+                st.serialize_field("b", &2)?;
+                st.serialize_field("a", &3)?;
+                st.end()
+            }
+        }
+        same_as_filtered(&Twice, &["a", "b"]);
+        same_as_filtered(&Twice, &["a"]);
         same_as_filtered(&"text", &["a"]);
         same_as_filtered(&vec![request()], &["body"]);
         same_as_filtered(&(1, "two"), &["a"]);
@@ -576,7 +670,7 @@ mod tests {
         };
         // Parallel to the keys: `b` to slot 2, `c` to slot 0.
         let placed = [None, Some(2), Some(0)];
-        let (tree, whole, slots) = project_placing(&m, &keys(&["a", "b", "c"]), &placed).expect("projects");
+        let (tree, whole, slots) = project_placing(&m, &keys(&["a", "b", "c"]), &placed, None).expect("projects");
         // `b` is made apart, `c` is skipped (its slot stays empty), `d` is not read.
         assert_eq!(tree, json!({"a": 1}));
         assert!(!whole);
@@ -584,7 +678,7 @@ mod tests {
         assert_eq!(slots, vec![None, None, Some(json!("x"))]);
         // A map's entries are not a struct's fields: they stay in the tree.
         let map = BTreeMap::from([("b", 2)]);
-        let (tree, _, slots) = project_placing(&map, &keys(&["b"]), &[Some(0)]).expect("projects");
+        let (tree, _, slots) = project_placing(&map, &keys(&["b"]), &[Some(0)], None).expect("projects");
         assert_eq!(tree, json!({"b": 2}));
         assert!(slots.iter().all(Option::is_none));
     }
