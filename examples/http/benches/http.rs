@@ -365,7 +365,7 @@ fn main() {
     let get = |n: &str| rows.iter().find(|(k, _)| *k == n).map(|(_, f)| f);
     if let (Some(t), Some(b)) = (get("tiny"), get("bare")) {
         println!(
-            "tiny / bare server: {:.2}x requests per second (goal >= 0.8x)",
+            "tiny / bare server: {:.2}x requests per second (goal >= 0.9x)",
             t.rps / b.rps
         );
     }
