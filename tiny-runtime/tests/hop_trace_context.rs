@@ -5,6 +5,8 @@
 //! the subscriber and the hop spans' sink are the process's; each test reads the
 //! spans of its own nodes.)
 
+mod support;
+
 use std::{
     sync::{Mutex, OnceLock, PoisonError},
     time::Duration,
@@ -21,16 +23,17 @@ use opentelemetry_sdk::{
     error::OTelSdkResult,
     trace::{SdkTracerProvider, SpanData, SpanProcessor},
 };
-use serde_json::{Value, json};
-use tiny_runtime::nats::{Link, SendOptions, send, wire};
+use serde_json::json;
+use tiny_runtime::nats::{Link, wire};
 use tiny_sdk::{
     engine::{EXECUTION_MODE_LABEL, EndedHop, Engine, HopSpans, Registry, SpanIds, SpanParent, set_hop_spans},
     flow::FlowBuilder,
     harness::Relay,
-    prelude::*,
 };
 use tiny_testkit::{NatsServer, durable_module};
 use tracing_subscriber::layer::SubscriberExt as _;
+
+use support::sender::{CLIENT, Sender};
 
 /// How long a message the test waits for may take.
 const WAIT: Duration = Duration::from_secs(20);
@@ -186,31 +189,6 @@ async fn a_durable_emit_names_its_producer_span_as_the_parent() {
         );
     }
     near.receiver.stop().await;
-}
-
-/// The connection [`Sender`] sends on.
-static CLIENT: OnceLock<async_nats::Client> = OnceLock::new();
-
-/// Sends `{}` to `t.other-v0.target-1:input` over NATS from its handler.
-#[derive(Debug, Component, Default)]
-#[component(name = "sender")]
-struct Sender {
-    input: Input<Value>,
-}
-
-impl Sender {
-    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> {
-        let client = CLIENT.get().ok_or_else(|| Error::permanent("no connection"))?;
-        send(
-            client,
-            "t.other-v0.target-1",
-            "input",
-            b"{}".to_vec(),
-            &SendOptions::default(),
-        )
-        .await?;
-        Ok(Reply::empty())
-    }
 }
 
 /// The trace the incoming request continues.

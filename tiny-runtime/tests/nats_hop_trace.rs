@@ -3,45 +3,23 @@
 //! current in `tracing` is not the sender. (A file of its own: the hop spans' sink is
 //! the process's.)
 
+mod support;
+
 use std::{
-    sync::{Mutex, OnceLock, PoisonError},
+    sync::{Mutex, PoisonError},
     time::Duration,
 };
 
 use futures::StreamExt as _;
-use serde_json::{Value, json};
-use tiny_runtime::nats::{Link, SendOptions, send};
+use serde_json::json;
+use tiny_runtime::nats::Link;
 use tiny_sdk::{
     engine::{EndedHop, Engine, HopSpans, SpanIds, SpanParent, set_hop_spans},
     flow::FlowBuilder,
-    prelude::*,
 };
 use tiny_testkit::NatsServer;
 
-/// The connection the sending handler uses.
-static CLIENT: OnceLock<async_nats::Client> = OnceLock::new();
-
-/// Sends `{}` to `t.other-v0.target-1:input` over NATS from its handler.
-#[derive(Debug, Component, Default)]
-#[component(name = "sender")]
-struct Sender {
-    input: Input<Value>,
-}
-
-impl Sender {
-    async fn on_input(&self, _: &Ctx<Self>, _: Value) -> Result<Reply> {
-        let client = CLIENT.get().ok_or_else(|| Error::permanent("no connection"))?;
-        send(
-            client,
-            "t.other-v0.target-1",
-            "input",
-            b"{}".to_vec(),
-            &SendOptions::default(),
-        )
-        .await?;
-        Ok(Reply::empty())
-    }
-}
+use support::sender::{CLIENT, Sender};
 
 /// Keeps the ids of each hop span.
 #[derive(Default)]

@@ -3,4 +3,5 @@
 
 pub mod gate;
 pub mod runs;
+pub mod sender;
 pub mod tag;
