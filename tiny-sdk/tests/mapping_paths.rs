@@ -18,7 +18,10 @@ use tiny_sdk::{
     flow::{FlowBuilder, RetryPolicy},
     prelude::*,
 };
-use tiny_testkit::{components::Forward, seen};
+use tiny_testkit::{
+    components::{Forward, Record},
+    seen,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
 struct Inner {
@@ -196,20 +199,6 @@ impl Typed {
     }
 }
 
-/// `value`: records the input as JSON.
-#[derive(Debug, Component, Default)]
-#[component(name = "value")]
-struct RecordValue {
-    input: Input<Value>,
-}
-
-impl RecordValue {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
-        seen::record(ctx.node_name(), msg.to_string());
-        Reply::empty()
-    }
-}
-
 /// `wide`: records the input decoded as [`Wide`].
 #[derive(Debug, Component, Default)]
 #[component(name = "wide")]
@@ -296,7 +285,7 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
     let e = Engine::builder()
         .register::<Typed>()
         .register::<Forward>()
-        .register::<RecordValue>()
+        .register::<Record>()
         .register::<RecordWide>()
         .register::<RecordEntries>()
         .build();
@@ -305,7 +294,7 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
     let to_entries = format!("e-{tag}");
     let mut flow = FlowBuilder::new()
         .node("src", source)
-        .node(&to_value, "value")
+        .node(&to_value, "record")
         .node("fan", source)
         .node(&to_wide, "wide")
         .edge_with(
@@ -329,7 +318,7 @@ async fn deliver(source: &str, template: &Value, retries: bool, fan_out: bool) -
             policy(retries),
         );
     if fan_out {
-        flow = flow.node(&beside, "value").edge_with(
+        flow = flow.node(&beside, "record").edge_with(
             "src:out",
             &format!("{beside}:input"),
             json!({"user": "{{$.user.name}}", "all": "{{$}}"}),
@@ -402,12 +391,12 @@ async fn strict_rendering_paths_fail_as_the_reference_does() {
                 .strict_expressions(true)
                 .register::<Typed>()
                 .register::<Forward>()
-                .register::<RecordValue>()
+                .register::<Record>()
                 .build();
             let to = format!("strict-{source}");
             let flow = FlowBuilder::new()
                 .node("src", source)
-                .node(&to, "value")
+                .node(&to, "record")
                 .edge_with("src:out", &format!("{to}:input"), template.clone(), policy(false))
                 .build();
             for node in flow.nodes {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use tiny_sdk::{engine::Engine, expr::Template, flow::FlowBuilder, prelude::*};
-use tiny_testkit::seen;
+use tiny_testkit::{components::Record, seen};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Schema)]
 struct Inner {
@@ -63,20 +63,6 @@ struct EmitFlat {
 impl EmitFlat {
     async fn on_input(&self, ctx: &Ctx<Self>, msg: Flat) -> Result<Reply> {
         self.out.emit(ctx, msg).await
-    }
-}
-
-/// `value`: records its input as JSON text (its keys in order).
-#[derive(Debug, Component, Default)]
-#[component(name = "value")]
-struct RecordValue {
-    input: Input<Value>,
-}
-
-impl RecordValue {
-    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
-        seen::record(ctx.node_name(), msg.to_string());
-        Reply::empty()
     }
 }
 
@@ -148,11 +134,11 @@ async fn each_message_on_an_edge_renders_as_a_fresh_tree_does() {
             let e = Engine::builder()
                 .register::<EmitPlain>()
                 .register::<EmitFlat>()
-                .register::<RecordValue>()
+                .register::<Record>()
                 .build();
             let flow = FlowBuilder::new()
                 .node("src", source)
-                .node("to", "value")
+                .node("to", "record")
                 .edge_with("src:out", "to:input", template.clone(), None)
                 .build();
             for node in flow.nodes {

@@ -44,6 +44,22 @@ impl Echo {
     }
 }
 
+/// `record`: keeps its input's JSON text (its keys in order) in [`seen`](crate::seen)
+/// under its node's name, for the test to [`take`](crate::seen::take), and answers
+/// with nothing.
+#[derive(Debug, Component, Default)]
+#[component(name = "record")]
+pub struct Record {
+    input: Input<Value>,
+}
+
+impl Record {
+    async fn on_input(&self, ctx: &Ctx<Self>, msg: Value) -> Reply {
+        crate::seen::record(ctx.node_name(), msg.to_string());
+        Reply::empty()
+    }
+}
+
 /// `forward`: sends its input on `out` as it came, never decoded, and answers with
 /// what that answered.
 #[derive(Debug, Component, Default)]
