@@ -67,31 +67,28 @@ const RUN_EVERY: Duration = Duration::from_millis(500);
 const SIGNAL_EVERY: Duration = Duration::from_secs(2);
 /// How long a core request waits for its answer.
 const CORE_WAIT: Duration = Duration::from_secs(15);
-/// When each broker kill came: a core request sent near one ([`IN_FLIGHT`])
-/// lost its reply with the broker (core NATS keeps nothing), which is what a kill
-/// gives, not a loss.
-static KILLED_AT: Mutex<Vec<Instant>> = Mutex::new(Vec::new());
-/// How far from a kill a request may have been sent and still be in flight when the
-/// broker died: before it, many times a core request's latency under a loaded CI
-/// machine's soak; after it, until the client has seen its connection go (it writes to
-/// the dying socket until then). One sent earlier should have had its answer before
-/// the kill, so its `TIMEOUT` is a loss, however long its [`CORE_WAIT`] ran on past
-/// the kill.
-const IN_FLIGHT: Duration = Duration::from_secs(5);
-/// The code a core request's `TIMEOUT` is counted under when a broker kill came within
-/// [`IN_FLIGHT`] of its sending.
+/// Each broker outage: from the kill to every module ready again (`None` until then).
+/// A core request sent in one, or just before it ([`IN_FLIGHT`]), lost its reply with
+/// the broker (core NATS keeps nothing) or went to a module not back yet, which is what
+/// a kill gives, not a loss.
+static OUTAGES: Mutex<Vec<(Instant, Option<Instant>)>> = Mutex::new(Vec::new());
+/// How long before a kill a request may have been sent and still be in flight when the
+/// broker died: many times a core request's latency under a loaded CI machine's soak.
+/// One sent earlier should have had its answer before the kill, so its `TIMEOUT` is a
+/// loss, however long its [`CORE_WAIT`] ran on past the kill.
+const IN_FLIGHT: Duration = Duration::from_secs(2);
+/// The code a core request's `TIMEOUT` is counted under when it was sent in an outage
+/// or within [`IN_FLIGHT`] before one.
 const CUT_BY_KILL: &str = "TIMEOUT across a broker kill";
 
-/// Whether a broker kill came within [`IN_FLIGHT`] of `sent`, before or after it.
+/// Whether `sent` falls in a broker outage, or within [`IN_FLIGHT`] before one.
 fn cut_by_kill(sent: Instant) -> bool {
-    let near = |at: Instant| {
-        at.saturating_duration_since(sent)
-            .max(sent.saturating_duration_since(at))
-            <= IN_FLIGHT
+    let within = |&(killed, ready): &(Instant, Option<Instant>)| {
+        killed.saturating_duration_since(sent) <= IN_FLIGHT && ready.is_none_or(|ready| sent <= ready)
     };
-    KILLED_AT
+    OUTAGES
         .lock()
-        .map(|kills| kills.iter().any(|&at| near(at)))
+        .map(|outages| outages.iter().any(within))
         .unwrap_or(false)
 }
 
@@ -174,7 +171,7 @@ impl Counts {
     }
 
     /// Failures that are losses: every one but what a broker kill gives, an
-    /// `UNREACHABLE` or a request sent near the brokers' death
+    /// `UNREACHABLE` or a request sent while they were away or just before
     /// ([`CUT_BY_KILL`]). Any other dropped request comes back as a `TIMEOUT`, so
     /// counting it as failed would hide it.
     fn lost_failures(&self) -> u64 {
@@ -430,9 +427,11 @@ impl Soak {
     }
 
     async fn kill_brokers(&mut self, down: u64) -> String {
-        if let Ok(mut kills) = KILLED_AT.lock() {
-            kills.push(Instant::now());
-        }
+        // The guard ends here, not held across the outage's awaits.
+        let outage = OUTAGES.lock().ok().map(|mut outages| {
+            outages.push((Instant::now(), None));
+            outages.len() - 1
+        });
         self.core_broker.kill();
         self.run_broker.kill();
         tokio::time::sleep(Duration::from_secs(down)).await;
@@ -452,6 +451,11 @@ impl Soak {
                 || async { replica.probe("/readyz").await.filter(|(code, _)| *code == 200) },
             )
             .await;
+        }
+        if let (Some(at), Ok(mut outages)) = (outage, OUTAGES.lock())
+            && let Some((_, ready)) = outages.get_mut(at)
+        {
+            *ready = Some(Instant::now());
         }
         format!(
             "both brokers SIGKILLed, restarted {down} s later; every module ready {:.1} s after that",
@@ -806,7 +810,7 @@ async fn mixed_traffic_survives_broker_kills_api_server_pauses_and_leader_kills(
     if lost_core > 0 {
         problems.push(format!(
             "{lost_core} core requests lost: {unanswered} neither answered nor failed, {} failed otherwise than \
-             a broker kill fails them (UNREACHABLE, or a TIMEOUT of one sent near a kill){}",
+             a broker kill fails them (UNREACHABLE, or a TIMEOUT of one sent in a broker outage or just before it){}",
             core.lost_failures(),
             core.codes()
         ));
