@@ -36,6 +36,10 @@ use super::address::ChangeFn;
 /// the hop's future) when all rendered.
 pub(crate) type Failed = Option<Box<Vec<EvalError>>>;
 
+/// The most keys an edge's spare map keeps (see `EdgeMapping::spare`): placing a key in
+/// it costs a walk from the map's start, so a larger tree is made in a map of its own.
+const SPARE_KEYS: usize = 16;
+
 /// How long after its last failure an edge is still shown as failing on its node.
 pub const FAILING_WINDOW: Duration = Duration::from_secs(60);
 
@@ -288,9 +292,11 @@ impl EdgeMapping {
             self.report(&failures, policy, site);
         }
         // The tree made from a typed value's fields: its map serves the next hop (one
-        // as large as the fields read, at most: the map kept is never a whole message).
+        // as large as the fields read, at most: the map kept is never a whole message;
+        // and a small one, since finding where each key goes walks the map from its
+        // start).
         if let (Some(_), Some(reads), Cow::Owned(Value::Object(mut map))) = (&self.placed, &self.reads, root)
-            && map.len() <= reads.len()
+            && map.len() <= reads.len().min(SPARE_KEYS)
         {
             for value in map.values_mut() {
                 *value = Value::Null;

@@ -107,7 +107,15 @@ impl Out {
         match self {
             Out::Fresh(map) => map,
             Out::Reusing { map, written } if written == map.len() => map,
-            Out::Reusing { map, written } => map.into_iter().take(written).collect(),
+            // Cut to what was written, in place: collecting would hash every key again.
+            Out::Reusing { mut map, written } => {
+                let mut kept = 0;
+                map.retain(|_, _| {
+                    kept += 1;
+                    kept <= written
+                });
+                map
+            }
         }
     }
 }
@@ -606,8 +614,7 @@ mod tests {
     }
 
     #[test]
-    fn what_is_not_a_struct_or_map_is_serialised_whole() {
-        // A struct that writes a key twice: its first place, its last value.
+    fn a_key_written_twice_keeps_its_first_place_and_its_last_value() {
         struct Twice;
         impl Serialize for Twice {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -621,6 +628,10 @@ mod tests {
         }
         same_as_filtered(&Twice, &["a", "b"]);
         same_as_filtered(&Twice, &["a"]);
+    }
+
+    #[test]
+    fn what_is_not_a_struct_or_map_is_serialised_whole() {
         same_as_filtered(&"text", &["a"]);
         same_as_filtered(&vec![request()], &["body"]);
         same_as_filtered(&(1, "two"), &["a"]);
