@@ -25,7 +25,8 @@
 //! receiver) beside a bare async-nats request/reply echo with the same payload on the
 //! same broker, and tiny's gRPC hop and the NATS hop between ports of `Value` printed
 //! beside them; `HOP_ONLY=echo|headed|tiny|value` runs one side alone (`headed`: the
-//! echo with Go's five request headers).
+//! echo with Go's five request headers). Its goals are against the headed echo, which
+//! sends what a conforming hop must: p50 ratio <= 1.2, throughput ratio >= 0.8.
 
 #[cfg(feature = "fast-alloc")]
 #[global_allocator]
@@ -277,25 +278,27 @@ async fn over_nats(sequential: usize, in_flight: usize, total: usize) {
     row("tiny over NATS (node a -> edge -> b)", &tiny_f);
     row("tiny over gRPC (the same hop)", &grpc_f);
     row("tiny over NATS, ports of Value", &value_f);
-    let p50_ratio = micros(tiny_f.p50) / micros(echo_f.p50);
-    let tput_ratio = tiny_f.throughput / echo_f.throughput;
+    // The goals are against the echo that carries Go's request headers, since a
+    // conforming hop must send them (issue 43); the bare echo's ratios are printed beside.
+    let p50_ratio = micros(tiny_f.p50) / micros(headed_f.p50);
+    let tput_ratio = tiny_f.throughput / headed_f.throughput;
     println!();
     println!(
-        "p50 tiny-NATS/echo          {p50_ratio:.2}  (goal <= 1.30: {})",
-        verdict(p50_ratio <= 1.3)
+        "p50 tiny-NATS/headed echo   {p50_ratio:.2}  (goal <= 1.20: {})",
+        verdict(p50_ratio <= 1.2)
     );
     println!(
-        "p99 tiny-NATS/echo          {:.2}",
-        micros(tiny_f.p99) / micros(echo_f.p99)
+        "p99 tiny-NATS/headed echo   {:.2}",
+        micros(tiny_f.p99) / micros(headed_f.p99)
     );
     println!(
-        "throughput tiny-NATS/echo   {tput_ratio:.2}  (goal >= 0.80: {})",
+        "throughput tiny-NATS/headed {tput_ratio:.2}  (goal >= 0.80: {})",
         verdict(tput_ratio >= 0.8)
     );
     println!(
-        "tiny-NATS/echo with headers p50 {:.2}, throughput {:.2}",
-        micros(tiny_f.p50) / micros(headed_f.p50),
-        tiny_f.throughput / headed_f.throughput
+        "tiny-NATS/bare echo         p50 {:.2}, throughput {:.2}",
+        micros(tiny_f.p50) / micros(echo_f.p50),
+        tiny_f.throughput / echo_f.throughput
     );
     println!(
         "tiny NATS/gRPC              p50 {:.2}, throughput {:.2}",
