@@ -220,6 +220,24 @@ fn carried(message: &async_nats::Message) -> (Option<String>, Option<&str>, Opti
     )
 }
 
+/// Waits for `what` on `sub` and checks that it carries the incoming request's trace,
+/// vendor state and baggage.
+async fn carries_the_incoming_context(sub: &mut async_nats::Subscriber, what: &str) {
+    let message = tokio::time::timeout(WAIT, sub.next())
+        .await
+        .unwrap_or_else(|_| panic!("{what} comes in time"))
+        .unwrap_or_else(|| panic!("{what}: the subscription ended"));
+    assert_eq!(
+        carried(&message),
+        (
+            Some(INCOMING_TRACE.to_owned()),
+            Some("vendor=opaque"),
+            Some("tenant=acme")
+        ),
+        "{what}"
+    );
+}
+
 /// The request's baggage and vendor trace state reach what a handler sends with
 /// `nats::send`, in the request's trace, as the Go SDK's otel propagation carries
 /// them: the hop's context keeps what is around it.
@@ -243,18 +261,7 @@ async fn baggage_and_trace_state_reach_what_a_handler_sends() {
         .await
         .expect("sends");
 
-    let message = tokio::time::timeout(WAIT, sent.next())
-        .await
-        .expect("the handler's message comes")
-        .expect("the handler's message");
-    assert_eq!(
-        carried(&message),
-        (
-            Some(INCOMING_TRACE.to_owned()),
-            Some("vendor=opaque"),
-            Some("tenant=acme")
-        )
-    );
+    carries_the_incoming_context(&mut sent, "the handler's message").await;
 }
 
 /// The same through a durable emit's producer span, which is made a child of the
@@ -270,17 +277,6 @@ async fn baggage_and_trace_state_reach_a_durable_emit() {
         .await
         .expect("the first step runs");
 
-    let message = tokio::time::timeout(WAIT, stored.next())
-        .await
-        .expect("the emit is stored in time")
-        .expect("the stored emit");
-    assert_eq!(
-        carried(&message),
-        (
-            Some(INCOMING_TRACE.to_owned()),
-            Some("vendor=opaque"),
-            Some("tenant=acme")
-        )
-    );
+    carries_the_incoming_context(&mut stored, "the stored emit").await;
     near.receiver.stop().await;
 }
